@@ -1,0 +1,169 @@
+"""Structured configs: the types Hydra checks every composed config against, plus value checks.
+
+Hydra/OmegaConf validate types (``train_len=abc`` fails); ``validate`` checks values and raises a
+one-line ``PosbenchError`` naming the bad value and what is valid.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, List, Optional
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING, DictConfig, OmegaConf
+
+from posbench.errors import PosbenchError
+from posbench.model import ModelConfig
+
+CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
+
+
+@dataclass
+class DataConfig:
+    name: str = "stdlib"
+    source: str = "stdlib"  # stdlib | local | hub
+    path: Optional[str] = None  # local: file or folder; stdlib: override of the stdlib root
+    glob: str = "**/*.txt"  # local folders: which files are documents
+    hub_name: Optional[str] = None  # hub: dataset name (or a local dataset folder)
+    hub_config: Optional[str] = None
+    text_field: str = "text"
+    train_split: str = "train"
+    val_split: Optional[str] = "validation"  # None: hold out the last val_fraction of the train stream
+    val_fraction: float = 0.05
+    max_train_bytes: Optional[int] = None  # cap for huge corpora (pg19)
+    doc_separator: str = "\0"  # written between documents (rows) in the byte stream
+    cache_dir: str = "~/.cache/posbench"
+
+
+@dataclass
+class TrainConfig:
+    steps: int = 600
+    batch_size: int = 32
+    lr: float = 2e-3
+    min_lr_ratio: float = 0.1
+    warmup_steps: int = 50
+    weight_decay: float = 0.1
+    beta1: float = 0.9
+    beta2: float = 0.95
+    grad_clip: float = 1.0
+    position_lr_mult: float = 1.0  # learning-rate multiplier of the encoding's own parameters
+    val_every: int = 200
+    val_batches: int = 8
+    log_every: int = 10
+
+
+@dataclass
+class EvalConfig:
+    multiples: List[float] = field(default_factory=lambda: [1, 2, 4, 8, 16])
+    protocol: str = "nonoverlapping"
+    windows_at_max: int = 32  # windows scored at the longest length; fixes the scored-token count
+    batch_tokens: int = 16384
+
+
+@dataclass
+class LoggerConfig:
+    name: str = "none"  # none | wandb
+    project: str = "posbench"
+    entity: Optional[str] = None
+    mode: str = "offline"  # wandb mode: offline | online | disabled
+    dir: Optional[str] = None
+
+
+@dataclass
+class Config:
+    encoding: Any = MISSING
+    model: ModelConfig = MISSING
+    data: DataConfig = MISSING
+    train: TrainConfig = MISSING
+    eval: EvalConfig = MISSING
+    logger: LoggerConfig = MISSING
+    train_len: int = 64
+    seed: int = 0
+    device: str = "auto"
+    runs_dir: str = "runs"
+    evaluate_after_training: bool = True
+
+
+@dataclass
+class EvaluateConfig:
+    """posbench-eval: evaluate an existing run directory again."""
+
+    eval: EvalConfig = MISSING
+    run_dir: Optional[str] = None
+    device: str = "auto"
+
+
+def register_configs() -> None:
+    cs = ConfigStore.instance()
+    cs.store(name="posbench_schema", node=Config)
+    cs.store(name="posbench_eval_schema", node=EvaluateConfig)
+
+
+PROTOCOLS = ("nonoverlapping",)
+SOURCES = ("stdlib", "local", "hub")
+LOGGERS = ("none", "wandb")
+
+
+def validate(cfg: DictConfig) -> None:
+    """Value checks that types alone cannot express; raises PosbenchError with one line."""
+    from posbench.encodings import available, make_params
+
+    enc = cfg.encoding
+    if "name" not in enc:
+        raise PosbenchError(f"encoding config has no 'name'; valid names: {', '.join(available())}")
+    make_params(enc.name, encoding_params(cfg))
+    if cfg.train_len < 1:
+        raise PosbenchError(f"train_len must be a positive integer, got {cfg.train_len}")
+    m = cfg.model
+    for key in ("d_model", "n_layers", "n_heads", "mlp_ratio"):
+        if m[key] < 1:
+            raise PosbenchError(f"model.{key} must be a positive integer, got {m[key]}")
+    if m.d_model % m.n_heads:
+        raise PosbenchError(f"model.d_model={m.d_model} is not divisible by model.n_heads={m.n_heads}")
+    if bad := [x for x in cfg.eval.multiples if x <= 0]:
+        raise PosbenchError(f"eval.multiples must be positive, got {bad[0]} in {list(cfg.eval.multiples)}")
+    if cfg.eval.protocol not in PROTOCOLS:
+        raise PosbenchError(f"unknown eval.protocol {cfg.eval.protocol!r}; valid: {', '.join(PROTOCOLS)}")
+    if cfg.data.source not in SOURCES:
+        raise PosbenchError(f"unknown data.source {cfg.data.source!r}; valid: {', '.join(SOURCES)}")
+    if not 0 < cfg.data.val_fraction < 1:
+        raise PosbenchError(f"data.val_fraction must be in (0, 1), got {cfg.data.val_fraction}")
+    if cfg.logger.name not in LOGGERS:
+        raise PosbenchError(f"unknown logger {cfg.logger.name!r}; valid: {', '.join(LOGGERS)}")
+    if cfg.device not in ("auto", "cpu") and not str(cfg.device).startswith("cuda"):
+        raise PosbenchError(f"unknown device {cfg.device!r}; valid: auto, cpu, cuda, cuda:N")
+    for key in ("steps", "batch_size", "val_every", "val_batches", "log_every"):
+        if cfg.train[key] < 1:
+            raise PosbenchError(f"train.{key} must be a positive integer, got {cfg.train[key]}")
+
+
+def encoding_params(cfg: DictConfig) -> dict:
+    return {k: v for k, v in OmegaConf.to_container(cfg.encoding, resolve=True).items() if k != "name"}
+
+
+def eval_lengths(train_len: int, multiples) -> list[int]:
+    """Window lengths for the evaluation multiples, rounded to whole tokens, sorted, unique."""
+    return sorted({max(1, round(train_len * m)) for m in multiples})
+
+
+def run_identity(cfg: DictConfig) -> dict:
+    """Everything that determines the trained weights, and nothing else (not paths, logger or eval)."""
+    c = OmegaConf.to_container(cfg, resolve=True)
+    data = {k: v for k, v in c["data"].items() if k != "cache_dir"}
+    return {
+        "encoding": c["encoding"],
+        "model": c["model"],
+        "data": data,
+        "train": c["train"],
+        "train_len": c["train_len"],
+        "seed": c["seed"],
+    }
+
+
+def run_id(cfg: DictConfig) -> str:
+    """Readable prefix + hash of the resolved identity: the same config always maps to the same run."""
+    digest = hashlib.sha1(json.dumps(run_identity(cfg), sort_keys=True).encode()).hexdigest()[:10]
+    return f"{cfg.encoding.name}_{cfg.model.name}_L{cfg.train_len}_s{cfg.seed}_{digest}"

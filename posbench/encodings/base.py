@@ -1,0 +1,95 @@
+"""The interface every positional encoding implements.
+
+An encoding reaches attention in one (or more) of three ways, and the model asks which:
+
+* **input**    ``embed(x, positions)`` adds or concatenates a vector to the token embeddings;
+* **rotation** ``rotate(q, k, state)`` transforms queries and keys by position before q.k;
+* **bias**     ``bias(head, q_pos, k_pos, layer)`` returns the additive logit bias b[h, i, j].
+
+Relative encodings with content terms (Shaw, Transformer-XL) set ``uses_relative`` and implement
+``relative_attention`` themselves. Positions are always explicit tensors, never an implied
+``arange(seq_len)``, so sliding windows, randomized positions and interpolation need no new code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What an encoding may need to know about the model it is plugged into."""
+
+    d_model: int
+    n_heads: int
+    n_layers: int
+    train_len: int
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_heads
+
+
+class PositionalEncoding(nn.Module):
+    """Base class: every hook is a no-op, subclasses override the ones they use.
+
+    Subclasses declare their hyper-parameters as a nested ``Params`` dataclass; the registry
+    validates the yaml against it, so a typo in a config is an error, not a silently ignored key.
+    """
+
+    uses_input: bool = False
+    uses_rotation: bool = False
+    uses_bias: bool = False
+    uses_relative: bool = False
+
+    @dataclass
+    class Params:
+        pass
+
+    def __init__(self, shape: ModelShape, params: Any):
+        super().__init__()
+        self.shape = shape
+        self.params = params
+
+    # -- input -----------------------------------------------------------------------------------
+    def embed(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """x: [B, L, D] token embeddings, positions: [L] integer positions -> [B, L, D]."""
+        return x
+
+    # -- rotation --------------------------------------------------------------------------------
+    def prepare(self, positions: torch.Tensor) -> Any:
+        """Per-forward state shared by all layers (e.g. RoPE's cos/sin), computed once."""
+        return None
+
+    def rotate(self, q: torch.Tensor, k: torch.Tensor, state: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        """q, k: [B, H, L, Dh] -> rotated q, k."""
+        return q, k
+
+    def softmax_scale(self) -> float | None:
+        """Scale of q.k inside softmax; None means the usual 1/sqrt(head_dim)."""
+        return None
+
+    # -- bias ------------------------------------------------------------------------------------
+    def bias(self, head: torch.Tensor, q_pos: torch.Tensor, k_pos: torch.Tensor, layer: int) -> torch.Tensor:
+        """Additive attention-logit bias, elementwise over broadcastable index tensors.
+
+        Written elementwise so the same definition serves a materialised (chunked) mask and a
+        flex-attention ``score_mod``. Only causal pairs (k_pos <= q_pos) are ever used.
+        """
+        raise NotImplementedError
+
+    # -- relative content terms -------------------------------------------------------------------
+    def relative_attention(self, q, k, v, positions, layer: int) -> torch.Tensor:
+        raise NotImplementedError
+
+    # -- domain ----------------------------------------------------------------------------------
+    def undefined_reason(self, length: int) -> str | None:
+        """Why this encoding cannot score a window of ``length`` tokens, or None if it can."""
+        return None
+
+    def extra_repr(self) -> str:
+        return str(self.params)

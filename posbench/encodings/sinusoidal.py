@@ -1,0 +1,41 @@
+"""Sinusoidal absolute positions added to the input (Vaswani et al. 2017, "Attention Is All You Need").
+
+    PE[p, 2i]   = sin(p / base^(2i / d))
+    PE[p, 2i+1] = cos(p / base^(2i / d))
+
+interleaved as in the paper (sin on even, cos on odd channels), base = 10000, and added to the
+token embeddings. The table is computed from the position tensor on every call, so it is defined at
+any length; what breaks past the training length is the model, not the formula.
+"""
+
+from dataclasses import dataclass
+
+import torch
+
+from posbench.encodings import register
+from posbench.encodings.base import PositionalEncoding
+
+
+def sinusoidal_table(num_positions: int | torch.Tensor, dim: int, base: float = 10000.0) -> torch.Tensor:
+    """[num_positions, dim] table of the original Transformer (positions 0..n-1, or given positions)."""
+    if dim % 2:
+        raise ValueError(f"sinusoidal dim must be even, got {dim}")
+    pos = torch.arange(num_positions) if isinstance(num_positions, int) else num_positions
+    inv_freq = base ** (-torch.arange(0, dim, 2, dtype=torch.float64) / dim)
+    angles = pos.to(torch.float64)[:, None] * inv_freq[None, :]
+    table = torch.empty(angles.shape[0], dim, dtype=torch.float64)
+    table[:, 0::2] = angles.sin()
+    table[:, 1::2] = angles.cos()
+    return table.to(torch.float32)
+
+
+@register("sinusoidal")
+class Sinusoidal(PositionalEncoding):
+    uses_input = True
+
+    @dataclass
+    class Params:
+        base: float = 10000.0
+
+    def embed(self, x, positions):
+        return x + sinusoidal_table(positions.cpu(), x.shape[-1], self.params.base).to(x.device, x.dtype)

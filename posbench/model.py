@@ -1,0 +1,116 @@
+"""A toy decoder-only language model (pre-LN GPT, after karpathy/nanoGPT).
+
+The positional encoding is a plug-in: the model calls its hooks (input, rotation, bias, relative)
+and never branches on which encoding it is. Positions are an explicit tensor passed to forward.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from posbench.attention import biased_causal_attention, causal_attention
+from posbench.encodings import ModelShape, PositionalEncoding
+
+
+@dataclass
+class ModelConfig:
+    name: str = "small"
+    d_model: int = 128
+    n_layers: int = 4
+    n_heads: int = 4
+    mlp_ratio: int = 4
+    dropout: float = 0.0
+    vocab_size: int = 256  # bytes
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, cfg: ModelConfig, layer: int):
+        super().__init__()
+        self.n_heads, self.layer = cfg.n_heads, layer
+        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model, bias=False)
+        self.proj = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def forward(self, x, enc: PositionalEncoding, positions, pos_state):
+        B, L, D = x.shape
+        q, k, v = self.qkv(x).view(B, L, 3, self.n_heads, D // self.n_heads).permute(2, 0, 3, 1, 4)
+        if enc.uses_relative:
+            y = enc.relative_attention(q, k, v, positions, self.layer)
+        else:
+            if enc.uses_rotation:
+                q, k = enc.rotate(q, k, pos_state)
+            scale = enc.softmax_scale()
+            if enc.uses_bias:
+                bias_fn = lambda h, i, j: enc.bias(h, i, j, self.layer)  # noqa: E731
+                y = biased_causal_attention(q, k, v, bias_fn, positions, scale)
+            else:
+                y = causal_attention(q, k, v, scale)
+        return self.dropout(self.proj(y.transpose(1, 2).reshape(B, L, D)))
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.fc = nn.Linear(cfg.d_model, cfg.mlp_ratio * cfg.d_model, bias=False)
+        self.proj = nn.Linear(cfg.mlp_ratio * cfg.d_model, cfg.d_model, bias=False)
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def forward(self, x):
+        return self.dropout(self.proj(F.gelu(self.fc(x))))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: ModelConfig, layer: int):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
+        self.attn = CausalSelfAttention(cfg, layer)
+        self.mlp = MLP(cfg)
+
+    def forward(self, x, enc, positions, pos_state):
+        x = x + self.attn(self.ln1(x), enc, positions, pos_state)
+        return x + self.mlp(self.ln2(x))
+
+
+class LanguageModel(nn.Module):
+    def __init__(self, cfg: ModelConfig, encoding: PositionalEncoding):
+        super().__init__()
+        self.cfg = cfg
+        self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.encoding = encoding
+        self.drop = nn.Dropout(cfg.dropout)
+        self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layers))
+        self.ln_f = nn.LayerNorm(cfg.d_model)
+        self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.head.weight = self.tok_emb.weight  # weight tying, as in GPT-2
+        # GPT-2 init for the transformer; the encoding keeps its own (it knows what its parameters mean)
+        nn.init.normal_(self.tok_emb.weight, std=0.02)
+        for name, p in self.blocks.named_parameters():
+            if name.endswith(".weight") and p.dim() == 2:
+                # scaled residual projections keep the residual stream's variance flat in depth
+                std = 0.02 / (2 * cfg.n_layers) ** 0.5 if name.endswith("proj.weight") else 0.02
+                nn.init.normal_(p, std=std)
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def forward(self, idx: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
+        """idx: [B, L] token ids; positions: [L] (default 0..L-1) -> logits [B, L, vocab]."""
+        if positions is None:
+            positions = torch.arange(idx.shape[1], device=idx.device)
+        x = self.encoding.embed(self.tok_emb(idx), positions)
+        x = self.drop(x)
+        pos_state = self.encoding.prepare(positions)
+        for block in self.blocks:
+            x = block(x, self.encoding, positions, pos_state)
+        return self.head(self.ln_f(x))
+
+
+def build_model(model_cfg: ModelConfig, encoding_name: str, encoding_params: dict, train_len: int) -> LanguageModel:
+    from posbench.encodings import build_encoding
+
+    shape = ModelShape(model_cfg.d_model, model_cfg.n_heads, model_cfg.n_layers, train_len)
+    return LanguageModel(model_cfg, build_encoding(encoding_name, shape, encoding_params))

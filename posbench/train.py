@@ -1,0 +1,227 @@
+"""Training loop and the Hydra entry point ``posbench-train``.
+
+    posbench-train encoding=alibi model=small train_len=64
+    posbench-train -m encoding=nope,sinusoidal,learned,rope,alibi train_len=64,128
+
+One run = one directory ``<runs_dir>/<run_id>`` (see posbench.results). The run id is a hash of
+the config that determines the weights, so re-running a sweep skips the runs that are complete.
+After training, the run is evaluated (posbench.evaluate) unless ``evaluate_after_training=false``.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import math
+import platform
+import time
+from pathlib import Path
+
+import hydra
+import torch
+import torch.nn.functional as F
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+from tqdm.auto import tqdm
+
+from posbench import __version__
+from posbench.config import CONF_DIR, encoding_params, eval_lengths, register_configs, run_id, validate
+from posbench.data import corpus_stats, load_corpus, sample_batch
+from posbench.device import autocast, describe, resolve_device
+from posbench.errors import PosbenchError
+from posbench.evaluate import evaluate_model, scored_windows, write_per_position
+from posbench.model import LanguageModel, ModelConfig, build_model
+from posbench.results import CHECKPOINT, CONFIG, HISTORY, METRICS, atomic_write_bytes, atomic_write_text, is_complete, write_json
+from posbench.tracking import make_tracker
+
+log = logging.getLogger("posbench")
+VALIDATION_SEED = 20_240_229
+
+
+def make_optimizer(model: LanguageModel, tc) -> torch.optim.Optimizer:
+    """AdamW with three groups: matrices (decayed), norms/biases (not decayed), and the encoding's
+    own position parameters (not decayed, learning rate x ``position_lr_mult``), so that learned
+    position parameters are not held at their initialisation by decay or a too-small step."""
+    enc_ids = {id(p) for p in model.encoding.parameters()}
+    decay, no_decay, position = [], [], []
+    for p in model.parameters():  # tied weights appear once
+        if not p.requires_grad:
+            continue
+        if id(p) in enc_ids:
+            position.append(p)
+        elif p.dim() >= 2:
+            decay.append(p)
+        else:
+            no_decay.append(p)
+    groups = [
+        {"params": decay, "weight_decay": tc.weight_decay, "lr": tc.lr},
+        {"params": no_decay, "weight_decay": 0.0, "lr": tc.lr},
+        {"params": position, "weight_decay": 0.0, "lr": tc.lr * tc.position_lr_mult},
+    ]
+    return torch.optim.AdamW([g for g in groups if g["params"]], betas=(tc.beta1, tc.beta2))
+
+
+def lr_factor(step: int, tc) -> float:
+    """Linear warm-up to 1, then cosine decay to ``min_lr_ratio`` at the last step."""
+    if step < tc.warmup_steps:
+        return (step + 1) / tc.warmup_steps
+    progress = (step - tc.warmup_steps) / max(1, tc.steps - tc.warmup_steps)
+    return tc.min_lr_ratio + (1 - tc.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+
+
+@torch.no_grad()
+def validation_loss(model, val_tokens, cfg, device) -> float:
+    model.eval()
+    losses = []
+    for i in range(cfg.train.val_batches):
+        # fixed windows, so every validation point and every run sees the same text
+        x, y = sample_batch(val_tokens, cfg.train.batch_size, cfg.train_len, seed=VALIDATION_SEED, step=i)
+        with autocast(device):
+            logits = model(x.to(device))
+        losses.append(F.cross_entropy(logits.float().flatten(0, 1), y.to(device).flatten()).item())
+    model.train()
+    return sum(losses) / len(losses)
+
+
+def train_model(model: LanguageModel, corpus, cfg: DictConfig, device: torch.device, tracker) -> dict:
+    """Train in place; returns status, timing and the history of the run."""
+    tc = cfg.train
+    opt = make_optimizer(model, tc)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, tc))
+    positions = torch.arange(cfg.train_len, device=device)
+    history, status, last_loss, val_loss = [], "completed", float("nan"), None
+    tokens_per_step = tc.batch_size * cfg.train_len
+    model.train()
+    t0 = t_log = time.perf_counter()
+    bar = tqdm(range(tc.steps), desc=f"train {cfg.encoding.name} L={cfg.train_len}", unit="step", leave=False)
+    for step in bar:
+        x, y = sample_batch(corpus.train, tc.batch_size, cfg.train_len, cfg.seed, step)
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        with autocast(device):
+            logits = model(x, positions)
+        loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten())
+        loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip)
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+
+        last = step == tc.steps - 1
+        if (step + 1) % tc.log_every == 0 or last:
+            # reading the loss syncs the device, so it happens only at log steps
+            last_loss, gn = loss.item(), grad_norm.item()
+            now = time.perf_counter()
+            tok_s = tokens_per_step * ((step % tc.log_every) + 1) / max(now - t_log, 1e-9)
+            t_log = now
+            entry = {"step": step + 1, "loss": last_loss, "lr": sched.get_last_lr()[0], "grad_norm": gn, "tokens_per_s": tok_s}
+            if not (math.isfinite(last_loss) and math.isfinite(gn)):
+                status = "diverged"
+                history.append(entry)
+                log.warning("loss became %s at step %d: run marked diverged", last_loss, step + 1)
+                break
+            if (step + 1) % tc.val_every == 0 or last:
+                val_loss = entry["val_loss"] = validation_loss(model, corpus.val, cfg, device)
+            history.append(entry)
+            tracker.log({k: v for k, v in entry.items() if k != "step"}, step=step + 1)
+            bar.set_postfix(loss=f"{last_loss:.3f}", tok_s=f"{tok_s:,.0f}")
+    bar.close()
+    wall = time.perf_counter() - t0
+    steps_done = history[-1]["step"] if history else 0
+    return {
+        "status": status,
+        "train_wall_s": wall,
+        "train_steps": steps_done,
+        "train_tokens": steps_done * tokens_per_step,
+        "final_train_loss": last_loss,
+        "final_val_loss": val_loss,
+        "history": history,
+    }
+
+
+def run(cfg: DictConfig) -> Path:
+    """Train (unless complete) and evaluate one run; returns its directory."""
+    validate(cfg)
+    rid = run_id(cfg)
+    run_dir = Path(cfg.runs_dir).expanduser() / rid
+    if is_complete(run_dir):
+        log.info("skipping %s: already complete", rid)
+        return run_dir
+    device = resolve_device(cfg.device)
+    corpus = load_corpus(cfg.data)
+    if cfg.evaluate_after_training:  # fail before training, not after, if evaluation cannot run
+        scored_windows(len(corpus.val), max(eval_lengths(cfg.train_len, cfg.eval.multiples)), cfg.eval.windows_at_max)
+    if len(corpus.val) < cfg.train_len + 2:
+        raise PosbenchError(f"train_len={cfg.train_len} is longer than the validation split allows ({len(corpus.val)} tokens)")
+
+    torch.manual_seed(cfg.seed)
+    model = build_model(ModelConfig(**cfg.model), cfg.encoding.name, encoding_params(cfg), cfg.train_len).to(device)
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(run_dir / CONFIG, OmegaConf.to_yaml(resolved))
+    log.info("run %s: %s, %d parameters, %s", rid, cfg.encoding.name, model.num_params(), describe(device))
+    tracker = make_tracker(cfg.logger, rid, run_dir, resolved)
+    metrics = {
+        "schema_version": 1,
+        "run_id": rid,
+        "status": "failed",
+        "encoding": cfg.encoding.name,
+        "model": cfg.model.name,
+        "train_len": cfg.train_len,
+        "seed": cfg.seed,
+        "params": model.num_params(),
+        "device": describe(device),
+        "torch_version": torch.__version__,
+        "posbench_version": __version__,
+        "python": platform.python_version(),
+        "corpus": corpus_stats(corpus),
+        "evaluations": [],
+    }
+    try:
+        result = train_model(model, corpus, cfg, device, tracker)
+        history = result.pop("history")
+        metrics.update(result)
+        write_json(run_dir / HISTORY, history)
+        if result["status"] == "completed":
+            buf = io.BytesIO()
+            torch.save({"model": model.state_dict(), "config": resolved}, buf)
+            atomic_write_bytes(run_dir / CHECKPOINT, buf.getvalue())
+            if cfg.evaluate_after_training:
+                records, per_pos = evaluate_model(model, corpus.val, cfg.train_len, cfg.eval, device, cfg.encoding.name)
+                metrics["evaluations"] = records
+                write_per_position(run_dir, cfg.encoding.name, cfg.eval.protocol, per_pos)
+                tracker.log_evaluation(records)
+                summary = ", ".join(f"{r['multiple']:g}x={r['ppl']:.2f}" if r["ppl"] else f"{r['multiple']:g}x=null" for r in records)
+                log.info("%s ppl: %s", rid, summary)
+    except Exception as e:
+        metrics["status"], metrics["error"] = "failed", f"{type(e).__name__}: {e}"
+        write_json(run_dir / METRICS, metrics)
+        raise
+    finally:
+        tracker.finish()
+    write_json(run_dir / METRICS, metrics)
+    return run_dir
+
+
+register_configs()
+
+
+@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
+def _hydra_main(cfg: DictConfig) -> None:
+    from posbench.cli import user_errors
+
+    with user_errors():
+        try:
+            run(cfg)
+        except PosbenchError:
+            raise
+        except Exception:
+            # one failed run must not sink a sweep: it is recorded as failed and the sweep goes on
+            if HydraConfig.get().mode == RunMode.MULTIRUN:
+                log.exception("run failed; recorded as status=failed, continuing the sweep")
+            else:
+                raise
+
+
+def main() -> None:
+    _hydra_main()
