@@ -123,8 +123,7 @@ def validate(cfg: DictConfig) -> None:
             raise PosbenchError(f"model.{key} must be a positive integer, got {m[key]}")
     if m.d_model % m.n_heads:
         raise PosbenchError(f"model.d_model={m.d_model} is not divisible by model.n_heads={m.n_heads}")
-    if bad := [x for x in cfg.eval.multiples if x <= 0]:
-        raise PosbenchError(f"eval.multiples must be positive, got {bad[0]} in {list(cfg.eval.multiples)}")
+    check_multiples(cfg.eval.multiples)
     if cfg.eval.protocol not in PROTOCOLS:
         raise PosbenchError(f"unknown eval.protocol {cfg.eval.protocol!r}; valid: {', '.join(PROTOCOLS)}")
     if cfg.data.source not in SOURCES:
@@ -138,6 +137,13 @@ def validate(cfg: DictConfig) -> None:
     for key in ("steps", "batch_size", "val_every", "val_batches", "log_every"):
         if cfg.train[key] < 1:
             raise PosbenchError(f"train.{key} must be a positive integer, got {cfg.train[key]}")
+
+
+def check_multiples(multiples) -> None:
+    if not multiples:
+        raise PosbenchError("eval.multiples is empty; give positive multiples of train_len, e.g. [1,2,4,8,16]")
+    if bad := [x for x in multiples if x <= 0]:
+        raise PosbenchError(f"eval.multiples must be positive, got {bad[0]:g}; e.g. [1,2,4,8,16]")
 
 
 def encoding_params(cfg: DictConfig) -> dict:

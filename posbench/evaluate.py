@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
-from posbench.config import CONF_DIR, encoding_params, eval_lengths, register_configs
+from posbench.config import CONF_DIR, check_multiples, encoding_params, eval_lengths, register_configs
 from posbench.data import load_corpus
 from posbench.device import autocast, resolve_device
 from posbench.errors import PosbenchError
@@ -160,8 +160,7 @@ def _hydra_main(cfg: DictConfig) -> None:
     with user_errors():
         if cfg.run_dir is None:
             raise PosbenchError("give the run to evaluate: posbench-eval run_dir=runs/<run_id>")
-        if bad := [x for x in cfg.eval.multiples if x <= 0]:
-            raise PosbenchError(f"eval.multiples must be positive, got {bad[0]}")
+        check_multiples(cfg.eval.multiples)
         metrics = evaluate_run(Path(cfg.run_dir), cfg.eval, cfg.device)
         for r in metrics["evaluations"]:
             ppl = "null (" + r["reason"] + ")" if r["ppl"] is None else f"{r['ppl']:.3f}"
@@ -170,3 +169,7 @@ def _hydra_main(cfg: DictConfig) -> None:
 
 def main() -> None:
     _hydra_main()
+
+
+if __name__ == "__main__":
+    main()

@@ -225,3 +225,7 @@ def _hydra_main(cfg: DictConfig) -> None:
 
 def main() -> None:
     _hydra_main()
+
+
+if __name__ == "__main__":
+    main()

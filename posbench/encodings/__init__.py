@@ -53,7 +53,8 @@ def make_params(name: str, params: Mapping[str, Any]) -> Any:
 
 
 def build_encoding(name: str, shape: ModelShape, params: Mapping[str, Any] | None = None) -> PositionalEncoding:
-    return REGISTRY[name](shape, make_params(name, params or {}))
+    params = make_params(name, params or {})  # raises a clear error for an unknown name first
+    return REGISTRY[name](shape, params)
 
 
 _discover()

@@ -4,7 +4,10 @@
     PE[p, 2i+1] = cos(p / base^(2i / d))
 
 interleaved as in the paper (sin on even, cos on odd channels), base = 10000, and added to the
-token embeddings. The table is computed from the position tensor on every call, so it is defined at
+token embeddings as x + scale * PE. The paper adds PE to token embeddings multiplied by sqrt(d),
+whose entries are then of order 1, like PE's. Our token embeddings keep GPT-2's init (std 0.02), so
+the table is scaled by the same 0.02 to keep the paper's token-to-position ratio; unscaled, the
+table swamps the tokens and the model trains markedly worse even at the training length. The table is computed from the position tensor on every call, so it is defined at
 any length; what breaks past the training length is the model, not the formula.
 """
 
@@ -36,6 +39,8 @@ class Sinusoidal(PositionalEncoding):
     @dataclass
     class Params:
         base: float = 10000.0
+        scale: float = 0.02  # the token embeddings' init std (see the module docstring)
 
     def embed(self, x, positions):
-        return x + sinusoidal_table(positions.cpu(), x.shape[-1], self.params.base).to(x.device, x.dtype)
+        table = sinusoidal_table(positions.cpu(), x.shape[-1], self.params.base)
+        return x + self.params.scale * table.to(x.device, x.dtype)

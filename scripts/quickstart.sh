@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The demo: install, train five encodings (small model, train_len 64, 600 steps each) on the
+# embedded default corpus (the Python standard library's source), evaluate each at 1x..16x the
+# training length, and write the report to runs/quick/report/report.md.
+# About 8 minutes on 2 CPU cores. Extra arguments are Hydra overrides (e.g. train.steps=1500).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export HF_HUB_OFFLINE="${HF_HUB_OFFLINE:-1}" HF_DATASETS_OFFLINE="${HF_DATASETS_OFFLINE:-1}"
+.venv/bin/posbench-train -m experiment=quick encoding=nope,sinusoidal,learned,rope,alibi "$@"
+.venv/bin/posbench-report runs/quick

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Create .venv (once) and install posbench into it.
+#
+# CPU machines: torch==2.13.0 (the CPU build) is installed *before* posbench, so that posbench's
+# `torch>=2.5` is already satisfied and pip never pulls the multi-GB CUDA wheels.
+# GPU machines: install a CUDA build of torch into .venv first, e.g.
+#     python3 -m venv .venv && .venv/bin/pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128
+# and this script keeps it (it installs torch only when .venv has none).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3}"
+[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+VPY=.venv/bin/python
+if ! "$VPY" -c "import torch" 2>/dev/null; then
+    "$VPY" -m pip install -q "${POSBENCH_TORCH_SPEC:-torch==2.13.0}"
+fi
+"$VPY" -m pip install -q -e ".[dev]"
+"$VPY" -c "import torch, posbench; print(f'posbench {posbench.__version__}, torch {torch.__version__}, cuda available: {torch.cuda.is_available()}')"

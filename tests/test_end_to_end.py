@@ -1,0 +1,110 @@
+"""The whole spine through the real command lines: Hydra multirun -> train -> evaluate -> report."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+ENCODINGS = ["nope", "sinusoidal", "learned", "rope", "alibi"]
+
+
+def cli(*args, cwd=None, check=True):
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, cwd=cwd, env=env)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{args} exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+def train_cmd(*overrides):
+    return ("posbench.train", *overrides)
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory, text_corpus, cache_dir):
+    runs = tmp_path_factory.mktemp("runs")
+    overrides = [
+        "-m",
+        f"encoding={','.join(ENCODINGS)}",
+        "model=tiny",
+        "train=smoke",
+        "train_len=16",
+        "eval.multiples=[1,2,4]",
+        "eval.windows_at_max=8",
+        "data=local",
+        f"data.path={text_corpus}",
+        f"runs_dir={runs}",
+    ]
+    proc = cli(*train_cmd(*overrides))
+    return runs, overrides, proc
+
+
+def test_sweep_trains_and_evaluates_every_encoding(sweep):
+    runs, _, _ = sweep
+    metrics = [json.loads(p.read_text()) for p in runs.glob("*/metrics.json")]
+    assert sorted(m["encoding"] for m in metrics) == sorted(ENCODINGS)
+    for m in metrics:
+        assert m["status"] == "completed"
+        assert m["train_tokens"] == 20 * 8 * 16  # smoke: 20 steps of 8 x 16 tokens
+        assert m["corpus"]["source"] == "local" and m["corpus"]["hash"]
+        evals = {e["length"]: e for e in m["evaluations"]}
+        assert sorted(evals) == [16, 32, 64]
+        assert len({e["tokens_scored"] for e in evals.values() if e["ppl"] is not None}) == 1  # same tokens at every length
+        for e in evals.values():
+            if m["encoding"] == "learned" and e["length"] > 16:
+                assert e["ppl"] is None and "16 positions" in e["reason"]
+            else:
+                assert math.isfinite(e["ppl"]) and e["ppl"] < 256  # learned something: better than uniform bytes
+                assert e["bpb"] == pytest.approx(e["loss"] / math.log(2))
+                assert e["ppl"] == pytest.approx(math.exp(e["loss"]))
+        with np.load(runs / m["run_id"] / "per_position.npz") as z:
+            pos = z[f"{m['encoding']}/nonoverlapping/L16"]
+            assert pos.shape == (16,)
+            assert pos.mean() == pytest.approx(evals[16]["loss"], rel=1e-5)
+
+
+def test_rerun_skips_complete_runs(sweep):
+    runs, overrides, _ = sweep
+    before = {p: p.stat().st_mtime_ns for p in runs.glob("*/metrics.json")}
+    proc = cli(*train_cmd(*overrides))
+    assert proc.stderr.count("already complete") + proc.stdout.count("already complete") == len(ENCODINGS)
+    assert before == {p: p.stat().st_mtime_ns for p in runs.glob("*/metrics.json")}
+
+
+def test_report_tables_and_plots_match_the_metrics(sweep, tmp_path):
+    runs, _, _ = sweep
+    out = tmp_path / "report"
+    cli("posbench.report", str(runs), "--out", str(out))
+    for name in ["report.md", "table.md", "table.csv", "evaluations.csv", "ppl_vs_length.png", "per_position.png"]:
+        assert (out / name).stat().st_size > 0, name
+    table = pd.read_csv(out / "table.csv")
+    assert sorted(table["variant"]) == sorted(ENCODINGS)
+    for m in (json.loads(p.read_text()) for p in runs.glob("*/metrics.json")):
+        row = table[table["variant"] == m["encoding"]].iloc[0]
+        by_len = {e["length"]: e["ppl"] for e in m["evaluations"]}
+        assert row["1x"] == pytest.approx(by_len[16])
+        if m["encoding"] == "learned":
+            assert pd.isna(row["4x"]) and pd.isna(row["4x/1x"])
+        else:
+            assert row["4x/1x"] == pytest.approx(by_len[64] / by_len[16])
+    md = (out / "report.md").read_text()
+    assert "![perplexity against evaluation length](ppl_vs_length.png)" in md
+    assert "| learned" in md and "n/d" in md
+
+
+def test_standalone_evaluation_adds_lengths(sweep):
+    runs, _, _ = sweep
+    run_dir = next(runs.glob("alibi_*"))
+    old = {e["length"]: e["ppl"] for e in json.loads((run_dir / "metrics.json").read_text())["evaluations"]}
+    cli("posbench.evaluate", f"run_dir={run_dir}", "eval.multiples=[1,8]", "eval.windows_at_max=4")
+    new = {e["length"]: e for e in json.loads((run_dir / "metrics.json").read_text())["evaluations"]}
+    assert sorted(new) == [16, 32, 64, 128]
+    assert new[32]["ppl"] == old[32]  # untouched lengths are kept
+    assert math.isfinite(new[128]["ppl"])
+    with np.load(run_dir / "per_position.npz") as z:
+        assert z["alibi/nonoverlapping/L128"].shape == (128,)

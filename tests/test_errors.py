@@ -1,0 +1,62 @@
+"""Bad input: one line naming the value and what is valid, non-zero exit, nothing written."""
+
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+from posbench.errors import PosbenchError
+
+
+def run_train(*overrides):
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return subprocess.run([sys.executable, "-m", "posbench.train", *overrides], capture_output=True, text=True, env=env)
+
+
+@pytest.mark.parametrize(
+    "override, expected",
+    [
+        ("model.n_heads=3", "model.d_model=128 is not divisible by model.n_heads=3"),
+        ("train_len=0", "train_len must be a positive integer, got 0"),
+        ("eval.multiples=[1,-2]", "eval.multiples must be positive, got -2; e.g. [1,2,4,8,16]"),
+        ("+encoding.bsae=2", "encoding 'rope' has no parameter 'bsae'; valid: base"),
+    ],
+)
+def test_bad_values_give_one_line_and_write_nothing(tmp_path, cache_dir, override, expected):
+    proc = run_train(override, f"runs_dir={tmp_path / 'runs'}")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"posbench: error: {expected}"
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "runs").exists() or not any(p.name != ".hydra" for p in (tmp_path / "runs").iterdir())
+
+
+def test_unknown_encoding_exits_nonzero_and_names_valid_choices(tmp_path):
+    proc = run_train("encoding=ropee", f"runs_dir={tmp_path / 'runs'}")
+    assert proc.returncode != 0
+    assert "ropee" in proc.stderr and "alibi" in proc.stderr
+
+
+def test_divergence_is_recorded_not_raised(compose, tmp_path, text_corpus):
+    from posbench.results import read_metrics
+    from posbench.train import run
+
+    cfg = compose(
+        "model=tiny", "train=smoke", "train_len=16", "train.lr=1e12", "train.warmup_steps=1", "train.grad_clip=1e30",
+        "data=local", f"data.path={text_corpus}", f"runs_dir={tmp_path}",
+    )
+    run_dir = run(cfg)
+    m = read_metrics(run_dir)
+    assert m["status"] == "diverged" and m["evaluations"] == []
+    assert not math.isfinite(m["final_train_loss"] if m["final_train_loss"] is not None else float("nan"))
+
+
+def test_truncated_checkpoint_is_a_clear_error(tmp_path):
+    from posbench.evaluate import load_checkpoint
+
+    (tmp_path / "checkpoint.pt").write_bytes(b"PK\x03\x04 not really")
+    with pytest.raises(PosbenchError, match="truncated or not a posbench checkpoint"):
+        load_checkpoint(tmp_path)
+    with pytest.raises(PosbenchError, match="no checkpoint"):
+        load_checkpoint(tmp_path / "missing")
