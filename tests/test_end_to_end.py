@@ -108,3 +108,13 @@ def test_standalone_evaluation_adds_lengths(sweep):
     assert math.isfinite(new[128]["ppl"])
     with np.load(run_dir / "per_position.npz") as z:
         assert z["alibi/nonoverlapping/L128"].shape == (128,)
+
+
+def test_wandb_logger_runs_offline_without_login(tmp_path, text_corpus, cache_dir, monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    cli(*train_cmd("logger=wandb", "model=tiny", "train=smoke", "train_len=16", "eval.multiples=[1,2]",
+                   "data=local", f"data.path={text_corpus}", f"runs_dir={tmp_path}"))
+    (run_dir,) = [p.parent for p in tmp_path.glob("*/metrics.json")]
+    assert json.loads((run_dir / "metrics.json").read_text())["status"] == "completed"
+    assert list((run_dir / "wandb").glob("offline-run-*")), "wandb wrote no offline run"
