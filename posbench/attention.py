@@ -13,7 +13,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-BiasFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+BiasFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (q_pos [c], k_pos [e]) -> [H, c, e]
 
 # Largest score block (batch x heads x queries x keys) materialised at once: 2^24 floats = 64 MiB.
 MAX_SCORE_ELEMENTS = 1 << 24
@@ -32,21 +32,69 @@ def biased_causal_attention(
     scale: float | None = None,
     max_elements: int = MAX_SCORE_ELEMENTS,
 ) -> torch.Tensor:
-    """Causal attention with logits q.k * scale + bias_fn(h, pos_i, pos_j), chunked over queries.
+    """Causal attention with logits q.k * scale + bias_fn(pos_i, pos_j)[h], chunked over queries.
 
     Causality is by index (j <= i), not by position value, so randomized or interpolated positions
     keep the mask right. SDPA refuses a float mask together with ``is_causal``, so the -inf causal
     part is folded into the bias.
     """
     B, H, L, _ = q.shape
-    heads = torch.arange(H, device=q.device)[:, None, None]
-    chunk = max(1, min(L, max_elements // max(1, B * H * L)))
     out = []
-    for start in range(0, L, chunk):
-        end = min(L, start + chunk)
-        q_idx = torch.arange(start, end, device=q.device)[:, None]
-        k_idx = torch.arange(end, device=q.device)[None, :]
-        bias = bias_fn(heads, positions[start:end][None, :, None], positions[:end][None, None, :])
-        bias = bias.masked_fill(k_idx > q_idx, float("-inf")).to(q.dtype)
+    for start, end in query_chunks(q.shape, max_elements):
+        bias = bias_fn(positions[start:end], positions[:end])
+        bias = bias.masked_fill(future_mask(start, end, q.device), float("-inf")).to(q.dtype)
         out.append(F.scaled_dot_product_attention(q[:, :, start:end], k[:, :, :end], v[:, :, :end], attn_mask=bias, scale=scale))
+    return out[0] if len(out) == 1 else torch.cat(out, dim=2)
+
+
+def query_chunks(shape: torch.Size, max_elements: int) -> list[tuple[int, int]]:
+    """Blocks of queries [start, end) whose score block (B x H x block x L) fits in max_elements."""
+    B, H, L, _ = shape
+    chunk = max(1, min(L, max_elements // max(1, B * H * L)))
+    return [(s, min(L, s + chunk)) for s in range(0, L, chunk)]
+
+
+def future_mask(start: int, end: int, device) -> torch.Tensor:
+    """[end - start, end] boolean mask, True where key index > query index (causality by index)."""
+    return torch.arange(end, device=device)[None, :] > torch.arange(start, end, device=device)[:, None]
+
+
+def relative_causal_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    positions: torch.Tensor,
+    rel_q: torch.Tensor,
+    rel_k: torch.Tensor,
+    rel_v: torch.Tensor | None = None,
+    scale: float | None = None,
+    max_elements: int = MAX_SCORE_ELEMENTS,
+) -> torch.Tensor:
+    """Attention with content-position terms indexed by clipped distance d = min(pos_i - pos_j, R-1):
+
+        logit_ij = (q_i . k_j + rel_q_i . rel_k[d]) * scale
+        out_i    = sum_j a_ij (v_j + rel_v[d])                     (rel_v: Shaw et al.'s value term)
+
+    rel_q: [B, H, L, Dh]; rel_k: [H or 1, R, Dh]; rel_v: [R, Dh] or None. The position term is
+    computed for the R distances only (rel_q @ rel_k^T, [B, H, L, R]) and gathered by distance: the
+    relative-shift trick of Transformer-XL, generalised to explicit (possibly non-contiguous)
+    positions. Nothing of size L x L x Dh is built; score blocks are chunked over queries.
+    """
+    B, H, L, Dh = q.shape
+    scale = Dh ** -0.5 if scale is None else scale
+    R = rel_k.shape[-2]
+    out = []
+    for start, end in query_chunks(q.shape, max_elements):
+        dist = (positions[start:end, None] - positions[None, :end]).clamp(0, R - 1).expand(B, H, -1, -1)
+        scores = q[:, :, start:end] @ k[:, :, :end].transpose(-1, -2)
+        scores = scores + (rel_q[:, :, start:end] @ rel_k.transpose(-1, -2)).gather(-1, dist)
+        scores = (scores * scale).masked_fill(future_mask(start, end, q.device), float("-inf"))
+        # softmax in at least fp32 (bf16 under autocast would lose the small weights)
+        attn = scores.softmax(-1, dtype=torch.promote_types(scores.dtype, torch.float32)).to(v.dtype)
+        y = attn @ v[:, :, :end]
+        if rel_v is not None:
+            # sum the attention falling on each distance, then mix the R value embeddings
+            per_distance = torch.zeros(B, H, end - start, R, dtype=attn.dtype, device=attn.device)
+            y = y + per_distance.scatter_add_(-1, dist, attn) @ rel_v.to(attn.dtype)
+        out.append(y)
     return out[0] if len(out) == 1 else torch.cat(out, dim=2)

@@ -49,7 +49,9 @@ class TrainConfig:
     beta1: float = 0.9
     beta2: float = 0.95
     grad_clip: float = 1.0
-    position_lr_mult: float = 1.0  # learning-rate multiplier of the encoding's own parameters
+    # Ruoss et al. 2023: train on sorted positions sampled from [0, random_positions) instead of
+    # 0..train_len-1 (None: off). Works with every encoding that reads the position tensor.
+    random_positions: Optional[int] = None
     val_every: int = 200
     val_batches: int = 8
     log_every: int = 10
@@ -61,6 +63,8 @@ class EvalConfig:
     protocol: str = "nonoverlapping"
     windows_at_max: int = 32  # windows scored at the longest length; fixes the scored-token count
     batch_tokens: int = 16384
+    rope_scaling: List[str] = field(default_factory=list)  # extra rows for rope: linear, ntk, dynamic_ntk, yarn
+    rope_factor: Optional[float] = None  # None: eval_len / train_len at each length
 
 
 @dataclass
@@ -115,6 +119,8 @@ def validate(cfg: DictConfig) -> None:
     if "name" not in enc:
         raise PosbenchError(f"encoding config has no 'name'; valid names: {', '.join(available())}")
     make_params(enc.name, encoding_params(cfg))
+    if position_lr_mult(cfg) <= 0:
+        raise PosbenchError(f"encoding.lr_mult must be positive, got {cfg.encoding.lr_mult}")
     if cfg.train_len < 1:
         raise PosbenchError(f"train_len must be a positive integer, got {cfg.train_len}")
     m = cfg.model
@@ -134,6 +140,9 @@ def validate(cfg: DictConfig) -> None:
         raise PosbenchError(f"unknown logger {cfg.logger.name!r}; valid: {', '.join(LOGGERS)}")
     if cfg.device not in ("auto", "cpu") and not str(cfg.device).startswith("cuda"):
         raise PosbenchError(f"unknown device {cfg.device!r}; valid: auto, cpu, cuda, cuda:N")
+    rp = cfg.train.random_positions
+    if rp is not None and rp < cfg.train_len:
+        raise PosbenchError(f"train.random_positions={rp} must be at least train_len={cfg.train_len} (or null)")
     for key in ("steps", "batch_size", "val_every", "val_batches", "log_every"):
         if cfg.train[key] < 1:
             raise PosbenchError(f"train.{key} must be a positive integer, got {cfg.train[key]}")
@@ -146,8 +155,22 @@ def check_multiples(multiples) -> None:
         raise PosbenchError(f"eval.multiples must be positive, got {bad[0]:g}; e.g. [1,2,4,8,16]")
 
 
+RESERVED_ENCODING_KEYS = ("name", "lr_mult")  # read by the harness, not passed to the encoding
+
+
 def encoding_params(cfg: DictConfig) -> dict:
-    return {k: v for k, v in OmegaConf.to_container(cfg.encoding, resolve=True).items() if k != "name"}
+    enc = OmegaConf.to_container(cfg.encoding, resolve=True)
+    return {k: v for k, v in enc.items() if k not in RESERVED_ENCODING_KEYS}
+
+
+def position_lr_mult(cfg: DictConfig) -> float:
+    """Learning-rate multiplier of the encoding's own parameters (``lr_mult`` in its yaml)."""
+    return float(cfg.encoding.get("lr_mult", 1.0))
+
+
+def max_train_position(cfg: DictConfig) -> int:
+    """Largest position index + 1 seen in training (random positions reach beyond train_len)."""
+    return max(cfg.train_len, cfg.train.get("random_positions") or 0)
 
 
 def eval_lengths(train_len: int, multiples) -> list[int]:

@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
-from posbench.config import CONF_DIR, check_multiples, encoding_params, eval_lengths, register_configs
+from posbench.config import CONF_DIR, check_multiples, encoding_params, max_train_position, eval_lengths, register_configs
 from posbench.data import load_corpus
 from posbench.device import autocast, resolve_device
 from posbench.errors import PosbenchError
@@ -57,42 +57,56 @@ def evaluate_model(
     train_len: int,
     eval_cfg,
     device: torch.device,
-    variant: str,
     progress: bool = True,
 ) -> tuple[list[dict], dict[str, np.ndarray]]:
-    """Records (one per length) and per-position mean losses (key ``L<length>``) for one model."""
+    """Records (one per variant and length) and per-position mean losses (key
+    ``<variant>/L<length>``) for one model. Variants are the encoding's evaluation-time variants
+    (plain, and e.g. RoPE with YaRN), all from the same weights."""
     model.eval()
+    enc = model.encoding
     lengths = eval_lengths(train_len, eval_cfg.multiples)
     total = max(lengths) * scored_windows(len(val_tokens), max(lengths), eval_cfg.windows_at_max)
     stream = torch.from_numpy(np.asarray(val_tokens[: total + 1]).astype(np.int64))
+    variants = enc.eval_variants(eval_cfg)
     records, per_position = [], {}
-    bar = tqdm(total=len(lengths) * total, unit="tok", desc=f"eval {variant}", disable=not progress, leave=False)
-    for L in lengths:
-        base = {"variant": variant, "protocol": eval_cfg.protocol, "length": L, "multiple": L / train_len}
-        reason = model.encoding.undefined_reason(L)
-        if reason is not None:
-            records.append({**base, "tokens_scored": 0, "loss": None, "ppl": None, "bpb": None, "reason": reason})
-            bar.update(total)
-            continue
-        n = total // L
-        inputs, targets = stream[: n * L].view(n, L), stream[1 : n * L + 1].view(n, L)
-        pos_sum = torch.zeros(L, dtype=torch.float64)
-        batch = max(1, eval_cfg.batch_tokens // L)
-        positions = torch.arange(L, device=device)
-        for s in range(0, n, batch):
-            x, y = inputs[s : s + batch].to(device), targets[s : s + batch].to(device)
-            with autocast(device):
-                logits = model(x, positions)
-            loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten(), reduction="none").view_as(y)
-            pos_sum += loss.sum(0).double().cpu()
-            bar.update(x.numel())
-        mean = float(pos_sum.sum() / (n * L))
-        per_position[f"L{L}"] = (pos_sum / n).float().numpy()
-        records.append(
-            {**base, "tokens_scored": n * L, "loss": mean, "ppl": math.exp(mean), "bpb": mean / math.log(2), "reason": None}
-        )
-    bar.close()
+    bar = tqdm(total=len(variants) * len(lengths) * total, unit="tok", desc="eval", disable=not progress, leave=False)
+    try:
+        for variant in variants:
+            bar.set_description(f"eval {variant}")
+            for L in lengths:
+                enc.configure_eval(variant, L)
+                record, pos_loss = _score_length(model, stream, total, L, train_len, eval_cfg, device, variant, bar)
+                records.append(record)
+                if pos_loss is not None:
+                    per_position[f"{variant}/L{L}"] = pos_loss
+    finally:
+        enc.configure_eval(enc.name, train_len)  # back to the trained configuration
+        bar.close()
     return records, per_position
+
+
+def _score_length(model, stream, total, L, train_len, eval_cfg, device, variant, bar):
+    """Score the first ``total`` tokens as windows of L: (record, per-position mean loss or None)."""
+    base = {"variant": variant, "protocol": eval_cfg.protocol, "length": L, "multiple": L / train_len}
+    reason = model.encoding.undefined_reason(L)
+    if reason is not None:
+        bar.update(total)
+        return {**base, "tokens_scored": 0, "loss": None, "ppl": None, "bpb": None, "reason": reason}, None
+    n = total // L
+    inputs, targets = stream[: n * L].view(n, L), stream[1 : n * L + 1].view(n, L)
+    pos_sum = torch.zeros(L, dtype=torch.float64)
+    batch = max(1, eval_cfg.batch_tokens // L)
+    positions = torch.arange(L, device=device)
+    for s in range(0, n, batch):
+        x, y = inputs[s : s + batch].to(device), targets[s : s + batch].to(device)
+        with autocast(device):
+            logits = model(x, positions)
+        loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten(), reduction="none").view_as(y)
+        pos_sum += loss.sum(0).double().cpu()
+        bar.update(x.numel())
+    mean = float(pos_sum.sum() / (n * L))
+    record = {**base, "tokens_scored": n * L, "loss": mean, "ppl": math.exp(mean), "bpb": mean / math.log(2), "reason": None}
+    return record, (pos_sum / n).float().numpy()
 
 
 # -- loading a run ------------------------------------------------------------------------------
@@ -114,7 +128,9 @@ def load_checkpoint(run_dir: Path) -> dict:
 
 def model_from_checkpoint(ckpt: dict, device: torch.device) -> tuple[LanguageModel, DictConfig]:
     cfg = OmegaConf.create(ckpt["config"])
-    model = build_model(ModelConfig(**cfg.model), cfg.encoding.name, encoding_params(cfg), cfg.train_len)
+    model = build_model(
+        ModelConfig(**cfg.model), cfg.encoding.name, encoding_params(cfg), cfg.train_len, max_train_position(cfg)
+    )
     model.load_state_dict(ckpt["model"])
     return model.to(device), cfg
 
@@ -135,18 +151,20 @@ def evaluate_run(run_dir: Path, eval_cfg, device_name: str = "auto", progress: b
     device = resolve_device(device_name)
     model, cfg = model_from_checkpoint(load_checkpoint(run_dir), device)
     corpus = load_corpus(cfg.data)
-    records, per_pos = evaluate_model(model, corpus.val, cfg.train_len, eval_cfg, device, cfg.encoding.name, progress)
+    records, per_pos = evaluate_model(model, corpus.val, cfg.train_len, eval_cfg, device, progress)
     metrics["evaluations"] = merge_records(metrics.get("evaluations", []), records)
-    write_per_position(run_dir, cfg.encoding.name, eval_cfg.protocol, per_pos)
+    write_per_position(run_dir, eval_cfg.protocol, per_pos)
     write_json(run_dir / "metrics.json", metrics)
     return metrics
 
 
-def write_per_position(run_dir: Path, variant: str, protocol: str, per_pos: dict[str, np.ndarray]) -> None:
+def write_per_position(run_dir: Path, protocol: str, per_pos: dict[str, np.ndarray]) -> None:
     """Merge into per_position.npz; keys are ``<variant>/<protocol>/L<length>``."""
     path = Path(run_dir) / PER_POSITION
     arrays = dict(np.load(path)) if path.exists() else {}
-    arrays.update({f"{variant}/{protocol}/{k}": v for k, v in per_pos.items()})
+    for key, value in per_pos.items():
+        variant, length = key.rsplit("/", 1)
+        arrays[f"{variant}/{protocol}/{length}"] = value
     write_npz(path, arrays)
 
 

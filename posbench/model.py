@@ -45,7 +45,7 @@ class CausalSelfAttention(nn.Module):
                 q, k = enc.rotate(q, k, pos_state)
             scale = enc.softmax_scale()
             if enc.uses_bias:
-                bias_fn = lambda h, i, j: enc.bias(h, i, j, self.layer)  # noqa: E731
+                bias_fn = lambda i, j: enc.bias(i, j, self.layer)  # noqa: E731
                 y = biased_causal_attention(q, k, v, bias_fn, positions, scale)
             else:
                 y = causal_attention(q, k, v, scale)
@@ -109,8 +109,10 @@ class LanguageModel(nn.Module):
         return self.head(self.ln_f(x))
 
 
-def build_model(model_cfg: ModelConfig, encoding_name: str, encoding_params: dict, train_len: int) -> LanguageModel:
+def build_model(
+    model_cfg: ModelConfig, encoding_name: str, encoding_params: dict, train_len: int, max_position: int = 0
+) -> LanguageModel:
     from posbench.encodings import build_encoding
 
-    shape = ModelShape(model_cfg.d_model, model_cfg.n_heads, model_cfg.n_layers, train_len)
+    shape = ModelShape(model_cfg.d_model, model_cfg.n_heads, model_cfg.n_layers, train_len, max(train_len, max_position))
     return LanguageModel(model_cfg, build_encoding(encoding_name, shape, encoding_params))

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import hydra
+import numpy as np
 import torch
 import torch.nn.functional as F
 from hydra.core.hydra_config import HydraConfig
@@ -26,7 +27,16 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
 from posbench import __version__
-from posbench.config import CONF_DIR, encoding_params, eval_lengths, register_configs, run_id, validate
+from posbench.config import (
+    CONF_DIR,
+    encoding_params,
+    eval_lengths,
+    max_train_position,
+    position_lr_mult,
+    register_configs,
+    run_id,
+    validate,
+)
 from posbench.data import corpus_stats, load_corpus, sample_batch
 from posbench.device import autocast, describe, resolve_device
 from posbench.errors import PosbenchError
@@ -39,10 +49,10 @@ log = logging.getLogger("posbench")
 VALIDATION_SEED = 20_240_229
 
 
-def make_optimizer(model: LanguageModel, tc) -> torch.optim.Optimizer:
+def make_optimizer(model: LanguageModel, tc, lr_mult: float = 1.0) -> torch.optim.Optimizer:
     """AdamW with three groups: matrices (decayed), norms/biases (not decayed), and the encoding's
-    own position parameters (not decayed, learning rate x ``position_lr_mult``), so that learned
-    position parameters are not held at their initialisation by decay or a too-small step."""
+    own position parameters (not decayed, learning rate x the encoding's ``lr_mult``), so that
+    learned position parameters are not held at their initialisation by decay or a too-small step."""
     enc_ids = {id(p) for p in model.encoding.parameters()}
     decay, no_decay, position = [], [], []
     for p in model.parameters():  # tied weights appear once
@@ -57,7 +67,7 @@ def make_optimizer(model: LanguageModel, tc) -> torch.optim.Optimizer:
     groups = [
         {"params": decay, "weight_decay": tc.weight_decay, "lr": tc.lr},
         {"params": no_decay, "weight_decay": 0.0, "lr": tc.lr},
-        {"params": position, "weight_decay": 0.0, "lr": tc.lr * tc.position_lr_mult},
+        {"params": position, "weight_decay": 0.0, "lr": tc.lr * lr_mult},
     ]
     return torch.optim.AdamW([g for g in groups if g["params"]], betas=(tc.beta1, tc.beta2))
 
@@ -68,6 +78,13 @@ def lr_factor(step: int, tc) -> float:
         return (step + 1) / tc.warmup_steps
     progress = (step - tc.warmup_steps) / max(1, tc.steps - tc.warmup_steps)
     return tc.min_lr_ratio + (1 - tc.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+
+
+def random_positions(max_position: int, length: int, seed: int, step: int) -> torch.Tensor:
+    """Randomized positions (Ruoss et al. 2023): a sorted sample of ``length`` distinct positions
+    from [0, max_position), one per step (shared by the batch), reproducible from (seed, step)."""
+    rng = np.random.default_rng([seed, step, 1])
+    return torch.from_numpy(np.sort(rng.choice(max_position, size=length, replace=False)))
 
 
 @torch.no_grad()
@@ -87,7 +104,7 @@ def validation_loss(model, val_tokens, cfg, device) -> float:
 def train_model(model: LanguageModel, corpus, cfg: DictConfig, device: torch.device, tracker) -> dict:
     """Train in place; returns status, timing and the history of the run."""
     tc = cfg.train
-    opt = make_optimizer(model, tc)
+    opt = make_optimizer(model, tc, position_lr_mult(cfg))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, tc))
     positions = torch.arange(cfg.train_len, device=device)
     history, status, last_loss, val_loss = [], "completed", float("nan"), None
@@ -98,6 +115,8 @@ def train_model(model: LanguageModel, corpus, cfg: DictConfig, device: torch.dev
     for step in bar:
         x, y = sample_batch(corpus.train, tc.batch_size, cfg.train_len, cfg.seed, step)
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        if tc.random_positions:
+            positions = random_positions(tc.random_positions, cfg.train_len, cfg.seed, step).to(device)
         with autocast(device):
             logits = model(x, positions)
         loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten())
@@ -155,7 +174,9 @@ def run(cfg: DictConfig) -> Path:
         raise PosbenchError(f"train_len={cfg.train_len} is longer than the validation split allows ({len(corpus.val)} tokens)")
 
     torch.manual_seed(cfg.seed)
-    model = build_model(ModelConfig(**cfg.model), cfg.encoding.name, encoding_params(cfg), cfg.train_len).to(device)
+    model = build_model(
+        ModelConfig(**cfg.model), cfg.encoding.name, encoding_params(cfg), cfg.train_len, max_train_position(cfg)
+    ).to(device)
     resolved = OmegaConf.to_container(cfg, resolve=True)
     run_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_text(run_dir / CONFIG, OmegaConf.to_yaml(resolved))
@@ -187,12 +208,16 @@ def run(cfg: DictConfig) -> Path:
             torch.save({"model": model.state_dict(), "config": resolved}, buf)
             atomic_write_bytes(run_dir / CHECKPOINT, buf.getvalue())
             if cfg.evaluate_after_training:
-                records, per_pos = evaluate_model(model, corpus.val, cfg.train_len, cfg.eval, device, cfg.encoding.name)
+                records, per_pos = evaluate_model(model, corpus.val, cfg.train_len, cfg.eval, device)
                 metrics["evaluations"] = records
-                write_per_position(run_dir, cfg.encoding.name, cfg.eval.protocol, per_pos)
+                write_per_position(run_dir, cfg.eval.protocol, per_pos)
                 tracker.log_evaluation(records)
-                summary = ", ".join(f"{r['multiple']:g}x={r['ppl']:.2f}" if r["ppl"] else f"{r['multiple']:g}x=null" for r in records)
-                log.info("%s ppl: %s", rid, summary)
+                for variant in dict.fromkeys(r["variant"] for r in records):
+                    summary = ", ".join(
+                        f"{r['multiple']:g}x={r['ppl']:.2f}" if r["ppl"] else f"{r['multiple']:g}x=null"
+                        for r in records if r["variant"] == variant
+                    )
+                    log.info("%s ppl: %s", variant, summary)
     except Exception as e:
         metrics["status"], metrics["error"] = "failed", f"{type(e).__name__}: {e}"
         write_json(run_dir / METRICS, metrics)

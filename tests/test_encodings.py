@@ -58,8 +58,8 @@ def test_rope_scores_depend_only_on_offset():
 
 
 def test_rope_frequencies_known_values():
-    f = rope_frequencies(8, base=10000.0)
-    assert torch.allclose(f, torch.tensor([1.0, 0.1, 0.01, 0.001], dtype=torch.float64))
+    f, scale = rope_frequencies(8, base=10000.0)
+    assert torch.allclose(f, torch.tensor([1.0, 0.1, 0.01, 0.001], dtype=torch.float64)) and scale == 1.0
     with pytest.raises(ValueError):
         rope_frequencies(7)
 
@@ -74,9 +74,7 @@ def test_alibi_slopes_match_the_paper():
 
 def test_alibi_bias_is_zero_on_diagonal_and_decreases_with_distance():
     enc = build_encoding("alibi", ModelShape(32, 4, 1, 16))
-    h = torch.arange(4)[:, None]
-    d = torch.arange(10)[None, :]
-    b = enc.bias(h, d + 5, torch.full_like(d, 5) + 0, 0)  # distances 0..9
+    b = enc.bias(torch.tensor([20]), torch.arange(20, 10, -1), 0)[:, 0]  # [H, distances 0..9]
     assert torch.all(b[:, 0] == 0)
     assert torch.all(b[:, 1:] < b[:, :-1])
 
@@ -102,9 +100,9 @@ def test_chunked_bias_attention_equals_the_naive_formula():
     B, H, L, D = 2, 3, 50, 8
     q, k, v = (torch.randn(B, H, L, D) for _ in range(3))
     slopes = torch.tensor([0.5, 0.25, 0.125])
-    bias_fn = lambda h, i, j: -slopes[h] * (i - j)  # noqa: E731
+    bias_fn = lambda i, j: -slopes[:, None, None] * (i[:, None] - j[None, :])  # noqa: E731
     pos = torch.arange(L)
-    scores = q @ k.transpose(-1, -2) / math.sqrt(D) + bias_fn(torch.arange(H)[:, None, None], pos[:, None], pos[None, :])
+    scores = q @ k.transpose(-1, -2) / math.sqrt(D) + bias_fn(pos, pos)
     scores = scores.masked_fill(torch.ones(L, L, dtype=torch.bool).triu(1), float("-inf"))
     naive = scores.softmax(-1) @ v
     whole = biased_causal_attention(q, k, v, bias_fn, pos)
@@ -129,3 +127,173 @@ def test_every_registered_encoding_has_a_yaml():
 
     yamls = {p.stem for p in (Path(CONF_DIR) / "encoding").glob("*.yaml")}
     assert set(REGISTRY) <= yamls
+
+
+TRANSLATION_INVARIANT = sorted(n for n, cls in REGISTRY.items() if cls.translation_invariant)
+
+
+def test_the_relative_methods_promise_translation_invariance():
+    assert set(TRANSLATION_INVARIANT) >= {"rope", "xpos", "alibi", "t5", "kerple_log", "kerple_power", "sandwich", "shaw", "transformer_xl"}
+
+
+@pytest.mark.parametrize("name", TRANSLATION_INVARIANT)
+def test_shifting_all_positions_changes_nothing(name):
+    model = tiny_model(name, train_len=64)
+    with torch.no_grad():
+        for p in model.encoding.parameters():  # move learned parameters off their init too
+            p.add_(torch.randn_like(p) * 0.1)
+    x = torch.randint(0, 256, (2, 24))
+    with torch.no_grad():
+        a = model(x, torch.arange(24))
+        b = model(x, torch.arange(24) + 37)
+    assert torch.allclose(a, b, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["sinusoidal", "learned"])
+def test_absolute_methods_do_see_the_shift(name):
+    model = tiny_model(name, train_len=64)
+    x = torch.randint(0, 256, (2, 24))
+    with torch.no_grad():
+        assert not torch.allclose(model(x, torch.arange(24)), model(x, torch.arange(24) + 37), atol=1e-4)
+
+
+def test_t5_buckets_known_values():
+    from posbench.encodings.t5 import relative_position_bucket as bucket
+
+    rel = torch.tensor([0, -1, -15, -16, -20, -32, -64, -127, -128, -1000, 5])
+    assert bucket(rel, causal=True).tolist() == [0, 1, 15, 16, 17, 21, 26, 31, 31, 31, 0]
+    rel = torch.tensor([0, -3, 3, -8, -16, 16, -128, 200])
+    assert bucket(rel, causal=False).tolist() == [0, 3, 19, 8, 10, 26, 15, 31]
+
+
+@pytest.mark.parametrize("scaling", ["ntk", "yarn", "linear", "dynamic_ntk"])
+def test_rope_scalings_with_factor_one_are_plain_rope(scaling):
+    plain, _ = rope_frequencies(32)
+    scaled, attn = rope_frequencies(32, scaling=scaling, factor=1.0, original_length=64, length=64)
+    assert torch.allclose(scaled, plain) and attn == 1.0
+
+
+def test_linear_interpolation_is_plain_rope_at_positions_over_s():
+    from posbench.encodings.rope import rotation_tables
+
+    s = 4.0
+    lin, _ = rope_frequencies(32, scaling="linear", factor=s)
+    plain, _ = rope_frequencies(32)
+    pos = torch.arange(0, 256)
+    for a, b in zip(rotation_tables(pos, lin), rotation_tables(pos.double() / s, plain)):
+        assert torch.allclose(a, b, atol=1e-6)
+
+
+def test_ntk_and_yarn_known_values():
+    d, s = 32, 8.0
+    ntk, _ = rope_frequencies(d, scaling="ntk", factor=s)
+    assert torch.allclose(ntk, (10000.0 * s ** (d / (d - 2))) ** (-torch.arange(0, d, 2, dtype=torch.float64) / d))
+    plain, _ = rope_frequencies(d)
+    yarn, attn = rope_frequencies(d, scaling="yarn", factor=s, original_length=64)
+    assert attn == pytest.approx((0.1 * math.log(s) + 1) ** 2)
+    assert torch.allclose(yarn[0], plain[0])  # fastest pair: many turns within 64 tokens, kept
+    assert torch.allclose(yarn[-1], plain[-1] / s)  # slowest pair: interpolated
+    assert torch.all(yarn <= plain + 1e-12) and torch.all(yarn >= plain / s - 1e-12)
+
+
+def test_rope_extension_is_set_at_evaluation_and_never_stored():
+    from omegaconf import OmegaConf
+
+    model = tiny_model("rope", train_len=16)
+    assert not any("freq" in k for k in model.state_dict())
+    eval_cfg = OmegaConf.create({"rope_scaling": ["yarn"], "rope_factor": None})
+    assert model.encoding.eval_variants(eval_cfg) == ["rope", "rope+yarn"]
+    model.encoding.configure_eval("rope+yarn", 64)
+    assert model.encoding.softmax_scale() == pytest.approx((0.1 * math.log(4) + 1) ** 2 / math.sqrt(8))
+    model.encoding.configure_eval("rope", 16)
+    assert model.encoding.softmax_scale() is None
+
+
+@pytest.mark.parametrize("name", ["kerple_log", "kerple_power", "alibi", "sandwich"])
+def test_distance_biases_are_zero_on_the_diagonal_and_decrease(name):
+    enc = build_encoding(name, ModelShape(32, 4, 2, 16))
+    b = enc.bias(torch.tensor([40]), torch.arange(40, 30, -1), 1)[:, 0]  # [H, distances 0..9]
+    assert torch.allclose(b[:, 0], torch.zeros(4), atol=1e-5)
+    assert torch.all(b[:, 1:] < b[:, :-1])
+
+
+def test_kerple_power_has_finite_gradients_at_distance_zero():
+    enc = build_encoding("kerple_power", ModelShape(32, 4, 2, 16))
+    enc.bias(torch.arange(8), torch.arange(8), 0).sum().backward()
+    assert torch.isfinite(enc.r1.grad).all() and torch.isfinite(enc.r2.grad).all()
+
+
+def naive_relative_attention(q, k, v, dist_index, rel_q, rel_k, rel_v):
+    """The formula with the full L x L x Dh tensors, for comparison."""
+    L, D = q.shape[-2], q.shape[-1]
+    rk = rel_k[:, dist_index] if rel_k.dim() == 3 else rel_k[dist_index]  # [H?, L, L, D]
+    scores = q @ k.transpose(-1, -2) + (rel_q[..., :, None, :] * rk).sum(-1)
+    scores = (scores / math.sqrt(D)).masked_fill(torch.ones(L, L, dtype=torch.bool).triu(1), float("-inf"))
+    a = scores.softmax(-1)
+    out = a @ v
+    if rel_v is not None:
+        out = out + (a[..., None] * rel_v[dist_index]).sum(-2)
+    return out
+
+
+def test_shaw_matches_the_naive_formula():
+    torch.manual_seed(0)
+    from posbench.attention import relative_causal_attention
+
+    B, H, L, D, K = 2, 3, 30, 8, 5
+    q, k, v = (torch.randn(B, H, L, D, dtype=torch.float64) for _ in range(3))
+    rel_k, rel_v = torch.randn(K + 1, D, dtype=torch.float64), torch.randn(K + 1, D, dtype=torch.float64)
+    pos = torch.arange(L)
+    dist = (pos[:, None] - pos[None, :]).clamp(0, K)
+    expected = naive_relative_attention(q, k, v, dist, q, rel_k, rel_v)
+    got = relative_causal_attention(q, k, v, pos, q, rel_k[None], rel_v, max_elements=B * H * L * 4)
+    assert torch.allclose(got, expected, atol=1e-10)
+
+
+def test_transformer_xl_matches_the_paper_formula():
+    """A_ij = q.k + q.W_R R_{i-j} + u.k + v.W_R R_{i-j}, computed term by term."""
+    torch.manual_seed(0)
+    shape = ModelShape(16, 2, 1, 12)
+    enc = build_encoding("transformer_xl", shape).double()
+    with torch.no_grad():
+        enc.u.normal_()
+        enc.v.normal_()
+    B, H, L, D = 1, 2, 12, 8
+    q, k, v = (torch.randn(B, H, L, D, dtype=torch.float64) for _ in range(3))
+    pos = torch.arange(L)
+    got = enc.relative_attention(q, k, v, pos, 0)
+    R = enc.w_r[0](sinusoidal_table(L, 16).double()).view(L, H, D).transpose(0, 1)  # [H, dist, D]
+    dist = pos[:, None] - pos[None, :]
+    A = torch.zeros(B, H, L, L, dtype=torch.float64)
+    for i in range(L):
+        for j in range(i + 1):
+            r = R[:, dist[i, j]]
+            A[0, :, i, j] = (q[0, :, i] * k[0, :, j]).sum(-1) + (q[0, :, i] * r).sum(-1) + (enc.u * k[0, :, j]).sum(-1) + (enc.v * r).sum(-1)
+    A = (A / math.sqrt(D)).masked_fill(torch.ones(L, L, dtype=torch.bool).triu(1), float("-inf"))
+    assert torch.allclose(got, A.softmax(-1) @ v, atol=1e-10)
+
+
+def test_fire_bias_is_normalised_by_the_query_position():
+    enc = build_encoding("fire", ModelShape(32, 4, 2, 16))
+    b = enc.bias(torch.arange(100), torch.arange(100), 0)
+    assert b.shape == (4, 100, 100) and torch.isfinite(b).all()
+    # psi(i-j)/psi(max(L,i)) is 1 for j = 0 at every query past L: the same bias there
+    assert torch.allclose(b[:, 50, 0], b[:, 90, 0], atol=1e-6)
+
+
+def test_conv_is_causal_even_with_a_wide_kernel():
+    torch.manual_seed(0)
+    model = build_model(TINY, "conv", {"kernel_size": 7}, 32).eval()
+    x = torch.randint(0, 256, (1, 32))
+    y = x.clone()
+    y[0, 10] += 1
+    with torch.no_grad():
+        assert torch.allclose(model(x)[:, :10], model(y)[:, :10], atol=1e-6)
+
+
+def test_randomized_positions_are_sorted_distinct_and_reproducible():
+    from posbench.train import random_positions
+
+    a, b = random_positions(1024, 64, 0, 5), random_positions(1024, 64, 0, 5)
+    assert a.equal(b) and a.shape == (64,) and bool((a[1:] > a[:-1]).all()) and int(a.max()) < 1024
+    assert not a.equal(random_positions(1024, 64, 0, 6))

@@ -35,11 +35,12 @@ def alibi_slopes(num_heads: int) -> torch.Tensor:
 @register("alibi")
 class ALiBi(PositionalEncoding):
     uses_bias = True
+    translation_invariant = True
 
     def __init__(self, shape, params):
         super().__init__(shape, params)
         # not persistent: a fixed function of the head count, never read back from a checkpoint
         self.register_buffer("slopes", alibi_slopes(shape.n_heads), persistent=False)
 
-    def bias(self, head, q_pos, k_pos, layer):
-        return -self.slopes[head] * (q_pos - k_pos).to(self.slopes.dtype)
+    def bias(self, q_pos, k_pos, layer):
+        return -self.slopes[:, None, None] * (q_pos[:, None] - k_pos[None, :]).to(self.slopes.dtype)

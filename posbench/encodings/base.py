@@ -4,7 +4,7 @@ An encoding reaches attention in one (or more) of three ways, and the model asks
 
 * **input**    ``embed(x, positions)`` adds or concatenates a vector to the token embeddings;
 * **rotation** ``rotate(q, k, state)`` transforms queries and keys by position before q.k;
-* **bias**     ``bias(head, q_pos, k_pos, layer)`` returns the additive logit bias b[h, i, j].
+* **bias**     ``bias(q_pos, k_pos, layer)`` returns the additive logit bias b[h, i, j].
 
 Relative encodings with content terms (Shaw, Transformer-XL) set ``uses_relative`` and implement
 ``relative_attention`` themselves. Positions are always explicit tensors, never an implied
@@ -28,6 +28,7 @@ class ModelShape:
     n_heads: int
     n_layers: int
     train_len: int
+    max_position: int = 0  # largest training position + 1 (> train_len with randomized positions)
 
     @property
     def head_dim(self) -> int:
@@ -45,6 +46,8 @@ class PositionalEncoding(nn.Module):
     uses_rotation: bool = False
     uses_bias: bool = False
     uses_relative: bool = False
+    # logits depend on positions only through differences (tested: shifting all positions changes nothing)
+    translation_invariant: bool = False
 
     @dataclass
     class Params:
@@ -74,17 +77,26 @@ class PositionalEncoding(nn.Module):
         return None
 
     # -- bias ------------------------------------------------------------------------------------
-    def bias(self, head: torch.Tensor, q_pos: torch.Tensor, k_pos: torch.Tensor, layer: int) -> torch.Tensor:
-        """Additive attention-logit bias, elementwise over broadcastable index tensors.
+    def bias(self, q_pos: torch.Tensor, k_pos: torch.Tensor, layer: int) -> torch.Tensor:
+        """Additive attention-logit bias [H, Lq, Lk] for query positions [Lq] and key positions [Lk].
 
-        Written elementwise so the same definition serves a materialised (chunked) mask and a
-        flex-attention ``score_mod``. Only causal pairs (k_pos <= q_pos) are ever used.
+        The attention kernel calls it one block of queries at a time, so it never needs the whole
+        L x L at once. Only causal pairs (k_pos <= q_pos) are used; the rest is masked afterwards.
         """
         raise NotImplementedError
 
     # -- relative content terms -------------------------------------------------------------------
     def relative_attention(self, q, k, v, positions, layer: int) -> torch.Tensor:
+        """Whole attention for encodings with content-position terms (Shaw, Transformer-XL)."""
         raise NotImplementedError
+
+    # -- evaluation-time variants -------------------------------------------------------------------
+    def eval_variants(self, eval_cfg) -> list[str]:
+        """Names under which one checkpoint is evaluated (e.g. rope, rope+yarn); default: itself."""
+        return [self.name]
+
+    def configure_eval(self, variant: str, length: int) -> None:
+        """Set up ``variant`` for windows of ``length`` tokens. Never stored in a checkpoint."""
 
     # -- domain ----------------------------------------------------------------------------------
     def undefined_reason(self, length: int) -> str | None:

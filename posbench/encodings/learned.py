@@ -22,11 +22,11 @@ class Learned(PositionalEncoding):
 
     @dataclass
     class Params:
-        max_positions: int | None = None  # None: the training length
+        max_positions: int | None = None  # None: the largest training position + 1
 
     def __init__(self, shape, params):
         super().__init__(shape, params)
-        self.max_positions = params.max_positions or shape.train_len
+        self.max_positions = params.max_positions or max(shape.train_len, shape.max_position)
         self.table = nn.Embedding(self.max_positions, shape.d_model)
         nn.init.normal_(self.table.weight, std=0.02)
 

@@ -1,0 +1,41 @@
+"""Relation-aware self-attention (Shaw, Uszkoreit & Vaswani 2018).
+
+Learned relative embeddings on keys and values, indexed by the clipped distance
+d = clip(i - j, 0, k) (causal: only j <= i), one table per layer, shared by the heads:
+
+    e_ij = q_i . (k_j + a^K_d) / sqrt(d_h),      z_i = sum_j softmax(e)_ij (v_j + a^V_d)
+
+Distances beyond k share one embedding (k = 16 in the paper's base model). Runs on the relative
+attention path (posbench.attention.relative_causal_attention), never building L x L x d_h.
+"""
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from posbench.attention import relative_causal_attention
+from posbench.encodings import register
+from posbench.encodings.base import PositionalEncoding
+
+
+@register("shaw")
+class Shaw(PositionalEncoding):
+    uses_relative = True
+    translation_invariant = True
+
+    @dataclass
+    class Params:
+        max_distance: int = 16  # k: distances are clipped to [0, k]
+        init_std: float = 0.02
+
+    def __init__(self, shape, params):
+        super().__init__(shape, params)
+        size = (shape.n_layers, params.max_distance + 1, shape.head_dim)
+        self.rel_k = nn.Parameter(torch.randn(size) * params.init_std)
+        self.rel_v = nn.Parameter(torch.randn(size) * params.init_std)
+
+    def relative_attention(self, q, k, v, positions, layer):
+        return relative_causal_attention(
+            q, k, v, positions, rel_q=q, rel_k=self.rel_k[layer][None].to(q.dtype), rel_v=self.rel_v[layer].to(q.dtype)
+        )

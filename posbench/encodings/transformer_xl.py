@@ -1,0 +1,49 @@
+"""Transformer-XL relative positional encoding (Dai et al. 2019), without the segment memory:
+
+    A_ij = q_i . k_j + q_i . W_R R_{i-j} + u . k_j + v . W_R R_{i-j}
+         = (q_i + u) . k_j + (q_i + v) . W_R R_{i-j}
+
+R is the sinusoidal table of distances (d_model channels), W_R a learned projection per layer,
+u and v learned per head and shared across layers (the paper's default). The position term is
+computed once per distance and gathered by distance (the relative-shift trick generalised to
+explicit positions, posbench.attention.relative_causal_attention), never as L x L x d.
+"""
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from posbench.attention import relative_causal_attention
+from posbench.encodings import register
+from posbench.encodings.base import PositionalEncoding
+from posbench.encodings.sinusoidal import sinusoidal_table
+
+
+@register("transformer_xl")
+class TransformerXL(PositionalEncoding):
+    uses_relative = True
+    translation_invariant = True
+
+    @dataclass
+    class Params:
+        base: float = 10000.0
+
+    def __init__(self, shape, params):
+        super().__init__(shape, params)
+        H, Dh = shape.n_heads, shape.head_dim
+        self.w_r = nn.ModuleList(nn.Linear(shape.d_model, shape.d_model, bias=False) for _ in range(shape.n_layers))
+        for w in self.w_r:
+            nn.init.normal_(w.weight, std=0.02)
+        self.u = nn.Parameter(torch.zeros(H, Dh))
+        self.v = nn.Parameter(torch.zeros(H, Dh))
+
+    def relative_attention(self, q, k, v, positions, layer):
+        H, Dh = self.shape.n_heads, self.shape.head_dim
+        max_dist = int(positions.max() - positions.min())
+        R = sinusoidal_table(max_dist + 1, self.shape.d_model, self.params.base).to(q.device, q.dtype)
+        rel_k = self.w_r[layer](R).view(max_dist + 1, H, Dh).transpose(0, 1)  # [H, distances, Dh]
+        return relative_causal_attention(
+            q + self.u[None, :, None].to(q.dtype), k, v, positions,
+            rel_q=q + self.v[None, :, None].to(q.dtype), rel_k=rel_k,
+        )

@@ -1,0 +1,46 @@
+"""xPos: extrapolatable position embedding (Sun et al. 2022, "A Length-Extrapolatable Transformer").
+
+RoPE plus an exponential decay of the logits with distance. With zeta_i = (2i/d + gamma) / (1 + gamma)
+for each rotated pair i (gamma = 0.4) and scale base B = 512, queries at position n are scaled by
+zeta^(n/B) and keys at position m by zeta^(-m/B), so q_n . k_m gains the factor zeta^((n-m)/B):
+a relative, decaying weight, strongest on the high-frequency pairs. Positions are centred before
+the powers (the centring cancels in the product) so nothing overflows at long lengths.
+"""
+
+from dataclasses import dataclass
+
+import torch
+
+from posbench.encodings import register
+from posbench.encodings.rope import RoPE, apply_rotation
+
+
+@register("xpos")
+class XPos(RoPE):
+    @dataclass
+    class Params:
+        base: float = 10000.0
+        gamma: float = 0.4
+        scale_base: float = 512.0
+
+    def __init__(self, shape, params):
+        super().__init__(shape, params)
+        d = shape.head_dim
+        zeta = (torch.arange(0, d, 2, dtype=torch.float64) / d + params.gamma) / (1 + params.gamma)
+        self.zeta = torch.cat((zeta, zeta))  # same factor for both halves of a rotated pair
+
+    def prepare(self, positions):
+        cos, sin = super().prepare(positions)
+        rel = (positions - positions.float().mean().round().long()).to(torch.float64)
+        scale = (self.zeta.to(positions.device)[None, :] ** (rel[:, None] / self.params.scale_base)).float()
+        return cos, sin, scale
+
+    def rotate(self, q, k, state):
+        cos, sin, scale = state
+        return apply_rotation(q, cos * scale, sin * scale), apply_rotation(k, cos / scale, sin / scale)
+
+    def eval_variants(self, eval_cfg):
+        return [self.name]  # the RoPE scalings are defined for plain RoPE only
+
+    def configure_eval(self, variant, length):
+        pass
