@@ -118,3 +118,27 @@ def test_wandb_logger_runs_offline_without_login(tmp_path, text_corpus, cache_di
     (run_dir,) = [p.parent for p in tmp_path.glob("*/metrics.json")]
     assert json.loads((run_dir / "metrics.json").read_text())["status"] == "completed"
     assert list((run_dir / "wandb").glob("offline-run-*")), "wandb wrote no offline run"
+
+
+PRESETS = sorted(p.stem for p in (__import__("pathlib").Path(__file__).parent.parent / "conf" / "experiment").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_every_experiment_preset_runs_a_few_steps(preset, tmp_path, text_corpus, cache_dir):
+    """Each preset, as a multirun, with a tiny model for 5 steps: every run completes and evaluates."""
+    proc = cli(*train_cmd("-m", f"experiment={preset}", "model=tiny", "train=smoke", "train.steps=5", "train_len=16",
+                          "eval.multiples=[1,2]", "eval.windows_at_max=4", "data=local", f"data.path={text_corpus}",
+                          f"runs_dir={tmp_path}"))
+    metrics = [json.loads(p.read_text()) for p in tmp_path.glob("*/metrics.json")]
+    assert metrics, proc.stderr[-2000:]
+    for m in metrics:
+        assert m["status"] == "completed", m.get("error")
+        assert {e["length"] for e in m["evaluations"]} == {16, 32}
+    if preset in ("all_encodings", "rope_extension"):
+        (rope,) = [m for m in metrics if m["encoding"] == "rope"]
+        variants = {e["variant"] for e in rope["evaluations"]}
+        assert variants == {"rope", "rope+linear", "rope+ntk", "rope+dynamic_ntk", "rope+yarn"}
+    if preset == "all_encodings":
+        from posbench.encodings import available
+
+        assert sorted(m["encoding"] for m in metrics) == available()
