@@ -138,10 +138,13 @@ def _load_hub(cfg):
     name = cfg.hub_name
     if not name:
         raise PosbenchError("data.source=hub needs data.hub_name (e.g. Salesforce/wikitext)")
-    if not Path(name).expanduser().exists() and not _hub_reachable():
+    local = Path(name).expanduser()
+    if local.exists():  # a dataset folder on disk: the same loader, no hub involved
+        name = str(local)
+    elif not _hub_reachable():
         _force_hub_offline()
     try:
-        ds = datasets.load_dataset(str(Path(name).expanduser()) if Path(name).expanduser().exists() else name, cfg.hub_config)
+        ds = datasets.load_dataset(name, cfg.hub_config)
     except Exception as e:  # datasets raises many types for "not there"; all mean the same to a user
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise PosbenchError(

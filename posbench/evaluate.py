@@ -27,7 +27,14 @@ import torch.nn.functional as F
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
-from posbench.config import CONF_DIR, check_multiples, encoding_params, max_train_position, eval_lengths, register_configs
+from posbench.config import (
+    CONF_DIR,
+    check_multiples,
+    encoding_params,
+    eval_lengths,
+    max_train_position,
+    register_configs,
+)
 from posbench.data import load_corpus
 from posbench.device import autocast, resolve_device
 from posbench.errors import PosbenchError
@@ -186,7 +193,9 @@ def _hydra_main(cfg: DictConfig) -> None:
 
 
 def main() -> None:
-    _hydra_main()
+    from posbench.cli import hydra_entry
+
+    hydra_entry(_hydra_main, CONF_DIR)
 
 
 if __name__ == "__main__":

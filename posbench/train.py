@@ -249,7 +249,9 @@ def _hydra_main(cfg: DictConfig) -> None:
 
 
 def main() -> None:
-    _hydra_main()
+    from posbench.cli import hydra_entry
+
+    hydra_entry(_hydra_main, CONF_DIR)
 
 
 if __name__ == "__main__":

@@ -32,10 +32,21 @@ def test_bad_values_give_one_line_and_write_nothing(tmp_path, cache_dir, overrid
     assert not (tmp_path / "runs").exists() or not any(p.name != ".hydra" for p in (tmp_path / "runs").iterdir())
 
 
-def test_unknown_encoding_exits_nonzero_and_names_valid_choices(tmp_path):
-    proc = run_train("encoding=ropee", f"runs_dir={tmp_path / 'runs'}")
-    assert proc.returncode != 0
-    assert "ropee" in proc.stderr and "alibi" in proc.stderr
+@pytest.mark.parametrize(
+    "override, group, bad",
+    [("encoding=ropee", "encoding", "ropee"), ("-m encoding=rope,ropee", "encoding", "ropee"),
+     ("model=huge", "model", "huge"), ("data=wikitext", "data", "wikitext"), ("experiment=nope", "experiment", "nope")],
+)
+def test_unknown_config_choice_is_one_line_naming_the_valid_ones(tmp_path, override, group, bad):
+    from pathlib import Path
+
+    from posbench.config import CONF_DIR
+
+    proc = run_train(*override.split(), f"runs_dir={tmp_path / 'runs'}")
+    valid = ", ".join(sorted(p.stem for p in (Path(CONF_DIR) / group).glob("*.yaml")))
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"posbench: error: unknown {group} {bad!r}; valid: {valid}"
+    assert not (tmp_path / "runs").exists()
 
 
 def test_divergence_is_recorded_not_raised(compose, tmp_path, text_corpus):

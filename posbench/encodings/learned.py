@@ -9,7 +9,6 @@ defined and the evaluator records ``null`` with that reason.
 
 from dataclasses import dataclass
 
-import torch
 from torch import nn
 
 from posbench.encodings import register

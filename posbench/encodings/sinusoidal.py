@@ -7,8 +7,10 @@ interleaved as in the paper (sin on even, cos on odd channels), base = 10000, an
 token embeddings as x + scale * PE. The paper adds PE to token embeddings multiplied by sqrt(d),
 whose entries are then of order 1, like PE's. Our token embeddings keep GPT-2's init (std 0.02), so
 the table is scaled by the same 0.02 to keep the paper's token-to-position ratio; unscaled, the
-table swamps the tokens and the model trains markedly worse even at the training length. The table is computed from the position tensor on every call, so it is defined at
-any length; what breaks past the training length is the model, not the formula.
+table swamps the tokens and the model trains markedly worse even at the training length.
+
+The table is computed from the position tensor on every call, so it is defined at any length;
+what breaks past the training length is the model, not the formula.
 """
 
 from dataclasses import dataclass
