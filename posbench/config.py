@@ -53,6 +53,7 @@ class TrainConfig:
     # 0..train_len-1 (None: off). Works with every encoding that reads the position tensor.
     random_positions: Optional[int] = None
     val_every: int = 200
+    checkpoint_every: int = 100  # steps between resume states (a killed run continues from the last)
     val_batches: int = 8
     log_every: int = 10
 
@@ -87,6 +88,7 @@ class Config:
     train_len: int = 64
     seed: int = 0
     device: str = "auto"
+    threads: Optional[int] = None  # torch CPU threads per run; None: torch's default (all cores)
     runs_dir: str = "runs"
     evaluate_after_training: bool = True
 
@@ -129,6 +131,10 @@ def validate(cfg: DictConfig) -> None:
             raise PosbenchError(f"model.{key} must be a positive integer, got {m[key]}")
     if m.d_model % m.n_heads:
         raise PosbenchError(f"model.d_model={m.d_model} is not divisible by model.n_heads={m.n_heads}")
+    # building the encoding is cheap and runs its own checks (e.g. RoPE's even head dimension)
+    from posbench.encodings import ModelShape, build_encoding
+
+    build_encoding(enc.name, ModelShape(m.d_model, m.n_heads, m.n_layers, cfg.train_len), encoding_params(cfg))
     check_multiples(cfg.eval.multiples)
     if cfg.eval.protocol not in PROTOCOLS:
         raise PosbenchError(f"unknown eval.protocol {cfg.eval.protocol!r}; valid: {', '.join(PROTOCOLS)}")
@@ -140,10 +146,12 @@ def validate(cfg: DictConfig) -> None:
         raise PosbenchError(f"unknown logger {cfg.logger.name!r}; valid: {', '.join(LOGGERS)}")
     if cfg.device not in ("auto", "cpu") and not str(cfg.device).startswith("cuda"):
         raise PosbenchError(f"unknown device {cfg.device!r}; valid: auto, cpu, cuda, cuda:N")
+    if cfg.get("threads") is not None and cfg.threads < 1:
+        raise PosbenchError(f"threads must be a positive integer or null, got {cfg.threads}")
     rp = cfg.train.random_positions
     if rp is not None and rp < cfg.train_len:
         raise PosbenchError(f"train.random_positions={rp} must be at least train_len={cfg.train_len} (or null)")
-    for key in ("steps", "batch_size", "val_every", "val_batches", "log_every"):
+    for key in ("steps", "batch_size", "val_every", "val_batches", "log_every", "checkpoint_every"):
         if cfg.train[key] < 1:
             raise PosbenchError(f"train.{key} must be a positive integer, got {cfg.train[key]}")
 
@@ -178,6 +186,10 @@ def eval_lengths(train_len: int, multiples) -> list[int]:
     return sorted({max(1, round(train_len * m)) for m in multiples})
 
 
+# train keys that change how often we look, never what is learned
+NON_IDENTITY_TRAIN_KEYS = ("log_every", "val_every", "val_batches", "checkpoint_every")
+
+
 def run_identity(cfg: DictConfig) -> dict:
     """Everything that determines the trained weights, and nothing else (not paths, logger or eval)."""
     c = OmegaConf.to_container(cfg, resolve=True)
@@ -186,7 +198,7 @@ def run_identity(cfg: DictConfig) -> dict:
         "encoding": c["encoding"],
         "model": c["model"],
         "data": data,
-        "train": c["train"],
+        "train": {k: v for k, v in c["train"].items() if k not in NON_IDENTITY_TRAIN_KEYS},
         "train_len": c["train_len"],
         "seed": c["seed"],
     }

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import socket
 import sys
@@ -31,6 +32,8 @@ import numpy as np
 import torch
 
 from posbench.errors import PosbenchError
+
+log = logging.getLogger("posbench")
 
 VOCAB_SIZE = 256  # byte-level tokens
 DOC_SEPARATOR = "\0"  # never occurs in source text; marks document boundaries in the token stream
@@ -203,6 +206,10 @@ def load_corpus(cfg) -> Corpus:
     fingerprint = {"name": cfg.name, **fingerprint}
     cache = Path(cfg.cache_dir).expanduser() / f"{cfg.name}-{fingerprint['hash']}"
     if not (cache / "fingerprint.json").exists():
+        import datasets
+
+        log.info("building the token cache of corpus %r in %s (once)", cfg.name, cache)
+        datasets.disable_progress_bars()  # one line above says what happens; no per-file bars
         _build_cache(cache, build(), field, cfg, fingerprint)
     train = np.memmap(cache / "train.bin", dtype=np.uint8, mode="r")
     val = np.memmap(cache / "val.bin", dtype=np.uint8, mode="r")

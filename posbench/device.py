@@ -9,9 +9,13 @@ import torch
 from posbench.errors import PosbenchError
 
 
-def resolve_device(name: str) -> torch.device:
+def resolve_device(name: str, job_index: int = 0) -> torch.device:
+    """``auto``: CUDA when present, else CPU. On a box with several GPUs, parallel sweep jobs
+    spread over them (job i gets GPU i mod count), so a local parallel sweep uses one GPU per job."""
     if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        if not torch.cuda.is_available():
+            return torch.device("cpu")
+        return torch.device(f"cuda:{job_index % torch.cuda.device_count()}")
     if name.startswith("cuda") and not torch.cuda.is_available():
         raise PosbenchError(f"device {name!r} asked for, but this torch build sees no CUDA device; use device=cpu or auto")
     return torch.device(name)

@@ -62,7 +62,8 @@ def markdown_table(table: pd.DataFrame) -> str:
     for col in shown.columns:
         if col.endswith("x") and col[0].isdigit():
             shown[col] = [NOT_DEFINED if pd.isna(v) else f"{v:.2f}" for v in shown[col]]
-    return shown.to_markdown(index=False)
+    # numbers are already formatted: keep tabulate from re-parsing "6.50" into 6.5
+    return shown.to_markdown(index=False, disable_numparse=True)
 
 
 def plot_ppl_vs_length(evals: pd.DataFrame, path: Path) -> None:

@@ -7,6 +7,7 @@ A run directory holds:
     history.json       training curve: step, loss, lr, tokens/s, validation loss
     metrics.json       status, run facts and one record per (variant, protocol, length)
     per_position.npz   mean loss by position within the window, one array per evaluated length
+    resume.pt          (while training) state to continue a killed run from, bit for bit
 
 Every file is written to a temporary name in the same folder and renamed into place, so a reader
 never sees half a file and a killed run leaves the previous version intact.
@@ -32,6 +33,7 @@ PER_POSITION = "per_position.npz"
 CHECKPOINT = "checkpoint.pt"
 HISTORY = "history.json"
 CONFIG = "config.yaml"
+RESUME = "resume.pt"  # training state of an unfinished run; removed when training completes
 STATUSES = ("completed", "diverged", "failed")
 
 

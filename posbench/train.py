@@ -42,7 +42,7 @@ from posbench.device import autocast, describe, resolve_device
 from posbench.errors import PosbenchError
 from posbench.evaluate import evaluate_model, scored_windows, write_per_position
 from posbench.model import LanguageModel, ModelConfig, build_model
-from posbench.results import CHECKPOINT, CONFIG, HISTORY, METRICS, atomic_write_bytes, atomic_write_text, is_complete, write_json
+from posbench.results import CHECKPOINT, CONFIG, HISTORY, METRICS, RESUME, atomic_write_bytes, atomic_write_text, is_complete, write_json
 from posbench.tracking import make_tracker
 
 log = logging.getLogger("posbench")
@@ -101,17 +101,61 @@ def validation_loss(model, val_tokens, cfg, device) -> float:
     return sum(losses) / len(losses)
 
 
-def train_model(model: LanguageModel, corpus, cfg: DictConfig, device: torch.device, tracker) -> dict:
-    """Train in place; returns status, timing and the history of the run."""
+def save_resume_state(path: Path, model, opt, sched, step: int, state: dict) -> None:
+    """Everything a killed run needs to continue bit for bit: weights, optimiser and schedule,
+    RNG state, the next step (the data position: batches depend only on seed and step)."""
+    buf = io.BytesIO()
+    torch.save(
+        {
+            "model": model.state_dict(),
+            "optimizer": opt.state_dict(),
+            "scheduler": sched.state_dict(),
+            "torch_rng": torch.get_rng_state(),
+            "next_step": step,
+            **state,
+        },
+        buf,
+    )
+    atomic_write_bytes(path, buf.getvalue())
+
+
+def load_resume_state(path: Path, model, opt, sched) -> dict | None:
+    if not path.exists():
+        return None
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+        model.load_state_dict(ckpt["model"])
+        opt.load_state_dict(ckpt["optimizer"])
+        sched.load_state_dict(ckpt["scheduler"])
+        torch.set_rng_state(ckpt["torch_rng"])
+    except Exception as e:  # a resume file from other code or a torn disk: start over, say so
+        log.warning("ignoring unreadable resume state %s (%s); training from step 0", path, type(e).__name__)
+        return None
+    log.info("resuming from step %d (%s)", ckpt["next_step"], path)
+    return ckpt
+
+
+def train_model(model: LanguageModel, corpus, cfg: DictConfig, device: torch.device, tracker, run_dir: Path | None = None) -> dict:
+    """Train in place; returns status, timing and the history of the run.
+
+    With a run directory, the full training state is saved to ``resume.pt`` every
+    ``train.checkpoint_every`` steps, and a run that finds one continues from it."""
     tc = cfg.train
     opt = make_optimizer(model, tc, position_lr_mult(cfg))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, tc))
     positions = torch.arange(cfg.train_len, device=device)
-    history, status, last_loss, val_loss = [], "completed", float("nan"), None
+    history, status, last_loss, val_loss, start, wall_before = [], "completed", float("nan"), None, 0, 0.0
+    resume_path = Path(run_dir) / RESUME if run_dir is not None else None
+    if resume_path is not None and (state := load_resume_state(resume_path, model, opt, sched)) is not None:
+        start, history, wall_before = state["next_step"], state["history"], state["train_wall_s"]
+        last_loss, val_loss = state["last_loss"], state["val_loss"]
     tokens_per_step = tc.batch_size * cfg.train_len
     model.train()
     t0 = t_log = time.perf_counter()
-    bar = tqdm(range(tc.steps), desc=f"train {cfg.encoding.name} L={cfg.train_len}", unit="step", leave=False)
+    bar = tqdm(
+        range(start, tc.steps), initial=start, total=tc.steps,
+        desc=f"train {cfg.encoding.name} L={cfg.train_len}", unit="step", leave=False,
+    )
     for step in bar:
         x, y = sample_batch(corpus.train, tc.batch_size, cfg.train_len, cfg.seed, step)
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
@@ -144,8 +188,13 @@ def train_model(model: LanguageModel, corpus, cfg: DictConfig, device: torch.dev
             history.append(entry)
             tracker.log({k: v for k, v in entry.items() if k != "step"}, step=step + 1)
             bar.set_postfix(loss=f"{last_loss:.3f}", tok_s=f"{tok_s:,.0f}")
+        if resume_path is not None and (step + 1) % tc.checkpoint_every == 0 and not last:
+            save_resume_state(resume_path, model, opt, sched, step + 1, {
+                "history": history, "last_loss": last_loss, "val_loss": val_loss,
+                "train_wall_s": wall_before + time.perf_counter() - t0,
+            })
     bar.close()
-    wall = time.perf_counter() - t0
+    wall = wall_before + time.perf_counter() - t0
     steps_done = history[-1]["step"] if history else 0
     return {
         "status": status,
@@ -158,6 +207,13 @@ def train_model(model: LanguageModel, corpus, cfg: DictConfig, device: torch.dev
     }
 
 
+def job_index() -> int:
+    """This job's number within a Hydra sweep (0 outside one)."""
+    if not HydraConfig.initialized():  # called outside Hydra (tests, notebooks)
+        return 0
+    return int(OmegaConf.select(HydraConfig.get(), "job.num", default=None) or 0)
+
+
 def run(cfg: DictConfig) -> Path:
     """Train (unless complete) and evaluate one run; returns its directory."""
     validate(cfg)
@@ -166,7 +222,9 @@ def run(cfg: DictConfig) -> Path:
     if is_complete(run_dir):
         log.info("skipping %s: already complete", rid)
         return run_dir
-    device = resolve_device(cfg.device)
+    if cfg.get("threads"):
+        torch.set_num_threads(cfg.threads)
+    device = resolve_device(cfg.device, job_index())
     corpus = load_corpus(cfg.data)
     if cfg.evaluate_after_training:  # fail before training, not after, if evaluation cannot run
         scored_windows(len(corpus.val), max(eval_lengths(cfg.train_len, cfg.eval.multiples)), cfg.eval.windows_at_max)
@@ -199,7 +257,7 @@ def run(cfg: DictConfig) -> Path:
         "evaluations": [],
     }
     try:
-        result = train_model(model, corpus, cfg, device, tracker)
+        result = train_model(model, corpus, cfg, device, tracker, run_dir)
         history = result.pop("history")
         metrics.update(result)
         write_json(run_dir / HISTORY, history)
@@ -207,6 +265,7 @@ def run(cfg: DictConfig) -> Path:
             buf = io.BytesIO()
             torch.save({"model": model.state_dict(), "config": resolved}, buf)
             atomic_write_bytes(run_dir / CHECKPOINT, buf.getvalue())
+            (run_dir / RESUME).unlink(missing_ok=True)  # the final checkpoint supersedes it
             if cfg.evaluate_after_training:
                 records, per_pos = evaluate_model(model, corpus.val, cfg.train_len, cfg.eval, device)
                 metrics["evaluations"] = records

@@ -142,3 +142,13 @@ def test_every_experiment_preset_runs_a_few_steps(preset, tmp_path, text_corpus,
         from posbench.encodings import available
 
         assert sorted(m["encoding"] for m in metrics) == available()
+
+
+def test_randomized_positions_train_and_extend_a_learned_table(tmp_path, text_corpus, cache_dir):
+    """Ruoss et al. 2023: trained on random positions from [0, 64), a learned table covers 4x."""
+    cli(*train_cmd("encoding=learned", "model=tiny", "train=smoke", "train_len=16", "train.random_positions=64",
+                   "eval.multiples=[1,4,8]", "eval.windows_at_max=4", "data=local", f"data.path={text_corpus}",
+                   f"runs_dir={tmp_path}"))
+    (m,) = [json.loads(p.read_text()) for p in tmp_path.glob("*/metrics.json")]
+    ppl = {e["length"]: e["ppl"] for e in m["evaluations"]}
+    assert math.isfinite(ppl[16]) and math.isfinite(ppl[64]) and ppl[128] is None
