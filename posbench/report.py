@@ -33,6 +33,10 @@ NOT_DEFINED = "n/d"
 ROW_KEYS = ["variant", "model", "train_len"]
 
 
+def _panel_width(evals: pd.DataFrame) -> float:
+    return 5.2 if evals["variant"].nunique() <= 6 else 7.4  # room for a legend beside the axes
+
+
 def fmt_multiple(m: float) -> str:
     return f"{m:g}x"
 
@@ -70,7 +74,7 @@ def plot_ppl_vs_length(evals: pd.DataFrame, path: Path) -> None:
     done = evals[(evals["status"] == "completed") & evals["ppl"].notna()]
     panels = sorted(done.groupby(["model", "train_len"]).groups)
     palette = colours(evals["variant"].unique())
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.2), squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(_panel_width(evals) * len(panels), 4.2), squeeze=False)
     for ax, (model, train_len) in zip(axes[0], panels):
         sub = done[(done["model"] == model) & (done["train_len"] == train_len)]
         for variant, g in sub.groupby("variant"):
@@ -81,9 +85,17 @@ def plot_ppl_vs_length(evals: pd.DataFrame, path: Path) -> None:
                title=f"model {model}, trained at {train_len}")
         ax.set_xticks(sorted(sub["length"].unique()), [str(x) for x in sorted(sub["length"].unique())])
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
+        _legend(ax, len(sub["variant"].unique()))
     fig.tight_layout()
     _save(fig, path)
+
+
+def _legend(ax, n: int) -> None:
+    """Inside the axes for a few lines; beside them for many, where it would hide the curves."""
+    if n <= 6:
+        ax.legend(fontsize=8)
+    else:
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
 
 
 def plot_per_position(runs: pd.DataFrame, evals: pd.DataFrame, path: Path) -> None:
@@ -91,7 +103,7 @@ def plot_per_position(runs: pd.DataFrame, evals: pd.DataFrame, path: Path) -> No
     done = evals[(evals["status"] == "completed") & evals["ppl"].notna()]
     palette = colours(evals["variant"].unique())
     panels = sorted(done.groupby(["model", "train_len"]).groups)
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.2), squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(_panel_width(evals) * len(panels), 4.2), squeeze=False)
     run_dirs = dict(zip(runs["run_id"], runs["run_dir"]))
     for ax, (model, train_len) in zip(axes[0], panels):
         sub = done[(done["model"] == model) & (done["train_len"] == train_len)]
@@ -116,7 +128,7 @@ def plot_per_position(runs: pd.DataFrame, evals: pd.DataFrame, path: Path) -> No
         ax.set(xscale="log", xlabel="position in window (1-based)", ylabel="mean loss (nats)",
                title=f"model {model}, trained at {train_len}")
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
+        _legend(ax, len(sub["variant"].unique()))
     fig.tight_layout()
     _save(fig, path)
 
