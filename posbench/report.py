@@ -27,7 +27,7 @@ import pandas as pd  # noqa: E402
 
 from posbench.cli import user_errors  # noqa: E402
 from posbench.errors import PosbenchError  # noqa: E402
-from posbench.results import PER_POSITION, atomic_write_bytes, atomic_write_text, load_runs  # noqa: E402
+from posbench.results import PER_POSITION, atomic_write_bytes, atomic_write_text, find_incomplete, load_runs  # noqa: E402
 
 NOT_DEFINED = "n/d"
 ROW_KEYS = ["variant", "model", "train_len"]
@@ -184,9 +184,19 @@ def build_report(runs_dir: Path, out_dir: Path) -> Path:
         "![loss by position](per_position.png)",
         "",
     ]
-    other = runs[runs["status"] != "completed"]
+    other = runs[runs["status"] != "completed"][["run_id", "status", "encoding", "train_len", "seed"]]
+    unfinished = pd.DataFrame({"run_id": [p.name for p in find_incomplete(runs_dir)], "status": "incomplete"})
+    other = pd.concat([other, unfinished], ignore_index=True) if not unfinished.empty else other
     if not other.empty:
-        lines += ["## Runs not in the table", "", other[["run_id", "status", "encoding", "train_len", "seed"]].to_markdown(index=False), ""]
+        lines += [
+            "## Runs not in the table",
+            "",
+            "Diverged or failed runs, and incomplete ones (started, no metrics yet: running or killed; "
+            "re-running the sweep resumes them). None of their numbers are in the tables above.",
+            "",
+            other.to_markdown(index=False),
+            "",
+        ]
     lines += [
         "## Runs",
         "",

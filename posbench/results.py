@@ -97,8 +97,18 @@ def is_complete(run_dir: Path) -> bool:
     return m is not None and m.get("status") == "completed"
 
 
+def _visible(root: Path, path: Path) -> bool:
+    return not any(part.startswith(".") for part in path.relative_to(root).parts)
+
+
 def find_runs(root: Path) -> list[Path]:
-    return sorted(p.parent for p in Path(root).rglob(METRICS) if not any(part.startswith(".") for part in p.relative_to(root).parts))
+    return sorted(p.parent for p in Path(root).rglob(METRICS) if _visible(root, p))
+
+
+def find_incomplete(root: Path) -> list[Path]:
+    """Run directories that started (config.yaml written) but never wrote metrics.json: still
+    running, or killed; re-running the sweep resumes them."""
+    return sorted(p.parent for p in Path(root).rglob(CONFIG) if _visible(root, p) and not (p.parent / METRICS).exists())
 
 
 RUN_COLUMNS = ["run_id", "status", "encoding", "model", "train_len", "seed", "params", "train_tokens", "train_wall_s"]

@@ -152,3 +152,23 @@ def test_randomized_positions_train_and_extend_a_learned_table(tmp_path, text_co
     (m,) = [json.loads(p.read_text()) for p in tmp_path.glob("*/metrics.json")]
     ppl = {e["length"]: e["ppl"] for e in m["evaluations"]}
     assert math.isfinite(ppl[16]) and math.isfinite(ppl[64]) and ppl[128] is None
+
+
+def test_report_lists_failed_and_incomplete_runs_apart(sweep, tmp_path):
+    import shutil
+
+    runs, _, _ = sweep
+    copy = tmp_path / "runs"
+    shutil.copytree(runs, copy)
+    killed = next(copy.glob("rope_*"))
+    (killed / "metrics.json").unlink()  # as if killed before it finished
+    diverged = next(copy.glob("nope_*"))
+    m = json.loads((diverged / "metrics.json").read_text())
+    (diverged / "metrics.json").write_text(json.dumps({**m, "status": "diverged", "evaluations": []}))
+    cli("posbench.report", str(copy), "--out", str(tmp_path / "rep"))
+    md = (tmp_path / "rep" / "report.md").read_text()
+    table = pd.read_csv(tmp_path / "rep" / "table.csv")
+    assert sorted(table["variant"]) == ["alibi", "learned", "sinusoidal"]
+    section = md.split("## Runs not in the table")[1]
+    assert killed.name in section and "incomplete" in section
+    assert diverged.name in section and "diverged" in section

@@ -1,0 +1,36 @@
+"""Every report committed under results/ parses, agrees with its own CSV, and says how it was made."""
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+RESULTS = Path(__file__).parent.parent / "results"
+REPORTS = sorted(p.parent for p in RESULTS.glob("*/report.md"))
+
+
+def parse_markdown_table(text: str) -> pd.DataFrame:
+    rows = [line.strip().strip("|").split("|") for line in text.strip().splitlines() if line.startswith("|")]
+    header, body = [c.strip() for c in rows[0]], rows[2:]  # rows[1] is the alignment line
+    return pd.DataFrame([[c.strip() for c in r] for r in body], columns=header)
+
+
+def test_there_are_committed_reports():
+    assert REPORTS, "no committed report under results/"
+
+
+@pytest.mark.parametrize("folder", REPORTS, ids=lambda p: p.name)
+def test_committed_report_matches_its_csv(folder):
+    assert (folder / "COMMAND.md").exists(), "every committed report needs the command that made it"
+    md = parse_markdown_table((folder / "table.md").read_text())
+    csv = pd.read_csv(folder / "table.csv")
+    assert len(md) == len(csv) > 0
+    assert (folder / "table.md").read_text().strip() in (folder / "report.md").read_text()
+    for col in [c for c in csv.columns if c[0].isdigit()]:  # 1x, 2x, ..., 16x/1x
+        for shown, value in zip(md[col], csv[col]):
+            if pd.isna(value):
+                assert shown == "n/d"
+            else:
+                assert float(shown) == pytest.approx(value, abs=0.006)  # shown with 2 decimals
+    for name in ["ppl_vs_length.png", "per_position.png"]:
+        assert (folder / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
