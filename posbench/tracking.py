@@ -32,6 +32,8 @@ class WandbTracker(Tracker):
             mode=mode,
             dir=str(Path(cfg.dir or run_dir).expanduser()),
             name=run_id,
+            id=run_id,  # a resumed run (after kill -9) continues the same wandb run
+            resume="allow",
             config=config,
             reinit="finish_previous",
         )
