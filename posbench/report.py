@@ -142,6 +142,15 @@ def _save(fig, path: Path) -> None:
     atomic_write_bytes(path, buf.getvalue())
 
 
+def _incomplete_row(run_dir: Path) -> dict:
+    """What an unfinished run is, from the resolved config it wrote when it started."""
+    from omegaconf import OmegaConf
+
+    cfg = OmegaConf.load(run_dir / "config.yaml")
+    return {"run_id": run_dir.name, "status": "incomplete", "encoding": cfg.encoding.name,
+            "train_len": cfg.train_len, "seed": cfg.seed}
+
+
 def build_report(runs_dir: Path, out_dir: Path) -> Path:
     runs_dir, out_dir = Path(runs_dir), Path(out_dir)
     if not runs_dir.is_dir():
@@ -185,7 +194,7 @@ def build_report(runs_dir: Path, out_dir: Path) -> Path:
         "",
     ]
     other = runs[runs["status"] != "completed"][["run_id", "status", "encoding", "train_len", "seed"]]
-    unfinished = pd.DataFrame({"run_id": [p.name for p in find_incomplete(runs_dir)], "status": "incomplete"})
+    unfinished = pd.DataFrame([_incomplete_row(p) for p in find_incomplete(runs_dir)])
     other = pd.concat([other, unfinished], ignore_index=True) if not unfinished.empty else other
     if not other.empty:
         lines += [
