@@ -53,7 +53,8 @@ def make_optimizer(model: LanguageModel, tc, lr_mult: float = 1.0) -> torch.opti
     """AdamW with three groups: matrices (decayed), norms/biases (not decayed), and the encoding's
     own position parameters (not decayed, learning rate x the encoding's ``lr_mult``), so that
     learned position parameters are not held at their initialisation by decay or a too-small step."""
-    enc_ids = {id(p) for p in model.encoding.parameters()}
+    encoding = getattr(model, "encoding", None)  # the benchmark's reference GPT has none
+    enc_ids = {id(p) for p in encoding.parameters()} if encoding is not None else set()
     decay, no_decay, position = [], [], []
     for p in model.parameters():  # tied weights appear once
         if not p.requires_grad:

@@ -297,3 +297,15 @@ def test_randomized_positions_are_sorted_distinct_and_reproducible():
     a, b = random_positions(1024, 64, 0, 5), random_positions(1024, 64, 0, 5)
     assert a.equal(b) and a.shape == (64,) and bool((a[1:] > a[:-1]).all()) and int(a.max()) < 1024
     assert not a.equal(random_positions(1024, 64, 0, 6))
+
+
+@pytest.mark.parametrize("train_len", [16, 128, 4096])
+def test_fire_parameters_start_where_asked_with_finite_gradients(train_len):
+    import torch.nn.functional as F
+
+    enc = build_encoding("fire", ModelShape(32, 4, 2, train_len))
+    layer = enc.layers[0]
+    assert F.softplus(layer.L_raw).item() == pytest.approx(train_len, rel=1e-5)
+    assert F.softplus(layer.c_raw).item() == pytest.approx(0.1, rel=1e-5)
+    enc.bias(torch.arange(200), torch.arange(200), 0).sum().backward()
+    assert all(torch.isfinite(p.grad).all() for p in layer.parameters())

@@ -18,13 +18,20 @@ from posbench.encodings import register
 from posbench.encodings.base import PositionalEncoding
 
 
+def inverse_softplus(y: float) -> torch.Tensor:
+    """x with softplus(x) = y, written as y + log(1 - e^-y) so it does not overflow for large y
+    (log(e^y - 1) is inf in float32 from y ~ 89, e.g. L = a training length of 128)."""
+    y = torch.tensor(float(y), dtype=torch.float64)
+    return (y + torch.log(-torch.expm1(-y))).float()
+
+
 class _FireLayer(nn.Module):
     def __init__(self, n_heads: int, width: int, init_c: float, init_L: float):
         super().__init__()
         self.mlp = nn.Sequential(nn.Linear(1, width), nn.ReLU(), nn.Linear(width, n_heads))
         # c and L are stored through softplus^-1 so they stay positive whatever the optimiser does
-        self.c_raw = nn.Parameter(torch.tensor(init_c).expm1().log())
-        self.L_raw = nn.Parameter(torch.tensor(init_L).expm1().log())
+        self.c_raw = nn.Parameter(inverse_softplus(init_c))
+        self.L_raw = nn.Parameter(inverse_softplus(init_L))
 
     def forward(self, q_pos, k_pos):
         c, L = F.softplus(self.c_raw), F.softplus(self.L_raw)

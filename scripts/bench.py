@@ -1,0 +1,192 @@
+"""posbench benchmark: what the harness costs, per encoding, against a plain GPT, in one process.
+
+    python scripts/bench.py                       # small model, train_len 128, batch 32 (issue defaults)
+    python scripts/bench.py --encodings nope,alibi --steps 5 --out /tmp/bench
+
+For each encoding (and the reference: posbench.reference_gpt.PlainGPT, same size, causal SDPA, no
+positional code):
+  * training tokens/s through the real training loop (posbench.train.train_model), and model FLOPs
+    utilisation = tokens/s x (6 N + 12 layers L d) / matmul peak, the peak measured here first;
+  * evaluation (forward) time and peak memory at 1x and 16x the training length, each length in a
+    fresh process on CPU (peak RSS growth) or with CUDA's peak-allocation counter.
+Writes bench.csv and bench.md (ratios: training vs the reference, evaluation vs nope) into --out.
+Ratios come from one run on one machine; the machine is noisy, so compare within a file only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import platform
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from omegaconf import OmegaConf
+
+from posbench.config import TrainConfig
+from posbench.data import Corpus
+from posbench.device import describe, resolve_device
+from posbench.encodings import available
+from posbench.model import ModelConfig, build_model
+from posbench.reference_gpt import PlainGPT
+from posbench.tracking import Tracker
+
+REFERENCE = "reference_gpt"
+MODELS = {  # the conf/model sizes, repeated here so the script needs no Hydra
+    "tiny": ModelConfig("tiny", 64, 2, 2),
+    "small": ModelConfig("small", 128, 4, 4),
+    "base": ModelConfig("base", 256, 6, 8),
+    "medium": ModelConfig("medium", 512, 12, 8),
+}
+
+
+def make_model(name: str, mc: ModelConfig, train_len: int):
+    torch.manual_seed(0)
+    return PlainGPT(mc) if name == REFERENCE else build_model(mc, name, {}, train_len)
+
+
+def matmul_peak(device: torch.device, sizes=(1024, 2048, 3072), trials: int = 3, reps: int = 5) -> float:
+    """Best FLOP/s of square matmuls over a few sizes and trials (single timings on a shared
+    machine vary by 1.5x): fp32 on CPU, bf16 on CUDA (what training uses there)."""
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    best = 0.0
+    for n in sizes:
+        a, b = torch.randn(n, n, device=device, dtype=dtype), torch.randn(n, n, device=device, dtype=dtype)
+        for _ in range(2):
+            a @ b
+        for _ in range(trials):
+            sync(device)
+            t = time.perf_counter()
+            for _ in range(reps):
+                a @ b
+            sync(device)
+            best = max(best, 2 * n**3 * reps / (time.perf_counter() - t))
+    return best
+
+
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def train_flops_per_token(model, mc: ModelConfig, train_len: int) -> float:
+    """6 N (weights, forward + backward) + 12 layers L d (attention scores and mixing), PaLM's count."""
+    n = sum(p.numel() for p in model.parameters()) - mc.vocab_size * mc.d_model  # embeddings do no matmul
+    return 6 * n + 12 * mc.n_layers * train_len * mc.d_model
+
+
+def train_throughput(name, mc, train_len, batch, steps, device) -> tuple[float, object]:
+    model = make_model(name, mc, train_len).to(device)
+    tc = OmegaConf.structured(TrainConfig(steps=steps + 3, batch_size=batch, warmup_steps=1, log_every=1,
+                                          val_every=10**9, val_batches=1))
+    cfg = OmegaConf.create({"train": tc, "train_len": train_len, "seed": 0, "encoding": {"name": name}})
+    tokens = np.random.default_rng(0).integers(0, 256, 1 << 20, dtype=np.uint8)
+    from posbench.train import train_model
+
+    result = train_model(model, Corpus(tokens, tokens[: 1 << 16], {}), cfg, device, Tracker())
+    rates = [h["tokens_per_s"] for h in result["history"][3:]]  # the first steps warm up allocators
+    return statistics.median(rates), model
+
+
+def _eval_once(name, mc, train_len, length, batch_tokens, device_name, queue):
+    device = resolve_device(device_name)
+    model = make_model(name, mc, train_len).to(device).eval()
+    x = torch.randint(0, 256, (max(1, batch_tokens // length), length), device=device)
+    base_rss = _rss_bytes()
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+        base_cuda = torch.cuda.memory_allocated(device)
+    with torch.inference_mode():
+        model(x)  # warm-up (allocator, kernels)
+        sync(device)
+        t = time.perf_counter()
+        model(x)
+        sync(device)
+        seconds = time.perf_counter() - t
+    if device.type == "cuda":
+        peak = torch.cuda.max_memory_allocated(device) - base_cuda
+    else:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - base_rss
+    queue.put((seconds, max(peak, 0)))
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize()
+
+
+def eval_cost(name, mc, train_len, length, batch_tokens, device_name) -> tuple[float, float]:
+    """(seconds, peak bytes) of one forward pass over batch_tokens tokens in windows of `length`,
+    in a fresh process, so each peak is its own."""
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_eval_once, args=(name, mc, train_len, length, batch_tokens, device_name, queue))
+    proc.start()
+    result = queue.get()
+    proc.join()
+    return result
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="small", choices=sorted(MODELS))
+    ap.add_argument("--train-len", type=int, default=128)
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--steps", type=int, default=10, help="timed training steps (after 3 warm-up steps)")
+    ap.add_argument("--eval-tokens", type=int, default=16384, help="tokens per evaluation forward pass")
+    ap.add_argument("--encodings", default=",".join(available()), help="comma-separated; the reference is always added")
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--out", type=Path, default=Path("results/bench"))
+    args = ap.parse_args(argv)
+    names = [REFERENCE] + [n for n in args.encodings.split(",") if n]
+    unknown = [n for n in names[1:] if n not in available()]
+    if unknown:
+        sys.exit(f"posbench-bench: error: unknown encoding {unknown[0]!r}; valid: {', '.join(available())}")
+    device, mc = resolve_device(args.device), MODELS[args.model]
+    L, L16 = args.train_len, 16 * args.train_len
+
+    peak = matmul_peak(device)
+    print(f"{describe(device)}: measured matmul peak {peak / 1e9:.1f} GFLOP/s")
+    rows = []
+    for name in names:
+        tok_s, model = train_throughput(name, mc, L, args.batch, args.steps, device)
+        row = {"encoding": name, "params": sum(p.numel() for p in model.parameters()), "train_tok_s": tok_s,
+               "mfu": tok_s * train_flops_per_token(model, mc, L) / peak}
+        for tag, length in (("1x", L), ("16x", L16)):
+            if name == "learned" and length > L:  # not defined past its table: nothing to time
+                row[f"eval_{tag}_s"] = row[f"eval_{tag}_peak_mb"] = float("nan")
+                continue
+            seconds, peak_bytes = eval_cost(name, mc, L, length, args.eval_tokens, args.device)
+            row[f"eval_{tag}_s"], row[f"eval_{tag}_peak_mb"] = seconds, peak_bytes / 2**20
+        print(f"{name:18s} train {tok_s:8.0f} tok/s  MFU {row['mfu']:6.1%}  eval 16x {row['eval_16x_s']:.2f} s "
+              f"{row['eval_16x_peak_mb']:.0f} MB", flush=True)
+        rows.append(row)
+
+    df = pd.DataFrame(rows)
+    ref = df.set_index("encoding").loc[REFERENCE]
+    nope = df.set_index("encoding").loc["nope"] if "nope" in set(df["encoding"]) else None
+    df["train_vs_reference"] = df["train_tok_s"] / ref["train_tok_s"]
+    base = nope if nope is not None else ref
+    df["eval_16x_time_vs_nope"] = df["eval_16x_s"] / base["eval_16x_s"]
+    df["eval_16x_mem_vs_nope"] = df["eval_16x_peak_mb"] / base["eval_16x_peak_mb"]
+    args.out.mkdir(parents=True, exist_ok=True)
+    df.to_csv(args.out / "bench.csv", index=False)
+    header = (f"# posbench benchmark\n\nDevice: {describe(device)}; torch {torch.__version__}; Python "
+              f"{platform.python_version()}; measured matmul peak {peak / 1e9:.1f} GFLOP/s.\n"
+              f"Model `{args.model}`, train_len {L}, batch {args.batch}; evaluation at {L} and {L16} tokens, "
+              f"{args.eval_tokens} tokens per forward pass.\n\nCommand: `python scripts/bench.py "
+              f"{' '.join(argv if argv is not None else sys.argv[1:])}`\n\n")
+    shown = df[["encoding", "train_tok_s", "train_vs_reference", "mfu", "eval_1x_s", "eval_16x_s", "eval_16x_time_vs_nope",
+                "eval_16x_peak_mb", "eval_16x_mem_vs_nope"]]
+    (args.out / "bench.md").write_text(header + shown.to_markdown(index=False, floatfmt=".3g") + "\n")
+    print(f"wrote {args.out / 'bench.csv'} and {args.out / 'bench.md'}")
+
+
+if __name__ == "__main__":
+    main()
