@@ -108,6 +108,8 @@ def _load_files(root: Path, files: list[Path], val_fraction: float):
     val = [f for f in files if is_validation_document(f.relative_to(root).as_posix(), val_fraction)]
     held_out = set(val)
     train = [f for f in files if f not in held_out]
+    if not train:  # every document hashed to validation (a folder of one or two files): tail split instead
+        train, val = val, []
     data_files = {"train": [str(f) for f in train]}
     if val and train:
         data_files["validation"] = [str(f) for f in val]

@@ -89,3 +89,12 @@ def test_batches_depend_only_on_seed_and_step():
     x3, _ = sample_batch(tokens, 4, 16, seed=3, step=8)
     assert x1.equal(x2) and y1.equal(y2) and not x1.equal(x3)
     assert y1[:, :-1].equal(x1[:, 1:])  # targets are inputs shifted by one
+
+
+def test_a_folder_whose_only_file_hashes_to_validation_still_splits(tmp_path, cache_dir):
+    folder = tmp_path / "one"
+    folder.mkdir()
+    name = next(f"doc{i}.txt" for i in range(10_000) if is_validation_document(f"doc{i}.txt", 0.05))
+    (folder / name).write_text("x" * 1000)
+    c = load_corpus(data_cfg(cache_dir, name="one", source="local", path=str(folder), val_fraction=0.05))
+    assert len(c.train) > 0 and len(c.val) > 0 and len(c.train) + len(c.val) == 1001
