@@ -115,12 +115,11 @@ LOGGERS = ("none", "wandb")
 
 def validate(cfg: DictConfig) -> None:
     """Value checks that types alone cannot express; raises PosbenchError with one line."""
-    from posbench.encodings import available, make_params
+    from posbench.encodings import ModelShape, available, build_encoding
 
     enc = cfg.encoding
     if "name" not in enc:
         raise PosbenchError(f"encoding config has no 'name'; valid names: {', '.join(available())}")
-    make_params(enc.name, encoding_params(cfg))
     if position_lr_mult(cfg) <= 0:
         raise PosbenchError(f"encoding.lr_mult must be positive, got {cfg.encoding.lr_mult}")
     if cfg.train_len < 1:
@@ -131,9 +130,8 @@ def validate(cfg: DictConfig) -> None:
             raise PosbenchError(f"model.{key} must be a positive integer, got {m[key]}")
     if m.d_model % m.n_heads:
         raise PosbenchError(f"model.d_model={m.d_model} is not divisible by model.n_heads={m.n_heads}")
-    # building the encoding is cheap and runs its own checks (e.g. RoPE's even head dimension)
-    from posbench.encodings import ModelShape, build_encoding
-
+    # building the encoding is cheap and runs every check on it: its name, its parameters (against
+    # its Params dataclass) and its own constraints (e.g. RoPE's even head dimension)
     build_encoding(enc.name, ModelShape(m.d_model, m.n_heads, m.n_layers, cfg.train_len), encoding_params(cfg))
     check_multiples(cfg.eval.multiples)
     if cfg.eval.protocol not in PROTOCOLS:

@@ -111,7 +111,7 @@ def _load_files(root: Path, files: list[Path], val_fraction: float):
     if not train:  # every document hashed to validation (a folder of one or two files): tail split instead
         train, val = val, []
     data_files = {"train": [str(f) for f in train]}
-    if val and train:
+    if val:
         data_files["validation"] = [str(f) for f in val]
     return datasets.load_dataset(
         "text", data_files=data_files, sample_by="document", encoding_errors="replace"

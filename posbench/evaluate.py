@@ -81,13 +81,13 @@ def evaluate_model(
         for variant in variants:
             bar.set_description(f"eval {variant}")
             for L in lengths:
-                enc.configure_eval(variant, L)
+                enc.configure_eval(variant, L, eval_cfg)
                 record, pos_loss = _score_length(model, stream, total, L, train_len, eval_cfg, device, variant, bar)
                 records.append(record)
                 if pos_loss is not None:
                     per_position[f"{variant}/L{L}"] = pos_loss
     finally:
-        enc.configure_eval(enc.name, train_len)  # back to the trained configuration
+        enc.configure_eval(enc.name, train_len, eval_cfg)  # back to the trained configuration
         bar.close()
     return records, per_position
 

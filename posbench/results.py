@@ -52,6 +52,15 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
+def atomic_torch_save(path: Path, obj: Any) -> None:
+    """torch.save, atomically: serialised in memory, then written and renamed into place."""
+    import torch
+
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    atomic_write_bytes(path, buf.getvalue())
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode())
 

@@ -10,7 +10,6 @@ After training, the run is evaluated (posbench.evaluate) unless ``evaluate_after
 
 from __future__ import annotations
 
-import io
 import logging
 import math
 import platform
@@ -42,7 +41,17 @@ from posbench.device import autocast, describe, resolve_device
 from posbench.errors import PosbenchError
 from posbench.evaluate import evaluate_model, scored_windows, write_per_position
 from posbench.model import LanguageModel, ModelConfig, build_model
-from posbench.results import CHECKPOINT, CONFIG, HISTORY, METRICS, RESUME, atomic_write_bytes, atomic_write_text, is_complete, write_json
+from posbench.results import (
+    CHECKPOINT,
+    CONFIG,
+    HISTORY,
+    METRICS,
+    RESUME,
+    atomic_torch_save,
+    atomic_write_text,
+    is_complete,
+    write_json,
+)
 from posbench.tracking import make_tracker
 
 log = logging.getLogger("posbench")
@@ -105,19 +114,14 @@ def validation_loss(model, val_tokens, cfg, device) -> float:
 def save_resume_state(path: Path, model, opt, sched, step: int, state: dict) -> None:
     """Everything a killed run needs to continue bit for bit: weights, optimiser and schedule,
     RNG state, the next step (the data position: batches depend only on seed and step)."""
-    buf = io.BytesIO()
-    torch.save(
-        {
-            "model": model.state_dict(),
-            "optimizer": opt.state_dict(),
-            "scheduler": sched.state_dict(),
-            "torch_rng": torch.get_rng_state(),
-            "next_step": step,
-            **state,
-        },
-        buf,
-    )
-    atomic_write_bytes(path, buf.getvalue())
+    atomic_torch_save(path, {
+        "model": model.state_dict(),
+        "optimizer": opt.state_dict(),
+        "scheduler": sched.state_dict(),
+        "torch_rng": torch.get_rng_state(),
+        "next_step": step,
+        **state,
+    })
 
 
 def load_resume_state(path: Path, model, opt, sched) -> dict | None:
@@ -125,13 +129,15 @@ def load_resume_state(path: Path, model, opt, sched) -> dict | None:
         return None
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
-        model.load_state_dict(ckpt["model"])
-        opt.load_state_dict(ckpt["optimizer"])
-        sched.load_state_dict(ckpt["scheduler"])
-        torch.set_rng_state(ckpt["torch_rng"])
-    except Exception as e:  # a resume file from other code or a torn disk: start over, say so
+    except Exception as e:  # unreadable (a torn disk, another tool's file): start over, say so
         log.warning("ignoring unreadable resume state %s (%s); training from step 0", path, type(e).__name__)
         return None
+    # applied only once the whole file has been read: a failure part-way through applying it would
+    # leave half-restored weights, so it is an error of the run rather than a silent fresh start
+    model.load_state_dict(ckpt["model"])
+    opt.load_state_dict(ckpt["optimizer"])
+    sched.load_state_dict(ckpt["scheduler"])
+    torch.set_rng_state(ckpt["torch_rng"])
     log.info("resuming from step %d (%s)", ckpt["next_step"], path)
     return ckpt
 
@@ -263,9 +269,7 @@ def run(cfg: DictConfig) -> Path:
         metrics.update(result)
         write_json(run_dir / HISTORY, history)
         if result["status"] == "completed":
-            buf = io.BytesIO()
-            torch.save({"model": model.state_dict(), "config": resolved}, buf)
-            atomic_write_bytes(run_dir / CHECKPOINT, buf.getvalue())
+            atomic_torch_save(run_dir / CHECKPOINT, {"model": model.state_dict(), "config": resolved})
             (run_dir / RESUME).unlink(missing_ok=True)  # the final checkpoint supersedes it
             if cfg.evaluate_after_training:
                 records, per_pos = evaluate_model(model, corpus.val, cfg.train_len, cfg.eval, device)

@@ -28,7 +28,7 @@ import pandas as pd
 import torch
 from omegaconf import OmegaConf
 
-from posbench.config import TrainConfig
+from posbench.config import CONF_DIR, TrainConfig
 from posbench.data import Corpus
 from posbench.device import describe, resolve_device
 from posbench.encodings import available
@@ -37,12 +37,11 @@ from posbench.reference_gpt import PlainGPT
 from posbench.tracking import Tracker
 
 REFERENCE = "reference_gpt"
-MODELS = {  # the conf/model sizes, repeated here so the script needs no Hydra
-    "tiny": ModelConfig("tiny", 64, 2, 2),
-    "small": ModelConfig("small", 128, 4, 4),
-    "base": ModelConfig("base", 256, 6, 8),
-    "medium": ModelConfig("medium", 512, 12, 8),
-}
+MODEL_DIR = Path(CONF_DIR) / "model"  # the same size definitions as `model=` in posbench-train
+
+
+def model_config(name: str) -> ModelConfig:
+    return ModelConfig(**OmegaConf.to_container(OmegaConf.load(MODEL_DIR / f"{name}.yaml")))
 
 
 def make_model(name: str, mc: ModelConfig, train_len: int):
@@ -142,7 +141,7 @@ def eval_cost(name, mc, train_len, length, batch_tokens, device_name) -> tuple[f
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default="small", choices=sorted(MODELS))
+    ap.add_argument("--model", default="small", choices=sorted(p.stem for p in MODEL_DIR.glob("*.yaml")))
     ap.add_argument("--train-len", type=int, default=128)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--steps", type=int, default=8, help="timed training steps (after 3 warm-up steps)")
@@ -156,7 +155,7 @@ def main(argv=None) -> None:
     unknown = [n for n in names[1:] if n not in available()]
     if unknown:
         sys.exit(f"posbench-bench: error: unknown encoding {unknown[0]!r}; valid: {', '.join(available())}")
-    device, mc = resolve_device(args.device), MODELS[args.model]
+    device, mc = resolve_device(args.device), model_config(args.model)
     L, L16 = args.train_len, 16 * args.train_len
 
     peak = matmul_peak(device)

@@ -203,9 +203,9 @@ def test_rope_extension_is_set_at_evaluation_and_never_stored():
     assert not any("freq" in k for k in model.state_dict())
     eval_cfg = OmegaConf.create({"rope_scaling": ["yarn"], "rope_factor": None})
     assert model.encoding.eval_variants(eval_cfg) == ["rope", "rope+yarn"]
-    model.encoding.configure_eval("rope+yarn", 64)
+    model.encoding.configure_eval("rope+yarn", 64, eval_cfg)
     assert model.encoding.softmax_scale() == pytest.approx((0.1 * math.log(4) + 1) ** 2 / math.sqrt(8))
-    model.encoding.configure_eval("rope", 16)
+    model.encoding.configure_eval("rope", 16, eval_cfg)
     assert model.encoding.softmax_scale() is None
 
 

@@ -95,7 +95,7 @@ class PositionalEncoding(nn.Module):
         """Names under which one checkpoint is evaluated (e.g. rope, rope+yarn); default: itself."""
         return [self.name]
 
-    def configure_eval(self, variant: str, length: int) -> None:
+    def configure_eval(self, variant: str, length: int, eval_cfg) -> None:
         """Set up ``variant`` for windows of ``length`` tokens. Never stored in a checkpoint."""
 
     # -- domain ----------------------------------------------------------------------------------

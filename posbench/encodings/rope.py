@@ -138,12 +138,11 @@ class RoPE(PositionalEncoding):
         for s in eval_cfg.rope_scaling:
             if s not in ROPE_SCALINGS:
                 raise PosbenchError(f"unknown eval.rope_scaling {s!r}; valid: {', '.join(ROPE_SCALINGS)}")
-        self._rope_factor = eval_cfg.rope_factor
         return [self.name] + [f"{self.name}+{s}" for s in eval_cfg.rope_scaling]
 
-    def configure_eval(self, variant, length):
+    def configure_eval(self, variant, length, eval_cfg):
         scaling = variant.split("+", 1)[1] if "+" in variant else None
-        factor = getattr(self, "_rope_factor", None) or max(1.0, length / self.shape.train_len)
+        factor = eval_cfg.get("rope_factor") or max(1.0, length / self.shape.train_len)
         self.inv_freq, self.attention_scale = rope_frequencies(
             self.shape.head_dim, self.params.base, scaling, factor, self.shape.train_len, length
         )

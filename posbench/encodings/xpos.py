@@ -41,6 +41,3 @@ class XPos(RoPE):
 
     def eval_variants(self, eval_cfg):
         return [self.name]  # the RoPE scalings are defined for plain RoPE only
-
-    def configure_eval(self, variant, length):
-        pass
