@@ -40,3 +40,14 @@ def hydra_entry(hydra_main, conf_dir: str) -> None:
     with user_errors():
         check_group_choices(sys.argv[1:], conf_dir)
     hydra_main()
+
+
+def launch_command(program: str) -> str | None:
+    """The command line that reproduces this Hydra job on its own (``program`` + its overrides),
+    or None outside Hydra. In a sweep it is the one job's command, not the sweep's."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return None
+    task = list(HydraConfig.get().overrides.task)
+    return " ".join([program, *task])

@@ -61,7 +61,10 @@ class TrainConfig:
 @dataclass
 class EvalConfig:
     multiples: List[float] = field(default_factory=lambda: [1, 2, 4, 8, 16])
-    protocol: str = "nonoverlapping"
+    protocols: List[str] = field(default_factory=lambda: ["nonoverlapping", "sliding"])
+    stride: Optional[int] = None  # sliding: tokens between windows; None: L / 2
+    target_tokens: int = 32  # fixed_target: final tokens of each document scored at every length
+    target_docs: int = 64  # fixed_target: documents scored
     windows_at_max: int = 32  # windows scored at the longest length; fixes the scored-token count
     batch_tokens: int = 16384
     rope_scaling: List[str] = field(default_factory=list)  # extra rows for rope: linear, ntk, dynamic_ntk, yarn
@@ -108,7 +111,6 @@ def register_configs() -> None:
     cs.store(name="posbench_eval_schema", node=EvaluateConfig)
 
 
-PROTOCOLS = ("nonoverlapping",)
 SOURCES = ("stdlib", "local", "hub")
 LOGGERS = ("none", "wandb")
 
@@ -116,6 +118,7 @@ LOGGERS = ("none", "wandb")
 def validate(cfg: DictConfig) -> None:
     """Value checks that types alone cannot express; raises PosbenchError with one line."""
     from posbench.encodings import ModelShape, available, build_encoding
+    from posbench.protocols import check_eval
 
     enc = cfg.encoding
     if "name" not in enc:
@@ -133,9 +136,7 @@ def validate(cfg: DictConfig) -> None:
     # building the encoding is cheap and runs every check on it: its name, its parameters (against
     # its Params dataclass) and its own constraints (e.g. RoPE's even head dimension)
     build_encoding(enc.name, ModelShape(m.d_model, m.n_heads, m.n_layers, cfg.train_len), encoding_params(cfg))
-    check_multiples(cfg.eval.multiples)
-    if cfg.eval.protocol not in PROTOCOLS:
-        raise PosbenchError(f"unknown eval.protocol {cfg.eval.protocol!r}; valid: {', '.join(PROTOCOLS)}")
+    check_eval(cfg.eval, cfg.train_len)
     if cfg.data.source not in SOURCES:
         raise PosbenchError(f"unknown data.source {cfg.data.source!r}; valid: {', '.join(SOURCES)}")
     if not 0 < cfg.data.val_fraction < 1:

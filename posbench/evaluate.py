@@ -27,34 +27,34 @@ import torch.nn.functional as F
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
+from posbench.cli import launch_command
 from posbench.config import (
     CONF_DIR,
-    check_multiples,
     encoding_params,
     eval_lengths,
     max_train_position,
     register_configs,
 )
-from posbench.data import load_corpus
+from posbench.data import DOC_SEPARATOR, load_corpus
 from posbench.device import autocast, resolve_device
 from posbench.errors import PosbenchError
 from posbench.model import LanguageModel, ModelConfig, build_model
-from posbench.results import CHECKPOINT, PER_POSITION, read_metrics, write_json, write_npz
+from posbench.protocols import (
+    WindowPlan,
+    check_eval,
+    document_targets,
+    plan_windows,
+    scored_total,
+)
+from posbench.results import (
+    CHECKPOINT,
+    PER_POSITION,
+    read_metrics,
+    write_json,
+    write_npz,
+)
 
 log = logging.getLogger("posbench")
-
-
-def scored_windows(n_val_tokens: int, max_len: int, windows_at_max: int) -> int:
-    """How many windows of the longest length fit; fewer than asked only on a small corpus."""
-    fit = (n_val_tokens - 1) // max_len
-    if fit < 1:
-        raise PosbenchError(
-            f"validation split has {n_val_tokens} tokens, fewer than the longest evaluation window "
-            f"({max_len} + 1); use a larger corpus, a smaller train_len or smaller eval.multiples"
-        )
-    if fit < windows_at_max:
-        log.warning("validation split fits only %d windows of %d tokens (eval.windows_at_max=%d)", fit, max_len, windows_at_max)
-    return min(fit, windows_at_max)
 
 
 @torch.inference_mode()
@@ -65,55 +65,73 @@ def evaluate_model(
     eval_cfg,
     device: torch.device,
     progress: bool = True,
+    doc_separator: str = DOC_SEPARATOR,
 ) -> tuple[list[dict], dict[str, np.ndarray]]:
-    """Records (one per variant and length) and per-position mean losses (key
-    ``<variant>/L<length>``) for one model. Variants are the encoding's evaluation-time variants
-    (plain, and e.g. RoPE with YaRN), all from the same weights."""
+    """Records (one per variant x protocol x length) and per-position mean losses (key
+    ``<variant>/<protocol>/L<length>``, NaN where a protocol scores no token) for one model.
+    Variants are the encoding's evaluation-time variants (plain, and e.g. RoPE with YaRN), all
+    from the same weights."""
     model.eval()
     enc = model.encoding
     lengths = eval_lengths(train_len, eval_cfg.multiples)
-    total = max(lengths) * scored_windows(len(val_tokens), max(lengths), eval_cfg.windows_at_max)
-    stream = torch.from_numpy(np.asarray(val_tokens[: total + 1]).astype(np.int64))
+    max_len, protocols = max(lengths), list(eval_cfg.protocols)
+    total = scored_total(len(val_tokens), max_len, eval_cfg.windows_at_max, protocols)
+    doc_ends = None
+    if "fixed_target" in protocols:
+        doc_ends = document_targets(val_tokens, doc_separator.encode(), max_len, eval_cfg.target_tokens, eval_cfg.target_docs)
+    plans = {(p, L): plan_windows(p, L, total, max_len, eval_cfg, doc_ends) for p in protocols for L in lengths}
+    stream = torch.from_numpy(np.asarray(val_tokens).astype(np.int64))
     variants = enc.eval_variants(eval_cfg)
     records, per_position = [], {}
-    bar = tqdm(total=len(variants) * len(lengths) * total, unit="tok", desc="eval", disable=not progress, leave=False)
+    work = sum(len(plan.ends) * L for (_, L), plan in plans.items())
+    bar = tqdm(total=len(variants) * work, unit="tok", desc="eval", disable=not progress, leave=False)
     try:
         for variant in variants:
             bar.set_description(f"eval {variant}")
             for L in lengths:
                 enc.configure_eval(variant, L, eval_cfg)
-                record, pos_loss = _score_length(model, stream, total, L, train_len, eval_cfg, device, variant, bar)
-                records.append(record)
-                if pos_loss is not None:
-                    per_position[f"{variant}/L{L}"] = pos_loss
+                for protocol in protocols:
+                    plan = plans[protocol, L]
+                    base = {"variant": variant, "protocol": protocol, "length": L, "multiple": L / train_len,
+                            "min_context": plan.min_context}
+                    reason = enc.undefined_reason(L)
+                    if reason is not None:
+                        bar.update(len(plan.ends) * L)
+                        records.append({**base, "tokens_scored": 0, "loss": None, "ppl": None, "bpb": None, "reason": reason})
+                        continue
+                    pos_loss = score_windows(model, stream, plan, L, eval_cfg.batch_tokens, device, bar)
+                    mean = float(np.nansum(pos_loss[0]) / pos_loss[1].sum())
+                    records.append({**base, "tokens_scored": plan.tokens_scored, "loss": mean, "ppl": math.exp(mean),
+                                    "bpb": mean / math.log(2), "reason": None})
+                    with np.errstate(invalid="ignore", divide="ignore"):
+                        per_position[f"{variant}/{protocol}/L{L}"] = (pos_loss[0] / pos_loss[1]).astype(np.float32)
     finally:
         enc.configure_eval(enc.name, train_len, eval_cfg)  # back to the trained configuration
         bar.close()
     return records, per_position
 
 
-def _score_length(model, stream, total, L, train_len, eval_cfg, device, variant, bar):
-    """Score the first ``total`` tokens as windows of L: (record, per-position mean loss or None)."""
-    base = {"variant": variant, "protocol": eval_cfg.protocol, "length": L, "multiple": L / train_len}
-    reason = model.encoding.undefined_reason(L)
-    if reason is not None:
-        bar.update(total)
-        return {**base, "tokens_scored": 0, "loss": None, "ppl": None, "bpb": None, "reason": reason}, None
-    n = total // L
-    inputs, targets = stream[: n * L].view(n, L), stream[1 : n * L + 1].view(n, L)
+def score_windows(model, stream: torch.Tensor, plan: WindowPlan, L: int, batch_tokens: int, device, bar):
+    """Run the plan's windows of length L: (summed loss, count) at each position of the window,
+    counting only the scored (final) positions of each window."""
+    ends = torch.as_tensor(plan.ends, dtype=torch.int64)
+    scored = torch.as_tensor(plan.scored, dtype=torch.int64)
+    offsets = torch.arange(-L, 0)
     pos_sum = torch.zeros(L, dtype=torch.float64)
-    batch = max(1, eval_cfg.batch_tokens // L)
+    pos_count = torch.zeros(L, dtype=torch.float64)
+    batch = max(1, batch_tokens // L)
     positions = torch.arange(L, device=device)
-    for s in range(0, n, batch):
-        x, y = inputs[s : s + batch].to(device), targets[s : s + batch].to(device)
+    for s in range(0, len(ends), batch):
+        idx = ends[s : s + batch, None] + offsets  # input indices [b, L]; targets are one further
+        mask = torch.arange(L)[None, :] >= (L - scored[s : s + batch, None])  # the scored final positions
+        x, y = stream[idx].to(device), stream[idx + 1].to(device)
         with autocast(device):
             logits = model(x, positions)
-        loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten(), reduction="none").view_as(y)
-        pos_sum += loss.sum(0).double().cpu()
+        loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten(), reduction="none").view_as(y).cpu()
+        pos_sum += loss.masked_fill(~mask, 0).sum(0).double()
+        pos_count += mask.sum(0).double()
         bar.update(x.numel())
-    mean = float(pos_sum.sum() / (n * L))
-    record = {**base, "tokens_scored": n * L, "loss": mean, "ppl": math.exp(mean), "bpb": mean / math.log(2), "reason": None}
-    return record, (pos_sum / n).float().numpy()
+    return pos_sum.numpy(), pos_count.numpy()
 
 
 # -- loading a run ------------------------------------------------------------------------------
@@ -144,7 +162,7 @@ def model_from_checkpoint(ckpt: dict, device: torch.device) -> tuple[LanguageMod
 
 def merge_records(old: list[dict], new: list[dict]) -> list[dict]:
     """New records replace old ones of the same (variant, protocol, length); others are kept."""
-    key = lambda r: (r["variant"], r["protocol"], r["length"])  # noqa: E731
+    key = lambda r: (r["variant"], r["protocol"], r["length"])
     fresh = {key(r) for r in new}
     return sorted([r for r in old if key(r) not in fresh] + new, key=key)
 
@@ -157,22 +175,22 @@ def evaluate_run(run_dir: Path, eval_cfg, device_name: str = "auto", progress: b
         raise PosbenchError(f"{run_dir} is not a run directory with a readable metrics.json")
     device = resolve_device(device_name)
     model, cfg = model_from_checkpoint(load_checkpoint(run_dir), device)
+    check_eval(eval_cfg, cfg.train_len)
     corpus = load_corpus(cfg.data)
-    records, per_pos = evaluate_model(model, corpus.val, cfg.train_len, eval_cfg, device, progress)
+    records, per_pos = evaluate_model(model, corpus.val, cfg.train_len, eval_cfg, device, progress, cfg.data.doc_separator)
     metrics["evaluations"] = merge_records(metrics.get("evaluations", []), records)
-    write_per_position(run_dir, eval_cfg.protocol, per_pos)
+    if cmd := launch_command("posbench-eval"):
+        metrics["commands"] = list(dict.fromkeys([*metrics.get("commands", []), cmd.replace(str(run_dir), "<run_dir>")]))
+    write_per_position(run_dir, per_pos)
     write_json(run_dir / "metrics.json", metrics)
     return metrics
 
 
-def write_per_position(run_dir: Path, protocol: str, per_pos: dict[str, np.ndarray]) -> None:
+def write_per_position(run_dir: Path, per_pos: dict[str, np.ndarray]) -> None:
     """Merge into per_position.npz; keys are ``<variant>/<protocol>/L<length>``."""
     path = Path(run_dir) / PER_POSITION
     arrays = dict(np.load(path)) if path.exists() else {}
-    for key, value in per_pos.items():
-        variant, length = key.rsplit("/", 1)
-        arrays[f"{variant}/{protocol}/{length}"] = value
-    write_npz(path, arrays)
+    write_npz(path, {**arrays, **per_pos})
 
 
 register_configs()
@@ -185,7 +203,6 @@ def _hydra_main(cfg: DictConfig) -> None:
     with user_errors():
         if cfg.run_dir is None:
             raise PosbenchError("give the run to evaluate: posbench-eval run_dir=runs/<run_id>")
-        check_multiples(cfg.eval.multiples)
         metrics = evaluate_run(Path(cfg.run_dir), cfg.eval, cfg.device)
         for r in metrics["evaluations"]:
             ppl = "null (" + r["reason"] + ")" if r["ppl"] is None else f"{r['ppl']:.3f}"

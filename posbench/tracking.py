@@ -44,13 +44,37 @@ class WandbTracker(Tracker):
     def log_evaluation(self, records):
         cols = ["variant", "protocol", "length", "multiple", "loss", "ppl", "bpb", "reason"]
         table = self.wandb.Table(columns=cols, data=[[r.get(c) for c in cols] for r in records])
-        self.run.log({"eval/table": table})
-        for r in records:
-            if r.get("ppl") is not None:
-                self.run.summary[f"eval/{r['variant']}/ppl@{r['multiple']:g}x"] = r["ppl"]
+        defined = [r for r in records if r.get("ppl") is not None]
+        curve = self.wandb.Table(columns=["series", "length", "ppl"],
+                                 data=[[f"{r['variant']} ({r['protocol']})", r["length"], r["ppl"]] for r in defined])
+        self.run.log({
+            "eval/table": table,
+            "eval/ppl_vs_length": self.wandb.plot.line(curve, "length", "ppl", stroke="series", title="perplexity against length"),
+        })
+        for r in defined:
+            self.run.summary[f"eval/{r['variant']}/{r['protocol']}/ppl@{r['multiple']:g}x"] = r["ppl"]
 
     def finish(self):
         self.run.finish()
+
+
+def log_report(report_dir: Path, figures: dict[str, str]) -> None:
+    """Log a report's main table and figures to their own wandb run (``posbench-report --wandb``);
+    WANDB_MODE decides online, offline (the default here) or disabled."""
+    import pandas as pd
+    import wandb
+
+    report_dir = Path(report_dir)
+    run = wandb.init(project=os.environ.get("WANDB_PROJECT", "posbench"), job_type="report",
+                     name=f"report-{report_dir.resolve().parent.name}", mode=os.environ.get("WANDB_MODE", "offline"),
+                     dir=str(report_dir), reinit="finish_previous")
+    table = pd.read_csv(report_dir / "table.csv")
+    logged = {"report/table": wandb.Table(dataframe=table)}
+    for name, caption in figures.items():
+        if (report_dir / name).exists():
+            logged[f"report/{Path(name).stem}"] = wandb.Image(str(report_dir / name), caption=caption)
+    run.log(logged)
+    run.finish()
 
 
 def make_tracker(cfg, run_id: str, run_dir: Path, config: dict) -> Tracker:

@@ -26,6 +26,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
 from posbench import __version__
+from posbench.cli import launch_command
 from posbench.config import (
     CONF_DIR,
     encoding_params,
@@ -39,8 +40,9 @@ from posbench.config import (
 from posbench.data import corpus_stats, load_corpus, sample_batch
 from posbench.device import autocast, describe, resolve_device
 from posbench.errors import PosbenchError
-from posbench.evaluate import evaluate_model, scored_windows, write_per_position
+from posbench.evaluate import evaluate_model, write_per_position
 from posbench.model import LanguageModel, ModelConfig, build_model
+from posbench.protocols import scored_total
 from posbench.results import (
     CHECKPOINT,
     CONFIG,
@@ -214,6 +216,10 @@ def train_model(model: LanguageModel, corpus, cfg: DictConfig, device: torch.dev
     }
 
 
+def in_sweep() -> bool:
+    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
+
+
 def job_index() -> int:
     """This job's number within a Hydra sweep (0 outside one)."""
     if not HydraConfig.initialized():  # called outside Hydra (tests, notebooks)
@@ -234,7 +240,7 @@ def run(cfg: DictConfig) -> Path:
     device = resolve_device(cfg.device, job_index())
     corpus = load_corpus(cfg.data)
     if cfg.evaluate_after_training:  # fail before training, not after, if evaluation cannot run
-        scored_windows(len(corpus.val), max(eval_lengths(cfg.train_len, cfg.eval.multiples)), cfg.eval.windows_at_max)
+        scored_total(len(corpus.val), max(eval_lengths(cfg.train_len, cfg.eval.multiples)), cfg.eval.windows_at_max, cfg.eval.protocols)
     if len(corpus.val) < cfg.train_len + 2:
         raise PosbenchError(f"train_len={cfg.train_len} is longer than the validation split allows ({len(corpus.val)} tokens)")
 
@@ -262,6 +268,8 @@ def run(cfg: DictConfig) -> Path:
         "python": platform.python_version(),
         "corpus": corpus_stats(corpus),
         "evaluations": [],
+        # how to make this run again; sweeps are recorded once, in their multirun.yaml
+        "commands": [cmd] if (cmd := launch_command("posbench-train")) and not in_sweep() else [],
     }
     try:
         result = train_model(model, corpus, cfg, device, tracker, run_dir)
@@ -272,9 +280,9 @@ def run(cfg: DictConfig) -> Path:
             atomic_torch_save(run_dir / CHECKPOINT, {"model": model.state_dict(), "config": resolved})
             (run_dir / RESUME).unlink(missing_ok=True)  # the final checkpoint supersedes it
             if cfg.evaluate_after_training:
-                records, per_pos = evaluate_model(model, corpus.val, cfg.train_len, cfg.eval, device)
+                records, per_pos = evaluate_model(model, corpus.val, cfg.train_len, cfg.eval, device, doc_separator=cfg.data.doc_separator)
                 metrics["evaluations"] = records
-                write_per_position(run_dir, cfg.eval.protocol, per_pos)
+                write_per_position(run_dir, per_pos)
                 tracker.log_evaluation(records)
                 for variant in dict.fromkeys(r["variant"] for r in records):
                     summary = ", ".join(

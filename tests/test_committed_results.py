@@ -1,5 +1,6 @@
 """Every report committed under results/ parses, agrees with its own CSV, and says how it was made."""
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -26,11 +27,16 @@ def test_committed_report_matches_its_csv(folder):
     csv = pd.read_csv(folder / "table.csv")
     assert len(md) == len(csv) > 0
     assert (folder / "table.md").read_text().strip() in (folder / "report.md").read_text()
-    for col in [c for c in csv.columns if c[0].isdigit()]:  # 1x, 2x, ..., 16x/1x
-        for shown, value in zip(md[col], csv[col]):
+    for col in [c for c in csv.columns if c[0].isdigit() and c in md.columns]:  # 1x, 2x, ..., 16x/1x
+        for shown, value, ci in zip(md[col], csv[col], csv.get(f"{col}_ci95", csv[col] * float("nan"))):
             if pd.isna(value):
                 assert shown == "n/d"
-            else:
-                assert float(shown) == pytest.approx(value, abs=0.006)  # shown with 2 decimals
-    for name in ["ppl_vs_length.png", "per_position.png"]:
+                continue
+            # "5.13", "**5.13**", "5.13 ± 0.04 ≈": mean, then the 95% half-width when there are seeds
+            numbers = [float(x) for x in re.findall(r"\d+\.\d+", shown)]
+            assert numbers[0] == pytest.approx(value, abs=0.006)  # shown with 2 decimals
+            if pd.notna(ci):
+                assert numbers[1] == pytest.approx(ci, abs=0.006)
+    for name in ["ppl_vs_length.png", "per_position.png", "ratio_heatmap.png", "training_curves.png"]:
         assert (folder / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (folder / "report.html").read_text().count("data:image/png;base64,") == 4

@@ -31,10 +31,14 @@ def sweep(tmp_path_factory, text_corpus, cache_dir):
     overrides = [
         "-m",
         f"encoding={','.join(ENCODINGS)}",
+        "seed=0,1",
         "model=tiny",
         "train=smoke",
         "train_len=16",
         "eval.multiples=[1,2,4]",
+        "eval.protocols=[nonoverlapping,sliding,fixed_target]",
+        "eval.target_tokens=8",
+        "eval.target_docs=16",
         "eval.windows_at_max=8",
         "data=local",
         f"data.path={text_corpus}",
@@ -47,15 +51,18 @@ def sweep(tmp_path_factory, text_corpus, cache_dir):
 def test_sweep_trains_and_evaluates_every_encoding(sweep):
     runs, _, _ = sweep
     metrics = [json.loads(p.read_text()) for p in runs.glob("*/metrics.json")]
-    assert sorted(m["encoding"] for m in metrics) == sorted(ENCODINGS)
+    assert sorted(m["encoding"] for m in metrics) == sorted(ENCODINGS * 2)
     for m in metrics:
         assert m["status"] == "completed"
         assert m["train_tokens"] == 20 * 8 * 16  # smoke: 20 steps of 8 x 16 tokens
         assert m["corpus"]["source"] == "local" and m["corpus"]["hash"]
-        evals = {e["length"]: e for e in m["evaluations"]}
+        assert m["commands"] == []  # a sweep is recorded once, in its multirun.yaml
+        for protocol in ("nonoverlapping", "sliding", "fixed_target"):
+            scored = {e["tokens_scored"] for e in m["evaluations"] if e["protocol"] == protocol and e["ppl"] is not None}
+            assert len(scored) == 1, protocol  # the same number of tokens scored at every length
+        evals = {e["length"]: e for e in m["evaluations"] if e["protocol"] == "nonoverlapping"}
         assert sorted(evals) == [16, 32, 64]
-        assert len({e["tokens_scored"] for e in evals.values() if e["ppl"] is not None}) == 1  # same tokens at every length
-        for e in evals.values():
+        for e in m["evaluations"]:
             if m["encoding"] == "learned" and e["length"] > 16:
                 assert e["ppl"] is None and "16 positions" in e["reason"]
             else:
@@ -72,7 +79,7 @@ def test_rerun_skips_complete_runs(sweep):
     runs, overrides, _ = sweep
     before = {p: p.stat().st_mtime_ns for p in runs.glob("*/metrics.json")}
     proc = cli(*train_cmd(*overrides))
-    assert proc.stderr.count("already complete") + proc.stdout.count("already complete") == len(ENCODINGS)
+    assert proc.stderr.count("already complete") + proc.stdout.count("already complete") == 2 * len(ENCODINGS)
     assert before == {p: p.stat().st_mtime_ns for p in runs.glob("*/metrics.json")}
 
 
@@ -80,30 +87,57 @@ def test_report_tables_and_plots_match_the_metrics(sweep, tmp_path):
     runs, _, _ = sweep
     out = tmp_path / "report"
     cli("posbench.report", str(runs), "--out", str(out))
-    for name in ["report.md", "table.md", "table.csv", "evaluations.csv", "ppl_vs_length.png", "per_position.png"]:
+    for name in ["report.md", "report.html", "table.md", "table.csv", "table.tex", "runs.csv", "pairs.csv",
+                 "evaluations.csv", "ppl_vs_length.png", "per_position.png", "ratio_heatmap.png", "training_curves.png"]:
         assert (out / name).stat().st_size > 0, name
     table = pd.read_csv(out / "table.csv")
-    assert sorted(table["variant"]) == sorted(ENCODINGS)
-    for m in (json.loads(p.read_text()) for p in runs.glob("*/metrics.json")):
-        row = table[table["variant"] == m["encoding"]].iloc[0]
-        by_len = {e["length"]: e["ppl"] for e in m["evaluations"]}
-        assert row["1x"] == pytest.approx(by_len[16])
-        if m["encoding"] == "learned":
-            assert pd.isna(row["4x"]) and pd.isna(row["4x/1x"])
-        else:
-            assert row["4x/1x"] == pytest.approx(by_len[64] / by_len[16])
+    assert sorted(table["protocol"].unique()) == ["fixed_target", "nonoverlapping", "sliding"]
+    for protocol, t in table.groupby("protocol"):
+        assert sorted(t["variant"]) == sorted(ENCODINGS) and set(t["seeds"]) == {2}
+        metrics = [json.loads(p.read_text()) for p in runs.glob("*/metrics.json")]
+        for enc in ENCODINGS:
+            row = t[t["variant"] == enc].iloc[0]
+            per_seed = [{e["length"]: e["ppl"] for e in m["evaluations"] if e["protocol"] == protocol}
+                        for m in metrics if m["encoding"] == enc]
+            assert row["1x"] == pytest.approx(np.mean([s[16] for s in per_seed]))  # mean over the 2 seeds
+            assert row["1x_std"] == pytest.approx(np.std([s[16] for s in per_seed], ddof=1))
+            assert row["1x_ci95"] == pytest.approx(12.706 * row["1x_std"] / math.sqrt(2), rel=1e-3)  # t(0.975, 1 dof)
+            if enc == "learned":
+                assert pd.isna(row["4x"]) and pd.isna(row["4x/1x"])
+            else:
+                assert row["4x/1x"] == pytest.approx(np.mean([s[64] / s[16] for s in per_seed]))
+        assert t["1x_best"].sum() == 1 and t["1x_p_vs_best"].notna().sum() == len(ENCODINGS) - 1
     md = (out / "report.md").read_text()
     assert "![perplexity against evaluation length](ppl_vs_length.png)" in md
-    assert "| learned" in md and "n/d" in md
+    assert "| learned" in md and "n/d" in md and " ± " in md and "**" in md
+    assert "## Summary" in md and "train_len 16, model tiny, sliding windows" in md
+    assert "posbench-train -m " in md and "seed=0,1" in md  # the sweep's command, from its multirun.yaml
+    assert "\\begin{tabular}" in (out / "table.tex").read_text()
+
+
+def test_report_html_is_self_contained(sweep, tmp_path):
+    import re
+
+    runs, _, _ = sweep
+    cli("posbench.report", str(runs), "--out", str(tmp_path))
+    html = (tmp_path / "report.html").read_text()
+    assert html.startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>")
+    assert html.count('src="data:image/png;base64,') == 4  # every figure embedded
+    assert not re.search(r'(src|href)="(?!data:)', html)  # nothing fetched from disk or network
+    assert "<h2>Summary</h2>" in html and "<table" in html and "config of " in html
 
 
 def test_standalone_evaluation_adds_lengths(sweep):
     runs, _, _ = sweep
-    run_dir = next(runs.glob("alibi_*"))
-    old = {e["length"]: e["ppl"] for e in json.loads((run_dir / "metrics.json").read_text())["evaluations"]}
-    cli("posbench.evaluate", f"run_dir={run_dir}", "eval.multiples=[1,8]", "eval.windows_at_max=4")
-    new = {e["length"]: e for e in json.loads((run_dir / "metrics.json").read_text())["evaluations"]}
+    run_dir = next(runs.glob("alibi_*s1_*"))
+    old = {e["length"]: e["ppl"] for e in json.loads((run_dir / "metrics.json").read_text())["evaluations"]
+           if e["protocol"] == "nonoverlapping"}
+    cli("posbench.evaluate", f"run_dir={run_dir}", "eval.multiples=[1,8]", "eval.windows_at_max=4",
+        "eval.protocols=[nonoverlapping]")
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    new = {e["length"]: e for e in metrics["evaluations"] if e["protocol"] == "nonoverlapping"}
     assert sorted(new) == [16, 32, 64, 128]
+    assert metrics["commands"] == ["posbench-eval run_dir=<run_dir> eval.multiples=[1,8] eval.windows_at_max=4 eval.protocols=[nonoverlapping]"]
     assert new[32]["ppl"] == old[32]  # untouched lengths are kept
     assert math.isfinite(new[128]["ppl"])
     with np.load(run_dir / "per_position.npz") as z:
@@ -118,6 +152,10 @@ def test_wandb_logger_runs_offline_without_login(tmp_path, text_corpus, cache_di
     (run_dir,) = [p.parent for p in tmp_path.glob("*/metrics.json")]
     assert json.loads((run_dir / "metrics.json").read_text())["status"] == "completed"
     assert list((run_dir / "wandb").glob("offline-run-*")), "wandb wrote no offline run"
+    cli("posbench.report", str(tmp_path), "--out", str(tmp_path / "rep"), "--wandb")
+    (report_run,) = (tmp_path / "rep" / "wandb").glob("offline-run-*")
+    logged = list(report_run.rglob("*.png"))
+    assert len(logged) == 4, logged  # the report's figures went into the offline run
 
 
 PRESETS = sorted(p.stem for p in (__import__("pathlib").Path(__file__).parent.parent / "conf" / "experiment").glob("*.yaml"))
@@ -160,6 +198,8 @@ def test_report_lists_failed_and_incomplete_runs_apart(sweep, tmp_path):
     runs, _, _ = sweep
     copy = tmp_path / "runs"
     shutil.copytree(runs, copy)
+    for extra in copy.glob("*_s1_*"):
+        shutil.rmtree(extra)
     killed = next(copy.glob("rope_*"))
     (killed / "metrics.json").unlink()  # as if killed before it finished
     diverged = next(copy.glob("nope_*"))
@@ -168,7 +208,7 @@ def test_report_lists_failed_and_incomplete_runs_apart(sweep, tmp_path):
     cli("posbench.report", str(copy), "--out", str(tmp_path / "rep"))
     md = (tmp_path / "rep" / "report.md").read_text()
     table = pd.read_csv(tmp_path / "rep" / "table.csv")
-    assert sorted(table["variant"]) == ["alibi", "learned", "sinusoidal"]
+    assert sorted(table["variant"].unique()) == ["alibi", "learned", "sinusoidal"]
     section = md.split("## Runs not in the table")[1]
     assert killed.name in section and "incomplete" in section
     assert diverged.name in section and "diverged" in section

@@ -1,0 +1,201 @@
+"""Tables, plots and a readable report from run directories: ``posbench-report RUNS_DIR [--out DIR]``.
+
+Reads every ``metrics.json`` below RUNS_DIR (the report never trains or evaluates) and writes,
+into DIR (default RUNS_DIR/report):
+
+    report.md, report.html  the report; the HTML is self-contained (images embedded, no network)
+    table.csv/.md/.tex      per protocol x encoding x model x train_len, over seeds: mean perplexity
+                            at each multiple with std, 95% interval, paired test against the best,
+                            the longest multiple's ratio to 1x and the extrapolation length
+    runs.csv                the same summary metrics for every single run (before averaging seeds)
+    pairs.csv               every pair of encodings in a panel: perplexity ratio and paired p-value
+    evaluations.csv         every record: run x variant x protocol x length
+    ppl_vs_length.png, per_position.png, ratio_heatmap.png, training_curves.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from posbench.cli import user_errors
+from posbench.errors import PosbenchError
+from posbench.report import figures
+from posbench.report.context import (
+    commands,
+    config_split,
+    environment,
+    nested_yaml,
+    run_config_yaml,
+)
+from posbench.report.document import Code, Heading, Image, Para, Table, render
+from posbench.report.stats import ALPHA
+from posbench.report.summary import summary_paragraphs
+from posbench.report.tables import (
+    NOT_DEFINED,
+    display_table,
+    latex_table,
+    main_table,
+    pairwise_tests,
+    run_summary,
+)
+from posbench.results import atomic_write_text, find_incomplete, load_runs
+
+DEFAULT_TOLERANCE = 0.05
+FIGURES = {
+    "ppl_vs_length.png": "perplexity against evaluation length",
+    "ratio_heatmap.png": "perplexity at the longest multiple over 1x",
+    "per_position.png": "loss by position at the longest length",
+    "training_curves.png": "training curves",
+}
+
+
+def _incomplete_row(run_dir: Path) -> dict:
+    """What an unfinished run is, from the resolved config it wrote when it started."""
+    from omegaconf import OmegaConf
+
+    cfg = OmegaConf.load(run_dir / "config.yaml")
+    return {"run_id": run_dir.name, "status": "incomplete", "encoding": cfg.encoding.name,
+            "train_len": cfg.train_len, "seed": cfg.seed}
+
+
+def _protocol_notes(evals: pd.DataFrame) -> str:
+    notes = []
+    for protocol, g in evals.groupby("protocol"):
+        if protocol == "nonoverlapping":
+            notes.append("`nonoverlapping`: consecutive windows, every token scored (tokens early in a window have little context)")
+        elif protocol == "sliding":
+            ctx = (g["min_context"] / g["length"]).min() if "min_context" in g else float("nan")
+            notes.append(f"`sliding`: windows advance by a stride and score only their last tokens, so every scored token "
+                         f"sees at least {ctx:.0%} of the window as context")
+        elif protocol == "fixed_target":
+            notes.append("`fixed_target`: the same final tokens of each validation document, scored with the L - m "
+                         "tokens before them as context (the targets never change, only context and position do)")
+        else:
+            notes.append(f"`{protocol}`")
+    return "Protocols: " + "; ".join(notes) + "."
+
+
+def build_report(runs_dir: Path, out_dir: Path, tolerance: float = DEFAULT_TOLERANCE) -> Path:
+    runs_dir, out_dir = Path(runs_dir), Path(out_dir)
+    if not runs_dir.is_dir():
+        raise PosbenchError(f"runs directory {str(runs_dir)!r} does not exist")
+    if not 0 <= tolerance < 10:
+        raise PosbenchError(f"--tolerance must be a fraction such as 0.05, got {tolerance}")
+    runs, evals = load_runs(runs_dir)
+    if runs.empty:
+        raise PosbenchError(f"no runs (metrics.json) found below {str(runs_dir)!r}")
+    completed = runs[runs["status"] == "completed"]
+    if completed.empty or evals.empty:
+        raise PosbenchError(f"no completed, evaluated runs below {str(runs_dir)!r} ({len(runs)} runs, none usable)")
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    table = main_table(evals, tolerance)
+    atomic_write_text(out_dir / "evaluations.csv", evals.to_csv(index=False))
+    atomic_write_text(out_dir / "runs.csv", run_summary(evals, tolerance).to_csv(index=False))
+    atomic_write_text(out_dir / "pairs.csv", pairwise_tests(evals).to_csv(index=False))
+    atomic_write_text(out_dir / "table.csv", table.to_csv(index=False))
+    shown = display_table(table)
+    atomic_write_text(out_dir / "table.md", shown.to_markdown(index=False, disable_numparse=True) + "\n")
+    atomic_write_text(out_dir / "table.tex", latex_table(table))
+    figures.plot_ppl_vs_length(evals, out_dir / "ppl_vs_length.png")
+    ratio = figures.plot_ratio_heatmap(table, out_dir / "ratio_heatmap.png")
+    figures.plot_per_position(runs, evals, out_dir / "per_position.png")
+    figures.plot_training_curves(completed, out_dir / "training_curves.png")
+
+    seeds = int(table["seeds"].max())
+    blocks = [
+        Heading("posbench report", 1),
+        Para(f"{len(completed)} completed runs from `{runs_dir}`: byte-level language models trained on windows of "
+             "`train_len` tokens and evaluated at multiples of it. Lower perplexity is better; an encoding that "
+             "extrapolates keeps its 1x perplexity (ratio near 1) at lengths it never saw in training. "
+             + _protocol_notes(evals)),
+        Heading("Summary"),
+        *[Para(p) for p in summary_paragraphs(table, tolerance)],
+        Heading("Perplexity by evaluation length"),
+        Para("Mean perplexity over seeds"
+             + (" ± half-width of the 95% t-interval" if seeds > 1 else "")
+             + ". **Bold**: lowest mean in its column within the same protocol, model and train_len"
+             + (f"; ≈: not significantly different from it (paired t-test over shared seeds on log perplexity, p ≥ {ALPHA})" if seeds > 1 else "")
+             + f". `{NOT_DEFINED}`: the encoding is not defined at that length (a learned table past its size). "
+             + (f"`{ratio}`: mean over seeds of the longest multiple's perplexity over 1x. " if ratio else "")
+             + f"`extrap. len`: the longest length up to which every evaluated length stays within {tolerance:.0%} of 1x."),
+        Table(shown),
+        Image("ppl_vs_length.png", FIGURES["ppl_vs_length.png"] + (" (bands: 95% interval over seeds)" if seeds > 1 else "")),
+    ]
+    if ratio:
+        blocks += [Heading("Extrapolation at a glance"),
+                   Para(f"Each cell is `{ratio}`, the perplexity at the longest multiple over 1x (mean over seeds): "
+                        "green stays flat, red breaks."),
+                   Image("ratio_heatmap.png", FIGURES["ratio_heatmap.png"])]
+    blocks += [
+        Heading("Loss by position at the longest length"),
+        Para("Mean loss at each position of the window (mean over seeds, moving average). The dotted line marks the "
+             "training length: positions right of it were never seen in training. Protocols that score only the last "
+             "tokens of a window show only those positions."),
+        Image("per_position.png", FIGURES["per_position.png"]),
+        Heading("Training curves"),
+        Para("Training loss (line, mean over seeds, smoothed) and validation loss (dots) against the optimiser step."),
+        Image("training_curves.png", FIGURES["training_curves.png"]),
+    ]
+    other = runs[runs["status"] != "completed"][["run_id", "status", "encoding", "train_len", "seed"]]
+    unfinished = pd.DataFrame([_incomplete_row(p) for p in find_incomplete(runs_dir)])
+    other = pd.concat([other, unfinished], ignore_index=True) if not unfinished.empty else other
+    if not other.empty:
+        blocks += [Heading("Runs not in the table"),
+                   Para("Diverged or failed runs, and incomplete ones (started, no metrics yet: running or killed; "
+                        "re-running the sweep resumes them). None of their numbers are in the tables above."),
+                   Table(other)]
+    blocks += _provenance(runs_dir, completed)
+    blocks += [Heading("Files"),
+               Para("Beside this report: `table.csv` / `table.tex` (the main table with std, intervals and p-values), "
+                    "`runs.csv` (summary metrics of every run), `pairs.csv` (paired tests between every two encodings), "
+                    "`evaluations.csv` (every evaluation record) and the figures as PNG.")]
+    md, page = render(blocks, out_dir, "posbench report")
+    atomic_write_text(out_dir / "report.html", page)
+    report = out_dir / "report.md"
+    atomic_write_text(report, md)
+    return report
+
+
+def _provenance(runs_dir: Path, completed: pd.DataFrame) -> list:
+    shared, differing = config_split(completed)
+    cmds = commands(runs_dir, completed)
+    blocks = [Heading("How these runs were made"),
+              Para("Commands (from each Hydra sweep's `multirun.yaml` and each run's `metrics.json`):"),
+              Code("\n".join(cmds) if cmds else "(not recorded)"),
+              Para("Environment (runs per combination; `corpus`: source and content hash of the training data):"),
+              Table(environment(completed)),
+              Para("Settings shared by every run (resolved config):"),
+              Code(nested_yaml(shared), "shared config"),
+              ]
+    if not differing.empty:
+        blocks += [Para("Settings that differ between runs (with the shared ones, each run's full config):"),
+                   Table(differing)]
+    blocks += [Code(run_config_yaml(d), f"config of {rid}") for rid, d in zip(completed["run_id"], completed["run_dir"])]
+    return blocks
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="posbench-report", description=__doc__.splitlines()[0])
+    parser.add_argument("runs_dir", type=Path, help="folder with run directories (searched recursively)")
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default: RUNS_DIR/report)")
+    parser.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE,
+                        help="extrapolation length: perplexity within this fraction of 1x (default 0.05)")
+    parser.add_argument("--wandb", action="store_true", help="also log the tables and figures to a wandb run (logger settings from WANDB_* variables; offline by default)")
+    args = parser.parse_args(argv)
+    with user_errors():
+        out = args.out or args.runs_dir / "report"
+        report = build_report(args.runs_dir, out, args.tolerance)
+        if args.wandb:
+            from posbench.tracking import log_report
+
+            log_report(out, FIGURES)
+    print(f"report written to {report} and {report.with_suffix('.html')}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

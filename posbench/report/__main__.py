@@ -1,0 +1,5 @@
+import sys
+
+from posbench.report import main
+
+main(sys.argv[1:])

@@ -1,0 +1,95 @@
+"""The report's opening paragraphs, generated from the main table: which encodings stayed flat,
+which broke and at what multiple, and which was best, per training length and protocol."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from posbench.report.stats import ALPHA
+
+PROTOCOL_WORDS = {
+    "nonoverlapping": "non-overlapping windows",
+    "sliding": "sliding windows",
+    "fixed_target": "fixed final targets under growing context",
+}
+
+
+def _multiples(table: pd.DataFrame) -> list[str]:
+    return [c for c in table.columns if c.endswith("x") and c[:-1].replace(".", "").isdigit()]
+
+
+def _names(items: list[str]) -> str:
+    items = [f"`{x}`" for x in items]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def describe_panel(sub: pd.DataFrame, tolerance: float) -> str:
+    """One paragraph for one (protocol, model, train_len) panel of the main table."""
+    cols = _multiples(sub)
+    first = sub.iloc[0]
+    protocol, model, train_len, seeds = first["protocol"], first["model"], int(first["train_len"]), int(sub["seeds"].max())
+    longest = cols[-1]
+    max_len = round(train_len * float(longest[:-1]))
+    head = (f"**train_len {train_len}, model {model}, {PROTOCOL_WORDS.get(protocol, protocol)}** "
+            f"({'mean of ' + str(seeds) + ' seeds' if seeds > 1 else 'one seed'}): ")
+    flat, broke, undefined = [], [], []
+    for _, r in sub.sort_values(longest, na_position="last").iterrows():
+        ext = r.get("extrapolation_len")
+        if pd.isna(r["1x"]):
+            continue
+        if pd.notna(ext) and ext >= max_len:
+            flat.append(r["variant"])
+            continue
+        after = next((c for c in cols if round(train_len * float(c[:-1])) > (ext if pd.notna(ext) else 0)), None)
+        if after is not None and pd.isna(r[after]):
+            undefined.append(f"`{r['variant']}` (not defined past {fmt_len(ext)} tokens)")
+        elif after is not None:
+            ratio = r[longest] / r["1x"] if pd.notna(r[longest]) else math.nan
+            broke.append(f"`{r['variant']}` at {after} ({r['1x']:.2f} → {r[after]:.2f}; {ratio:.2f}× 1x at {longest})")
+    parts = []
+    if flat:
+        parts.append(f"{_names(flat)} stayed within {tolerance:.0%} of their 1x perplexity up to {longest} ({max_len} tokens)")
+    else:
+        parts.append(f"no encoding stayed within {tolerance:.0%} of its 1x perplexity up to {longest}")
+    if broke:
+        parts.append("broke (first multiple past the tolerance): " + "; ".join(broke))
+    if undefined:
+        parts.append(", ".join(undefined))
+    text = head + "; ".join(parts) + ". "
+    for col in dict.fromkeys(["1x", longest]):
+        text += _best_sentence(sub, col)
+    return text.strip()
+
+
+def _best_sentence(sub: pd.DataFrame, col: str) -> str:
+    if sub[col].notna().sum() == 0:
+        return ""
+    ranked = sub.sort_values(col).dropna(subset=[col])
+    best = ranked.iloc[0]
+    s = f"Lowest at {col}: `{best['variant']}` ({best[col]:.2f})"
+    if len(ranked) > 1:
+        runner = ranked.iloc[1]
+        p = runner.get(f"{col}_p_vs_best")
+        if pd.notna(p):
+            verdict = "significantly" if p < ALPHA else "not significantly"
+            s += f", {verdict} ahead of `{runner['variant']}` ({runner[col]:.2f}, paired p = {p:.3f})"
+        else:
+            s += f", ahead of `{runner['variant']}` ({runner[col]:.2f}; one seed, no test)"
+    return s + ". "
+
+
+def fmt_len(v) -> str:
+    return "n/d" if pd.isna(v) else str(int(v))
+
+
+def summary_paragraphs(table: pd.DataFrame, tolerance: float) -> list[str]:
+    order = {p: i for i, p in enumerate(PROTOCOL_WORDS)}
+    keys = sorted(table.groupby(["protocol", "model", "train_len"]).groups,
+                  key=lambda k: (k[1], k[2], order.get(k[0], 99)))
+    out = []
+    for protocol, model, train_len in keys:
+        sub = table[(table["protocol"] == protocol) & (table["model"] == model) & (table["train_len"] == train_len)]
+        out.append(describe_panel(sub, tolerance))
+    return out
