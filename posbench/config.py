@@ -63,7 +63,7 @@ class EvalConfig:
     multiples: List[float] = field(default_factory=lambda: [1, 2, 4, 8, 16])
     protocols: List[str] = field(default_factory=lambda: ["nonoverlapping", "sliding"])
     stride: Optional[int] = None  # sliding: tokens between windows; None: L / 2
-    target_tokens: int = 32  # fixed_target: final tokens of each document scored at every length
+    target_tokens: Optional[int] = None  # fixed_target: final tokens of each document; None: half the shortest length
     target_docs: int = 64  # fixed_target: documents scored
     windows_at_max: int = 32  # windows scored at the longest length; fixes the scored-token count
     batch_tokens: int = 16384

@@ -45,6 +45,7 @@ from posbench.protocols import (
     document_targets,
     plan_windows,
     scored_total,
+    target_tokens,
 )
 from posbench.results import (
     CHECKPOINT,
@@ -78,8 +79,9 @@ def evaluate_model(
     total = scored_total(len(val_tokens), max_len, eval_cfg.windows_at_max, protocols)
     doc_ends = None
     if "fixed_target" in protocols:
-        doc_ends = document_targets(val_tokens, doc_separator.encode(), max_len, eval_cfg.target_tokens, eval_cfg.target_docs)
-    plans = {(p, L): plan_windows(p, L, total, max_len, eval_cfg, doc_ends) for p in protocols for L in lengths}
+        m = target_tokens(eval_cfg, min(lengths))
+        doc_ends = document_targets(val_tokens, doc_separator.encode(), max_len, m, eval_cfg.target_docs)
+    plans = {(p, L): plan_windows(p, L, total, max_len, eval_cfg, doc_ends, min(lengths)) for p in protocols for L in lengths}
     stream = torch.from_numpy(np.asarray(val_tokens).astype(np.int64))
     variants = enc.eval_variants(eval_cfg)
     records, per_position = [], {}

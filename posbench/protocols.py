@@ -48,6 +48,11 @@ def stride_for(length: int, stride: int | None) -> int:
     return max(1, length // 2) if stride is None else min(stride, length)
 
 
+def target_tokens(eval_cfg, shortest: int) -> int:
+    """m, the scored final tokens per document: ``eval.target_tokens``, or half the shortest length."""
+    return max(1, shortest // 2) if eval_cfg.target_tokens is None else min(eval_cfg.target_tokens, shortest)
+
+
 def reserved_tokens(protocols, max_len: int) -> int:
     """Tokens the plans need before the scored range (sliding keeps a full history for max_len)."""
     return max_len if "sliding" in protocols else 0
@@ -86,7 +91,10 @@ def document_targets(val: np.ndarray, separator: bytes, max_len: int, target_tok
     return np.unique(ends)
 
 
-def plan_windows(protocol: str, length: int, total: int, max_len: int, eval_cfg, doc_ends: np.ndarray | None) -> WindowPlan:
+def plan_windows(protocol: str, length: int, total: int, max_len: int, eval_cfg, doc_ends: np.ndarray | None,
+                 shortest: int | None = None) -> WindowPlan:
+    """The windows of one protocol at length L (``shortest``: the shortest evaluated length, which
+    sets the fixed-target count m so that it is the same at every length)."""
     L = length
     if protocol == "nonoverlapping":
         n = total // L
@@ -100,7 +108,7 @@ def plan_windows(protocol: str, length: int, total: int, max_len: int, eval_cfg,
     if protocol == "fixed_target":
         if doc_ends is None:
             raise ValueError("the fixed_target protocol needs the document ends (document_targets)")
-        m = min(eval_cfg.target_tokens, L)
+        m = target_tokens(eval_cfg, shortest or L)
         return WindowPlan(np.asarray(doc_ends), np.full(len(doc_ends), m), L - m)
     raise PosbenchError(f"unknown eval protocol {protocol!r}; valid: {', '.join(PROTOCOLS)}")
 
@@ -116,10 +124,11 @@ def check_eval(eval_cfg, train_len: int) -> None:
     if bad := [p for p in protocols if p not in PROTOCOLS]:
         raise PosbenchError(f"unknown eval protocol {bad[0]!r}; valid: {', '.join(PROTOCOLS)}")
     shortest = min(eval_lengths(train_len, eval_cfg.multiples))
-    if eval_cfg.stride is not None and not 1 <= eval_cfg.stride <= shortest:
+    if "sliding" in protocols and eval_cfg.stride is not None and not 1 <= eval_cfg.stride <= shortest:
         raise PosbenchError(f"eval.stride={eval_cfg.stride} must be between 1 and the shortest evaluation length {shortest} (or null for L/2)")
-    if not 1 <= eval_cfg.target_tokens <= shortest:
-        raise PosbenchError(f"eval.target_tokens={eval_cfg.target_tokens} must be between 1 and the shortest evaluation length {shortest}")
+    m = eval_cfg.target_tokens
+    if "fixed_target" in protocols and m is not None and not 1 <= m <= shortest:
+        raise PosbenchError(f"eval.target_tokens={m} must be between 1 and the shortest evaluation length {shortest} (or null for half of it)")
     for key in ("windows_at_max", "target_docs", "batch_tokens"):
         if eval_cfg[key] < 1:
             raise PosbenchError(f"eval.{key} must be a positive integer, got {eval_cfg[key]}")

@@ -108,7 +108,7 @@ def test_report_tables_and_plots_match_the_metrics(sweep, tmp_path):
                 assert row["4x/1x"] == pytest.approx(np.mean([s[64] / s[16] for s in per_seed]))
         assert t["1x_best"].sum() == 1 and t["1x_p_vs_best"].notna().sum() == len(ENCODINGS) - 1
     md = (out / "report.md").read_text()
-    assert "![perplexity against evaluation length](ppl_vs_length.png)" in md
+    assert "![perplexity against evaluation length (bands: 95% interval over seeds)](ppl_vs_length.png)" in md
     assert "| learned" in md and "n/d" in md and " ± " in md and "**" in md
     assert "## Summary" in md and "train_len 16, model tiny, sliding windows" in md
     assert "posbench-train -m " in md and "seed=0,1" in md  # the sweep's command, from its multirun.yaml

@@ -86,7 +86,7 @@ def test_train_len_longer_than_the_validation_data_allows(tmp_path, cache_dir):
     proc = run_train("data=local", f"data.path={corpus}", "train_len=512", f"runs_dir={tmp_path / 'runs'}")
     assert proc.returncode == 2
     last = proc.stderr.strip().splitlines()[-1]
-    assert last.startswith("posbench: error: validation split has 121 tokens, fewer than the longest evaluation window")
+    assert last.startswith("posbench: error: validation split has 121 tokens, too few for the longest evaluation window")
     assert "Traceback" not in proc.stderr
     assert not list((tmp_path / "runs").glob("*/config.yaml")) if (tmp_path / "runs").exists() else True
 
