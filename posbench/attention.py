@@ -2,7 +2,12 @@
 
 * no bias, no relative terms -> ``F.scaled_dot_product_attention(is_causal=True)``, the fast path;
 * score bias                 -> ``biased_causal_attention``: SDPA with a float mask, built for one
-  block of queries at a time so that heads x L x L is never held for a whole long sequence;
+  block of queries at a time so that heads x L x L is never held for a whole long sequence; or,
+  for a bias that depends only on the distance i - j over contiguous positions, flex attention
+  (``distance_bias_attention``): the bias is a [H, L] table read by a ``score_mod``, causality is a
+  block mask, and no score matrix is materialised. Flex runs where ``use_flex`` says so: on CUDA
+  for training and evaluation, on CPU (no flex backward in torch 2.13) for evaluation at long
+  lengths, where its one-off compilation pays for itself;
 * relative content terms     -> the encoding's own ``relative_attention``.
 """
 
@@ -45,6 +50,77 @@ def biased_causal_attention(
         bias = bias.masked_fill(future_mask(start, end, q.device), float("-inf")).to(q.dtype)
         out.append(F.scaled_dot_product_attention(q[:, :, start:end], k[:, :, :end], v[:, :, :end], attn_mask=bias, scale=scale))
     return out[0] if len(out) == 1 else torch.cat(out, dim=2)
+
+
+# -- flex attention -----------------------------------------------------------------------------
+
+# On CPU, flex is compiled per shape (tens of seconds the first time), so it is used only from
+# this window length on, where the chunked float-mask path gets slow and memory-hungry.
+FLEX_MIN_LEN_CPU = 1024
+_flex_state: dict = {"compiled": None, "broken": None, "masks": {}}
+
+
+def flex_supported() -> bool:
+    """Flex attention importable and not found broken earlier in this process."""
+    if _flex_state["broken"] is not None:
+        return False
+    try:
+        from torch.nn.attention.flex_attention import flex_attention  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def use_flex(device: torch.device, length: int, training: bool, setting: str = "auto") -> bool:
+    """Whether the flex path should run: ``setting`` is ``auto``, ``flex`` or ``chunked``."""
+    if setting == "chunked" or not flex_supported():
+        return False
+    if setting == "flex":
+        return device.type == "cuda" or not training
+    if device.type == "cuda":
+        return True
+    return not training and length >= FLEX_MIN_LEN_CPU
+
+
+def _causal_block_mask(length: int, device: torch.device):
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    key = (length, str(device))
+    if key not in _flex_state["masks"]:
+        causal = lambda b, h, q_idx, kv_idx: q_idx >= kv_idx  # noqa: E731
+        _flex_state["masks"][key] = create_block_mask(causal, None, None, length, length, device=str(device))
+    return _flex_state["masks"][key]
+
+
+def _compiled_flex():
+    if _flex_state["compiled"] is None:
+        from torch.nn.attention.flex_attention import flex_attention
+
+        _flex_state["compiled"] = torch.compile(flex_attention, dynamic=False)
+    return _flex_state["compiled"]
+
+
+def distance_bias_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, table: torch.Tensor, scale: float | None = None
+) -> torch.Tensor | None:
+    """Causal attention with logits q_i.k_j * scale + table[h, i - j] through compiled flex
+    attention, for positions 0..L-1. Returns None (after a one-line warning) if flex cannot run
+    here, so that the caller falls back to the chunked path."""
+    import logging
+
+    L = q.shape[-2]
+    table = table.to(q.dtype)
+
+    def score_mod(score, b, h, q_idx, kv_idx):
+        # masked pairs (kv_idx > q_idx) never reach the softmax; clamp keeps their lookup in range
+        return score + table[h, (q_idx - kv_idx).clamp(min=0)]
+
+    try:
+        return _compiled_flex()(q, k, v, score_mod=score_mod, block_mask=_causal_block_mask(L, q.device), scale=scale)
+    except Exception as e:  # noqa: BLE001 - any compiler failure means: use the portable path
+        _flex_state["broken"] = f"{type(e).__name__}: {e}"
+        logging.getLogger("posbench").warning("flex attention unavailable, using chunked attention (%s)", str(e).splitlines()[0][:200])
+        return None
 
 
 def query_chunks(shape: torch.Size, max_elements: int) -> list[tuple[int, int]]:

@@ -92,6 +92,8 @@ class Config:
     seed: int = 0
     device: str = "auto"
     threads: Optional[int] = None  # torch CPU threads per run; None: torch's default (all cores)
+    compile: bool = False  # torch.compile the training forward (speed only: not part of the run id)
+    attention: str = "auto"  # bias encodings: auto | flex | chunked (posbench/attention.py)
     runs_dir: str = "runs"
     evaluate_after_training: bool = True
 
@@ -103,6 +105,8 @@ class EvaluateConfig:
     eval: EvalConfig = MISSING
     run_dir: Optional[str] = None
     device: str = "auto"
+    threads: Optional[int] = None
+    attention: str = "auto"
 
 
 def register_configs() -> None:
@@ -112,6 +116,7 @@ def register_configs() -> None:
 
 
 SOURCES = ("stdlib", "local", "hub")
+ATTENTION_SETTINGS = ("auto", "flex", "chunked")
 LOGGERS = ("none", "wandb")
 
 
@@ -145,6 +150,8 @@ def validate(cfg: DictConfig) -> None:
         raise PosbenchError(f"unknown logger {cfg.logger.name!r}; valid: {', '.join(LOGGERS)}")
     if cfg.device not in ("auto", "cpu") and not str(cfg.device).startswith("cuda"):
         raise PosbenchError(f"unknown device {cfg.device!r}; valid: auto, cpu, cuda, cuda:N")
+    if cfg.attention not in ATTENTION_SETTINGS:
+        raise PosbenchError(f"unknown attention {cfg.attention!r}; valid: {', '.join(ATTENTION_SETTINGS)}")
     if cfg.get("threads") is not None and cfg.threads < 1:
         raise PosbenchError(f"threads must be a positive integer or null, got {cfg.threads}")
     rp = cfg.train.random_positions

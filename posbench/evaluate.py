@@ -29,6 +29,7 @@ from tqdm.auto import tqdm
 
 from posbench.cli import launch_command
 from posbench.config import (
+    ATTENTION_SETTINGS,
     CONF_DIR,
     encoding_params,
     eval_lengths,
@@ -169,7 +170,7 @@ def merge_records(old: list[dict], new: list[dict]) -> list[dict]:
     return sorted([r for r in old if key(r) not in fresh] + new, key=key)
 
 
-def evaluate_run(run_dir: Path, eval_cfg, device_name: str = "auto", progress: bool = True) -> dict:
+def evaluate_run(run_dir: Path, eval_cfg, device_name: str = "auto", progress: bool = True, attention: str = "auto") -> dict:
     """Evaluate a saved run at the lengths of ``eval_cfg`` and merge the results into its files."""
     run_dir = Path(run_dir)
     metrics = read_metrics(run_dir)
@@ -177,6 +178,7 @@ def evaluate_run(run_dir: Path, eval_cfg, device_name: str = "auto", progress: b
         raise PosbenchError(f"{run_dir} is not a run directory with a readable metrics.json")
     device = resolve_device(device_name)
     model, cfg = model_from_checkpoint(load_checkpoint(run_dir), device)
+    model.attention = attention
     check_eval(eval_cfg, cfg.train_len)
     corpus = load_corpus(cfg.data)
     records, per_pos = evaluate_model(model, corpus.val, cfg.train_len, eval_cfg, device, progress, cfg.data.doc_separator)
@@ -205,7 +207,13 @@ def _hydra_main(cfg: DictConfig) -> None:
     with user_errors():
         if cfg.run_dir is None:
             raise PosbenchError("give the run to evaluate: posbench-eval run_dir=runs/<run_id>")
-        metrics = evaluate_run(Path(cfg.run_dir), cfg.eval, cfg.device)
+        if cfg.attention not in ATTENTION_SETTINGS:
+            raise PosbenchError(f"unknown attention {cfg.attention!r}; valid: {', '.join(ATTENTION_SETTINGS)}")
+        if cfg.threads is not None:
+            if cfg.threads < 1:
+                raise PosbenchError(f"threads must be a positive integer or null, got {cfg.threads}")
+            torch.set_num_threads(cfg.threads)
+        metrics = evaluate_run(Path(cfg.run_dir), cfg.eval, cfg.device, attention=cfg.attention)
         for r in metrics["evaluations"]:
             ppl = "null (" + r["reason"] + ")" if r["ppl"] is None else f"{r['ppl']:.3f}"
             print(f"{r['variant']:>12} {r['protocol']:>15} L={r['length']:<6} ppl={ppl}")

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from posbench.attention import biased_causal_attention, causal_attention
+from posbench.attention import biased_causal_attention, causal_attention, distance_bias_attention, use_flex
 from posbench.encodings import ModelShape, PositionalEncoding
 
 
@@ -35,7 +35,7 @@ class CausalSelfAttention(nn.Module):
         self.proj = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
         self.dropout = nn.Dropout(cfg.dropout)
 
-    def forward(self, x, enc: PositionalEncoding, positions, pos_state):
+    def forward(self, x, enc: PositionalEncoding, positions, pos_state, flex: bool = False):
         B, L, D = x.shape
         q, k, v = self.qkv(x).view(B, L, 3, self.n_heads, D // self.n_heads).permute(2, 0, 3, 1, 4)
         if enc.uses_relative:
@@ -45,8 +45,14 @@ class CausalSelfAttention(nn.Module):
                 q, k = enc.rotate(q, k, pos_state)
             scale = enc.softmax_scale()
             if enc.uses_bias:
-                bias_fn = lambda i, j: enc.bias(i, j, self.layer)  # noqa: E731
-                y = biased_causal_attention(q, k, v, bias_fn, positions, scale)
+                y = None
+                if flex:
+                    # the bias depends on i - j only: one [H, L] table (distances 0..L-1) serves every pair
+                    table = enc.bias(positions, positions[:1], self.layer)[:, :, 0]
+                    y = distance_bias_attention(q, k, v, table, scale)
+                if y is None:
+                    bias_fn = lambda i, j: enc.bias(i, j, self.layer)  # noqa: E731
+                    y = biased_causal_attention(q, k, v, bias_fn, positions, scale)
             else:
                 y = causal_attention(q, k, v, scale)
         return self.dropout(self.proj(y.transpose(1, 2).reshape(B, L, D)))
@@ -70,8 +76,8 @@ class Block(nn.Module):
         self.attn = CausalSelfAttention(cfg, layer)
         self.mlp = MLP(cfg)
 
-    def forward(self, x, enc, positions, pos_state):
-        x = x + self.attn(self.ln1(x), enc, positions, pos_state)
+    def forward(self, x, enc, positions, pos_state, flex=False):
+        x = x + self.attn(self.ln1(x), enc, positions, pos_state, flex)
         return x + self.mlp(self.ln2(x))
 
 
@@ -86,6 +92,8 @@ class LanguageModel(nn.Module):
         self.ln_f = nn.LayerNorm(cfg.d_model)
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         self.head.weight = self.tok_emb.weight  # weight tying, as in GPT-2
+        # bias encodings: "auto" (flex where attention.use_flex finds it pays), "flex" or "chunked"
+        self.attention = "auto"
         # GPT-2 init for the transformer; the encoding keeps its own (it knows what its parameters mean)
         nn.init.normal_(self.tok_emb.weight, std=0.02)
         for name, p in self.blocks.named_parameters():
@@ -104,8 +112,15 @@ class LanguageModel(nn.Module):
         x = self.encoding.embed(self.tok_emb(idx), positions)
         x = self.drop(x)
         pos_state = self.encoding.prepare(positions)
+        enc, L = self.encoding, idx.shape[1]
+        flex = (
+            enc.uses_bias
+            and enc.translation_invariant
+            and use_flex(idx.device, L, self.training, self.attention)
+            and torch.equal(positions, torch.arange(L, device=positions.device))
+        )
         for block in self.blocks:
-            x = block(x, self.encoding, positions, pos_state)
+            x = block(x, self.encoding, positions, pos_state, flex)
         return self.head(self.ln_f(x))
 
 

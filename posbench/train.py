@@ -160,6 +160,9 @@ def train_model(model: LanguageModel, corpus, cfg: DictConfig, device: torch.dev
         last_loss, val_loss = state["last_loss"], state["val_loss"]
     tokens_per_step = tc.batch_size * cfg.train_len
     model.train()
+    model.attention = cfg.attention
+    # compiled forward shares the parameters; the plain module is what gets saved and evaluated
+    forward = torch.compile(model) if cfg.compile else model
     t0 = t_log = time.perf_counter()
     bar = tqdm(
         range(start, tc.steps), initial=start, total=tc.steps,
@@ -171,7 +174,7 @@ def train_model(model: LanguageModel, corpus, cfg: DictConfig, device: torch.dev
         if tc.random_positions:
             positions = random_positions(tc.random_positions, cfg.train_len, cfg.seed, step).to(device)
         with autocast(device):
-            logits = model(x, positions)
+            logits = forward(x, positions)
         loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten())
         loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip)
