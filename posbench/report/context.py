@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -17,7 +18,15 @@ NOISE_KEYS = ("runs_dir",)
 
 def flat_config(run_dir: str) -> dict:
     cfg = OmegaConf.to_container(OmegaConf.load(Path(run_dir) / CONFIG))
-    return {k: v for k, v in pd.json_normalize(cfg, sep=".").iloc[0].items() if k not in NOISE_KEYS}
+    return {k: v for k, v in _flatten(cfg) if k not in NOISE_KEYS}
+
+
+def _flatten(tree: dict, prefix: str = ""):
+    for key, value in tree.items():
+        if isinstance(value, dict) and value:
+            yield from _flatten(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}", value
 
 
 def config_split(runs: pd.DataFrame) -> tuple[dict, pd.DataFrame]:
@@ -26,15 +35,27 @@ def config_split(runs: pd.DataFrame) -> tuple[dict, pd.DataFrame]:
     flats = {rid: flat_config(d) for rid, d in zip(runs["run_id"], runs["run_dir"]) if (Path(d) / CONFIG).exists()}
     if not flats:
         return {}, pd.DataFrame()
-    frame = pd.DataFrame.from_dict(flats, orient="index").map(_hashable)
-    shared_cols = [c for c in frame.columns if frame[c].nunique(dropna=False) == 1]
-    shared = {c: frame[c].iloc[0] for c in shared_cols}
-    differing = frame.drop(columns=shared_cols).rename_axis("run_id").reset_index()
-    return shared, differing
+    keys = list(dict.fromkeys(k for flat in flats.values() for k in flat))
+    # shared: present in every run with one value; a key only some encodings have always differs
+    shared = {k: v for k, v in next(iter(flats.values())).items()
+              if all(k in f and repr(f[k]) == repr(v) for f in flats.values())}
+    differing = [k for k in keys if k not in shared]
+    # an encoding's own parameters go into one column: each encoding has different ones
+    params = [k for k in differing if k.startswith("encoding.") and k != "encoding.name"]
+    rows = []
+    for rid, f in flats.items():
+        row = {"run_id": rid, **{k: _text(f[k]) if k in f else "" for k in differing if k not in params}}
+        if params:
+            row["encoding parameters"] = ", ".join(f"{k.removeprefix('encoding.')}={_text(f[k])}" for k in params if k in f)
+        rows.append(row)
+    return shared, pd.DataFrame(rows)
 
 
-def _hashable(v):
-    return str(v) if isinstance(v, (list, dict)) else v
+def _text(v) -> str:
+    """A config value as the YAML one would write (null, lists inline)."""
+    if isinstance(v, float) and math.isnan(v):
+        return "null"
+    return yaml.safe_dump(_plain(v), default_flow_style=True).strip().removesuffix("...").strip()
 
 
 def nested_yaml(flat: dict) -> str:
@@ -45,14 +66,14 @@ def nested_yaml(flat: dict) -> str:
         *parents, leaf = key.split(".")
         for p in parents:
             node = node.setdefault(p, {})
-        node[leaf] = yaml.safe_load(value) if isinstance(value, str) and value[:1] in "[{" else _plain(value)
+        node[leaf] = _plain(value)
     return yaml.safe_dump(tree, sort_keys=True, default_flow_style=None)
 
 
 def _plain(v):
     if hasattr(v, "item"):  # numpy scalar
         v = v.item()
-    if isinstance(v, float) and v != v:
+    if isinstance(v, float) and math.isnan(v):
         return None
     return v
 
@@ -86,6 +107,5 @@ def commands(runs_dir: Path, runs: pd.DataFrame) -> list[str]:
         found.append("posbench-train -m " + " ".join(task))
     for run_dir in runs["run_dir"]:
         m = read_metrics(Path(run_dir)) or {}
-        for cmd in m.get("commands", []):
-            found.append(cmd)
+        found.extend(m.get("commands", []))
     return list(dict.fromkeys(found))  # unique, in order
