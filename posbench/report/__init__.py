@@ -79,7 +79,7 @@ def _protocol_notes(evals: pd.DataFrame) -> str:
     return "Protocols: " + "; ".join(notes) + "."
 
 
-def build_report(runs_dir: Path, out_dir: Path, tolerance: float = DEFAULT_TOLERANCE) -> Path:
+def build_report(runs_dir: Path, out_dir: Path, tolerance: float = DEFAULT_TOLERANCE, protocols: list[str] | None = None) -> Path:
     runs_dir, out_dir = Path(runs_dir), Path(out_dir)
     if not runs_dir.is_dir():
         raise PosbenchError(f"runs directory {str(runs_dir)!r} does not exist")
@@ -88,6 +88,11 @@ def build_report(runs_dir: Path, out_dir: Path, tolerance: float = DEFAULT_TOLER
     runs, evals = load_runs(runs_dir)
     if runs.empty:
         raise PosbenchError(f"no runs (metrics.json) found below {str(runs_dir)!r}")
+    if protocols and not evals.empty:
+        if unknown := sorted(set(protocols) - set(evals["protocol"])):
+            raise PosbenchError(f"no evaluations with protocol {unknown[0]!r} below {str(runs_dir)!r}; "
+                                f"found: {', '.join(sorted(evals['protocol'].unique()))}")
+        evals = evals[evals["protocol"].isin(protocols)]
     completed = runs[runs["status"] == "completed"]
     if completed.empty or evals.empty:
         raise PosbenchError(f"no completed, evaluated runs below {str(runs_dir)!r} ({len(runs)} runs, none usable)")
@@ -185,11 +190,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: RUNS_DIR/report)")
     parser.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE,
                         help="extrapolation length: perplexity within this fraction of 1x (default 0.05)")
+    parser.add_argument("--protocols", default=None,
+                        help="comma-separated evaluation protocols to report (default: every one found)")
     parser.add_argument("--wandb", action="store_true", help="also log the tables and figures to a wandb run (logger settings from WANDB_* variables; offline by default)")
     args = parser.parse_args(argv)
     with user_errors():
         out = args.out or args.runs_dir / "report"
-        report = build_report(args.runs_dir, out, args.tolerance)
+        protocols = [p for p in args.protocols.split(",") if p] if args.protocols else None
+        report = build_report(args.runs_dir, out, args.tolerance, protocols)
         if args.wandb:
             from posbench.tracking import log_report
 

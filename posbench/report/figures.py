@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import warnings
 from pathlib import Path
 
 import matplotlib
@@ -122,7 +123,9 @@ def plot_per_position(runs: pd.DataFrame, evals: pd.DataFrame, path: Path) -> No
                 curves = [x for x in curves if x is not None]
                 if not curves:
                     continue
-                curve = np.nanmean(np.stack(curves), axis=0)
+                with np.errstate(all="ignore"), warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)  # positions a protocol never scores stay NaN
+                    curve = np.nanmean(np.stack(curves), axis=0)
                 x = np.arange(1, L + 1)
                 keep = ~np.isnan(curve)
                 x, curve = x[keep], curve[keep]
