@@ -22,6 +22,7 @@ from posbench.report.tables import completed, per_seed_ppl
 from posbench.results import HISTORY, PER_POSITION, atomic_write_bytes
 
 PANEL = ["model", "train_len"]
+PLAIN = FuncFormatter(lambda v, _: f"{v:g}")
 
 
 # tab20 comes in (dark, light) pairs of one hue: related encodings share a hue
@@ -98,6 +99,8 @@ def plot_ppl_vs_length(evals: pd.DataFrame, path: Path) -> None:
                    title=f"{protocol}: model {model}, trained at {train_len}")
             ax.set_xticks(lengths, [str(x) for x in lengths])
             ax.xaxis.set_minor_formatter(NullFormatter())  # only the evaluated lengths are labelled
+            ax.yaxis.set_major_formatter(PLAIN)  # 20, not 2 x 10^1
+            ax.yaxis.set_minor_formatter(PLAIN)
             ax.grid(True, which="both", alpha=0.3)
             _legend(ax, len(sub.index.get_level_values("variant").unique()))
     fig.tight_layout()
@@ -174,7 +177,8 @@ def plot_ratio_heatmap(table: pd.DataFrame, path: Path) -> str | None:
             ax.text(j, i, "n/d" if np.isnan(v) else f"{v:.2f}", ha="center", va="center", fontsize=7)
         ax.set_title(f"{protocol}: {ratio}", fontsize=9)
     bar = fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8, label=f"perplexity ratio {ratio}")
-    bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ticks = [t for t in (0.25, 0.5, 0.75, 1, 1.25, 1.5, 2, 3, 4, 6, 8, 16, 32) if 1 / span <= t <= span]
+    bar.set_ticks(ticks, labels=[f"{t:g}" for t in ticks])
     bar.ax.yaxis.set_minor_formatter(NullFormatter())
     save(fig, path)
     return ratio
