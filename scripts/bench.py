@@ -83,7 +83,8 @@ def train_throughput(name, mc, train_len, batch, steps, device) -> tuple[float, 
     model = make_model(name, mc, train_len).to(device)
     tc = OmegaConf.structured(TrainConfig(steps=steps + 3, batch_size=batch, warmup_steps=1, log_every=1,
                                           val_every=10**9, val_batches=1))
-    cfg = OmegaConf.create({"train": tc, "train_len": train_len, "seed": 0, "encoding": {"name": name}})
+    cfg = OmegaConf.create({"train": tc, "train_len": train_len, "seed": 0, "encoding": {"name": name},
+                            "attention": "auto", "compile": False})
     tokens = np.random.default_rng(0).integers(0, 256, 1 << 20, dtype=np.uint8)
     from posbench.train import train_model
 

@@ -76,7 +76,12 @@ def _protocol_notes(evals: pd.DataFrame) -> str:
                          "tokens before them as context (the targets never change, only context and position do)")
         else:
             notes.append(f"`{protocol}`")
-    return "Protocols: " + "; ".join(notes) + "."
+    text = "Protocols: " + "; ".join(notes) + "."
+    if len(notes) > 1:
+        text += (" Each protocol scores the same tokens at every length, but not the same tokens as the other "
+                 "protocols (sliding starts after the longest window, fixed targets are document ends), so compare "
+                 "encodings and lengths within a protocol, not numbers across protocols.")
+    return text
 
 
 def build_report(runs_dir: Path, out_dir: Path, tolerance: float = DEFAULT_TOLERANCE, protocols: list[str] | None = None) -> Path:
