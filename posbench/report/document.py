@@ -88,7 +88,7 @@ class Code:
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}
 h1{border-bottom:2px solid #ddd;padding-bottom:.2em}h2{border-bottom:1px solid #eee;padding-bottom:.15em;margin-top:1.8em}
-table.tbl{border-collapse:collapse;font-size:.85em;margin:.6em 0}table.tbl th,table.tbl td{border:1px solid #ccc;padding:.25em .55em;text-align:right}
+table.tbl{border-collapse:collapse;font-size:.85em;margin:.6em 0}table.tbl th,table.tbl td{border:1px solid #ccc;padding:.25em .55em;text-align:right;white-space:nowrap}
 table.tbl th{background:#f3f3f3}table.tbl td:nth-child(-n+4){text-align:left}table.tbl tr:nth-child(even){background:#fafafa}
 figure{margin:1em 0}img{max-width:100%;border:1px solid #eee}figcaption{font-size:.85em;color:#555}
 code,pre{background:#f5f5f5;border-radius:3px}pre{padding:.6em;overflow-x:auto;font-size:.8em}details{margin:.3em 0}
