@@ -1,11 +1,11 @@
 """Perplexity at many lengths: the heart of the benchmark.
 
-Protocol ``nonoverlapping`` (Press et al. 2022, section 4): the first T tokens of the validation
-stream are cut into T / L consecutive windows of length L and every token of every window is
-scored. T = longest length x ``eval.windows_at_max``, so every length scores the same tokens and
-the numbers differ only by how much context (and which positions) the model is given.
+Each protocol of ``eval.protocols`` (``nonoverlapping``, ``sliding``, ``fixed_target``; see
+posbench/protocols.py) is a plan of windows and of the final positions scored in each; every
+length of a protocol scores the same tokens, so its numbers differ only by how much context (and
+which positions) the model is given. One routine, ``score_windows``, runs every plan.
 
-Reported per length: mean loss in nats, perplexity exp(loss), bits per byte loss / ln 2 (tokens
+Reported per protocol and length: mean loss in nats, perplexity exp(loss), bits per byte loss / ln 2 (tokens
 are bytes), and the mean loss at each position within the window. A length the encoding cannot
 represent (a learned table past its size) gets ``null`` with the reason.
 

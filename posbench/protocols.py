@@ -61,6 +61,11 @@ def reserved_tokens(protocols, max_len: int) -> int:
 def scored_total(n_val: int, max_len: int, windows_at_max: int, protocols) -> int:
     """T, the number of tokens scored at every length by the stream-based protocols."""
     fit = (n_val - 1 - reserved_tokens(protocols, max_len)) // max_len
+    if 1 <= fit < windows_at_max:
+        import logging
+
+        logging.getLogger("posbench").warning(
+            "validation split fits only %d windows of %d tokens (eval.windows_at_max=%d)", fit, max_len, windows_at_max)
     if fit < 1:
         raise PosbenchError(
             f"validation split has {n_val} tokens, too few for the longest evaluation window ({max_len} tokens"
