@@ -150,16 +150,21 @@ def validate(cfg: DictConfig) -> None:
         raise PosbenchError(f"unknown logger {cfg.logger.name!r}; valid: {', '.join(LOGGERS)}")
     if cfg.device not in ("auto", "cpu") and not str(cfg.device).startswith("cuda"):
         raise PosbenchError(f"unknown device {cfg.device!r}; valid: auto, cpu, cuda, cuda:N")
-    if cfg.attention not in ATTENTION_SETTINGS:
-        raise PosbenchError(f"unknown attention {cfg.attention!r}; valid: {', '.join(ATTENTION_SETTINGS)}")
-    if cfg.get("threads") is not None and cfg.threads < 1:
-        raise PosbenchError(f"threads must be a positive integer or null, got {cfg.threads}")
+    check_runtime(cfg)
     rp = cfg.train.random_positions
     if rp is not None and rp < cfg.train_len:
         raise PosbenchError(f"train.random_positions={rp} must be at least train_len={cfg.train_len} (or null)")
     for key in ("steps", "batch_size", "val_every", "val_batches", "log_every", "checkpoint_every"):
         if cfg.train[key] < 1:
             raise PosbenchError(f"train.{key} must be a positive integer, got {cfg.train[key]}")
+
+
+def check_runtime(cfg: DictConfig) -> None:
+    """The speed settings shared by posbench-train and posbench-eval: attention path and threads."""
+    if cfg.attention not in ATTENTION_SETTINGS:
+        raise PosbenchError(f"unknown attention {cfg.attention!r}; valid: {', '.join(ATTENTION_SETTINGS)}")
+    if cfg.get("threads") is not None and cfg.threads < 1:
+        raise PosbenchError(f"threads must be a positive integer or null, got {cfg.threads}")
 
 
 def check_multiples(multiples) -> None:

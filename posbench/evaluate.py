@@ -29,8 +29,8 @@ from tqdm.auto import tqdm
 
 from posbench.cli import launch_command
 from posbench.config import (
-    ATTENTION_SETTINGS,
     CONF_DIR,
+    check_runtime,
     encoding_params,
     eval_lengths,
     max_train_position,
@@ -207,11 +207,8 @@ def _hydra_main(cfg: DictConfig) -> None:
     with user_errors():
         if cfg.run_dir is None:
             raise PosbenchError("give the run to evaluate: posbench-eval run_dir=runs/<run_id>")
-        if cfg.attention not in ATTENTION_SETTINGS:
-            raise PosbenchError(f"unknown attention {cfg.attention!r}; valid: {', '.join(ATTENTION_SETTINGS)}")
+        check_runtime(cfg)
         if cfg.threads is not None:
-            if cfg.threads < 1:
-                raise PosbenchError(f"threads must be a positive integer or null, got {cfg.threads}")
             torch.set_num_threads(cfg.threads)
         metrics = evaluate_run(Path(cfg.run_dir), cfg.eval, cfg.device, attention=cfg.attention)
         for r in metrics["evaluations"]:

@@ -317,7 +317,7 @@ def _hydra_main(cfg: DictConfig) -> None:
             raise
         except Exception:
             # one failed run must not sink a sweep: it is recorded as failed and the sweep goes on
-            if HydraConfig.get().mode == RunMode.MULTIRUN:
+            if in_sweep():
                 log.exception("run failed; recorded as status=failed, continuing the sweep")
             else:
                 raise
