@@ -111,7 +111,7 @@ def build_report(runs_dir: Path, out_dir: Path, tolerance: float = DEFAULT_TOLER
     shown = display_table(table)
     atomic_write_text(out_dir / "table.md", shown.to_markdown(index=False, disable_numparse=True) + "\n")
     atomic_write_text(out_dir / "table.tex", latex_table(table))
-    figures.plot_ppl_vs_length(evals, out_dir / "ppl_vs_length.png")
+    figures.plot_ppl_vs_length(table, out_dir / "ppl_vs_length.png")
     ratio = figures.plot_ratio_heatmap(table, out_dir / "ratio_heatmap.png")
     figures.plot_per_position(runs, evals, out_dir / "per_position.png")
     figures.plot_training_curves(completed, out_dir / "training_curves.png")

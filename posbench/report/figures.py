@@ -18,7 +18,7 @@ import pandas as pd
 from matplotlib.colors import LogNorm
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from posbench.report.tables import completed, per_seed_ppl
+from posbench.report.tables import completed, multiple_columns
 from posbench.results import HISTORY, PER_POSITION, atomic_write_bytes
 
 PANEL = ["model", "train_len"]
@@ -67,33 +67,29 @@ def save(fig, path: Path) -> None:
     atomic_write_bytes(path, buf.getvalue())
 
 
-def plot_ppl_vs_length(evals: pd.DataFrame, path: Path) -> None:
+def plot_ppl_vs_length(table: pd.DataFrame, path: Path) -> None:
     """Perplexity against length, log-log; one row per protocol, one panel per (model, train_len);
-    line = mean over seeds, band = 95% t-interval (two or more seeds)."""
-    from posbench.report.stats import ci95_halfwidth
-
-    wide = per_seed_ppl(evals)
-    protocols = sorted(wide.index.get_level_values("protocol").unique())
-    panels = sorted(set(zip(wide.index.get_level_values("model"), wide.index.get_level_values("train_len"))))
-    n_var = wide.index.get_level_values("variant").nunique()
-    fig, axes = _grid(len(protocols), len(panels), n_var)
+    line = mean over seeds, band = 95% t-interval (two or more seeds), both read from the main
+    table so that the figure shows exactly the table's numbers."""
+    cols = multiple_columns(table)
+    protocols = sorted(table["protocol"].unique())
+    panels = sorted(table.groupby(PANEL).groups)
+    fig, axes = _grid(len(protocols), len(panels), table["variant"].nunique())
     for r, protocol in enumerate(protocols):
         for c, (model, train_len) in enumerate(panels):
             ax = axes[r][c]
-            try:
-                sub = wide.xs((protocol, model, train_len), level=["protocol", "model", "train_len"])
-            except KeyError:
+            sub = table[(table["protocol"] == protocol) & (table["model"] == model) & (table["train_len"] == train_len)]
+            if sub.empty:
                 ax.set_visible(False)
                 continue
-            lengths = np.array([round(train_len * m) for m in sub.columns])
-            for variant, g in sub.groupby(level="variant"):
-                vals = g.to_numpy(dtype=float)
-                mean = np.array([np.mean(col) if not np.isnan(col).any() else np.nan for col in vals.T])
-                half = np.array([ci95_halfwidth(col) for col in vals.T])
+            lengths = np.array([round(train_len * float(m[:-1])) for m in cols])
+            for _, row in sub.iterrows():
+                mean = row[cols].to_numpy(dtype=float)
+                half = row[[f"{m}_ci95" for m in cols]].to_numpy(dtype=float)
                 ok = ~np.isnan(mean)
-                ax.plot(lengths[ok], mean[ok], marker="o", ms=3, color=colour(variant), label=variant)
-                if len(g) > 1:
-                    ax.fill_between(lengths[ok], (mean - half)[ok], (mean + half)[ok], color=colour(variant), alpha=0.2, lw=0)
+                ax.plot(lengths[ok], mean[ok], marker="o", ms=3, color=colour(row["variant"]), label=row["variant"])
+                if row["seeds"] > 1:
+                    ax.fill_between(lengths[ok], (mean - half)[ok], (mean + half)[ok], color=colour(row["variant"]), alpha=0.2, lw=0)
             ax.axvline(train_len, color="grey", linestyle=":", linewidth=1)
             ax.set(xscale="log", yscale="log", xlabel="evaluation length (tokens)", ylabel="perplexity",
                    title=f"{protocol}: model {model}, trained at {train_len}")
@@ -102,7 +98,7 @@ def plot_ppl_vs_length(evals: pd.DataFrame, path: Path) -> None:
             ax.yaxis.set_major_formatter(PLAIN)  # 20, not 2 x 10^1
             ax.yaxis.set_minor_formatter(PLAIN)
             ax.grid(True, which="both", alpha=0.3)
-            _legend(ax, len(sub.index.get_level_values("variant").unique()))
+            _legend(ax, len(sub))
     fig.tight_layout()
     save(fig, path)
 

@@ -8,16 +8,13 @@ import math
 import pandas as pd
 
 from posbench.report.stats import ALPHA
+from posbench.report.tables import multiple_columns
 
 PROTOCOL_WORDS = {
     "nonoverlapping": "non-overlapping windows",
     "sliding": "sliding windows",
     "fixed_target": "fixed final targets under growing context",
 }
-
-
-def _multiples(table: pd.DataFrame) -> list[str]:
-    return [c for c in table.columns if c.endswith("x") and c[:-1].replace(".", "").isdigit()]
 
 
 def _names(items: list[str]) -> str:
@@ -27,7 +24,7 @@ def _names(items: list[str]) -> str:
 
 def describe_panel(sub: pd.DataFrame, tolerance: float) -> str:
     """One paragraph for one (protocol, model, train_len) panel of the main table."""
-    cols = _multiples(sub)
+    cols = multiple_columns(sub)
     first = sub.iloc[0]
     protocol, model, train_len, seeds = first["protocol"], first["model"], int(first["train_len"]), int(sub["seeds"].max())
     longest = cols[-1]

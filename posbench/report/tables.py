@@ -26,6 +26,11 @@ def fmt_multiple(m: float) -> str:
     return f"{m:g}x"
 
 
+def multiple_columns(table: pd.DataFrame) -> list[str]:
+    """The main table's mean-perplexity columns, "1x", "2x", ... in order."""
+    return [c for c in table.columns if c.endswith("x") and c[:-1].replace(".", "").isdigit()]
+
+
 def completed(evals: pd.DataFrame) -> pd.DataFrame:
     return evals[evals["status"] == "completed"]
 
@@ -155,16 +160,17 @@ def pairwise_tests(evals: pd.DataFrame) -> pd.DataFrame:
                 ok = ~(np.isnan(x) | np.isnan(y))
                 if not ok.any():
                     continue
+                p = paired_pvalue(x, y)
                 rows.append({**dict(zip(PANEL_KEYS, panel)), "multiple": m, "a": a, "b": b, "seeds": int(ok.sum()),
                              "ppl_ratio_a_over_b": float(np.exp(np.mean(np.log(x[ok]) - np.log(y[ok])))),
-                             "p_value": paired_pvalue(x, y), "significant": bool(paired_pvalue(x, y) < ALPHA)})
+                             "p_value": p, "significant": bool(p < ALPHA)})
     return pd.DataFrame(rows)
 
 
 def display_table(table: pd.DataFrame, markdown: bool = True) -> pd.DataFrame:
     """The main table as text cells: mean (± 95% half-width), **best** of each column in bold and
     ``≈`` on cells not significantly different from it."""
-    ms = [c for c in table.columns if c.endswith("x") and c[:-1].replace(".", "").isdigit()]
+    ms = multiple_columns(table)
     out = table[CELL_KEYS + ["seeds"]].copy()
     bold = (lambda s: f"**{s}**") if markdown else (lambda s: f"\\textbf{{{s}}}")
     pm = "±" if markdown else "$\\pm$"
