@@ -121,6 +121,8 @@ def find_incomplete(root: Path) -> list[Path]:
 
 
 RUN_COLUMNS = ["run_id", "status", "encoding", "model", "train_len", "seed", "params", "train_tokens", "train_wall_s"]
+# how and where a run was made, kept for the report so that it reads each metrics.json once
+CONTEXT_COLUMNS = ["device", "torch_version", "python", "posbench_version", "corpus", "commands"]
 
 
 def load_runs(root: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -130,9 +132,9 @@ def load_runs(root: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
         m = read_metrics(run_dir)
         if m is None:
             continue
-        row = {k: m.get(k) for k in RUN_COLUMNS}
+        row = {k: m.get(k) for k in RUN_COLUMNS + CONTEXT_COLUMNS}
         row["run_dir"] = str(run_dir)
         runs.append(row)
         for e in m.get("evaluations", []):
             evals.append({**{k: row[k] for k in ("run_id", "encoding", "model", "train_len", "seed", "status")}, **e})
-    return pd.DataFrame(runs, columns=RUN_COLUMNS + ["run_dir"]), pd.DataFrame(evals)
+    return pd.DataFrame(runs, columns=RUN_COLUMNS + CONTEXT_COLUMNS + ["run_dir"]), pd.DataFrame(evals)

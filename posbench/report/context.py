@@ -10,7 +10,7 @@ import pandas as pd
 import yaml
 from omegaconf import OmegaConf
 
-from posbench.results import CONFIG, read_metrics
+from posbench.results import CONFIG
 
 # keys that differ between runs for reasons that say nothing about the experiment
 NOISE_KEYS = ("runs_dir",)
@@ -85,12 +85,11 @@ def run_config_yaml(run_dir: str) -> str:
 def environment(runs: pd.DataFrame) -> pd.DataFrame:
     """Distinct (device, torch, python, posbench, corpus) combinations and how many runs used each."""
     rows = []
-    for run_dir in runs["run_dir"]:
-        m = read_metrics(Path(run_dir)) or {}
-        corpus = m.get("corpus") or {}
+    for _, m in runs.iterrows():
+        corpus = m["corpus"] if isinstance(m["corpus"], dict) else {}
         rows.append({
-            "device": m.get("device"), "torch": m.get("torch_version"), "python": m.get("python"),
-            "posbench": m.get("posbench_version"),
+            "device": m["device"], "torch": m["torch_version"], "python": m["python"],
+            "posbench": m["posbench_version"],
             "corpus": f"{corpus.get('source')} {corpus.get('hash') or corpus.get('fingerprint') or ''}".strip(),
             "train tokens": corpus.get("train_tokens"), "val tokens": corpus.get("val_tokens"),
         })
@@ -105,7 +104,6 @@ def commands(runs_dir: Path, runs: pd.DataFrame) -> list[str]:
     for f in sorted(Path(runs_dir).rglob("multirun.yaml")):
         task = (OmegaConf.load(f).hydra.overrides.task) or []
         found.append("posbench-train -m " + " ".join(task))
-    for run_dir in runs["run_dir"]:
-        m = read_metrics(Path(run_dir)) or {}
-        found.extend(m.get("commands", []))
+    for cmds in runs["commands"]:
+        found.extend(cmds if isinstance(cmds, list) else [])
     return list(dict.fromkeys(found))  # unique, in order
