@@ -13,10 +13,13 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Callable
 
 import torch
 import torch.nn.functional as F
+
+log = logging.getLogger("posbench")
 
 BiasFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (q_pos [c], k_pos [e]) -> [H, c, e]
 
@@ -106,8 +109,6 @@ def distance_bias_attention(
     """Causal attention with logits q_i.k_j * scale + table[h, i - j] through compiled flex
     attention, for positions 0..L-1. Returns None (after a one-line warning) if flex cannot run
     here, so that the caller falls back to the chunked path."""
-    import logging
-
     L = q.shape[-2]
     table = table.to(q.dtype)
 
@@ -119,7 +120,7 @@ def distance_bias_attention(
         return _compiled_flex()(q, k, v, score_mod=score_mod, block_mask=_causal_block_mask(L, q.device), scale=scale)
     except Exception as e:  # noqa: BLE001 - any compiler failure means: use the portable path
         _flex_state["broken"] = f"{type(e).__name__}: {e}"
-        logging.getLogger("posbench").warning("flex attention unavailable, using chunked attention (%s)", str(e).splitlines()[0][:200])
+        log.warning("flex attention unavailable, using chunked attention (%s)", str(e).splitlines()[0][:200])
         return None
 
 

@@ -23,11 +23,14 @@ A window is given by its end e: the model reads tokens ``stream[e - L : e]`` and
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import numpy as np
 
 from posbench.errors import PosbenchError
+
+log = logging.getLogger("posbench")
 
 PROTOCOLS = ("nonoverlapping", "sliding", "fixed_target")
 
@@ -62,9 +65,7 @@ def scored_total(n_val: int, max_len: int, windows_at_max: int, protocols) -> in
     """T, the number of tokens scored at every length by the stream-based protocols."""
     fit = (n_val - 1 - reserved_tokens(protocols, max_len)) // max_len
     if 1 <= fit < windows_at_max:
-        import logging
-
-        logging.getLogger("posbench").warning(
+        log.warning(
             "validation split fits only %d windows of %d tokens (eval.windows_at_max=%d)", fit, max_len, windows_at_max)
     if fit < 1:
         raise PosbenchError(
