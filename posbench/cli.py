@@ -1,30 +1,78 @@
-"""How entry points turn bad input into one line on stderr and a non-zero exit."""
+"""The one way posbench's Hydra entry points start, check and fail.
+
+``hydra_app(config_name, task, check)`` makes the console-script ``main`` of an entry point:
+
+1. **Check everything first.** Before Hydra starts anything, the command line is composed the way
+   Hydra will compose it: one config for a single run, or, for ``-m``, every job of the sweep
+   (the basic sweeper's cartesian product of the preset's ``hydra.sweeper.params`` and the command
+   line). ``check`` sees all of them; one bad value refuses the whole sweep, before the first step,
+   with nothing written (no run directory, no Hydra output folder).
+2. **One line per user error.** A ``PosbenchError`` and Hydra's own multi-line errors (unknown key,
+   a value of the wrong type, an override that does not parse) become
+   ``posbench: error: <message>`` on stderr and exit status 2; Ctrl-C becomes one line and 130
+   (every state file is written atomically, so a resume state on disk is whole).
+3. **Failure policy.** Inside a sweep, a run that fails for any other reason is recorded as failed
+   by the task and the sweep goes on; alone, it fails the command.
+"""
 
 from __future__ import annotations
 
-import contextlib
+import logging
+import re
 import sys
+from pathlib import Path
+from typing import Callable
 
-from posbench.errors import PosbenchError
+import hydra
+from hydra import initialize_config_dir
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra._internal.utils import get_args_parser
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import HydraException, MissingConfigException, OverrideParseException
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException, ValidationError
+
+from posbench.config import CONF_DIR, register_configs, schema
+from posbench.errors import PosbenchError, user_errors
+
+log = logging.getLogger("posbench")
+Check = Callable[[list[DictConfig]], None]
 
 
-@contextlib.contextmanager
-def user_errors():
-    """PosbenchError -> ``posbench: error: <message>`` and exit 2, no traceback."""
-    try:
-        yield
-    except PosbenchError as e:
-        print(f"posbench: error: {e}", file=sys.stderr)
-        sys.exit(2)
+# -- Hydra state (inside a job) -----------------------------------------------------------------
 
 
-def check_group_choices(argv: list[str], conf_dir: str) -> None:
+def in_sweep() -> bool:
+    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
+
+
+def job_index() -> int:
+    """This job's number within a Hydra sweep (0 outside one)."""
+    if not HydraConfig.initialized():  # called outside Hydra (tests, notebooks)
+        return 0
+    return int(OmegaConf.select(HydraConfig.get(), "job.num", default=None) or 0)
+
+
+def launch_command(program: str) -> str | None:
+    """The command line that reproduces this Hydra job on its own (``program`` + its overrides),
+    or None outside Hydra. In a sweep it is the one job's command, not the sweep's."""
+
+    if not HydraConfig.initialized():
+        return None
+    return " ".join([program, *HydraConfig.get().overrides.task])
+
+
+# -- composing every job before anything runs ---------------------------------------------------
+
+
+def check_group_choices(overrides: list[str], conf_dir: str = CONF_DIR) -> None:
     """Unknown config-group options (``encoding=ropee``, also inside sweeps ``encoding=rope,ropee``)
     get one line naming the value and the valid choices, before Hydra prints its long version."""
-    from pathlib import Path
-
     groups = {p.name: sorted(f.stem for f in p.glob("*.yaml")) for p in Path(conf_dir).iterdir() if p.is_dir()}
-    for arg in argv:
+    for arg in overrides:
         key, sep, value = arg.partition("=")
         key = key.lstrip("~+")
         if not sep or key not in groups or value in ("null", ""):
@@ -35,19 +83,115 @@ def check_group_choices(argv: list[str], conf_dir: str) -> None:
                 raise PosbenchError(f"unknown {key} {choice!r}; valid: {', '.join(groups[key])}")
 
 
-def hydra_entry(hydra_main, conf_dir: str) -> None:
-    """Run a @hydra.main function after the one-line checks of its command line."""
-    with user_errors():
-        check_group_choices(sys.argv[1:], conf_dir)
-    hydra_main()
+def compose_jobs(config_name: str, overrides: list[str], multirun: bool) -> list[DictConfig]:
+    """The config of every job Hydra would run for this command line (Hydra's own composition and
+    sweep expansion, so what is checked is exactly what runs)."""
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        app = GlobalHydra.instance().hydra
+        mode = RunMode.MULTIRUN if multirun else RunMode.RUN
+        cfg = app.compose_config(config_name, overrides, run_mode=mode, with_log_configuration=False)
+        if not multirun:
+            return [cfg]
+        sweeper = cfg.hydra.sweeper
+        if not str(sweeper.get("_target_", "")).endswith("BasicSweeper"):
+            log.warning("sweeper %s: jobs are checked as they start", sweeper.get("_target_"))
+            return []
+        params = [f"{k}={v}" for k, v in (sweeper.get("params") or {}).items()] + list(cfg.hydra.overrides.task)
+        parsed = OverridesParser.create(config_loader=app.config_loader).parse_overrides(params)
+        (jobs,) = BasicSweeper.split_arguments(parsed, None)
+        return [app.config_loader.load_sweep_config(cfg, list(job)) for job in jobs]
 
 
-def launch_command(program: str) -> str | None:
-    """The command line that reproduces this Hydra job on its own (``program`` + its overrides),
-    or None outside Hydra. In a sweep it is the one job's command, not the sweep's."""
-    from hydra.core.hydra_config import HydraConfig
+def _schema_keys(config_name: str, parent: str) -> list[str]:
+    """Valid keys under ``parent`` in the structured schema of a config."""
+    node = OmegaConf.select(schema(config_name), parent) if parent else schema(config_name)
+    return sorted(node.keys()) if isinstance(node, DictConfig) else []
 
-    if not HydraConfig.initialized():
-        return None
-    task = list(HydraConfig.get().overrides.task)
-    return " ".join([program, *task])
+
+_CONVERSION = re.compile(r"Value '(.*)' of type '.*' could not be converted to (\w+)")
+_KINDS = {"Integer": "an integer", "Float": "a number", "Boolean": "true or false", "String": "a string"}
+
+
+def hydra_error_line(e: Exception, config_name: str, overrides: list[str]) -> str:
+    """Hydra's and OmegaConf's multi-line composition errors as one line for a user."""
+    chain, x = [], e
+    while x is not None and len(chain) < 8:
+        chain.append(x)
+        x = x.__cause__ or x.__context__
+    for c in chain:
+        if isinstance(c, (ConfigAttributeError, ConfigKeyError)) and getattr(c, "full_key", None):
+            parent = c.full_key.rpartition(".")[0]
+            valid = _schema_keys(config_name, parent)
+            where = f"of {parent}" if parent else "at the top level"
+            return f"unknown config key {c.full_key!r}; valid keys {where}: {', '.join(valid)}"
+        if isinstance(c, ValidationError) and getattr(c, "full_key", None):
+            m = _CONVERSION.search(str(c))
+            if m:
+                return f"{c.full_key} must be {_KINDS.get(m.group(2), m.group(2))}, got {m.group(1)!r}"
+            return f"bad value for {c.full_key}: {str(c).splitlines()[0]}"
+    if isinstance(e, OverrideParseException):
+        bad = next((o for o in overrides if _unparsable(OverridesParser.create(), o)), overrides[0] if overrides else "")
+        why = str(e.__cause__ or e).splitlines()[0].removeprefix(f"Error parsing override '{bad}'").strip() or "syntax error"
+        return f"cannot parse override {bad!r} ({why}); overrides look like key=value, sweeps like key=a,b"
+    if isinstance(e, MissingConfigException):
+        return str(e).splitlines()[0]
+    return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+
+
+def _unparsable(parser, override: str) -> bool:
+    try:
+        parser.parse_overrides([override])
+    except Exception:  # noqa: BLE001
+        return True
+    return False
+
+
+def preflight(argv: list[str], config_name: str, check: Check) -> None:
+    """Compose and check every job of this command line; PosbenchError on the first problem."""
+    args, _ = get_args_parser().parse_known_args(argv)
+    if args.help or args.hydra_help or args.cfg or args.info or args.shell_completion or args.config_dir or args.config_path:
+        return  # Hydra prints something instead of running, or looks at another config tree
+    overrides = list(args.overrides)
+    check_group_choices(overrides)
+    try:
+        jobs = compose_jobs(config_name, overrides, args.multirun)
+    except (HydraException, OmegaConfBaseException, ValueError) as e:
+        raise PosbenchError(hydra_error_line(e, config_name, overrides)) from e
+    check(jobs)
+
+
+# -- the entry point ----------------------------------------------------------------------------
+
+
+def hydra_app(config_name: str, task: Callable[[DictConfig], object], check: Check) -> Callable[[], None]:
+    """``main`` of a Hydra entry point: preflight checks, then Hydra runs ``task`` per job."""
+    @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name=config_name)
+    def _job(cfg: DictConfig) -> None:
+        with user_errors():
+            try:
+                task(cfg)
+            except (PosbenchError, KeyboardInterrupt):
+                raise
+            except OSError as e:  # a full disk, a folder that became read-only: one line, no traceback
+                if in_sweep():
+                    log.error("run failed: %s; continuing the sweep", os_error_line(e))
+                else:
+                    raise PosbenchError(os_error_line(e)) from e
+            except Exception:
+                # one failed run must not sink a sweep: the task recorded it as failed; the sweep goes on
+                if not in_sweep():
+                    raise
+                log.exception("run failed; recorded as status=failed, continuing the sweep")
+
+    def main() -> None:
+        register_configs()
+        with user_errors():
+            preflight(sys.argv[1:], config_name, check)
+            _job()
+
+    return main
+
+
+def os_error_line(e: OSError) -> str:
+    where = f" {e.filename}" if e.filename else ""
+    return f"cannot access{where}: {e.strerror or e}"

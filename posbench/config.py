@@ -1,13 +1,14 @@
-"""Structured configs: the types Hydra checks every composed config against, plus value checks.
+"""Structured configs: the types Hydra checks every composed config against, and every value check.
 
-Hydra/OmegaConf validate types (``train_len=abc`` fails); ``validate`` checks values and raises a
-one-line ``PosbenchError`` naming the bad value and what is valid.
+Hydra/OmegaConf validate types (``train_len=abc`` fails); ``validate`` (posbench-train) and
+``validate_eval`` (posbench-eval) check keys and values and raise a one-line ``PosbenchError``
+naming the bad value and what is valid. posbench.cli runs them on every job of a command line
+before the first one starts.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, List, Optional
@@ -15,8 +16,13 @@ from typing import Any, List, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
+from posbench.device import check_device
+from posbench.encodings import ModelShape, available, build_encoding
+from posbench.encodings.rope import ROPE_SCALINGS
 from posbench.errors import PosbenchError
 from posbench.model import ModelConfig
+from posbench.protocols import check_eval
+from posbench.results import CONFIG, read_config
 
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 
@@ -68,7 +74,7 @@ class EvalConfig:
     windows_at_max: int = 32  # windows scored at the longest length; fixes the scored-token count
     batch_tokens: int = 16384
     rope_scaling: List[str] = field(default_factory=list)  # extra rows for rope: linear, ntk, dynamic_ntk, yarn
-    rope_factor: Optional[float] = None  # None: eval_len / train_len at each length
+    rope_factor: Optional[float] = None  # None: eval_len / train_len at each length (>= 1 when set)
 
 
 @dataclass
@@ -109,24 +115,59 @@ class EvaluateConfig:
     attention: str = "auto"
 
 
+# the schemas with every group filled by its defaults, so that every nested key can be looked up
+SCHEMAS = {
+    "config": lambda: Config(encoding={}, model=ModelConfig(), data=DataConfig(), train=TrainConfig(),
+                             eval=EvalConfig(), logger=LoggerConfig()),
+    "evaluate": lambda: EvaluateConfig(eval=EvalConfig()),
+}
+
+
 def register_configs() -> None:
     cs = ConfigStore.instance()
     cs.store(name="posbench_schema", node=Config)
     cs.store(name="posbench_eval_schema", node=EvaluateConfig)
 
 
+def schema(config_name: str) -> DictConfig:
+    """The structured schema of ``config`` (posbench-train) or ``evaluate`` (posbench-eval)."""
+    return OmegaConf.structured(SCHEMAS[config_name]())
+
+
 SOURCES = ("stdlib", "local", "hub")
 ATTENTION_SETTINGS = ("auto", "flex", "chunked")
 LOGGERS = ("none", "wandb")
+WANDB_MODES = ("offline", "online", "disabled")
+
+
+def unknown_keys(cfg: DictConfig, node: DictConfig, prefix: str = "") -> list[str]:
+    """Keys of ``cfg`` that its schema does not have (``+train.stpes=5`` adds one; Hydra allows
+    it). ``encoding`` is free-form here: its keys are checked against the encoding's Params."""
+    out = []
+    for key in cfg.keys():
+        if key == "hydra" and not prefix:
+            continue
+        if key not in node.keys():
+            out.append(f"{prefix}{key}")
+        elif key != "encoding" and isinstance(node[key], DictConfig) and isinstance(cfg[key], DictConfig):
+            out += unknown_keys(cfg[key], node[key], f"{prefix}{key}.")
+    return out
+
+
+def check_keys(cfg: DictConfig, config_name: str) -> None:
+    node = schema(config_name)
+    if bad := unknown_keys(cfg, node):
+        parent, _, _ = bad[0].rpartition(".")
+        valid = sorted(OmegaConf.select(node, parent).keys() if parent else node.keys())
+        where = f"of {parent}" if parent else "at the top level"
+        raise PosbenchError(f"unknown config key {bad[0]!r}; valid keys {where}: {', '.join(valid)}")
 
 
 def validate(cfg: DictConfig) -> None:
-    """Value checks that types alone cannot express; raises PosbenchError with one line."""
-    from posbench.encodings import ModelShape, available, build_encoding
-    from posbench.protocols import check_eval
-
+    """Every check of one posbench-train job that needs no data; raises PosbenchError with one line."""
+    check_keys(cfg, "config")
     enc = cfg.encoding
-    if "name" not in enc:
+    if not isinstance(enc, DictConfig) or "name" not in enc:
         raise PosbenchError(f"encoding config has no 'name'; valid names: {', '.join(available())}")
     if position_lr_mult(cfg) <= 0:
         raise PosbenchError(f"encoding.lr_mult must be positive, got {cfg.encoding.lr_mult}")
@@ -136,42 +177,95 @@ def validate(cfg: DictConfig) -> None:
     for key in ("d_model", "n_layers", "n_heads", "mlp_ratio"):
         if m[key] < 1:
             raise PosbenchError(f"model.{key} must be a positive integer, got {m[key]}")
+    if m.vocab_size < 256:
+        raise PosbenchError(f"model.vocab_size must be at least 256 (tokens are bytes), got {m.vocab_size}")
+    if not 0 <= m.dropout < 1:
+        raise PosbenchError(f"model.dropout must be in [0, 1), got {m.dropout}")
     if m.d_model % m.n_heads:
         raise PosbenchError(f"model.d_model={m.d_model} is not divisible by model.n_heads={m.n_heads}")
-    # building the encoding is cheap and runs every check on it: its name, its parameters (against
-    # its Params dataclass) and its own constraints (e.g. RoPE's even head dimension)
-    build_encoding(enc.name, ModelShape(m.d_model, m.n_heads, m.n_layers, cfg.train_len), encoding_params(cfg))
+    # building the encoding is cheap and runs every check on it: its name, its parameters (types and
+    # values, against its Params dataclass) and its own constraints (e.g. RoPE's even head dimension)
+    build_encoding(enc.name, ModelShape(m.d_model, m.n_heads, m.n_layers, cfg.train_len, max_train_position(cfg)),
+                   encoding_params(cfg))
     check_eval(cfg.eval, cfg.train_len)
-    if cfg.data.source not in SOURCES:
-        raise PosbenchError(f"unknown data.source {cfg.data.source!r}; valid: {', '.join(SOURCES)}")
-    if not 0 < cfg.data.val_fraction < 1:
-        raise PosbenchError(f"data.val_fraction must be in (0, 1), got {cfg.data.val_fraction}")
+    if bad := [s for s in cfg.eval.rope_scaling if s not in ROPE_SCALINGS]:
+        raise PosbenchError(f"unknown eval.rope_scaling {bad[0]!r}; valid: {', '.join(ROPE_SCALINGS)}")
+    if cfg.eval.rope_factor is not None and cfg.eval.rope_factor < 1:
+        raise PosbenchError(f"eval.rope_factor must be at least 1 (or null), got {cfg.eval.rope_factor:g}")
+    d = cfg.data
+    if d.source not in SOURCES:
+        raise PosbenchError(f"unknown data.source {d.source!r}; valid: {', '.join(SOURCES)}")
+    if not 0 < d.val_fraction < 1:
+        raise PosbenchError(f"data.val_fraction must be in (0, 1), got {d.val_fraction}")
+    if d.max_train_bytes is not None and d.max_train_bytes < 1:
+        raise PosbenchError(f"data.max_train_bytes must be positive (or null), got {d.max_train_bytes}")
+    if len(d.doc_separator.encode()) > 1:
+        raise PosbenchError(f"data.doc_separator must be one byte (or empty), got {d.doc_separator!r}")
     if cfg.logger.name not in LOGGERS:
         raise PosbenchError(f"unknown logger {cfg.logger.name!r}; valid: {', '.join(LOGGERS)}")
-    if cfg.device not in ("auto", "cpu") and not str(cfg.device).startswith("cuda"):
-        raise PosbenchError(f"unknown device {cfg.device!r}; valid: auto, cpu, cuda, cuda:N")
+    if cfg.logger.mode not in WANDB_MODES:
+        raise PosbenchError(f"unknown logger.mode {cfg.logger.mode!r}; valid: {', '.join(WANDB_MODES)}")
     check_runtime(cfg)
     rp = cfg.train.random_positions
     if rp is not None and rp < cfg.train_len:
         raise PosbenchError(f"train.random_positions={rp} must be at least train_len={cfg.train_len} (or null)")
+    t = cfg.train
     for key in ("steps", "batch_size", "val_every", "val_batches", "log_every", "checkpoint_every"):
-        if cfg.train[key] < 1:
-            raise PosbenchError(f"train.{key} must be a positive integer, got {cfg.train[key]}")
+        if t[key] < 1:
+            raise PosbenchError(f"train.{key} must be a positive integer, got {t[key]}")
+    for key in ("lr", "grad_clip"):
+        if not t[key] > 0:
+            raise PosbenchError(f"train.{key} must be positive, got {t[key]:g}")
+    if t.warmup_steps < 0 or t.weight_decay < 0 or not 0 <= t.min_lr_ratio <= 1:
+        key = "warmup_steps" if t.warmup_steps < 0 else "weight_decay" if t.weight_decay < 0 else "min_lr_ratio"
+        raise PosbenchError(f"train.{key}={t[key]} is out of range (warmup_steps, weight_decay >= 0; min_lr_ratio in [0, 1])")
+    for key in ("beta1", "beta2"):
+        if not 0 <= t[key] < 1:
+            raise PosbenchError(f"train.{key} must be in [0, 1), got {t[key]}")
+    check_writable_dir(cfg.runs_dir, "runs_dir")
+
+
+def validate_eval(cfg: DictConfig) -> DictConfig:
+    """Every check of a posbench-eval command; returns the run's own (training) config."""
+    check_keys(cfg, "evaluate")
+    if cfg.run_dir is None:
+        raise PosbenchError("give the run to evaluate: posbench-eval run_dir=runs/<run_id>")
+    run_dir = Path(cfg.run_dir).expanduser()
+    if not (run_dir / CONFIG).is_file():
+        raise PosbenchError(f"run_dir={cfg.run_dir} is not a run directory (no {CONFIG}); give a folder that "
+                            "posbench-train made, e.g. runs/<run_id>")
+    try:
+        run_cfg = read_config(run_dir)
+        train_len = int(run_cfg.train_len)
+    except Exception as e:  # noqa: BLE001 - unreadable YAML, no train_len
+        raise PosbenchError(f"{run_dir / CONFIG} is not a posbench run config ({e})") from e
+    check_runtime(cfg)
+    check_eval(cfg.eval, train_len)
+    check_writable_dir(run_dir, "run_dir")
+    return run_cfg
 
 
 def check_runtime(cfg: DictConfig) -> None:
-    """The speed settings shared by posbench-train and posbench-eval: attention path and threads."""
+    """The settings shared by posbench-train and posbench-eval: device, attention path and threads."""
+    check_device(cfg.device)
     if cfg.attention not in ATTENTION_SETTINGS:
         raise PosbenchError(f"unknown attention {cfg.attention!r}; valid: {', '.join(ATTENTION_SETTINGS)}")
     if cfg.get("threads") is not None and cfg.threads < 1:
         raise PosbenchError(f"threads must be a positive integer or null, got {cfg.threads}")
 
 
-def check_multiples(multiples) -> None:
-    if not multiples:
-        raise PosbenchError("eval.multiples is empty; give positive multiples of train_len, e.g. [1,2,4,8,16]")
-    if bad := [x for x in multiples if x <= 0]:
-        raise PosbenchError(f"eval.multiples must be positive, got {bad[0]:g}; e.g. [1,2,4,8,16]")
+def check_writable_dir(path: str, what: str) -> None:
+    """A folder we can create or write into (checked before anything runs, so nothing is half done)."""
+    p = Path(path).expanduser()
+    if p.exists() and not p.is_dir():
+        raise PosbenchError(f"{what}={path} is a file, not a folder; give a folder to write runs into")
+    probe = p
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir():
+        raise PosbenchError(f"{what}={path} cannot be created: {probe} is a file")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise PosbenchError(f"{what}={path} is not writable ({probe} is read-only); give a folder you can write to")
 
 
 RESERVED_ENCODING_KEYS = ("name", "lr_mult")  # read by the harness, not passed to the encoding
@@ -184,38 +278,12 @@ def encoding_params(cfg: DictConfig) -> dict:
 
 def position_lr_mult(cfg: DictConfig) -> float:
     """Learning-rate multiplier of the encoding's own parameters (``lr_mult`` in its yaml)."""
-    return float(cfg.encoding.get("lr_mult", 1.0))
+    try:
+        return float(cfg.encoding.get("lr_mult", 1.0))
+    except (TypeError, ValueError):
+        raise PosbenchError(f"encoding.lr_mult must be a number, got {cfg.encoding.get('lr_mult')!r}") from None
 
 
 def max_train_position(cfg: DictConfig) -> int:
     """Largest position index + 1 seen in training (random positions reach beyond train_len)."""
     return max(cfg.train_len, cfg.train.get("random_positions") or 0)
-
-
-def eval_lengths(train_len: int, multiples) -> list[int]:
-    """Window lengths for the evaluation multiples, rounded to whole tokens, sorted, unique."""
-    return sorted({max(1, round(train_len * m)) for m in multiples})
-
-
-# train keys that change how often we look, never what is learned
-NON_IDENTITY_TRAIN_KEYS = ("log_every", "val_every", "val_batches", "checkpoint_every")
-
-
-def run_identity(cfg: DictConfig) -> dict:
-    """Everything that determines the trained weights, and nothing else (not paths, logger or eval)."""
-    c = OmegaConf.to_container(cfg, resolve=True)
-    data = {k: v for k, v in c["data"].items() if k != "cache_dir"}
-    return {
-        "encoding": c["encoding"],
-        "model": c["model"],
-        "data": data,
-        "train": {k: v for k, v in c["train"].items() if k not in NON_IDENTITY_TRAIN_KEYS},
-        "train_len": c["train_len"],
-        "seed": c["seed"],
-    }
-
-
-def run_id(cfg: DictConfig) -> str:
-    """Readable prefix + hash of the resolved identity: the same config always maps to the same run."""
-    digest = hashlib.sha1(json.dumps(run_identity(cfg), sort_keys=True).encode()).hexdigest()[:10]
-    return f"{cfg.encoding.name}_{cfg.model.name}_L{cfg.train_len}_s{cfg.seed}_{digest}"

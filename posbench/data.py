@@ -19,10 +19,10 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 import socket
 import sys
 import sysconfig
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -32,6 +32,8 @@ import numpy as np
 import torch
 
 from posbench.errors import PosbenchError
+from posbench.protocols import eval_lengths, scored_total
+from posbench.results import make_dirs, private_tempdir
 
 log = logging.getLogger("posbench")
 
@@ -71,13 +73,34 @@ def is_validation_document(relpath: str, val_fraction: float) -> bool:
 
 
 def files_fingerprint(root: Path, files: list[Path], extra: dict) -> dict:
+    """Settings + a hash of every document's relative path and *content*: an edit that keeps a
+    file's size still makes a new cache entry (the hash is recorded with every run)."""
     h = hashlib.sha256(json.dumps(extra, sort_keys=True).encode())
-    total = 0
+    total = undecodable = 0
     for f in files:
-        size = f.stat().st_size
-        total += size
-        h.update(f"{f.relative_to(root).as_posix()}\t{size}\n".encode())
+        try:
+            data = f.read_bytes()
+        except OSError as e:
+            raise PosbenchError(f"cannot read data file {str(f)!r}: {e.strerror}; fix its permissions or remove it") from None
+        total += len(data)
+        undecodable += _undecodable_bytes(data)
+        h.update(f"{f.relative_to(root).as_posix()}\t{len(data)}\n".encode())
+        h.update(hashlib.sha256(data).digest())
+    if undecodable:
+        # a few stray bytes (the stdlib has test files in Latin-1) are noise; a real share is a warning
+        share = undecodable / max(total, 1)
+        log.log(logging.WARNING if share > 1e-3 else logging.DEBUG,
+                "%.2f%% of the bytes under %s are not UTF-8 text (%d bytes%s); each is read as U+FFFD",
+                100 * share, root, undecodable, ": binary files?" if share > 0.01 else "")
     return {**extra, "documents": len(files), "bytes": total, "hash": h.hexdigest()[:16]}
+
+
+def _undecodable_bytes(data: bytes) -> int:
+    try:
+        data.decode("utf-8")
+        return 0
+    except UnicodeDecodeError:
+        return len(data) - len(data.decode("utf-8", errors="ignore").encode("utf-8"))
 
 
 def _file_source(cfg) -> tuple[Path, list[Path], dict]:
@@ -102,7 +125,7 @@ def _file_source(cfg) -> tuple[Path, list[Path], dict]:
 # -- building the DatasetDict -------------------------------------------------------------------
 
 
-def _load_files(root: Path, files: list[Path], val_fraction: float):
+def _load_files(root: Path, files: list[Path], val_fraction: float, hf_cache: Path):
     import datasets
 
     val = [f for f in files if is_validation_document(f.relative_to(root).as_posix(), val_fraction)]
@@ -113,8 +136,9 @@ def _load_files(root: Path, files: list[Path], val_fraction: float):
     data_files = {"train": [str(f) for f in train]}
     if val:
         data_files["validation"] = [str(f) for f in val]
+    # the arrow copy datasets makes lives in our temporary build folder, not in ~/.cache/huggingface
     return datasets.load_dataset(
-        "text", data_files=data_files, sample_by="document", encoding_errors="replace"
+        "text", data_files=data_files, sample_by="document", encoding_errors="replace", cache_dir=str(hf_cache)
     )
 
 
@@ -200,47 +224,66 @@ def _iter_texts(split, field: str) -> Iterable[str]:
 def load_corpus(cfg) -> Corpus:
     """Load (building once, then from the cache) the byte tokens of the configured corpus."""
     if cfg.source == "hub":
-        fingerprint, build = hub_fingerprint(cfg), lambda: _load_hub(cfg)
+        fingerprint, build = hub_fingerprint(cfg), lambda tmp: _load_hub(cfg)
         field = cfg.text_field
     else:
         root, files, fingerprint = _file_source(cfg)
-        build, field = (lambda: _load_files(root, files, cfg.val_fraction)), "text"
+        build, field = (lambda tmp: _load_files(root, files, cfg.val_fraction, tmp / "hf")), "text"
     fingerprint = {"name": cfg.name, **fingerprint}
     cache = Path(cfg.cache_dir).expanduser() / f"{cfg.name}-{fingerprint['hash']}"
     if not (cache / "fingerprint.json").exists():
-        import datasets
-
         log.info("building the token cache of corpus %r in %s (once)", cfg.name, cache)
-        datasets.disable_progress_bars()  # one line above says what happens; no per-file bars
-        _build_cache(cache, build(), field, cfg, fingerprint)
+        try:
+            _build_cache(cache, build, field, cfg, fingerprint)
+        except OSError as e:
+            raise PosbenchError(f"cannot write the token cache in {str(cache.parent)!r} ({e.strerror or e}); "
+                                "set data.cache_dir to a writable folder") from None
     train = np.memmap(cache / "train.bin", dtype=np.uint8, mode="r")
     val = np.memmap(cache / "val.bin", dtype=np.uint8, mode="r")
     return Corpus(train=train, val=val, fingerprint=fingerprint)
 
 
-def _build_cache(cache: Path, ds, field: str, cfg, fingerprint: dict) -> None:
-    """Tokenize into a temporary folder and rename it into place, so a crash leaves no half cache."""
-    separator = cfg.doc_separator.encode()
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=cache.parent, prefix=f".{cache.name}."))
-    n_train = _write_tokens(_iter_texts(ds["train"], field), tmp / "train.bin", separator, cfg.max_train_bytes)
-    if "validation" in ds:
-        n_val = _write_tokens(_iter_texts(ds["validation"], field), tmp / "val.bin", separator, None)
-    else:  # one stream only (a single file, enwik8): the last val_fraction of it is validation
-        stream = (tmp / "train.bin").read_bytes()
-        cut = int(len(stream) * (1 - cfg.val_fraction))
-        (tmp / "train.bin").write_bytes(stream[:cut])
-        (tmp / "val.bin").write_bytes(stream[cut:])
-        n_train, n_val = cut, len(stream) - cut
-    if n_train == 0 or n_val == 0:
-        raise PosbenchError(f"corpus {cfg.name!r} is empty after splitting (train {n_train} bytes, validation {n_val} bytes)")
-    (tmp / "fingerprint.json").write_text(json.dumps({**fingerprint, "train_bytes": n_train, "val_bytes": n_val}, indent=1))
-    try:
-        os.rename(tmp, cache)
-    except OSError:  # another process built the same cache first; theirs is identical
-        import shutil
+def _build_cache(cache: Path, build, field: str, cfg, fingerprint: dict) -> None:
+    """Tokenize into a temporary folder and rename it into place, so a crash or an error leaves
+    nothing behind (no half cache, no temporary folder)."""
+    import datasets
 
+    datasets.disable_progress_bars()  # one line says what happens; no per-file bars
+    separator = cfg.doc_separator.encode()
+    make_dirs(cache.parent)
+    tmp = private_tempdir(cache.parent, f".{cache.name}.")
+    try:
+        ds = build(tmp)
+        n_train = _write_tokens(_iter_texts(ds["train"], field), tmp / "train.bin", separator, cfg.max_train_bytes)
+        if "validation" in ds:
+            n_val = _write_tokens(_iter_texts(ds["validation"], field), tmp / "val.bin", separator, None)
+        else:  # one stream only (a single file, enwik8): the last val_fraction of it is validation
+            stream = (tmp / "train.bin").read_bytes()
+            cut = int(len(stream) * (1 - cfg.val_fraction))
+            (tmp / "train.bin").write_bytes(stream[:cut])
+            (tmp / "val.bin").write_bytes(stream[cut:])
+            n_train, n_val = cut, len(stream) - cut
+        if n_train == 0 or n_val == 0:
+            raise PosbenchError(f"corpus {cfg.name!r} is empty after splitting (train {n_train} bytes, validation {n_val} bytes)")
+        shutil.rmtree(tmp / "hf", ignore_errors=True)
+        (tmp / "fingerprint.json").write_text(json.dumps({**fingerprint, "train_bytes": n_train, "val_bytes": n_val}, indent=1))
+        try:
+            os.rename(tmp, cache)
+        except OSError:  # another process built the same cache first; theirs is identical
+            pass
+    finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def check_corpus_fits(corpus: Corpus, train_len: int, eval_cfg=None) -> None:
+    """The splits hold training windows, and (with ``eval_cfg``) every evaluation window asked for."""
+    if len(corpus.train) < train_len + 2:
+        raise PosbenchError(f"train_len={train_len} is longer than the training split allows ({len(corpus.train)} tokens)")
+    if len(corpus.val) < train_len + 2:
+        raise PosbenchError(f"train_len={train_len} is longer than the validation split allows ({len(corpus.val)} tokens)")
+    if eval_cfg is not None:
+        max_len = max(eval_lengths(train_len, eval_cfg.multiples))
+        scored_total(len(corpus.val), max_len, eval_cfg.windows_at_max, eval_cfg.protocols)
 
 
 def corpus_stats(corpus: Corpus) -> dict:

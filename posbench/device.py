@@ -3,10 +3,25 @@
 from __future__ import annotations
 
 import contextlib
+import re
 
 import torch
 
 from posbench.errors import PosbenchError
+
+
+def check_device(name: str) -> None:
+    """A device this machine has: ``auto``, ``cpu``, or ``cuda``/``cuda:N`` where CUDA sees GPU N."""
+    name = str(name)
+    if name in ("auto", "cpu"):
+        return
+    if not re.fullmatch(r"cuda(:\d+)?", name):
+        raise PosbenchError(f"unknown device {name!r}; valid: auto, cpu, cuda, cuda:N")
+    if not torch.cuda.is_available():
+        raise PosbenchError(f"device {name!r} asked for, but this torch build sees no CUDA device; use device=cpu or auto")
+    index = int(name.partition(":")[2] or 0)
+    if index >= torch.cuda.device_count():
+        raise PosbenchError(f"device {name!r}: this machine has {torch.cuda.device_count()} CUDA device(s), cuda:0..")
 
 
 def resolve_device(name: str, job_index: int = 0) -> torch.device:
@@ -16,8 +31,7 @@ def resolve_device(name: str, job_index: int = 0) -> torch.device:
         if not torch.cuda.is_available():
             return torch.device("cpu")
         return _cuda(torch.device(f"cuda:{job_index % torch.cuda.device_count()}"))
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise PosbenchError(f"device {name!r} asked for, but this torch build sees no CUDA device; use device=cpu or auto")
+    check_device(name)
     device = torch.device(name)
     return _cuda(device) if device.type == "cuda" else device
 

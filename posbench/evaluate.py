@@ -20,40 +20,32 @@ import logging
 import math
 from pathlib import Path
 
-import hydra
 import numpy as np
 import torch
 import torch.nn.functional as F
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
-from posbench.cli import launch_command
-from posbench.config import (
-    CONF_DIR,
-    check_runtime,
-    encoding_params,
-    eval_lengths,
-    max_train_position,
-    register_configs,
-)
+from posbench.cli import hydra_app, launch_command
+from posbench.config import encoding_params, max_train_position, validate_eval
 from posbench.data import DOC_SEPARATOR, load_corpus
 from posbench.device import autocast, resolve_device
 from posbench.errors import PosbenchError
 from posbench.model import LanguageModel, ModelConfig, build_model
 from posbench.protocols import (
     WindowPlan,
-    check_eval,
     document_targets,
+    eval_lengths,
     plan_windows,
     scored_total,
     target_tokens,
 )
 from posbench.results import (
-    CHECKPOINT,
-    PER_POSITION,
+    load_checkpoint,
+    per_position_key,
     read_metrics,
-    write_json,
-    write_npz,
+    write_metrics,
+    write_per_position,
 )
 
 log = logging.getLogger("posbench")
@@ -107,7 +99,7 @@ def evaluate_model(
                     records.append({**base, "tokens_scored": plan.tokens_scored, "loss": mean, "ppl": math.exp(mean),
                                     "bpb": mean / math.log(2), "reason": None})
                     with np.errstate(invalid="ignore", divide="ignore"):
-                        per_position[f"{variant}/{protocol}/L{L}"] = (pos_loss[0] / pos_loss[1]).astype(np.float32)
+                        per_position[per_position_key(variant, protocol, L)] = (pos_loss[0] / pos_loss[1]).astype(np.float32)
     finally:
         enc.configure_eval(enc.name, train_len, eval_cfg)  # back to the trained configuration
         bar.close()
@@ -140,32 +132,25 @@ def score_windows(model, stream: torch.Tensor, plan: WindowPlan, L: int, batch_t
 # -- loading a run ------------------------------------------------------------------------------
 
 
-def load_checkpoint(run_dir: Path) -> dict:
-    path = Path(run_dir) / CHECKPOINT
-    if not path.exists():
-        raise PosbenchError(f"no checkpoint at {path}; train the run first (posbench-train)")
-    try:
-        # weights_only: tensors and plain values only, never arbitrary pickled objects
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:
-        raise PosbenchError(f"checkpoint {path} is truncated or not a posbench checkpoint ({type(e).__name__})") from e
-    if not isinstance(ckpt, dict) or "model" not in ckpt or "config" not in ckpt:
-        raise PosbenchError(f"checkpoint {path} is not a posbench checkpoint (expected keys 'model' and 'config')")
-    return ckpt
-
-
 def model_from_checkpoint(ckpt: dict, device: torch.device) -> tuple[LanguageModel, DictConfig]:
-    cfg = OmegaConf.create(ckpt["config"])
-    model = build_model(
-        ModelConfig(**cfg.model), cfg.encoding.name, encoding_params(cfg), cfg.train_len, max_train_position(cfg)
-    )
-    model.load_state_dict(ckpt["model"])
+    """The trained model of a checkpoint (results.load_checkpoint); one-line error if it does not fit."""
+    try:
+        cfg = OmegaConf.create(ckpt["config"])
+        model = build_model(
+            ModelConfig(**cfg.model), cfg.encoding.name, encoding_params(cfg), cfg.train_len, max_train_position(cfg)
+        )
+        model.load_state_dict(ckpt["model"])
+    except PosbenchError:
+        raise
+    except Exception as e:  # noqa: BLE001 - keys or shapes of another model, a config without a field
+        raise PosbenchError(f"checkpoint does not match its own config ({type(e).__name__}: "
+                            f"{str(e).splitlines()[0][:160]}); train the run again") from None
     return model.to(device), cfg
 
 
 def merge_records(old: list[dict], new: list[dict]) -> list[dict]:
     """New records replace old ones of the same (variant, protocol, length); others are kept."""
-    key = lambda r: (r["variant"], r["protocol"], r["length"])
+    key = lambda r: (r["variant"], r["protocol"], r["length"])  # noqa: E731
     fresh = {key(r) for r in new}
     return sorted([r for r in old if key(r) not in fresh] + new, key=key)
 
@@ -179,48 +164,40 @@ def evaluate_run(run_dir: Path, eval_cfg, device_name: str = "auto", progress: b
     device = resolve_device(device_name)
     model, cfg = model_from_checkpoint(load_checkpoint(run_dir), device)
     model.attention = attention
-    check_eval(eval_cfg, cfg.train_len)
     corpus = load_corpus(cfg.data)
     records, per_pos = evaluate_model(model, corpus.val, cfg.train_len, eval_cfg, device, progress, cfg.data.doc_separator)
     metrics["evaluations"] = merge_records(metrics.get("evaluations", []), records)
     if cmd := launch_command("posbench-eval"):
         metrics["commands"] = list(dict.fromkeys([*metrics.get("commands", []), cmd.replace(str(run_dir), "<run_dir>")]))
     write_per_position(run_dir, per_pos)
-    write_json(run_dir / "metrics.json", metrics)
+    write_metrics(run_dir, metrics)
     return metrics
 
 
-def write_per_position(run_dir: Path, per_pos: dict[str, np.ndarray]) -> None:
-    """Merge into per_position.npz; keys are ``<variant>/<protocol>/L<length>``."""
-    path = Path(run_dir) / PER_POSITION
-    arrays = dict(np.load(path)) if path.exists() else {}
-    write_npz(path, {**arrays, **per_pos})
+def log_records(records: list[dict]) -> None:
+    """One log line per variant: its perplexity at each multiple."""
+    for variant in dict.fromkeys(r["variant"] for r in records):
+        for protocol in dict.fromkeys(r["protocol"] for r in records):
+            rs = [r for r in records if r["variant"] == variant and r["protocol"] == protocol]
+            shown = ", ".join(f"{r['multiple']:g}x={r['ppl']:.2f}" if r["ppl"] else f"{r['multiple']:g}x=n/d" for r in rs)
+            log.info("%s %s ppl: %s", variant, protocol, shown)
 
 
-register_configs()
+def check_eval_job(jobs: list[DictConfig]) -> None:
+    for cfg in jobs:
+        validate_eval(cfg)
 
 
-@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="evaluate")
-def _hydra_main(cfg: DictConfig) -> None:
-    from posbench.cli import user_errors
-
-    with user_errors():
-        if cfg.run_dir is None:
-            raise PosbenchError("give the run to evaluate: posbench-eval run_dir=runs/<run_id>")
-        check_runtime(cfg)
-        if cfg.threads is not None:
-            torch.set_num_threads(cfg.threads)
-        metrics = evaluate_run(Path(cfg.run_dir), cfg.eval, cfg.device, attention=cfg.attention)
-        for r in metrics["evaluations"]:
-            ppl = "null (" + r["reason"] + ")" if r["ppl"] is None else f"{r['ppl']:.3f}"
-            print(f"{r['variant']:>12} {r['protocol']:>15} L={r['length']:<6} ppl={ppl}")
+def run(cfg: DictConfig) -> None:
+    if cfg.threads is not None:
+        torch.set_num_threads(cfg.threads)
+    metrics = evaluate_run(Path(cfg.run_dir).expanduser(), cfg.eval, cfg.device, attention=cfg.attention)
+    for r in metrics["evaluations"]:
+        ppl = "n/d (" + r["reason"] + ")" if r["ppl"] is None else f"{r['ppl']:.3f}"
+        print(f"{r['variant']:>12} {r['protocol']:>15} L={r['length']:<6} ppl={ppl}")
 
 
-def main() -> None:
-    from posbench.cli import hydra_entry
-
-    hydra_entry(_hydra_main, CONF_DIR)
-
+main = hydra_app("evaluate", run, check_eval_job)
 
 if __name__ == "__main__":
     main()

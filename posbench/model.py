@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from posbench.attention import biased_causal_attention, causal_attention, distance_bias_attention, use_flex
-from posbench.encodings import ModelShape, PositionalEncoding
+from posbench.encodings import ModelShape, PositionalEncoding, build_encoding
 
 
 @dataclass
@@ -127,7 +127,5 @@ class LanguageModel(nn.Module):
 def build_model(
     model_cfg: ModelConfig, encoding_name: str, encoding_params: dict, train_len: int, max_position: int = 0
 ) -> LanguageModel:
-    from posbench.encodings import build_encoding
-
     shape = ModelShape(model_cfg.d_model, model_cfg.n_heads, model_cfg.n_layers, train_len, max(train_len, max_position))
     return LanguageModel(model_cfg, build_encoding(encoding_name, shape, encoding_params))

@@ -32,7 +32,28 @@ from posbench.errors import PosbenchError
 
 log = logging.getLogger("posbench")
 
-PROTOCOLS = ("nonoverlapping", "sliding", "fixed_target")
+
+@dataclass(frozen=True)
+class ProtocolInfo:
+    """How the report names and explains a protocol (the one description of each, used everywhere)."""
+
+    words: str  # a few words, for headings and summaries
+    note: str  # one sentence for the report's introduction
+
+
+PROTOCOLS = {
+    "nonoverlapping": ProtocolInfo(
+        "non-overlapping windows",
+        "consecutive windows, every token scored (tokens early in a window have little context)"),
+    "sliding": ProtocolInfo(
+        "sliding windows",
+        "windows advance by a stride and score only their last tokens, so every scored token sees at least "
+        "L - stride tokens of context"),
+    "fixed_target": ProtocolInfo(
+        "fixed final targets under growing context",
+        "the same final tokens of each validation document, scored with the L - m tokens before them as context "
+        "(the targets never change, only context and position do)"),
+}
 
 
 @dataclass
@@ -119,11 +140,28 @@ def plan_windows(protocol: str, length: int, total: int, max_len: int, eval_cfg,
     raise PosbenchError(f"unknown eval protocol {protocol!r}; valid: {', '.join(PROTOCOLS)}")
 
 
+def eval_lengths(train_len: int, multiples) -> list[int]:
+    """Window lengths for the evaluation multiples (whole tokens: ``check_multiples``), sorted, unique."""
+    return sorted({max(1, round(train_len * m)) for m in multiples})
+
+
+def check_multiples(multiples, train_len: int) -> None:
+    """Positive multiples that include 1 (the baseline of every ratio) and give whole lengths."""
+    if not multiples:
+        raise PosbenchError("eval.multiples is empty; give positive multiples of train_len, e.g. [1,2,4,8,16]")
+    if bad := [x for x in multiples if x <= 0]:
+        raise PosbenchError(f"eval.multiples must be positive, got {bad[0]:g}; e.g. [1,2,4,8,16]")
+    if 1 not in multiples:
+        raise PosbenchError(f"eval.multiples={list(multiples)} must include 1 (the training length, the baseline of every ratio); "
+                            "e.g. [1,2,4,8,16]")
+    if bad := [x for x in multiples if abs(train_len * x - round(train_len * x)) > 1e-9]:
+        raise PosbenchError(f"eval.multiples: {bad[0]:g} x train_len={train_len} is {train_len * bad[0]:g} tokens, "
+                            "not a whole length; use multiples that give whole lengths, e.g. [1,2,4,8,16]")
+
+
 def check_eval(eval_cfg, train_len: int) -> None:
     """One-line errors for evaluation settings that types cannot express."""
-    from posbench.config import check_multiples, eval_lengths
-
-    check_multiples(eval_cfg.multiples)
+    check_multiples(eval_cfg.multiples, train_len)
     protocols = list(eval_cfg.protocols)
     if not protocols:
         raise PosbenchError(f"eval.protocols is empty; give any of {', '.join(PROTOCOLS)}")

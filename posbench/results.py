@@ -1,31 +1,41 @@
-"""The run-directory schema, atomic writes, and loading every run into one DataFrame.
+"""The run directory: its single owner. Names, run ids, every file's format, writes, reads, the lock.
 
-A run directory holds:
+A run directory ``<runs_dir>/<run_id>`` holds:
 
     config.yaml        the resolved config of the run
     checkpoint.pt      model weights + config (tensors and plain values only; loaded weights_only)
     history.json       training curve: step, loss, lr, tokens/s, validation loss
-    metrics.json       status, run facts and one record per (variant, protocol, length)
-    per_position.npz   mean loss by position within the window, one array per evaluated length
+    metrics.json       status, run facts and one record per (variant, protocol, length); SCHEMA_VERSION
+    per_position.npz   mean loss by position within the window, key ``<variant>/<protocol>/L<length>``
     resume.pt          (while training) state to continue a killed run from, bit for bit
+    .lock              held (flock) by the process working on the run
 
 Every file is written to a temporary name in the same folder and renamed into place, so a reader
-never sees half a file and a killed run leaves the previous version intact.
+never sees half a file and a killed run leaves the previous version intact. Files and folders get
+the permissions the user's umask gives (a shared cache or report stays readable to the group).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
 import io
 import json
+import logging
 import math
 import os
 import tempfile
-import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 import pandas as pd
+from omegaconf import DictConfig, OmegaConf
+
+from posbench.errors import PosbenchError
+
+log = logging.getLogger("posbench")
 
 SCHEMA_VERSION = 1
 METRICS = "metrics.json"
@@ -34,14 +44,70 @@ CHECKPOINT = "checkpoint.pt"
 HISTORY = "history.json"
 CONFIG = "config.yaml"
 RESUME = "resume.pt"  # training state of an unfinished run; removed when training completes
+LOCK = ".lock"
 STATUSES = ("completed", "diverged", "failed")
+
+
+# -- run ids ------------------------------------------------------------------------------------
+
+# train keys that change how often we look, never what is learned
+NON_IDENTITY_TRAIN_KEYS = ("log_every", "val_every", "val_batches", "checkpoint_every")
+
+
+def run_identity(cfg: DictConfig) -> dict:
+    """Everything that determines the trained weights, and nothing else (not paths, logger or eval)."""
+    c = OmegaConf.to_container(cfg, resolve=True)
+    data = {k: v for k, v in c["data"].items() if k != "cache_dir"}
+    return {
+        "encoding": c["encoding"],
+        "model": c["model"],
+        "data": data,
+        "train": {k: v for k, v in c["train"].items() if k not in NON_IDENTITY_TRAIN_KEYS},
+        "train_len": c["train_len"],
+        "seed": c["seed"],
+    }
+
+
+def run_id(cfg: DictConfig) -> str:
+    """Readable prefix + hash of the resolved identity: the same config always maps to the same run."""
+    digest = hashlib.sha1(json.dumps(run_identity(cfg), sort_keys=True).encode()).hexdigest()[:10]
+    return f"{cfg.encoding.name}_{cfg.model.name}_L{cfg.train_len}_s{cfg.seed}_{digest}"
+
+
+def run_dir_of(cfg: DictConfig) -> Path:
+    return Path(cfg.runs_dir).expanduser() / run_id(cfg)
+
+
+# -- atomic writes that respect the umask -------------------------------------------------------
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+UMASK = _umask()
+
+
+def make_dirs(path: Path) -> None:
+    """mkdir -p with the umask's permissions (what mkdir does; named so every folder goes one way)."""
+    Path(path).mkdir(parents=True, exist_ok=True)
+
+
+def private_tempdir(parent: Path, prefix: str) -> Path:
+    """A temporary folder in ``parent`` with the umask's permissions (mkdtemp makes it 0700)."""
+    tmp = Path(tempfile.mkdtemp(dir=parent, prefix=prefix))
+    os.chmod(tmp, 0o777 & ~UMASK)
+    return tmp
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(path.parent)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~UMASK)  # mkstemp makes it 0600
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -52,6 +118,10 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode())
+
+
 def atomic_torch_save(path: Path, obj: Any) -> None:
     """torch.save, atomically: serialised in memory, then written and renamed into place."""
     import torch
@@ -59,10 +129,6 @@ def atomic_torch_save(path: Path, obj: Any) -> None:
     buf = io.BytesIO()
     torch.save(obj, buf)
     atomic_write_bytes(path, buf.getvalue())
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode())
 
 
 def _json_safe(x: Any) -> Any:
@@ -80,30 +146,205 @@ def write_json(path: Path, obj: Any) -> None:
     atomic_write_text(path, json.dumps(_json_safe(obj), indent=1, allow_nan=False) + "\n")
 
 
-def write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    buf = io.BytesIO()
-    np.savez_compressed(buf, **arrays)
-    atomic_write_bytes(path, buf.getvalue())
+def write_config(run_dir: Path, resolved: dict) -> None:
+    atomic_write_text(Path(run_dir) / CONFIG, OmegaConf.to_yaml(resolved))
 
 
-def read_metrics(run_dir: Path) -> dict | None:
-    """The run's metrics, or None (with a warning naming the file) when missing or unreadable."""
+# -- metrics.json -------------------------------------------------------------------------------
+
+
+def new_metrics(run_id: str, **facts) -> dict:
+    """A run's metrics before training: status ``failed`` until something better is known."""
+    return {"schema_version": SCHEMA_VERSION, "run_id": run_id, "status": "failed", **facts, "evaluations": []}
+
+
+def write_metrics(run_dir: Path, metrics: dict) -> None:
+    write_json(Path(run_dir) / METRICS, {**metrics, "schema_version": SCHEMA_VERSION})
+
+
+def check_metrics(m: Any) -> dict:
+    """The shape every reader relies on; raises ValueError naming what is wrong."""
+    if not isinstance(m, dict):
+        raise ValueError(f"expected a JSON object, got {type(m).__name__}")
+    if m.get("status") not in STATUSES:
+        raise ValueError(f"status {m.get('status')!r} is not one of {', '.join(STATUSES)}")
+    for key in ("run_id", "encoding"):
+        if not isinstance(m.get(key), str):
+            raise ValueError(f"no {key!r} string")
+    for key in ("train_len", "seed"):
+        if not isinstance(m.get(key), int):
+            raise ValueError(f"no integer {key!r}")
+    evals = m.get("evaluations", [])
+    if not isinstance(evals, list) or not all(isinstance(e, dict) for e in evals):
+        raise ValueError("'evaluations' is not a list of records")
+    for e in evals:
+        missing = [k for k in ("variant", "protocol", "length", "multiple", "ppl") if k not in e]
+        if missing:
+            raise ValueError(f"an evaluation record has no {missing[0]!r}")
+    return m
+
+
+def read_metrics(run_dir: Path, warn: bool = True) -> dict | None:
+    """The run's metrics, or None when missing, or unreadable (with a warning naming the file)."""
     path = Path(run_dir) / METRICS
     if not path.exists():
         return None
     try:
-        m = json.loads(path.read_text())
-        if not isinstance(m, dict) or "status" not in m:
-            raise ValueError("no 'status' field")
-        return m
+        return check_metrics(json.loads(path.read_text()))
     except (ValueError, OSError) as e:
-        warnings.warn(f"skipping unreadable {path}: {e}", stacklevel=2)
+        if warn:
+            log.warning("skipping unreadable %s: %s", path, e)
         return None
 
 
 def is_complete(run_dir: Path) -> bool:
-    m = read_metrics(run_dir) if (Path(run_dir) / METRICS).exists() else None
+    m = read_metrics(run_dir, warn=False)
     return m is not None and m.get("status") == "completed"
+
+
+# -- history.json and per_position.npz ----------------------------------------------------------
+
+
+def write_history(run_dir: Path, history: list[dict]) -> None:
+    write_json(Path(run_dir) / HISTORY, history)
+
+
+def read_history(run_dir: Path) -> pd.DataFrame | None:
+    """The training curve; None when there is none; ValueError when it is malformed."""
+    path = Path(run_dir) / HISTORY
+    if not path.exists():
+        return None
+    try:
+        rows = json.loads(path.read_text())
+    except (ValueError, OSError) as e:
+        raise ValueError(f"{HISTORY}: {e}") from None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) and "step" in r for r in rows):
+        raise ValueError(f"{HISTORY}: expected a list of records with a 'step'")
+    return pd.DataFrame(rows)
+
+
+def per_position_key(variant: str, protocol: str, length: int) -> str:
+    return f"{variant}/{protocol}/L{length}"
+
+
+def write_per_position(run_dir: Path, per_pos: dict[str, np.ndarray]) -> None:
+    """Merge into per_position.npz (an unreadable old file is replaced, with a warning)."""
+    try:
+        arrays = read_per_position(run_dir) or {}
+    except ValueError as e:
+        log.warning("replacing unreadable %s", e)
+        arrays = {}
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **{**arrays, **per_pos})
+    atomic_write_bytes(Path(run_dir) / PER_POSITION, buf.getvalue())
+
+
+def read_per_position(run_dir: Path) -> dict[str, np.ndarray] | None:
+    """Every per-position curve; None when there is none; ValueError when the file is corrupt."""
+    path = Path(run_dir) / PER_POSITION
+    if not path.exists():
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except Exception as e:  # noqa: BLE001 - zip, pickle or format errors all mean "corrupt"
+        raise ValueError(f"{path}: {type(e).__name__}") from None
+
+
+# -- checkpoint and resume state ----------------------------------------------------------------
+
+
+def save_checkpoint(run_dir: Path, model_state: dict, config: dict) -> None:
+    atomic_torch_save(Path(run_dir) / CHECKPOINT, {"model": model_state, "config": config})
+
+
+def load_checkpoint(run_dir: Path) -> dict:
+    """{'model': state_dict, 'config': resolved config}; a one-line PosbenchError otherwise."""
+    import torch
+
+    path = Path(run_dir) / CHECKPOINT
+    if not path.exists():
+        raise PosbenchError(f"no checkpoint at {path}; train the run first (posbench-train)")
+    try:
+        # weights_only: tensors and plain values only, never arbitrary pickled objects
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:
+        raise PosbenchError(f"checkpoint {path} is truncated or not a posbench checkpoint ({type(e).__name__})") from e
+    if not isinstance(ckpt, dict) or not isinstance(ckpt.get("model"), dict) or not isinstance(ckpt.get("config"), dict):
+        raise PosbenchError(f"checkpoint {path} is not a posbench checkpoint (expected keys 'model' and 'config')")
+    return ckpt
+
+
+RESUME_KEYS = ("model", "optimizer", "scheduler", "torch_rng", "next_step", "history", "last_loss", "val_loss", "train_wall_s")
+
+
+def save_resume(run_dir: Path, state: dict) -> None:
+    atomic_torch_save(Path(run_dir) / RESUME, state)
+
+
+def load_resume(run_dir: Path) -> dict | None:
+    """The saved training state, or None when there is none or it is unusable (unreadable, or not
+    what save_resume writes): then a warning, the file is discarded and the run starts over."""
+    import torch
+
+    path = Path(run_dir) / RESUME
+    if not path.exists():
+        return None
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        if not isinstance(state, dict) or (missing := [k for k in RESUME_KEYS if k not in state]):
+            raise ValueError(f"no {missing[0]!r}" if isinstance(state, dict) else "not a dict")
+        if not isinstance(state["next_step"], int) or state["next_step"] < 0:
+            raise ValueError(f"next_step {state['next_step']!r}")
+    except Exception as e:  # noqa: BLE001 - a torn disk or another tool's file: start over, say so
+        discard_resume(run_dir, f"{type(e).__name__}: {e}")
+        return None
+    return state
+
+
+def discard_resume(run_dir: Path, why: str) -> None:
+    path = Path(run_dir) / RESUME
+    log.warning("discarding unusable resume state %s (%s); training from step 0", path, why)
+    path.unlink(missing_ok=True)
+
+
+def clear_resume(run_dir: Path) -> None:
+    (Path(run_dir) / RESUME).unlink(missing_ok=True)
+
+
+# -- one process per run ------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def run_lock(run_dir: Path) -> Iterator[bool]:
+    """Hold the run's lock while working on it; yields False (holding nothing) when another process
+    has it, so that two terminals or a requeued cluster job never train the same run twice."""
+    make_dirs(run_dir)
+    fd = os.open(Path(run_dir) / LOCK, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        try:
+            yield True
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def lock_holder(run_dir: Path) -> str:
+    try:
+        return (Path(run_dir) / LOCK).read_text().strip() or "?"
+    except OSError:
+        return "?"
+
+
+# -- finding and loading runs -------------------------------------------------------------------
 
 
 def _visible(root: Path, path: Path) -> bool:
@@ -120,21 +361,41 @@ def find_incomplete(root: Path) -> list[Path]:
     return sorted(p.parent for p in Path(root).rglob(CONFIG) if _visible(root, p) and not (p.parent / METRICS).exists())
 
 
+def read_config(run_dir: Path) -> DictConfig:
+    """The run's resolved config; ValueError when missing or not a mapping."""
+    path = Path(run_dir) / CONFIG
+    try:
+        cfg = OmegaConf.load(path)
+    except Exception as e:  # noqa: BLE001 - missing file, YAML error
+        raise ValueError(f"{path.name}: {type(e).__name__}") from e
+    if not isinstance(cfg, DictConfig):
+        raise ValueError(f"{path.name} is not a mapping")
+    return cfg
+
+
 RUN_COLUMNS = ["run_id", "status", "encoding", "model", "train_len", "seed", "params", "train_tokens", "train_wall_s"]
 # how and where a run was made, kept for the report so that it reads each metrics.json once
 CONTEXT_COLUMNS = ["device", "torch_version", "python", "posbench_version", "corpus", "commands"]
 
 
-def load_runs(root: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(runs, evals): one row per run, and one row per run x variant x protocol x length."""
-    runs, evals = [], []
+def load_runs(root: Path) -> tuple[pd.DataFrame, pd.DataFrame, list[dict]]:
+    """(runs, evals, skipped): one row per readable run, one row per run x variant x protocol x
+    length, and {run_dir, reason} for every run directory that could not be read (with a warning)."""
+    runs, evals, skipped = [], [], []
     for run_dir in find_runs(root):
-        m = read_metrics(run_dir)
-        if m is None:
+        try:
+            m = check_metrics(json.loads((run_dir / METRICS).read_text()))
+            if m["status"] == "completed":  # what the report reads of a run besides its metrics
+                read_config(run_dir)
+                read_history(run_dir)
+                read_per_position(run_dir)
+        except (ValueError, OSError) as e:
+            log.warning("skipping run %s: %s", run_dir, e)
+            skipped.append({"run_dir": str(run_dir), "reason": str(e)})
             continue
         row = {k: m.get(k) for k in RUN_COLUMNS + CONTEXT_COLUMNS}
         row["run_dir"] = str(run_dir)
         runs.append(row)
         for e in m.get("evaluations", []):
             evals.append({**{k: row[k] for k in ("run_id", "encoding", "model", "train_len", "seed", "status")}, **e})
-    return pd.DataFrame(runs, columns=RUN_COLUMNS + CONTEXT_COLUMNS + ["run_dir"]), pd.DataFrame(evals)
+    return pd.DataFrame(runs, columns=RUN_COLUMNS + CONTEXT_COLUMNS + ["run_dir"]), pd.DataFrame(evals), skipped

@@ -5,7 +5,7 @@
 
 For each encoding (and the reference: posbench.reference_gpt.PlainGPT, same size, causal SDPA, no
 positional code):
-  * training tokens/s through the real training loop (posbench.train.train_model), and model FLOPs
+  * training tokens/s through the real training loop (posbench.trainer.train_model), and model FLOPs
     utilisation = tokens/s x (6 N + 12 layers L d) / matmul peak, the peak measured here first;
   * evaluation (forward) time and peak memory at 1x and 16x the training length, each length in a
     fresh process on CPU (peak RSS growth) or with CUDA's peak-allocation counter.
@@ -29,12 +29,11 @@ import torch
 from omegaconf import OmegaConf
 
 from posbench.config import CONF_DIR, TrainConfig
-from posbench.data import Corpus
 from posbench.device import describe, resolve_device
 from posbench.encodings import available
 from posbench.model import ModelConfig, build_model
 from posbench.reference_gpt import PlainGPT
-from posbench.tracking import Tracker
+from posbench.trainer import train_model
 
 REFERENCE = "reference_gpt"
 MODEL_DIR = Path(CONF_DIR) / "model"  # the same size definitions as `model=` in posbench-train
@@ -81,14 +80,9 @@ def train_flops_per_token(model, mc: ModelConfig, train_len: int) -> float:
 
 def train_throughput(name, mc, train_len, batch, steps, device) -> tuple[float, object]:
     model = make_model(name, mc, train_len).to(device)
-    tc = OmegaConf.structured(TrainConfig(steps=steps + 3, batch_size=batch, warmup_steps=1, log_every=1,
-                                          val_every=10**9, val_batches=1))
-    cfg = OmegaConf.create({"train": tc, "train_len": train_len, "seed": 0, "encoding": {"name": name},
-                            "attention": "auto", "compile": False})
+    tc = TrainConfig(steps=steps + 3, batch_size=batch, warmup_steps=1, log_every=1, val_every=10**9, val_batches=1)
     tokens = np.random.default_rng(0).integers(0, 256, 1 << 20, dtype=np.uint8)
-    from posbench.train import train_model
-
-    result = train_model(model, Corpus(tokens, tokens[: 1 << 16], {}), cfg, device, Tracker())
+    result = train_model(model, tokens, tokens[: 1 << 16], tc, train_len, seed=0, device=device, desc=f"bench {name}")
     rates = [h["tokens_per_s"] for h in result["history"][3:]]  # the first steps warm up allocators
     return statistics.median(rates), model
 

@@ -292,7 +292,7 @@ def test_conv_is_causal_even_with_a_wide_kernel():
 
 
 def test_randomized_positions_are_sorted_distinct_and_reproducible():
-    from posbench.train import random_positions
+    from posbench.trainer import random_positions
 
     a, b = random_positions(1024, 64, 0, 5), random_positions(1024, 64, 0, 5)
     assert a.equal(b) and a.shape == (64,) and bool((a[1:] > a[:-1]).all()) and int(a.max()) < 1024

@@ -64,7 +64,7 @@ def test_divergence_is_recorded_not_raised(compose, tmp_path, text_corpus):
 
 
 def test_truncated_checkpoint_is_a_clear_error(tmp_path):
-    from posbench.evaluate import load_checkpoint
+    from posbench.results import load_checkpoint
 
     (tmp_path / "checkpoint.pt").write_bytes(b"PK\x03\x04 not really")
     with pytest.raises(PosbenchError, match="truncated or not a posbench checkpoint"):
@@ -102,7 +102,7 @@ def test_checkpoint_that_is_not_ours_is_refused_without_unpickling(tmp_path):
 
     import torch
 
-    from posbench.evaluate import load_checkpoint
+    from posbench.results import load_checkpoint
 
     torch.save({"weights": torch.zeros(2)}, tmp_path / "checkpoint.pt")
     with pytest.raises(PosbenchError, match="not a posbench checkpoint"):

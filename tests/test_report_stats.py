@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from posbench.report.stats import ci95_halfwidth, paired_pvalue
-from posbench.report.summary import summary_paragraphs
+from posbench.report.prose import summary_paragraphs
 from posbench.report.tables import display_table, extrapolation_length, main_table
 
 

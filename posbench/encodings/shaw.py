@@ -26,6 +26,7 @@ class Shaw(PositionalEncoding):
 
     @dataclass
     class Params:
+        ZERO_OK = ("init_std",)  # 0 is meaningful here
         max_distance: int = 16  # k: distances are clipped to [0, k]
         init_std: float = 0.02
 

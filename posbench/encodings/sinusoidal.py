@@ -40,6 +40,7 @@ class Sinusoidal(PositionalEncoding):
 
     @dataclass
     class Params:
+        ZERO_OK = ("scale",)  # 0 is meaningful here
         base: float = 10000.0
         scale: float = 0.02  # the token embeddings' init std (see the module docstring)
 

@@ -50,6 +50,7 @@ class T5Bias(PositionalEncoding):
 
     @dataclass
     class Params:
+        ZERO_OK = ("init_std",)  # 0 is meaningful here
         num_buckets: int = 32
         max_distance: int = 128
         init_std: float = 0.02

@@ -19,6 +19,7 @@ from posbench.encodings.rope import RoPE, apply_rotation
 class XPos(RoPE):
     @dataclass
     class Params:
+        ZERO_OK = ("gamma",)  # 0 is meaningful here
         base: float = 10000.0
         gamma: float = 0.4
         scale_base: float = 512.0

@@ -5,7 +5,6 @@ which runs a report happens to contain."""
 from __future__ import annotations
 
 import io
-import json
 import warnings
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from matplotlib.colors import LogNorm
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from posbench.report.tables import completed, multiple_columns
-from posbench.results import HISTORY, PER_POSITION, atomic_write_bytes
+from posbench.results import atomic_write_bytes, per_position_key, read_history, read_per_position
 
 PANEL = ["model", "train_len"]
 PLAIN = FuncFormatter(lambda v, _: f"{v:g}")
@@ -118,7 +117,7 @@ def plot_per_position(runs: pd.DataFrame, evals: pd.DataFrame, path: Path) -> No
             sub = done[(done["protocol"] == protocol) & (done["model"] == model) & (done["train_len"] == train_len)]
             for variant, g in sub.groupby("variant"):
                 L = int(g["length"].max())
-                curves = [_load_curve(run_dirs[rid], f"{variant}/{protocol}/L{L}") for rid in g[g["length"] == L]["run_id"]]
+                curves = [_load_curve(run_dirs[rid], per_position_key(variant, protocol, L)) for rid in g[g["length"] == L]["run_id"]]
                 curves = [x for x in curves if x is not None]
                 if not curves:
                     continue
@@ -143,11 +142,8 @@ def plot_per_position(runs: pd.DataFrame, evals: pd.DataFrame, path: Path) -> No
 
 
 def _load_curve(run_dir: str, key: str):
-    f = Path(run_dir) / PER_POSITION
-    if not f.exists():
-        return None
-    with np.load(f) as z:
-        return z[key].astype(float) if key in z else None
+    arrays = read_per_position(Path(run_dir)) or {}  # load_runs has checked that it reads
+    return arrays[key].astype(float) if key in arrays else None
 
 
 def plot_ratio_heatmap(table: pd.DataFrame, path: Path) -> str | None:
@@ -206,10 +202,6 @@ def plot_training_curves(runs: pd.DataFrame, path: Path) -> None:
 
 
 def _history(run_dir: str) -> pd.DataFrame | None:
-    f = Path(run_dir) / HISTORY
-    if not f.exists():
-        return None
-    rows = json.loads(f.read_text())
-    return pd.DataFrame(rows) if rows else None
+    return read_history(Path(run_dir))  # load_runs has checked that it reads
 
 

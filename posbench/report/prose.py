@@ -1,5 +1,6 @@
-"""The report's opening paragraphs, generated from the main table: which encodings stayed flat,
-which broke and at what multiple, and which was best, per training length and protocol."""
+"""The report's words, generated from the main table: the introduction's note on protocols, and
+per training length and protocol which encodings stayed flat, which broke and at what multiple,
+and which was best."""
 
 from __future__ import annotations
 
@@ -7,14 +8,20 @@ import math
 
 import pandas as pd
 
+from posbench.protocols import PROTOCOLS
 from posbench.report.stats import ALPHA
 from posbench.report.tables import multiple_columns
 
-PROTOCOL_WORDS = {
-    "nonoverlapping": "non-overlapping windows",
-    "sliding": "sliding windows",
-    "fixed_target": "fixed final targets under growing context",
-}
+
+def protocol_note(protocols) -> str:
+    """What each protocol in the report scores (from posbench.protocols, the one description)."""
+    notes = [f"`{p}`: {PROTOCOLS[p].note}" if p in PROTOCOLS else f"`{p}`" for p in protocols]
+    text = "Protocols: " + "; ".join(notes) + "."
+    if len(notes) > 1:
+        text += (" Each protocol scores the same tokens at every length, but not the same tokens as the other "
+                 "protocols (sliding starts after the longest window, fixed targets are document ends), so compare "
+                 "encodings and lengths within a protocol, not numbers across protocols.")
+    return text
 
 
 def _names(items: list[str]) -> str:
@@ -29,7 +36,7 @@ def describe_panel(sub: pd.DataFrame, tolerance: float) -> str:
     protocol, model, train_len, seeds = first["protocol"], first["model"], int(first["train_len"]), int(sub["seeds"].max())
     longest = cols[-1]
     max_len = round(train_len * float(longest[:-1]))
-    head = (f"**train_len {train_len}, model {model}, {PROTOCOL_WORDS.get(protocol, protocol)}** "
+    head = (f"**train_len {train_len}, model {model}, {PROTOCOLS[protocol].words if protocol in PROTOCOLS else protocol}** "
             f"({'mean of ' + str(seeds) + ' seeds' if seeds > 1 else 'one seed'}): ")
     flat, broke, undefined = [], [], []
     for _, r in sub.sort_values(longest, na_position="last").iterrows():
@@ -82,7 +89,7 @@ def fmt_len(v) -> str:
 
 
 def summary_paragraphs(table: pd.DataFrame, tolerance: float) -> list[str]:
-    order = {p: i for i, p in enumerate(PROTOCOL_WORDS)}
+    order = {p: i for i, p in enumerate(PROTOCOLS)}
     keys = sorted(table.groupby(["protocol", "model", "train_len"]).groups,
                   key=lambda k: (k[1], k[2], order.get(k[0], 99)))
     out = []

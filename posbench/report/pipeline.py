@@ -1,0 +1,161 @@
+"""The report pipeline: run directories in, tables, figures and report.md / report.html out.
+
+Reads every ``metrics.json`` below a runs folder (the report never trains or evaluates); runs that
+cannot be read are skipped with a warning and listed in the report.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from posbench.errors import PosbenchError
+from posbench.report import figures
+from posbench.report.context import (
+    commands,
+    config_split,
+    environment,
+    nested_yaml,
+    run_config_yaml,
+)
+from posbench.report.document import Code, Heading, Image, Para, Table, render
+from posbench.report.prose import protocol_note, summary_paragraphs
+from posbench.report.stats import ALPHA
+from posbench.report.tables import (
+    NOT_DEFINED,
+    display_table,
+    latex_table,
+    main_table,
+    pairwise_tests,
+    run_summary,
+)
+from posbench.results import atomic_write_text, find_incomplete, load_runs, read_config
+
+DEFAULT_TOLERANCE = 0.05
+FIGURES = {
+    "ppl_vs_length.png": "perplexity against evaluation length",
+    "ratio_heatmap.png": "perplexity at the longest multiple over 1x",
+    "per_position.png": "loss by position at the longest length",
+    "training_curves.png": "training curves",
+}
+
+
+def _incomplete_row(run_dir: Path) -> dict:
+    """What an unfinished run is, from the resolved config it wrote when it started."""
+    try:
+        cfg = read_config(run_dir)
+        known = {"encoding": cfg.encoding.name, "train_len": cfg.train_len, "seed": cfg.seed}
+    except Exception:  # noqa: BLE001 - a config torn or edited by hand: still list the folder
+        known = {}
+    return {"run_id": run_dir.name, "status": "incomplete", **known}
+
+
+def build_report(runs_dir: Path, out_dir: Path, tolerance: float = DEFAULT_TOLERANCE, protocols: list[str] | None = None) -> Path:
+    runs_dir, out_dir = Path(runs_dir), Path(out_dir)
+    if not runs_dir.is_dir():
+        raise PosbenchError(f"runs directory {str(runs_dir)!r} does not exist")
+    if not 0 <= tolerance < 10:
+        raise PosbenchError(f"--tolerance must be a fraction such as 0.05, got {tolerance}")
+    runs, evals, skipped = load_runs(runs_dir)
+    if runs.empty:
+        raise PosbenchError(f"no runs (metrics.json) found below {str(runs_dir)!r}")
+    if protocols and not evals.empty:
+        if unknown := sorted(set(protocols) - set(evals["protocol"])):
+            raise PosbenchError(f"no evaluations with protocol {unknown[0]!r} below {str(runs_dir)!r}; "
+                                f"found: {', '.join(sorted(evals['protocol'].unique()))}")
+        evals = evals[evals["protocol"].isin(protocols)]
+    completed = runs[runs["status"] == "completed"]
+    if completed.empty or evals.empty:
+        raise PosbenchError(f"no completed, evaluated runs below {str(runs_dir)!r} ({len(runs)} runs, none usable)")
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    table = main_table(evals, tolerance)
+    atomic_write_text(out_dir / "evaluations.csv", evals.to_csv(index=False))
+    atomic_write_text(out_dir / "runs.csv", run_summary(evals, tolerance).to_csv(index=False))
+    atomic_write_text(out_dir / "pairs.csv", pairwise_tests(evals).to_csv(index=False))
+    atomic_write_text(out_dir / "table.csv", table.to_csv(index=False))
+    shown = display_table(table)
+    atomic_write_text(out_dir / "table.md", shown.to_markdown(index=False, disable_numparse=True) + "\n")
+    atomic_write_text(out_dir / "table.tex", latex_table(table))
+    figures.plot_ppl_vs_length(table, out_dir / "ppl_vs_length.png")
+    ratio = figures.plot_ratio_heatmap(table, out_dir / "ratio_heatmap.png")
+    figures.plot_per_position(runs, evals, out_dir / "per_position.png")
+    figures.plot_training_curves(completed, out_dir / "training_curves.png")
+
+    seeds = int(table["seeds"].max())
+    blocks = [
+        Heading("posbench report", 1),
+        Para(f"{len(completed)} completed runs from `{runs_dir}`: byte-level language models trained on windows of "
+             "`train_len` tokens and evaluated at multiples of it. Lower perplexity is better; an encoding that "
+             "extrapolates keeps its 1x perplexity (ratio near 1) at lengths it never saw in training. "
+             + protocol_note(sorted(evals["protocol"].unique()))),
+        Heading("Summary"),
+        *[Para(p) for p in summary_paragraphs(table, tolerance)],
+        Heading("Perplexity by evaluation length"),
+        Para("Mean perplexity over seeds"
+             + (" ± half-width of the 95% t-interval" if seeds > 1 else "")
+             + ". **Bold**: lowest mean in its column within the same protocol, model and train_len"
+             + (f"; ≈: not significantly different from it (paired t-test over shared seeds on log perplexity, p ≥ {ALPHA})" if seeds > 1 else "")
+             + f". `{NOT_DEFINED}`: the encoding is not defined at that length (a learned table past its size). "
+             + (f"`{ratio}`: mean over seeds of the longest multiple's perplexity over 1x. " if ratio else "")
+             + f"`extrap. len`: the longest length up to which every evaluated length stays within {tolerance:.0%} of 1x."),
+        Table(shown),
+        Image("ppl_vs_length.png", FIGURES["ppl_vs_length.png"] + (" (bands: 95% interval over seeds)" if seeds > 1 else "")),
+    ]
+    if ratio:
+        blocks += [Heading("Extrapolation at a glance"),
+                   Para(f"Each cell is `{ratio}`, the perplexity at the longest multiple over 1x (mean over seeds): "
+                        "green stays flat, red breaks."),
+                   Image("ratio_heatmap.png", FIGURES["ratio_heatmap.png"])]
+    blocks += [
+        Heading("Loss by position at the longest length"),
+        Para("Mean loss at each position of the window (mean over seeds, moving average). The dotted line marks the "
+             "training length: positions right of it were never seen in training. Protocols that score only the last "
+             "tokens of a window show only those positions."),
+        Image("per_position.png", FIGURES["per_position.png"]),
+        Heading("Training curves"),
+        Para("Training loss (line, mean over seeds, smoothed) and validation loss (dots) against the optimiser step."),
+        Image("training_curves.png", FIGURES["training_curves.png"]),
+    ]
+    other = runs[runs["status"] != "completed"][["run_id", "status", "encoding", "train_len", "seed"]]
+    unfinished = pd.DataFrame([_incomplete_row(p) for p in find_incomplete(runs_dir)])
+    unreadable = pd.DataFrame([{"run_id": Path(s["run_dir"]).name, "status": f"unreadable: {s['reason']}"} for s in skipped])
+    parts = [t for t in (other, unfinished, unreadable) if not t.empty]
+    other = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    if not other.empty:
+        blocks += [Heading("Runs not in the table"),
+                   Para("Diverged or failed runs, incomplete ones (started, no metrics yet: running or killed; "
+                        "re-running the sweep resumes them) and unreadable ones (a file missing or corrupt). None of "
+                        "their numbers are in the tables above."),
+                   Table(other.fillna(""))]
+    blocks += _provenance(runs_dir, completed)
+    blocks += [Heading("Files"),
+               Para("Beside this report: `table.csv` / `table.tex` (the main table with std, intervals and p-values), "
+                    "`runs.csv` (summary metrics of every run), `pairs.csv` (paired tests between every two encodings), "
+                    "`evaluations.csv` (every evaluation record) and the figures as PNG.")]
+    md, page = render(blocks, out_dir, "posbench report")
+    atomic_write_text(out_dir / "report.html", page)
+    report = out_dir / "report.md"
+    atomic_write_text(report, md)
+    return report
+
+
+def _provenance(runs_dir: Path, completed: pd.DataFrame) -> list:
+    shared, differing = config_split(completed)
+    cmds = commands(runs_dir, completed)
+    blocks = [Heading("How these runs were made"),
+              Para("Commands (from each Hydra sweep's `multirun.yaml` and each run's `metrics.json`):"),
+              Code("\n".join(cmds) if cmds else "(not recorded)"),
+              Para("Environment (runs per combination; `corpus`: source and content hash of the training data):"),
+              Table(environment(completed)),
+              Para("Settings shared by every run (resolved config):"),
+              Code(nested_yaml(shared), "shared config"),
+              ]
+    if not differing.empty:
+        blocks += [Para("Settings that differ between runs (with the shared ones, each run's full config):"),
+                   Table(differing)]
+    blocks += [Code(run_config_yaml(d), f"config of {rid}") for rid, d in zip(completed["run_id"], completed["run_dir"])]
+    return blocks
+
+

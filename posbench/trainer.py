@@ -1,0 +1,202 @@
+"""The training loop: a model, its data and the ``train`` settings in; status and history out.
+
+It knows nothing of Hydra or of the run directory's layout beyond the resume state it is handed
+(posbench.results saves and loads it), so the benchmark and tests call it directly.
+
+AdamW (matrices decayed; norms, biases and the encoding's position parameters not), linear warm-up
+then cosine decay to ``min_lr_ratio``, gradient clipping, and a resume state every
+``checkpoint_every`` steps from which a killed run continues bit for bit: batches depend only on
+(seed, step), so nothing of a data loader needs saving.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+from posbench.data import sample_batch
+from posbench.device import autocast
+from posbench.results import discard_resume, load_resume, save_resume
+from posbench.tracking import Tracker
+
+log = logging.getLogger("posbench")
+VALIDATION_SEED = 20_240_229
+
+
+def make_optimizer(model: torch.nn.Module, tc, lr_mult: float = 1.0) -> torch.optim.Optimizer:
+    """AdamW with three groups: matrices (decayed), norms/biases (not decayed), and the encoding's
+    own position parameters (not decayed, learning rate x ``lr_mult``), so that learned position
+    parameters are not pulled to zero by decay."""
+    encoding = getattr(model, "encoding", None)  # the benchmark's reference GPT has none
+    enc_ids = {id(p) for p in encoding.parameters()} if encoding is not None else set()
+    decay, no_decay, position = [], [], []
+    for p in model.parameters():  # tied weights appear once
+        if not p.requires_grad:
+            continue
+        if id(p) in enc_ids:
+            position.append(p)
+        elif p.dim() >= 2:
+            decay.append(p)
+        else:
+            no_decay.append(p)
+    groups = [
+        {"params": decay, "weight_decay": tc.weight_decay, "lr": tc.lr},
+        {"params": no_decay, "weight_decay": 0.0, "lr": tc.lr},
+        {"params": position, "weight_decay": 0.0, "lr": tc.lr * lr_mult},
+    ]
+    return torch.optim.AdamW([g for g in groups if g["params"]], betas=(tc.beta1, tc.beta2))
+
+
+def lr_factor(step: int, tc) -> float:
+    """Linear warm-up to 1, then cosine decay to ``min_lr_ratio`` at the last step."""
+    if step < tc.warmup_steps:
+        return (step + 1) / tc.warmup_steps
+    progress = (step - tc.warmup_steps) / max(1, tc.steps - tc.warmup_steps)
+    return tc.min_lr_ratio + (1 - tc.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+
+
+def random_positions(max_position: int, length: int, seed: int, step: int) -> torch.Tensor:
+    """Randomized positions (Ruoss et al. 2023): a sorted sample of ``length`` distinct positions
+    from [0, max_position), one per step (shared by the batch), reproducible from (seed, step)."""
+    rng = np.random.default_rng([seed, step, 1])
+    return torch.from_numpy(np.sort(rng.choice(max_position, size=length, replace=False)))
+
+
+@torch.no_grad()
+def validation_loss(model, val_tokens, tc, train_len: int, device) -> float:
+    model.eval()
+    losses = []
+    for i in range(tc.val_batches):
+        # fixed windows, so every validation point and every run sees the same text
+        x, y = sample_batch(val_tokens, tc.batch_size, train_len, seed=VALIDATION_SEED, step=i)
+        with autocast(device):
+            logits = model(x.to(device))
+        losses.append(F.cross_entropy(logits.float().flatten(0, 1), y.to(device).flatten()).item())
+    model.train()
+    return sum(losses) / len(losses)
+
+
+class _State:
+    """Where the loop stands; what a resume state restores."""
+
+    def __init__(self):
+        self.start, self.history, self.wall_before = 0, [], 0.0
+        self.last_loss, self.val_loss = float("nan"), None
+
+
+def _restore(run_dir: Path, model, opt, sched, state: _State) -> bool:
+    """Apply a saved resume state; on any mismatch put the model back as it was and start over."""
+    saved = load_resume(run_dir)
+    if saved is None:
+        return False
+    fresh = copy.deepcopy(model.state_dict())
+    try:
+        model.load_state_dict(saved["model"])
+        opt.load_state_dict(saved["optimizer"])
+        sched.load_state_dict(saved["scheduler"])
+        torch.set_rng_state(saved["torch_rng"])
+    except Exception as e:  # noqa: BLE001 - shapes or keys of another model: the file is useless here
+        model.load_state_dict(fresh)
+        discard_resume(run_dir, f"{type(e).__name__}: {str(e).splitlines()[0][:120]}")
+        return False
+    state.start, state.history, state.wall_before = saved["next_step"], list(saved["history"]), float(saved["train_wall_s"])
+    state.last_loss, state.val_loss = saved["last_loss"], saved["val_loss"]
+    log.info("resuming from step %d (%s)", state.start, run_dir)
+    return True
+
+
+def train_model(
+    model: torch.nn.Module,
+    train_tokens: np.ndarray,
+    val_tokens: np.ndarray,
+    tc,
+    train_len: int,
+    seed: int,
+    device: torch.device,
+    *,
+    lr_mult: float = 1.0,
+    compile: bool = False,
+    tracker: Tracker | None = None,
+    resume_dir: Path | None = None,
+    desc: str = "train",
+) -> dict:
+    """Train in place for ``tc.steps`` steps; returns status, timing and the history of the run.
+
+    ``tc``: the ``train`` settings (posbench.config.TrainConfig). With ``resume_dir``, the full
+    training state is saved there every ``tc.checkpoint_every`` steps, and a run that finds one
+    continues from it."""
+    tracker = tracker or Tracker()
+    opt = make_optimizer(model, tc, lr_mult)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, tc))
+    st = _State()
+    if resume_dir is not None and not _restore(resume_dir, model, opt, sched, st):
+        # a failed restore may have touched the optimiser: start it (and its schedule) afresh
+        opt = make_optimizer(model, tc, lr_mult)
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, tc))
+    positions = torch.arange(train_len, device=device)
+    status = "completed"
+    tokens_per_step = tc.batch_size * train_len
+    model.train()
+    # compiled forward shares the parameters; the plain module is what gets saved and evaluated
+    forward = torch.compile(model) if compile else model
+    t0 = t_log = time.perf_counter()
+    bar = tqdm(range(st.start, tc.steps), initial=st.start, total=tc.steps, desc=desc, unit="step", leave=False)
+    for step in bar:
+        x, y = sample_batch(train_tokens, tc.batch_size, train_len, seed, step)
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        if tc.random_positions:
+            positions = random_positions(tc.random_positions, train_len, seed, step).to(device)
+        with autocast(device):
+            logits = forward(x, positions)
+        loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten())
+        loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip)
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+
+        last = step == tc.steps - 1
+        if (step + 1) % tc.log_every == 0 or last:
+            # reading the loss syncs the device, so it happens only at log steps
+            st.last_loss, gn = loss.item(), grad_norm.item()
+            now = time.perf_counter()
+            tok_s = tokens_per_step * ((step % tc.log_every) + 1) / max(now - t_log, 1e-9)
+            t_log = now
+            entry = {"step": step + 1, "loss": st.last_loss, "lr": sched.get_last_lr()[0], "grad_norm": gn, "tokens_per_s": tok_s}
+            if not (math.isfinite(st.last_loss) and math.isfinite(gn)):
+                status = "diverged"
+                st.history.append(entry)
+                log.warning("loss became %s at step %d: run marked diverged", st.last_loss, step + 1)
+                break
+            if (step + 1) % tc.val_every == 0 or last:
+                st.val_loss = entry["val_loss"] = validation_loss(model, val_tokens, tc, train_len, device)
+            st.history.append(entry)
+            tracker.log({k: v for k, v in entry.items() if k != "step"}, step=step + 1)
+            bar.set_postfix(loss=f"{st.last_loss:.3f}", tok_s=f"{tok_s:,.0f}")
+        if resume_dir is not None and (step + 1) % tc.checkpoint_every == 0 and not last:
+            save_resume(resume_dir, {
+                "model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
+                "torch_rng": torch.get_rng_state(), "next_step": step + 1, "history": st.history,
+                "last_loss": st.last_loss, "val_loss": st.val_loss,
+                "train_wall_s": st.wall_before + time.perf_counter() - t0,
+            })
+    bar.close()
+    wall = st.wall_before + time.perf_counter() - t0
+    steps_done = st.history[-1]["step"] if st.history else 0
+    return {
+        "status": status,
+        "train_wall_s": wall,
+        "train_steps": steps_done,
+        "train_tokens": steps_done * tokens_per_step,
+        "final_train_loss": st.last_loss,
+        "final_val_loss": st.val_loss,
+        "history": st.history,
+    }
