@@ -86,6 +86,7 @@ def check_group_choices(overrides: list[str], conf_dir: str = CONF_DIR) -> None:
 def compose_jobs(config_name: str, overrides: list[str], multirun: bool) -> list[DictConfig]:
     """The config of every job Hydra would run for this command line (Hydra's own composition and
     sweep expansion, so what is checked is exactly what runs)."""
+    register_configs()
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         app = GlobalHydra.instance().hydra
         mode = RunMode.MULTIRUN if multirun else RunMode.RUN
@@ -155,9 +156,9 @@ def preflight(argv: list[str], config_name: str, check: Check) -> None:
     check_group_choices(overrides)
     try:
         jobs = compose_jobs(config_name, overrides, args.multirun)
-    except (HydraException, OmegaConfBaseException, ValueError) as e:
+        check(jobs)
+    except (HydraException, OmegaConfBaseException) as e:
         raise PosbenchError(hydra_error_line(e, config_name, overrides)) from e
-    check(jobs)
 
 
 # -- the entry point ----------------------------------------------------------------------------

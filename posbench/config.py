@@ -163,9 +163,24 @@ def check_keys(cfg: DictConfig, config_name: str) -> None:
         raise PosbenchError(f"unknown config key {bad[0]!r}; valid keys {where}: {', '.join(valid)}")
 
 
+def check_missing(cfg: DictConfig) -> None:
+    """Values a config group leaves to the user (``???``, e.g. data=local's path)."""
+    missing = []
+    for key in cfg.keys():
+        if key == "hydra":  # Hydra's own node has values known only inside a job
+            continue
+        if OmegaConf.is_missing(cfg, key):
+            missing.append(str(key))
+        elif isinstance(cfg[key], DictConfig):
+            missing += sorted(f"{key}.{k}" for k in OmegaConf.missing_keys(cfg[key]))
+    if missing:
+        raise PosbenchError(f"{missing[0]} has no value; give it on the command line, e.g. {missing[0]}=...")
+
+
 def validate(cfg: DictConfig) -> None:
     """Every check of one posbench-train job that needs no data; raises PosbenchError with one line."""
     check_keys(cfg, "config")
+    check_missing(cfg)
     enc = cfg.encoding
     if not isinstance(enc, DictConfig) or "name" not in enc:
         raise PosbenchError(f"encoding config has no 'name'; valid names: {', '.join(available())}")
@@ -228,6 +243,7 @@ def validate(cfg: DictConfig) -> None:
 def validate_eval(cfg: DictConfig) -> DictConfig:
     """Every check of a posbench-eval command; returns the run's own (training) config."""
     check_keys(cfg, "evaluate")
+    check_missing(cfg)
     if cfg.run_dir is None:
         raise PosbenchError("give the run to evaluate: posbench-eval run_dir=runs/<run_id>")
     run_dir = Path(cfg.run_dir).expanduser()

@@ -1,7 +1,10 @@
 """Shared fixtures. Tests never touch the network or a wandb account, and use their own cache."""
 
+import importlib
 import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -9,6 +12,8 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ["WANDB_MODE"] = "disabled"
+
+ENCODINGS = ["nope", "sinusoidal", "learned", "rope", "alibi"]
 
 
 @pytest.fixture(scope="session")
@@ -53,3 +58,61 @@ def compose(cache_dir):
             return hydra_compose(config_name=config_name, overrides=list(overrides))
 
     return _compose
+
+
+def cli(*args, cwd=None, check=True, env=None, timeout=600):
+    """Run ``python -m <args>`` as a user would; raises with the output unless it succeeds."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+    proc = subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{args} exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+@pytest.fixture
+def entry(monkeypatch, capsys):
+    """Run an entry point's ``main`` in this process (fast: no interpreter start) and return
+    (exit status, stderr). For commands that stop before training: bad input."""
+
+    def _run(program: str, *argv: str) -> tuple[int, str]:
+        module = importlib.import_module({"train": "posbench.train", "eval": "posbench.evaluate"}[program])
+        monkeypatch.setattr(sys, "argv", [f"posbench-{program}", *argv])
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as exc:
+            module.main()
+        return exc.value.code, capsys.readouterr().err
+
+    return _run
+
+
+def tree(path: Path) -> list[str]:
+    """Every file and folder below path (empty if it does not exist): to prove nothing was written."""
+    path = Path(path)
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*")) if path.exists() else []
+
+
+SWEEP_OVERRIDES = [
+    "model=tiny", "train=smoke", "train_len=16", "eval.multiples=[1,2,4]",
+    "eval.protocols=[nonoverlapping,sliding,fixed_target]", "eval.target_tokens=8", "eval.target_docs=16",
+    "eval.windows_at_max=8", "data=local",
+]
+
+
+@pytest.fixture(scope="session")
+def sweep(tmp_path_factory, text_corpus, cache_dir):
+    """One real sweep through the command line, shared by every test that reads runs: 5 encodings
+    x 2 seeds, tiny model, 20 steps, three protocols."""
+    runs = tmp_path_factory.mktemp("runs")
+    overrides = ["-m", f"encoding={','.join(ENCODINGS)}", "seed=0,1", *SWEEP_OVERRIDES,
+                 f"data.path={text_corpus}", f"runs_dir={runs}"]
+    proc = cli("posbench.train", *overrides)
+    return runs, overrides, proc
+
+
+@pytest.fixture(scope="session")
+def sweep_report(sweep, tmp_path_factory):
+    """posbench-report on the shared sweep."""
+    runs, _, _ = sweep
+    out = tmp_path_factory.mktemp("report")
+    cli("posbench.report", str(runs), "--out", str(out))
+    return out

@@ -2,50 +2,16 @@
 
 import json
 import math
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
 import pytest
 
-ENCODINGS = ["nope", "sinusoidal", "learned", "rope", "alibi"]
-
-
-def cli(*args, cwd=None, check=True):
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, cwd=cwd, env=env)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"{args} exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    return proc
+from conftest import ENCODINGS, cli
 
 
 def train_cmd(*overrides):
     return ("posbench.train", *overrides)
-
-
-@pytest.fixture(scope="module")
-def sweep(tmp_path_factory, text_corpus, cache_dir):
-    runs = tmp_path_factory.mktemp("runs")
-    overrides = [
-        "-m",
-        f"encoding={','.join(ENCODINGS)}",
-        "seed=0,1",
-        "model=tiny",
-        "train=smoke",
-        "train_len=16",
-        "eval.multiples=[1,2,4]",
-        "eval.protocols=[nonoverlapping,sliding,fixed_target]",
-        "eval.target_tokens=8",
-        "eval.target_docs=16",
-        "eval.windows_at_max=8",
-        "data=local",
-        f"data.path={text_corpus}",
-        f"runs_dir={runs}",
-    ]
-    proc = cli(*train_cmd(*overrides))
-    return runs, overrides, proc
 
 
 def test_sweep_trains_and_evaluates_every_encoding(sweep):
@@ -83,10 +49,9 @@ def test_rerun_skips_complete_runs(sweep):
     assert before == {p: p.stat().st_mtime_ns for p in runs.glob("*/metrics.json")}
 
 
-def test_report_tables_and_plots_match_the_metrics(sweep, tmp_path):
+def test_report_tables_and_plots_match_the_metrics(sweep, sweep_report):
     runs, _, _ = sweep
-    out = tmp_path / "report"
-    cli("posbench.report", str(runs), "--out", str(out))
+    out = sweep_report
     for name in ["report.md", "report.html", "table.md", "table.csv", "table.tex", "runs.csv", "pairs.csv",
                  "evaluations.csv", "ppl_vs_length.png", "per_position.png", "ratio_heatmap.png", "training_curves.png"]:
         assert (out / name).stat().st_size > 0, name
@@ -115,21 +80,22 @@ def test_report_tables_and_plots_match_the_metrics(sweep, tmp_path):
     assert "\\begin{tabular}" in (out / "table.tex").read_text()
 
 
-def test_report_html_is_self_contained(sweep, tmp_path):
+def test_report_html_is_self_contained(sweep_report):
     import re
 
-    runs, _, _ = sweep
-    cli("posbench.report", str(runs), "--out", str(tmp_path))
-    html = (tmp_path / "report.html").read_text()
+    html = (sweep_report / "report.html").read_text()
     assert html.startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>")
     assert html.count('src="data:image/png;base64,') == 4  # every figure embedded
     assert not re.search(r'(src|href)="(?!data:)', html)  # nothing fetched from disk or network
     assert "<h2>Summary</h2>" in html and "<table" in html and "config of " in html
 
 
-def test_standalone_evaluation_adds_lengths(sweep):
+def test_standalone_evaluation_adds_lengths(sweep, tmp_path):
+    import shutil
+
     runs, _, _ = sweep
-    run_dir = next(runs.glob("alibi_*s1_*"))
+    run_dir = tmp_path / "run"
+    shutil.copytree(next(runs.glob("alibi_*s1_*")), run_dir)  # the shared sweep stays as trained
     old = {e["length"]: e["ppl"] for e in json.loads((run_dir / "metrics.json").read_text())["evaluations"]
            if e["protocol"] == "nonoverlapping"}
     cli("posbench.evaluate", f"run_dir={run_dir}", "eval.multiples=[1,8]", "eval.windows_at_max=4",
@@ -161,6 +127,7 @@ def test_wandb_logger_runs_offline_without_login(tmp_path, text_corpus, cache_di
 PRESETS = sorted(p.stem for p in (__import__("pathlib").Path(__file__).parent.parent / "conf" / "experiment").glob("*.yaml"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("preset", PRESETS)
 def test_every_experiment_preset_runs_a_few_steps(preset, tmp_path, text_corpus, cache_dir):
     """Each preset, as a multirun, with a tiny model for 5 steps: every run completes and evaluates."""

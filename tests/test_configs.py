@@ -1,0 +1,40 @@
+"""Every preset and every sweep cell composes and passes every check, without training anything:
+the fast guard that a config edit breaks no experiment (the slow test trains them)."""
+
+from pathlib import Path
+
+import pytest
+
+from posbench.cli import compose_jobs
+from posbench.config import CONF_DIR, validate
+from posbench.encodings import available
+
+PRESETS = sorted(p.stem for p in (Path(CONF_DIR) / "experiment").glob("*.yaml"))
+EXPECTED_JOBS = {"alibi_paper": 8, "all_encodings": 15, "quick": 5, "reference": 90, "rope_extension": 1}
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_every_preset_composes_into_valid_jobs(preset, cache_dir):
+    jobs = compose_jobs("config", [f"experiment={preset}"], multirun=True)
+    assert len(jobs) == EXPECTED_JOBS[preset]
+    for cfg in jobs:
+        validate(cfg)
+    if preset in ("all_encodings", "reference"):
+        assert sorted({cfg.encoding.name for cfg in jobs}) == available()
+
+
+def test_presets_are_all_known():
+    assert sorted(EXPECTED_JOBS) == PRESETS, "a new preset needs its job count here"
+
+
+@pytest.mark.parametrize("group", ["encoding", "model", "train", "logger"])
+def test_every_group_option_composes_and_validates(group, cache_dir):
+    for option in sorted(p.stem for p in (Path(CONF_DIR) / group).glob("*.yaml")):
+        (cfg,) = compose_jobs("config", [f"{group}={option}"], multirun=False)
+        validate(cfg)
+
+
+def test_a_sweep_expands_like_hydras_basic_sweeper(cache_dir):
+    jobs = compose_jobs("config", ["encoding=nope,alibi", "train_len=32,64", "seed=3"], multirun=True)
+    assert [(c.encoding.name, c.train_len, c.seed) for c in jobs] == [
+        ("nope", 32, 3), ("nope", 64, 3), ("alibi", 32, 3), ("alibi", 64, 3)]
