@@ -1,0 +1,149 @@
+"""Faults a long sweep meets: Ctrl-C, a corrupt resume state, two processes on one run, edited data,
+a shared cache, binary input, and run directories a report cannot read."""
+
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import cli
+from posbench.config import DataConfig
+from posbench.data import load_corpus
+from posbench.results import RESUME, read_metrics, run_dir_of, run_lock
+from posbench.train import run
+
+SMALL = ["model=tiny", "train_len=16", "train.batch_size=4", "train.warmup_steps=2", "train.log_every=5",
+         "train.val_every=20", "train.val_batches=1", "eval.multiples=[1,2]", "eval.windows_at_max=2", "data=local"]
+
+
+def test_ctrl_c_exits_130_with_one_line_and_the_run_resumes(tmp_path, text_corpus, cache_dir):
+    args = [*SMALL, "train.steps=1000", "train.checkpoint_every=5", f"data.path={text_corpus}", f"runs_dir={tmp_path}"]
+    proc = subprocess.Popen([sys.executable, "-m", "posbench.train", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    deadline = time.time() + 120
+    while not list(tmp_path.glob(f"*/{RESUME}")) and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    err = proc.communicate(timeout=60)[1]
+    assert proc.returncode == 130, err[-2000:]
+    assert err.strip().splitlines()[-1] == ("posbench: interrupted; run the same command again to resume (unfinished runs "
+                                            "continue from their last resume state)")
+    assert "Traceback" not in err
+    (resume,) = tmp_path.glob(f"*/{RESUME}")
+    step = torch.load(resume, weights_only=True)["next_step"]  # whole and loadable
+    assert step >= 5 and not (resume.parent / "metrics.json").exists()
+    proc = cli("posbench.train", *args)  # the same command again continues where it stopped
+    assert "resuming from step" in proc.stderr
+    assert read_metrics(resume.parent)["status"] == "completed" and not resume.exists()
+
+
+def test_a_malformed_resume_state_is_discarded_and_the_run_starts_over(compose, tmp_path, text_corpus, caplog):
+    cfg = compose(*SMALL, "train.steps=10", f"data.path={text_corpus}", f"runs_dir={tmp_path / 'clean'}")
+    clean = read_metrics(run(cfg))
+    cfg = compose(*SMALL, "train.steps=10", f"data.path={text_corpus}", f"runs_dir={tmp_path / 'broken'}")
+    run_dir = run_dir_of(cfg)
+    run_dir.mkdir(parents=True)
+    # loadable, with every key, but of another model: applying it fails half-way
+    torch.save({"model": {"tok_emb.weight": torch.zeros(3, 3)}, "optimizer": {}, "scheduler": {}, "torch_rng": torch.get_rng_state(),
+                "next_step": 5, "history": [], "last_loss": 1.0, "val_loss": None, "train_wall_s": 0.0}, run_dir / RESUME)
+    with caplog.at_level(logging.WARNING, logger="posbench"):
+        m = read_metrics(run(cfg))
+    assert any("discarding unusable resume state" in r.message for r in caplog.records)
+    assert m["status"] == "completed" and not (run_dir / RESUME).exists()
+    assert m["evaluations"] == clean["evaluations"]  # started over: the same bits as a clean run
+    # a resume state that is not even a torch file
+    shutil.rmtree(run_dir)
+    run_dir.mkdir()
+    (run_dir / RESUME).write_bytes(b"garbage")
+    assert read_metrics(run(cfg))["evaluations"] == clean["evaluations"]
+
+
+def test_a_second_process_on_the_same_run_skips_it(compose, tmp_path, text_corpus, caplog):
+    cfg = compose(*SMALL, "train.steps=5", f"data.path={text_corpus}", f"runs_dir={tmp_path}")
+    with run_lock(run_dir_of(cfg)) as mine:  # another process holds the run
+        assert mine
+        with caplog.at_level(logging.WARNING, logger="posbench"):
+            run_dir = run(cfg)
+    assert any("another process" in r.message and f"pid {os.getpid()}" in r.message for r in caplog.records)
+    assert not (run_dir / "metrics.json").exists() and not (run_dir / "config.yaml").exists()
+    assert read_metrics(run(cfg))["status"] == "completed"  # once released, the run trains
+
+
+def test_the_corpus_cache_is_keyed_on_content(tmp_path, cache_dir):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(30):
+        (docs / f"d{i}.txt").write_text(f"document {i} " * 50)
+    cfg = DataConfig(name="edit", source="local", path=str(docs), cache_dir=str(cache_dir), val_fraction=0.2)
+    a = load_corpus(cfg)
+    (docs / "d0.txt").write_text((docs / "d0.txt").read_text().replace("document", "DOCUMENT"))  # same size
+    b = load_corpus(cfg)
+    assert a.fingerprint["bytes"] == b.fingerprint["bytes"] and a.fingerprint["hash"] != b.fingerprint["hash"]
+    assert b"DOCUMENT" in bytes(np.concatenate([b.train, b.val])) and b"DOCUMENT" not in bytes(np.concatenate([a.train, a.val]))
+
+
+def test_binary_files_are_read_with_a_warning_naming_the_share(tmp_path, cache_dir, caplog):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "text.txt").write_text("plain text " * 300)
+    (docs / "blob.txt").write_bytes(bytes(range(128, 256)) * 20)  # 2560 bytes that are not UTF-8
+    with caplog.at_level(logging.WARNING, logger="posbench"):
+        load_corpus(DataConfig(name="bin", source="local", path=str(docs), cache_dir=str(cache_dir)))
+    (msg,) = [r.getMessage() for r in caplog.records if "not UTF-8" in r.getMessage()]
+    assert msg.startswith(f"43.69% of the bytes under {docs} are not UTF-8 text (2560 bytes: binary files?)")
+
+
+def test_files_and_folders_follow_the_umask(tmp_path, text_corpus):
+    cache = tmp_path / "cache"
+    argv = ["posbench-train", *SMALL, "train.steps=2", f"data.path={text_corpus}", f"data.cache_dir={cache}",
+            f"runs_dir={tmp_path / 'runs'}"]
+    code = f"import os, sys; os.umask(0o002); sys.argv = {argv!r}; from posbench.train import main; main()"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    (entry,) = cache.iterdir()
+    for folder in (run_dir, entry):
+        assert folder.stat().st_mode & 0o777 == 0o775, folder
+    for f in [*run_dir.iterdir(), *entry.iterdir()]:
+        assert f.stat().st_mode & 0o777 == 0o664, f  # group-readable and -writable, as the umask says
+
+
+def test_divergence_is_recorded_not_raised(compose, tmp_path, text_corpus):
+    cfg = compose("model=tiny", "train=smoke", "train_len=16", "train.lr=1e12", "train.warmup_steps=1", "train.grad_clip=1e30",
+                  "data=local", f"data.path={text_corpus}", f"runs_dir={tmp_path}")
+    m = read_metrics(run(cfg))
+    assert m["status"] == "diverged" and m["evaluations"] == []
+
+
+@pytest.mark.parametrize("damage", ["no config.yaml", "corrupt per_position.npz", "corrupt history.json",
+                                    "metrics of the wrong shape", "metrics torn"])
+def test_report_skips_an_unreadable_run_and_lists_it(sweep, tmp_path, damage):
+    runs, _, _ = sweep
+    copy = tmp_path / "runs"
+    shutil.copytree(runs, copy, ignore=shutil.ignore_patterns("*_s1_*"))
+    bad = next(copy.glob("rope_*"))
+    if damage == "no config.yaml":
+        (bad / "config.yaml").unlink()
+    elif damage == "corrupt per_position.npz":
+        (bad / "per_position.npz").write_bytes(b"PK\x03\x04garbage")
+    elif damage == "corrupt history.json":
+        (bad / "history.json").write_text('{"step": ')
+    elif damage == "metrics of the wrong shape":
+        (bad / "metrics.json").write_text(json.dumps({"status": "completed", "evaluations": "all good"}))
+    else:
+        (bad / "metrics.json").write_text('{"status": "compl')
+    proc = cli("posbench.report", str(copy), "--out", str(tmp_path / "rep"))
+    assert f"skipping run {bad}" in proc.stderr
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "rope" not in set(__import__("pandas").read_csv(tmp_path / "rep" / "table.csv")["variant"])
+    section = md.split("## Runs not in the table")[1]
+    assert bad.name in section and "unreadable" in section
