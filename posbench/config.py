@@ -16,6 +16,7 @@ from typing import Any, List, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
+from posbench.data import VOCAB_SIZE
 from posbench.device import check_device
 from posbench.encodings import ModelShape, available, build_encoding
 from posbench.encodings.rope import ROPE_SCALINGS
@@ -192,8 +193,8 @@ def validate(cfg: DictConfig) -> None:
     for key in ("d_model", "n_layers", "n_heads", "mlp_ratio"):
         if m[key] < 1:
             raise PosbenchError(f"model.{key} must be a positive integer, got {m[key]}")
-    if m.vocab_size < 256:
-        raise PosbenchError(f"model.vocab_size must be at least 256 (tokens are bytes), got {m.vocab_size}")
+    if m.vocab_size < VOCAB_SIZE:
+        raise PosbenchError(f"model.vocab_size must be at least {VOCAB_SIZE} (tokens are bytes), got {m.vocab_size}")
     if not 0 <= m.dropout < 1:
         raise PosbenchError(f"model.dropout must be in [0, 1), got {m.dropout}")
     if m.d_model % m.n_heads:

@@ -5,10 +5,12 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 ROOT = Path(__file__).parent.parent
 
 
+@pytest.mark.slow
 def test_bench_writes_ratios_for_each_encoding_and_the_reference(tmp_path):
     cmd = [sys.executable, str(ROOT / "scripts" / "bench.py"), "--model", "tiny", "--train-len", "16", "--batch", "4",
            "--steps", "2", "--eval-tokens", "512", "--encodings", "nope,alibi,learned", "--out", str(tmp_path)]

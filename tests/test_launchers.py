@@ -23,7 +23,7 @@ def sweep(tmp_path, corpus, launcher):
     return {json.loads(p.read_text())["encoding"]: json.loads(p.read_text()) for p in runs.glob("*/metrics.json")}
 
 
-@pytest.mark.parametrize("launcher", ["local_parallel", "local_submitit"])
+@pytest.mark.parametrize("launcher", ["local_parallel", pytest.param("local_submitit", marks=pytest.mark.slow)])
 def test_parallel_launchers_give_the_sequential_results(tmp_path, text_corpus, cache_dir, launcher):
     sequential = sweep(tmp_path, text_corpus, "basic")
     parallel = sweep(tmp_path, text_corpus, launcher)

@@ -198,11 +198,6 @@ def display_table(table: pd.DataFrame, markdown: bool = True) -> pd.DataFrame:
     return out
 
 
-def markdown_table(table: pd.DataFrame) -> str:
-    # cells are already text: keep tabulate from re-parsing "6.50" into 6.5
-    return display_table(table).to_markdown(index=False, disable_numparse=True)
-
-
 def latex_table(table: pd.DataFrame) -> str:
     shown = display_table(table, markdown=False)
     shown.columns = [str(c).replace("_", "\\_") for c in shown.columns]
