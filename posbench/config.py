@@ -70,9 +70,10 @@ class EvalConfig:
     multiples: List[float] = field(default_factory=lambda: [1, 2, 4, 8, 16])
     protocols: List[str] = field(default_factory=lambda: ["nonoverlapping", "sliding"])
     stride: Optional[int] = None  # sliding: tokens between windows; None: L / 2
-    target_tokens: Optional[int] = None  # fixed_target: final tokens of each document; None: half the shortest length
+    scored_tokens: int = 32768  # T: nonoverlapping and sliding score validation targets [S0, S0 + T) at every length
+    first_scored: Optional[int] = None  # S0; None: 16 x train_len (history for every window up to 16x)
+    target_tokens: Optional[int] = None  # fixed_target: final tokens of each document; None: train_len / 2
     target_docs: int = 64  # fixed_target: documents scored
-    windows_at_max: int = 32  # windows scored at the longest length; fixes the scored-token count
     batch_tokens: int = 16384
     rope_scaling: List[str] = field(default_factory=list)  # extra rows for rope: linear, ntk, dynamic_ntk, yarn
     rope_factor: Optional[float] = None  # None: eval_len / train_len at each length (>= 1 when set)
@@ -103,6 +104,7 @@ class Config:
     attention: str = "auto"  # bias encodings: auto | flex | chunked (posbench/attention.py)
     runs_dir: str = "runs"
     evaluate_after_training: bool = True
+    retry_diverged: bool = False  # a diverged run is final; true trains it again from step 0
 
 
 @dataclass

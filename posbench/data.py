@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from posbench.errors import PosbenchError
-from posbench.protocols import eval_lengths, scored_total
+from posbench.protocols import check_fits
 from posbench.results import make_dirs, private_tempdir
 
 log = logging.getLogger("posbench")
@@ -282,8 +282,7 @@ def check_corpus_fits(corpus: Corpus, train_len: int, eval_cfg=None) -> None:
     if len(corpus.val) < train_len + 2:
         raise PosbenchError(f"train_len={train_len} is longer than the validation split allows ({len(corpus.val)} tokens)")
     if eval_cfg is not None:
-        max_len = max(eval_lengths(train_len, eval_cfg.multiples))
-        scored_total(len(corpus.val), max_len, eval_cfg.windows_at_max, eval_cfg.protocols)
+        check_fits(len(corpus.val), eval_cfg, train_len)
 
 
 def corpus_stats(corpus: Corpus) -> dict:

@@ -34,11 +34,13 @@ from posbench.errors import PosbenchError
 from posbench.model import LanguageModel, ModelConfig, build_model
 from posbench.protocols import (
     WindowPlan,
+    check_fits,
     document_targets,
     eval_lengths,
+    first_scored,
     plan_windows,
-    scored_total,
     target_tokens,
+    token_set,
 )
 from posbench.results import (
     load_checkpoint,
@@ -60,35 +62,43 @@ def evaluate_model(
     device: torch.device,
     progress: bool = True,
     doc_separator: str = DOC_SEPARATOR,
+    corpus_hash: str = "",
+    skip: set | None = None,
 ) -> tuple[list[dict], dict[str, np.ndarray]]:
     """Records (one per variant x protocol x length) and per-position mean losses (key
     ``<variant>/<protocol>/L<length>``, NaN where a protocol scores no token) for one model.
     Variants are the encoding's evaluation-time variants (plain, and e.g. RoPE with YaRN), all
-    from the same weights."""
+    from the same weights. Every record names its ``token_set`` (protocols.token_set); ``skip``
+    holds record keys (``record_key``) already evaluated, which are not computed again."""
     model.eval()
     enc = model.encoding
     lengths = eval_lengths(train_len, eval_cfg.multiples)
-    max_len, protocols = max(lengths), list(eval_cfg.protocols)
-    total = scored_total(len(val_tokens), max_len, eval_cfg.windows_at_max, protocols)
+    protocols = list(eval_cfg.protocols)
+    check_fits(len(val_tokens), eval_cfg, train_len)
     doc_ends = None
     if "fixed_target" in protocols:
-        m = target_tokens(eval_cfg, min(lengths))
-        doc_ends = document_targets(val_tokens, doc_separator.encode(), max_len, m, eval_cfg.target_docs)
-    plans = {(p, L): plan_windows(p, L, total, max_len, eval_cfg, doc_ends, min(lengths)) for p in protocols for L in lengths}
+        m = target_tokens(eval_cfg, train_len)
+        doc_ends = document_targets(val_tokens, doc_separator.encode(), first_scored(eval_cfg, train_len), m,
+                                    eval_cfg.target_docs)
+    n_val = len(val_tokens)
+    sets = {p: token_set(p, eval_cfg, train_len, n_val, corpus_hash) for p in protocols}
+    plans = {(p, L): plan_windows(p, L, eval_cfg, train_len, n_val, doc_ends) for p in protocols for L in lengths}
     stream = torch.from_numpy(np.asarray(val_tokens).astype(np.int64))
     variants = enc.eval_variants(eval_cfg)
+    todo = [(v, L, p) for v in variants for L in lengths for p in protocols
+            if (v, p, L, sets[p]) not in (skip or set())]
     records, per_position = [], {}
-    work = sum(len(plan.ends) * L for (_, L), plan in plans.items())
-    bar = tqdm(total=len(variants) * work, unit="tok", desc="eval", disable=not progress, leave=False)
+    bar = tqdm(total=sum(len(plans[p, L].ends) * L for _, L, p in todo), unit="tok", desc="eval",
+               disable=not progress, leave=False)
     try:
-        for variant in variants:
+        for variant in dict.fromkeys(v for v, _, _ in todo):
             bar.set_description(f"eval {variant}")
-            for L in lengths:
+            for L in dict.fromkeys(L for v, L, _ in todo if v == variant):
                 enc.configure_eval(variant, L, eval_cfg)
-                for protocol in protocols:
+                for protocol in [p for v, l_, p in todo if v == variant and l_ == L]:
                     plan = plans[protocol, L]
                     base = {"variant": variant, "protocol": protocol, "length": L, "multiple": L / train_len,
-                            "min_context": plan.min_context}
+                            "token_set": sets[protocol], "min_context": plan.min_context}
                     reason = enc.undefined_reason(L)
                     if reason is not None:
                         bar.update(len(plan.ends) * L)
@@ -148,30 +158,43 @@ def model_from_checkpoint(ckpt: dict, device: torch.device) -> tuple[LanguageMod
     return model.to(device), cfg
 
 
+def record_key(r: dict) -> tuple:
+    """What a record measures: a variant, under a protocol, at a length, on a token set."""
+    return r["variant"], r["protocol"], r["length"], r.get("token_set") or ""
+
+
 def merge_records(old: list[dict], new: list[dict]) -> list[dict]:
-    """New records replace old ones of the same (variant, protocol, length); others are kept."""
-    key = lambda r: (r["variant"], r["protocol"], r["length"])  # noqa: E731
-    fresh = {key(r) for r in new}
-    return sorted([r for r in old if key(r) not in fresh] + new, key=key)
+    """New records replace old ones with the same key; records on other token sets are kept beside
+    them (the report compares only records on one set)."""
+    fresh = {record_key(r) for r in new}
+    return sorted([r for r in old if record_key(r) not in fresh] + new, key=record_key)
 
 
-def evaluate_run(run_dir: Path, eval_cfg, device_name: str = "auto", progress: bool = True, attention: str = "auto") -> dict:
-    """Evaluate a saved run at the lengths of ``eval_cfg`` and merge the results into its files."""
+def evaluate_run(run_dir: Path, eval_cfg, device_name: str = "auto", progress: bool = True, attention: str = "auto",
+                 only_missing: bool = False, command: str | None = None) -> tuple[dict, int]:
+    """Evaluate a trained run at the settings of ``eval_cfg`` and merge the records into its files;
+    with ``only_missing``, only the records it does not have yet. Returns (metrics, records made)."""
     run_dir = Path(run_dir)
     metrics = read_metrics(run_dir)
     if metrics is None:
         raise PosbenchError(f"{run_dir} is not a run directory with a readable metrics.json")
+    if metrics["status"] != "completed":
+        raise PosbenchError(f"{run_dir} has status {metrics['status']!r}: only a completed run can be evaluated")
     device = resolve_device(device_name)
     model, cfg = model_from_checkpoint(load_checkpoint(run_dir), device)
     model.attention = attention
     corpus = load_corpus(cfg.data)
-    records, per_pos = evaluate_model(model, corpus.val, cfg.train_len, eval_cfg, device, progress, cfg.data.doc_separator)
+    skip = {record_key(r) for r in metrics.get("evaluations", [])} if only_missing else None
+    records, per_pos = evaluate_model(model, corpus.val, cfg.train_len, eval_cfg, device, progress, cfg.data.doc_separator,
+                                      corpus.fingerprint["hash"], skip)
+    if not records:
+        return metrics, 0
     metrics["evaluations"] = merge_records(metrics.get("evaluations", []), records)
-    if cmd := launch_command("posbench-eval"):
-        metrics["commands"] = list(dict.fromkeys([*metrics.get("commands", []), cmd.replace(str(run_dir), "<run_dir>")]))
+    if command:
+        metrics["commands"] = list(dict.fromkeys([*metrics.get("commands", []), command.replace(str(run_dir), "<run_dir>")]))
     write_per_position(run_dir, per_pos)
     write_metrics(run_dir, metrics)
-    return metrics
+    return metrics, len(records)
 
 
 def log_records(records: list[dict]) -> None:
@@ -191,7 +214,8 @@ def check_eval_job(jobs: list[DictConfig]) -> None:
 def run(cfg: DictConfig) -> None:
     if cfg.threads is not None:
         torch.set_num_threads(cfg.threads)
-    metrics = evaluate_run(Path(cfg.run_dir).expanduser(), cfg.eval, cfg.device, attention=cfg.attention)
+    metrics, _ = evaluate_run(Path(cfg.run_dir).expanduser(), cfg.eval, cfg.device, attention=cfg.attention,
+                              command=launch_command("posbench-eval"))
     for r in metrics["evaluations"]:
         ppl = "n/d (" + r["reason"] + ")" if r["ppl"] is None else f"{r['ppl']:.3f}"
         print(f"{r['variant']:>12} {r['protocol']:>15} L={r['length']:<6} ppl={ppl}")

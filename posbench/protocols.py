@@ -4,21 +4,28 @@ which of their tokens are scored.
 A window is given by its end e: the model reads tokens ``stream[e - L : e]`` and predicts
 ``stream[e - L + 1 : e + 1]``; only the last ``scored`` predictions of the window count.
 
+Which tokens are scored is fixed by the settings alone, never by the lengths asked for or by when
+they were asked for (``token_set`` names it; every record carries that name): the stream protocols
+score the validation targets [S0, S0 + T), with S0 = ``eval.first_scored`` (default 16 x train_len,
+so that every window up to 16x has its full history) and T = ``eval.scored_tokens`` (or fewer where
+the validation split ends sooner). So a 1x number
+is the same whichever other multiples were requested, and nonoverlapping and sliding numbers score
+the same tokens and can be compared with each other.
+
 ``nonoverlapping`` (Press et al. 2022, section 4)
-    Consecutive windows, every token scored. The first T tokens are scored at every length
-    (T = longest length x ``eval.windows_at_max``), so lengths differ only in how much context and
-    which positions the model gets. A token near a window's start has almost no context: this
-    protocol mixes "uses longer context" with "suffers less from the early-token curse".
+    Consecutive windows tile the scored range, every token of a window scored (a final partial
+    window reads the L tokens before its end and scores only the rest). Lengths differ only in how
+    much context and which positions the model gets. A token near a window's start has almost no
+    context: this protocol mixes "uses longer context" with "suffers less from the early-token curse".
 ``sliding`` (Press et al. 2022, section 4.1; stride S)
     Windows advance by S tokens and score only their last S tokens, so every scored token sees at
-    least L - S tokens of context. The same T tokens are scored at every length, taken after the
-    first ``max_len`` tokens so that the longest window has a full history. Costs L / S times the
-    non-overlapping protocol.
+    least L - S tokens of context. Costs L / S times the non-overlapping protocol.
 ``fixed_target`` (the control of Kazemnejad et al. 2023)
-    The last ``eval.target_tokens`` tokens of each of ``eval.target_docs`` validation documents
-    are scored at every length, with the L - m tokens before them as context (which may reach into
-    the previous document). The targets never change, so a change with L is the effect of more
-    context and of the far positions the targets now sit at, without the early-token curse.
+    The last m = ``eval.target_tokens`` tokens (default train_len / 2) of ``eval.target_docs``
+    validation documents that end after S0 are scored at every length, with the L - m tokens before
+    them as context (which may reach into the previous document). The targets never change, so a
+    change with L is the effect of more context and of the far positions the targets now sit at,
+    without the early-token curse. Its targets are not those of the stream protocols.
 """
 
 from __future__ import annotations
@@ -72,36 +79,62 @@ def stride_for(length: int, stride: int | None) -> int:
     return max(1, length // 2) if stride is None else min(stride, length)
 
 
-def target_tokens(eval_cfg, shortest: int) -> int:
-    """m, the scored final tokens per document: ``eval.target_tokens``, or half the shortest length."""
-    return max(1, shortest // 2) if eval_cfg.target_tokens is None else min(eval_cfg.target_tokens, shortest)
+# The longest multiple the default first_scored leaves room for: windows up to 16 x train_len.
+DEFAULT_CONTEXT_MULTIPLE = 16
 
 
-def reserved_tokens(protocols, max_len: int) -> int:
-    """Tokens the plans need before the scored range (sliding keeps a full history for max_len)."""
-    return max_len if "sliding" in protocols else 0
+def first_scored(eval_cfg, train_len: int) -> int:
+    """S0, the index of the first scored target: ``eval.first_scored``, or 16 x train_len, so that
+    every window up to 16x has its full history. It never depends on which lengths are asked for."""
+    return eval_cfg.first_scored if eval_cfg.first_scored is not None else DEFAULT_CONTEXT_MULTIPLE * train_len
 
 
-def scored_total(n_val: int, max_len: int, windows_at_max: int, protocols) -> int:
-    """T, the number of tokens scored at every length by the stream-based protocols."""
-    fit = (n_val - 1 - reserved_tokens(protocols, max_len)) // max_len
-    if 1 <= fit < windows_at_max:
-        log.warning(
-            "validation split fits only %d windows of %d tokens (eval.windows_at_max=%d)", fit, max_len, windows_at_max)
-    if fit < 1:
+def target_tokens(eval_cfg, train_len: int) -> int:
+    """m, the scored final tokens of each document (fixed_target): ``eval.target_tokens``, or half
+    the training length."""
+    return eval_cfg.target_tokens if eval_cfg.target_tokens is not None else max(1, train_len // 2)
+
+
+def scored_count(eval_cfg, train_len: int, n_val: int) -> int:
+    """T, the targets the stream protocols score: ``eval.scored_tokens``, or fewer when the
+    validation split ends sooner (it depends on the corpus, never on the lengths)."""
+    return max(0, min(eval_cfg.scored_tokens, n_val - first_scored(eval_cfg, train_len)))
+
+
+def token_set(protocol: str, eval_cfg, train_len: int, n_val: int, corpus_hash: str = "") -> str:
+    """The name of the tokens a protocol scores at every length. Two records are comparable (same
+    targets) exactly when their token sets are equal; nonoverlapping and sliding share theirs."""
+    S0 = first_scored(eval_cfg, train_len)
+    prefix = f"{corpus_hash}:" if corpus_hash else ""
+    if protocol == "fixed_target":
+        return f"{prefix}doc-ends[from {S0}: last {target_tokens(eval_cfg, train_len)} of {eval_cfg.target_docs} docs]"
+    return f"{prefix}val[{S0}:{S0 + scored_count(eval_cfg, train_len, n_val)}]"
+
+
+def check_fits(n_val: int, eval_cfg, train_len: int) -> None:
+    """The validation split holds the history and at least one training window of scored tokens."""
+    S0 = first_scored(eval_cfg, train_len)
+    protocols = list(eval_cfg.protocols)
+    max_len = max(eval_lengths(train_len, eval_cfg.multiples))
+    if max_len > S0 and ("sliding" in protocols or "fixed_target" in protocols):
         raise PosbenchError(
-            f"validation split has {n_val} tokens, too few for the longest evaluation window ({max_len} tokens"
-            f"{', twice for the sliding protocol' if 'sliding' in protocols else ''}); use a larger corpus, "
-            "a smaller train_len or smaller eval.multiples"
-        )
-    return max_len * min(fit, windows_at_max)
+            f"the longest evaluation window ({max_len} tokens) is longer than the history before the scored tokens "
+            f"(eval.first_scored={S0}); set eval.first_scored >= {max_len} (it changes which tokens are scored, at every length)")
+    T = scored_count(eval_cfg, train_len, n_val)
+    if T < train_len:
+        raise PosbenchError(
+            f"validation split has {n_val} tokens, too few to score a window of train_len={train_len} after "
+            f"eval.first_scored={S0}; use a larger corpus, a smaller eval.first_scored or a smaller train_len")
+    if T < eval_cfg.scored_tokens:
+        log.warning("the validation split holds %d tokens after eval.first_scored=%d: %d scored tokens, not "
+                    "eval.scored_tokens=%d", n_val, S0, T, eval_cfg.scored_tokens)
 
 
-def document_targets(val: np.ndarray, separator: bytes, max_len: int, target_tokens: int, n_docs: int) -> np.ndarray:
-    """Index of the last byte of up to n_docs documents (evenly spread over the validation split)
-    that are at least target_tokens long and have max_len tokens of stream before their targets.
-    Without document separators, evenly spaced points of the stream stand in for document ends."""
-    lo, hi = max_len + target_tokens - 1, len(val) - 1  # room for the longest context and one target after
+def document_targets(val: np.ndarray, separator: bytes, first: int, target_tokens: int, n_docs: int) -> np.ndarray:
+    """Index of the last byte of up to n_docs documents, evenly spread over the validation split
+    from index ``first`` on, that are at least target_tokens long. Without document separators,
+    evenly spaced points of the stream stand in for document ends."""
+    lo, hi = first + target_tokens - 1, len(val) - 1  # history before the targets, and one target after
     ends = np.empty(0, dtype=np.int64)
     if separator:
         seps = np.flatnonzero(np.asarray(val) == separator[0])
@@ -111,31 +144,31 @@ def document_targets(val: np.ndarray, separator: bytes, max_len: int, target_tok
         ends = ends[(ends >= lo) & (ends < hi)]
     if len(ends) == 0:
         if hi <= lo:
-            raise PosbenchError(f"validation split has {len(val)} tokens, too few for a fixed-target window of {max_len}")
+            raise PosbenchError(f"validation split has {len(val)} tokens, too few for fixed targets after eval.first_scored={first}")
         ends = np.linspace(lo, hi - 1, num=n_docs).round().astype(np.int64)
     if len(ends) > n_docs:
         ends = ends[np.linspace(0, len(ends) - 1, num=n_docs).round().astype(np.int64)]
     return np.unique(ends)
 
 
-def plan_windows(protocol: str, length: int, total: int, max_len: int, eval_cfg, doc_ends: np.ndarray | None,
-                 shortest: int | None = None) -> WindowPlan:
-    """The windows of one protocol at length L (``shortest``: the shortest evaluated length, which
-    sets the fixed-target count m so that it is the same at every length)."""
-    L = length
-    if protocol == "nonoverlapping":
-        n = total // L
-        return WindowPlan(np.arange(1, n + 1) * L, np.full(n, L), 0)
-    if protocol == "sliding":
-        S = stride_for(L, eval_cfg.stride)
-        start = reserved_tokens(["sliding"], max_len)
-        ends = start + np.minimum(np.arange(1, -(-total // S) + 1) * S, total)
-        scored = np.diff(np.concatenate([[start], ends]))
-        return WindowPlan(ends, scored, L - S)
+def plan_windows(protocol: str, length: int, eval_cfg, train_len: int, n_val: int,
+                 doc_ends: np.ndarray | None = None) -> WindowPlan:
+    """The windows of one protocol at length L over a validation split of n_val tokens. The scored
+    targets depend only on the settings and the split (``token_set``), never on L or on the other
+    lengths: stream protocols score targets [S0, S0 + T), fixed_target the last m tokens of the
+    documents in ``doc_ends``."""
+    L, S0, T = length, first_scored(eval_cfg, train_len), scored_count(eval_cfg, train_len, n_val)
+    if protocol in ("nonoverlapping", "sliding"):
+        # a window ending at e reads stream[e - L : e] and predicts targets stream[e - L + 1 : e + 1]
+        S = L if protocol == "nonoverlapping" else stride_for(L, eval_cfg.stride)
+        last_target = S0 + np.minimum(np.arange(1, -(-T // S) + 1) * S, T) - 1
+        scored = np.diff(np.concatenate([[S0 - 1], last_target]))
+        # a final partial non-overlapping window reads the L tokens before its end, like sliding
+        return WindowPlan(last_target, scored, 0 if protocol == "nonoverlapping" else L - S)
     if protocol == "fixed_target":
         if doc_ends is None:
             raise ValueError("the fixed_target protocol needs the document ends (document_targets)")
-        m = target_tokens(eval_cfg, shortest or L)
+        m = target_tokens(eval_cfg, train_len)
         return WindowPlan(np.asarray(doc_ends), np.full(len(doc_ends), m), L - m)
     raise PosbenchError(f"unknown eval protocol {protocol!r}; valid: {', '.join(PROTOCOLS)}")
 
@@ -172,7 +205,10 @@ def check_eval(eval_cfg, train_len: int) -> None:
         raise PosbenchError(f"eval.stride={eval_cfg.stride} must be between 1 and the shortest evaluation length {shortest} (or null for L/2)")
     m = eval_cfg.target_tokens
     if "fixed_target" in protocols and m is not None and not 1 <= m <= shortest:
-        raise PosbenchError(f"eval.target_tokens={m} must be between 1 and the shortest evaluation length {shortest} (or null for half of it)")
-    for key in ("windows_at_max", "target_docs", "batch_tokens"):
+        raise PosbenchError(f"eval.target_tokens={m} must be between 1 and the shortest evaluation length {shortest} "
+                            "(or null for half of train_len)")
+    if eval_cfg.first_scored is not None and eval_cfg.first_scored < 1:
+        raise PosbenchError(f"eval.first_scored must be positive (or null for 16 x train_len), got {eval_cfg.first_scored}")
+    for key in ("scored_tokens", "target_docs", "batch_tokens"):
         if eval_cfg[key] < 1:
             raise PosbenchError(f"eval.{key} must be a positive integer, got {eval_cfg[key]}")

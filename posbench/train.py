@@ -24,13 +24,14 @@ from posbench.cli import hydra_app, in_sweep, job_index, launch_command
 from posbench.config import encoding_params, max_train_position, position_lr_mult, validate
 from posbench.data import check_corpus_fits, corpus_stats, load_corpus
 from posbench.device import describe, resolve_device
-from posbench.evaluate import evaluate_model, log_records
+from posbench.evaluate import evaluate_model, evaluate_run, log_records
+from posbench.protocols import eval_lengths, token_set
 from posbench.model import ModelConfig, build_model
 from posbench.results import (
     clear_resume,
-    is_complete,
     lock_holder,
     new_metrics,
+    read_metrics,
     run_dir_of,
     run_id,
     run_lock,
@@ -60,22 +61,66 @@ def check_jobs(jobs: list[DictConfig]) -> None:
 
 
 def run(cfg: DictConfig) -> Path:
-    """Train (unless complete) and evaluate one run; returns its directory."""
+    """Train (unless done) and evaluate one run; returns its directory.
+
+    A completed run is not trained again: what the evaluation settings ask for and the run does
+    not have yet is evaluated from its checkpoint (so a kill during evaluation loses no training).
+    A diverged run is final unless ``retry_diverged=true``; a failed or killed one resumes."""
     validate(cfg)  # again, for callers that did not come through the command line (cheap)
     rid, run_dir = run_id(cfg), run_dir_of(cfg)
-    if is_complete(run_dir):
-        log.info("skipping %s: already complete", rid)
+    if _settled(cfg, rid, run_dir):
         return run_dir
-    corpus = load_corpus(cfg.data)
     with run_lock(run_dir) as mine:
         if not mine:
             log.warning("skipping %s: another process (pid %s) is working on it", rid, lock_holder(run_dir))
             return run_dir
-        if is_complete(run_dir):  # finished by that other process while we waited for the lock
-            log.info("skipping %s: already complete", rid)
+        if _settled(cfg, rid, run_dir):  # finished by that other process while we waited for the lock
             return run_dir
-        _train_and_evaluate(cfg, rid, run_dir, corpus)
+        m = read_metrics(run_dir, warn=False)
+        if m is not None and m["status"] == "completed":
+            _evaluate_missing(cfg, rid, run_dir)
+        else:
+            if m is not None and m["status"] == "diverged":  # asked to retry: from step 0, not the resume state
+                clear_resume(run_dir)
+            _train_and_evaluate(cfg, rid, run_dir, load_corpus(cfg.data))
     return run_dir
+
+
+def _settled(cfg: DictConfig, rid: str, run_dir: Path) -> bool:
+    """Nothing to do: diverged (and no retry asked), or complete with every evaluation asked for."""
+    m = read_metrics(run_dir, warn=False)
+    if m is None:
+        return False
+    if m["status"] == "diverged" and not cfg.retry_diverged:
+        log.warning("skipping %s: it diverged (loss %s at step %s); runs that diverge are final "
+                    "(retry_diverged=true trains it again)", rid, m.get("final_train_loss"), m.get("train_steps"))
+        return True
+    if m["status"] != "completed":
+        return False
+    if not cfg.evaluate_after_training or not _missing_evaluations(cfg, m):
+        log.info("skipping %s: already complete", rid)
+        return True
+    return False
+
+
+def _missing_evaluations(cfg: DictConfig, metrics: dict) -> bool:
+    """Whether the eval settings ask for a (protocol, length, token set) the run has no record of."""
+    have = {(r["protocol"], r["length"], r.get("token_set")) for r in metrics.get("evaluations", [])}
+    corpus = metrics.get("corpus") or {}
+    n_val, corpus_hash = corpus.get("val_tokens", 0), corpus.get("hash", "")
+    return any((p, L, token_set(p, cfg.eval, cfg.train_len, n_val, corpus_hash)) not in have
+               for p in cfg.eval.protocols for L in eval_lengths(cfg.train_len, cfg.eval.multiples))
+
+
+def _evaluate_missing(cfg: DictConfig, rid: str, run_dir: Path) -> None:
+    if cfg.get("threads"):
+        torch.set_num_threads(cfg.threads)
+    log.info("%s is trained; evaluating what its metrics do not have yet", rid)
+    metrics, made = evaluate_run(run_dir, cfg.eval, cfg.device, attention=cfg.attention, only_missing=True)
+    corpus = metrics["corpus"]
+    asked = {token_set(p, cfg.eval, cfg.train_len, corpus["val_tokens"], corpus["hash"]) for p in cfg.eval.protocols}
+    log_records([r for r in metrics["evaluations"] if r.get("token_set") in asked])
+    log.info("%s: %d new evaluation records", rid, made)
 
 
 def _train_and_evaluate(cfg: DictConfig, rid: str, run_dir: Path, corpus) -> None:
@@ -109,16 +154,24 @@ def _train_and_evaluate(cfg: DictConfig, rid: str, run_dir: Path, corpus) -> Non
         metrics.update(result)
         if result["status"] == "completed":
             save_checkpoint(run_dir, model.state_dict(), resolved)
+            metrics["status"] = "completed"
+            # recorded before evaluating: a kill during evaluation keeps the training, and the next
+            # run of the command evaluates from the checkpoint
+            write_metrics(run_dir, metrics)
             clear_resume(run_dir)  # the final checkpoint supersedes it
             if cfg.evaluate_after_training:
                 records, per_pos = evaluate_model(model, corpus.val, cfg.train_len, cfg.eval, device,
-                                                  doc_separator=cfg.data.doc_separator)
+                                                  doc_separator=cfg.data.doc_separator,
+                                                  corpus_hash=corpus.fingerprint["hash"])
                 metrics["evaluations"] = records
                 write_per_position(run_dir, per_pos)
                 tracker.log_evaluation(records)
                 log_records(records)
     except Exception as e:
-        metrics["status"], metrics["error"] = "failed", f"{type(e).__name__}: {e}"
+        if metrics["status"] == "completed":  # training is safe; the evaluation is retried on the next run
+            metrics["evaluation_error"] = f"{type(e).__name__}: {e}"
+        else:
+            metrics["status"], metrics["error"] = "failed", f"{type(e).__name__}: {e}"
         write_metrics(run_dir, metrics)
         raise
     finally:

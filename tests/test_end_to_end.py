@@ -98,12 +98,12 @@ def test_standalone_evaluation_adds_lengths(sweep, tmp_path):
     shutil.copytree(next(runs.glob("alibi_*s1_*")), run_dir)  # the shared sweep stays as trained
     old = {e["length"]: e["ppl"] for e in json.loads((run_dir / "metrics.json").read_text())["evaluations"]
            if e["protocol"] == "nonoverlapping"}
-    cli("posbench.evaluate", f"run_dir={run_dir}", "eval.multiples=[1,8]", "eval.windows_at_max=4",
+    cli("posbench.evaluate", f"run_dir={run_dir}", "eval.multiples=[1,8]", "eval.scored_tokens=256",
         "eval.protocols=[nonoverlapping]")
     metrics = json.loads((run_dir / "metrics.json").read_text())
     new = {e["length"]: e for e in metrics["evaluations"] if e["protocol"] == "nonoverlapping"}
     assert sorted(new) == [16, 32, 64, 128]
-    assert metrics["commands"] == ["posbench-eval run_dir=<run_dir> eval.multiples=[1,8] eval.windows_at_max=4 eval.protocols=[nonoverlapping]"]
+    assert metrics["commands"] == ["posbench-eval run_dir=<run_dir> eval.multiples=[1,8] eval.scored_tokens=256 eval.protocols=[nonoverlapping]"]
     assert new[32]["ppl"] == old[32]  # untouched lengths are kept
     assert math.isfinite(new[128]["ppl"])
     with np.load(run_dir / "per_position.npz") as z:
@@ -132,7 +132,7 @@ PRESETS = sorted(p.stem for p in (__import__("pathlib").Path(__file__).parent.pa
 def test_every_experiment_preset_runs_a_few_steps(preset, tmp_path, text_corpus, cache_dir):
     """Each preset, as a multirun, with a tiny model for 5 steps: every run completes and evaluates."""
     proc = cli(*train_cmd("-m", f"experiment={preset}", "model=tiny", "train=smoke", "train.steps=5", "train_len=16",
-                          "eval.multiples=[1,2]", "eval.windows_at_max=4", "data=local", f"data.path={text_corpus}",
+                          "eval.multiples=[1,2]", "eval.scored_tokens=256", "data=local", f"data.path={text_corpus}",
                           f"runs_dir={tmp_path}"))
     metrics = [json.loads(p.read_text()) for p in tmp_path.glob("*/metrics.json")]
     assert metrics, proc.stderr[-2000:]
@@ -152,7 +152,7 @@ def test_every_experiment_preset_runs_a_few_steps(preset, tmp_path, text_corpus,
 def test_randomized_positions_train_and_extend_a_learned_table(tmp_path, text_corpus, cache_dir):
     """Ruoss et al. 2023: trained on random positions from [0, 64), a learned table covers 4x."""
     cli(*train_cmd("encoding=learned", "model=tiny", "train=smoke", "train_len=16", "train.random_positions=64",
-                   "eval.multiples=[1,4,8]", "eval.windows_at_max=4", "data=local", f"data.path={text_corpus}",
+                   "eval.multiples=[1,4,8]", "eval.scored_tokens=256", "data=local", f"data.path={text_corpus}",
                    f"runs_dir={tmp_path}"))
     (m,) = [json.loads(p.read_text()) for p in tmp_path.glob("*/metrics.json")]
     ppl = {e["length"]: e["ppl"] for e in m["evaluations"]}

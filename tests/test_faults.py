@@ -21,7 +21,7 @@ from posbench.results import RESUME, read_metrics, run_dir_of, run_lock
 from posbench.train import run
 
 SMALL = ["model=tiny", "train_len=16", "train.batch_size=4", "train.warmup_steps=2", "train.log_every=5",
-         "train.val_every=20", "train.val_batches=1", "eval.multiples=[1,2]", "eval.windows_at_max=2", "data=local"]
+         "train.val_every=20", "train.val_batches=1", "eval.multiples=[1,2]", "eval.scored_tokens=128", "data=local"]
 
 
 def test_ctrl_c_exits_130_with_one_line_and_the_run_resumes(tmp_path, text_corpus, cache_dir):

@@ -10,7 +10,7 @@ import pytest
 
 # threads=1 everywhere: float sums split over a different number of threads round differently,
 # so bit-identity holds at equal thread counts (joblib's workers run one thread each anyway)
-COMMON = ["threads=1", "model=tiny", "train=smoke", "train.steps=6", "train_len=16", "eval.multiples=[1,2]", "eval.windows_at_max=4",
+COMMON = ["threads=1", "model=tiny", "train=smoke", "train.steps=6", "train_len=16", "eval.multiples=[1,2]", "eval.scored_tokens=256",
           "data=local"]
 
 

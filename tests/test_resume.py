@@ -11,7 +11,7 @@ import torch
 
 OVERRIDES = ["model=small", "train_len=32", "train.batch_size=16", "train.steps=120", "train.checkpoint_every=20",
              "train.warmup_steps=10", "train.log_every=5", "train.val_every=40", "train.val_batches=2",
-             "eval.multiples=[1,4]", "eval.windows_at_max=4", "data=local"]
+             "eval.multiples=[1,4]", "eval.scored_tokens=256", "data=local"]
 
 
 def start(runs_dir, corpus):

@@ -24,6 +24,8 @@ from posbench.report.prose import protocol_note, summary_paragraphs
 from posbench.report.stats import ALPHA
 from posbench.report.tables import (
     NOT_DEFINED,
+    NOT_EVALUATED,
+    comparable_records,
     display_table,
     latex_table,
     main_table,
@@ -68,6 +70,7 @@ def build_report(runs_dir: Path, out_dir: Path, tolerance: float = DEFAULT_TOLER
     completed = runs[runs["status"] == "completed"]
     if completed.empty or evals.empty:
         raise PosbenchError(f"no completed, evaluated runs below {str(runs_dir)!r} ({len(runs)} runs, none usable)")
+    evals, left_out = comparable_records(evals)
     out_dir.mkdir(parents=True, exist_ok=True)
 
     table = main_table(evals, tolerance)
@@ -89,7 +92,7 @@ def build_report(runs_dir: Path, out_dir: Path, tolerance: float = DEFAULT_TOLER
         Para(f"{len(completed)} completed runs from `{runs_dir}`: byte-level language models trained on windows of "
              "`train_len` tokens and evaluated at multiples of it. Lower perplexity is better; an encoding that "
              "extrapolates keeps its 1x perplexity (ratio near 1) at lengths it never saw in training. "
-             + protocol_note(sorted(evals["protocol"].unique()))),
+             + protocol_note(evals)),
         Heading("Summary"),
         *[Para(p) for p in summary_paragraphs(table, tolerance)],
         Heading("Perplexity by evaluation length"),
@@ -97,7 +100,8 @@ def build_report(runs_dir: Path, out_dir: Path, tolerance: float = DEFAULT_TOLER
              + (" ± half-width of the 95% t-interval" if seeds > 1 else "")
              + ". **Bold**: lowest mean in its column within the same protocol, model and train_len"
              + (f"; ≈: not significantly different from it (paired t-test over shared seeds on log perplexity, p ≥ {ALPHA})" if seeds > 1 else "")
-             + f". `{NOT_DEFINED}`: the encoding is not defined at that length (a learned table past its size). "
+             + f". `{NOT_DEFINED}`: the encoding is not defined at that length (a learned table past its size); "
+             + f"`{NOT_EVALUATED}`: not evaluated at that length (for at least one seed) on the compared tokens. "
              + (f"`{ratio}`: mean over seeds of the longest multiple's perplexity over 1x. " if ratio else "")
              + f"`extrap. len`: the longest length up to which every evaluated length stays within {tolerance:.0%} of 1x."),
         Table(shown),
@@ -129,6 +133,14 @@ def build_report(runs_dir: Path, out_dir: Path, tolerance: float = DEFAULT_TOLER
                         "re-running the sweep resumes them) and unreadable ones (a file missing or corrupt). None of "
                         "their numbers are in the tables above."),
                    Table(other.fillna(""))]
+    if not left_out.empty:
+        blocks += [Heading("Records not compared"),
+                   Para("Within a protocol, model and train_len the report compares only numbers scored on the same "
+                        "tokens: the token set with the most records. These records were scored on another set (other "
+                        "`eval.scored_tokens`, `eval.first_scored` or fixed-target settings, or made before token sets "
+                        "were recorded), so they are in no table or figure. Re-evaluate the runs with the settings of "
+                        "the others to include them."),
+                   Table(left_out.rename(columns={"token_set": "scored on", "compared_set": "the panel compares"}))]
     blocks += _provenance(runs_dir, completed)
     blocks += [Heading("Files"),
                Para("Beside this report: `table.csv` / `table.tex` (the main table with std, intervals and p-values), "

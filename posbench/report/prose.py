@@ -4,23 +4,33 @@ and which was best."""
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 
 from posbench.protocols import PROTOCOLS
 from posbench.report.stats import ALPHA
-from posbench.report.tables import multiple_columns
+from posbench.report.tables import NOT_DEFINED, multiple_columns
 
 
-def protocol_note(protocols) -> str:
-    """What each protocol in the report scores (from posbench.protocols, the one description)."""
+def protocol_note(evals: pd.DataFrame) -> str:
+    """What each protocol in the report scores (from posbench.protocols, the one description), and
+    which of them score the same tokens (their records name the same token set)."""
+    protocols = sorted(evals["protocol"].unique(), key=lambda p: list(PROTOCOLS).index(p) if p in PROTOCOLS else 99)
     notes = [f"`{p}`: {PROTOCOLS[p].note}" if p in PROTOCOLS else f"`{p}`" for p in protocols]
     text = "Protocols: " + "; ".join(notes) + "."
-    if len(notes) > 1:
-        text += (" Each protocol scores the same tokens at every length, but not the same tokens as the other "
-                 "protocols (sliding starts after the longest window, fixed targets are document ends), so compare "
-                 "encodings and lengths within a protocol, not numbers across protocols.")
+    if len(protocols) > 1:
+        sets = evals.groupby("protocol")["token_set"].agg(lambda x: frozenset(x.dropna()))
+        groups: dict[frozenset, list[str]] = {}
+        for p in protocols:
+            groups.setdefault(sets[p], []).append(p)
+        shared = [g for g in groups.values() if len(g) > 1]
+        alone = [g[0] for g in groups.values() if len(g) == 1]
+        text += " Each protocol scores the same tokens at every length."
+        if shared:
+            text += " " + "; ".join(f"{_names(g)} score the same tokens, so their numbers can be compared with each other"
+                                    for g in shared) + "."
+        if alone:
+            text += (f" {_names(alone)} {'scores' if len(alone) == 1 else 'score'} other tokens "
+                     "(fixed targets are document ends): compare within a protocol there.")
     return text
 
 
@@ -31,14 +41,15 @@ def _names(items: list[str]) -> str:
 
 def describe_panel(sub: pd.DataFrame, tolerance: float) -> str:
     """One paragraph for one (protocol, model, train_len) panel of the main table."""
-    cols = multiple_columns(sub)
+    # only the multiples this panel has numbers (or "not defined") for: nothing is claimed about the rest
+    cols = [c for c in multiple_columns(sub) if sub[c].notna().any() or (sub[f"{c}_note"] == NOT_DEFINED).any()]
     first = sub.iloc[0]
     protocol, model, train_len, seeds = first["protocol"], first["model"], int(first["train_len"]), int(sub["seeds"].max())
     longest = cols[-1]
     max_len = round(train_len * float(longest[:-1]))
     head = (f"**train_len {train_len}, model {model}, {PROTOCOLS[protocol].words if protocol in PROTOCOLS else protocol}** "
             f"({'mean of ' + str(seeds) + ' seeds' if seeds > 1 else 'one seed'}): ")
-    flat, broke, undefined = [], [], []
+    flat, broke, undefined, unevaluated = [], [], [], []
     for _, r in sub.sort_values(longest, na_position="last").iterrows():
         ext = r.get("extrapolation_len")
         if pd.isna(r["1x"]):
@@ -47,11 +58,13 @@ def describe_panel(sub: pd.DataFrame, tolerance: float) -> str:
             flat.append(r["variant"])
             continue
         after = next((c for c in cols if round(train_len * float(c[:-1])) > (ext if pd.notna(ext) else 0)), None)
-        if after is not None and pd.isna(r[after]):
+        if after is not None and pd.isna(r[after]) and r[f"{after}_note"] == NOT_DEFINED:
             undefined.append(f"`{r['variant']}` (not defined past {fmt_len(ext)} tokens)")
+        elif after is not None and pd.isna(r[after]):
+            unevaluated.append(f"`{r['variant']}` (not evaluated past {fmt_len(ext)} tokens)")
         elif after is not None:
-            ratio = r[longest] / r["1x"] if pd.notna(r[longest]) else math.nan
-            broke.append(f"`{r['variant']}` at {after} ({r['1x']:.2f} → {r[after]:.2f}; {ratio:.2f}× 1x at {longest})")
+            at_longest = f"; {r[longest] / r['1x']:.2f}× 1x at {longest}" if pd.notna(r[longest]) else ""
+            broke.append(f"`{r['variant']}` at {after} ({r['1x']:.2f} → {r[after]:.2f}{at_longest})")
     parts = []
     if flat:
         parts.append(f"{_names(flat)} stayed within {tolerance:.0%} of their 1x perplexity up to {longest} ({max_len} tokens)")
@@ -61,6 +74,8 @@ def describe_panel(sub: pd.DataFrame, tolerance: float) -> str:
         parts.append("broke (first multiple past the tolerance): " + "; ".join(broke))
     if undefined:
         parts.append(", ".join(undefined))
+    if unevaluated:
+        parts.append(", ".join(unevaluated))
     text = head + "; ".join(parts) + ". "
     for col in dict.fromkeys(["1x", longest]):
         text += _best_sentence(sub, col)

@@ -17,7 +17,9 @@ import pandas as pd
 
 from posbench.report.stats import ALPHA, ci95_halfwidth, paired_pvalue
 
-NOT_DEFINED = "n/d"
+NOT_DEFINED = "n/d"  # evaluated, and the encoding cannot represent the length (a learned table past its size)
+NOT_EVALUATED = "n/e"  # no record (for some seed) at that length on the compared token set
+UNRECORDED_SET = "(not recorded)"  # records made before token sets were named
 CELL_KEYS = ["protocol", "variant", "model", "train_len"]  # one table row per cell, seeds aggregated
 PANEL_KEYS = ["protocol", "model", "train_len"]  # encodings compared within a panel
 
@@ -37,6 +39,37 @@ def completed(evals: pd.DataFrame) -> pd.DataFrame:
 
 def multiples(evals: pd.DataFrame) -> list[float]:
     return sorted(completed(evals)["multiple"].unique())
+
+
+def comparable_records(evals: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(kept, left out): within each panel (protocol, model, train_len) only records scored on one
+    token set are compared, the set with the most records (ties: the first name); every other
+    record is left out, one row per run x variant x protocol x token set with its lengths."""
+    evals = evals.copy()
+    evals["token_set"] = evals["token_set"].fillna(UNRECORDED_SET) if "token_set" in evals else UNRECORDED_SET
+    counts = evals.groupby(PANEL_KEYS + ["token_set"]).size().rename("n").reset_index()
+    counts = counts.sort_values(PANEL_KEYS + ["n", "token_set"], ascending=[True] * len(PANEL_KEYS) + [False, True])
+    chosen = counts.drop_duplicates(PANEL_KEYS)[PANEL_KEYS + ["token_set"]].rename(columns={"token_set": "compared_set"})
+    evals = evals.merge(chosen, on=PANEL_KEYS, how="left")
+    same = evals["token_set"] == evals["compared_set"]
+    out = evals[~same]
+    left = (out.groupby(["run_id", "variant", "protocol", "token_set", "compared_set"])["length"]
+            .apply(lambda x: ", ".join(str(int(v)) for v in sorted(set(x)))).rename("lengths").reset_index())
+    return evals[same].drop(columns="compared_set"), left
+
+
+def cell_notes(evals: pd.DataFrame) -> dict[tuple, str]:
+    """Why a (cell, multiple) has no mean: ``n/d`` where a record says the encoding is not defined
+    there, ``n/e`` where some seed of the cell has no record at that multiple."""
+    done = completed(evals)
+    seeds = done.groupby(CELL_KEYS)["seed"].nunique()
+    notes = {}
+    for key, g in done.groupby(CELL_KEYS + ["multiple"]):
+        if g["ppl"].isna().any() and "reason" in g and g["reason"].notna().any():
+            notes[key] = NOT_DEFINED
+        elif g["seed"].nunique() < seeds[key[:-1]]:
+            notes[key] = NOT_EVALUATED
+    return notes
 
 
 def per_seed_ppl(evals: pd.DataFrame) -> pd.DataFrame:
@@ -91,6 +124,7 @@ def main_table(evals: pd.DataFrame, tolerance: float) -> pd.DataFrame:
     summary = run_summary(evals, tolerance)
     ms = multiples(evals)
     wide = per_seed_ppl(evals)
+    notes = cell_notes(evals)
     rows = []
     for cell, g in summary.groupby(CELL_KEYS, sort=True):
         row = dict(zip(CELL_KEYS, cell))
@@ -101,6 +135,7 @@ def main_table(evals: pd.DataFrame, tolerance: float) -> pd.DataFrame:
             mean = float(np.mean(v)) if not np.isnan(v).any() else math.nan
             means.append(mean)
             row[fmt_multiple(m)] = mean
+            row[f"{fmt_multiple(m)}_note"] = "" if not np.isnan(mean) else notes.get((*cell, m), NOT_EVALUATED)
             row[f"{fmt_multiple(m)}_std"] = float(np.std(v, ddof=1)) if len(v) > 1 and not np.isnan(mean) else math.nan
             row[f"{fmt_multiple(m)}_ci95"] = ci95_halfwidth(v) if not np.isnan(mean) else math.nan
         if len(ms) > 1 and ms[0] == 1.0:
@@ -179,7 +214,7 @@ def display_table(table: pd.DataFrame, markdown: bool = True) -> pd.DataFrame:
         cells = []
         for _, r in table.iterrows():
             if pd.isna(r[col]):
-                cells.append(NOT_DEFINED)
+                cells.append(r.get(f"{col}_note") or NOT_EVALUATED)
                 continue
             s = f"{r[col]:.2f}"
             if pd.notna(r.get(f"{col}_ci95")):
@@ -192,9 +227,10 @@ def display_table(table: pd.DataFrame, markdown: bool = True) -> pd.DataFrame:
         out[col] = cells
     ratio = [c for c in table.columns if c.endswith("/1x")]
     for col in ratio:
-        out[col] = [NOT_DEFINED if pd.isna(v) else f"{v:.2f}" for v in table[col]]
+        longest = col.split("/")[0]
+        out[col] = [(r.get(f"{longest}_note") or NOT_EVALUATED) if pd.isna(r[col]) else f"{r[col]:.2f}" for _, r in table.iterrows()]
     if "extrapolation_len" in table:
-        out["extrap. len"] = [NOT_DEFINED if pd.isna(v) else f"{int(v)}" for v in table["extrapolation_len"]]
+        out["extrap. len"] = ["-" if pd.isna(v) else f"{int(v)}" for v in table["extrapolation_len"]]
     return out
 
 
