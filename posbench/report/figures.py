@@ -46,17 +46,27 @@ def colour(variant: str):
     return plt.get_cmap("tab20")(2 * _TAB20[hue] + light)
 
 
-def _grid(n_rows: int, n_cols: int, n_lines: int):
-    width = 5.2 if n_lines <= 6 else 7.2  # room for a legend beside crowded axes
-    return plt.subplots(n_rows, n_cols, figsize=(width * n_cols, 3.9 * n_rows), squeeze=False)
+# Figures draw one family per column, so that no panel holds more than a handful of lines (a
+# sweep of every encoding has 19 variants). nope, the baseline, is drawn dashed in every family.
+FAMILIES = {
+    "absolute / none": ["nope", "sinusoidal", "sinusoidal_concat", "learned", "conv"],
+    "rotary": ["rope", "rope+linear", "rope+ntk", "rope+dynamic_ntk", "rope+yarn", "xpos"],
+    "score bias": ["alibi", "sandwich", "kerple_log", "kerple_power", "t5", "fire"],
+    "relative (content)": ["shaw", "transformer_xl"],
+}
+BASELINE = "nope"
 
 
-def _legend(ax, n: int) -> None:
-    """Inside the axes for a few lines; beside them for many, where it would hide the curves."""
-    if n <= 6:
-        ax.legend(fontsize=8)
-    else:
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+def family_of(variant: str) -> str:
+    """The family of a variant (a context-extension variant goes with its base: rope+yarn is
+    rotary); unknown ones go to "other"."""
+    base = variant.split("+")[0]
+    return next((name for name, members in FAMILIES.items() if variant in members or base in members), "other")
+
+
+def families_in(variants) -> list[str]:
+    present = {family_of(v) for v in variants}
+    return [f for f in [*FAMILIES, "other"] if f in present]
 
 
 def save(fig, path: Path) -> None:
@@ -67,55 +77,62 @@ def save(fig, path: Path) -> None:
 
 
 def plot_ppl_vs_length(table: pd.DataFrame, path: Path) -> None:
-    """Perplexity against length, log-log; one row per protocol, one panel per (model, train_len);
-    line = mean over seeds, band = 95% t-interval (two or more seeds), both read from the main
-    table so that the figure shows exactly the table's numbers."""
+    """Perplexity against length, log-log; one row per (protocol, model, train_len), one column per
+    family of encodings (shared y axis within a row); line = mean over seeds, band = 95% t-interval
+    (two or more seeds), both read from the main table so that the figure shows the table's numbers."""
     cols = multiple_columns(table)
-    protocols = sorted(table["protocol"].unique())
-    panels = sorted(table.groupby(PANEL).groups)
-    fig, axes = _grid(len(protocols), len(panels), table["variant"].nunique())
-    for r, protocol in enumerate(protocols):
-        for c, (model, train_len) in enumerate(panels):
+    rows = sorted(table.groupby(["protocol", *PANEL]).groups)
+    fams = families_in(table["variant"])
+    fig, axes = plt.subplots(len(rows), len(fams), figsize=(4.3 * len(fams), 3.4 * len(rows)), squeeze=False, sharey="row")
+    for r, (protocol, model, train_len) in enumerate(rows):
+        sub = table[(table["protocol"] == protocol) & (table["model"] == model) & (table["train_len"] == train_len)]
+        lengths = np.array([round(train_len * float(m[:-1])) for m in cols])
+        for c, fam in enumerate(fams):
             ax = axes[r][c]
-            sub = table[(table["protocol"] == protocol) & (table["model"] == model) & (table["train_len"] == train_len)]
-            if sub.empty:
-                ax.set_visible(False)
-                continue
-            lengths = np.array([round(train_len * float(m[:-1])) for m in cols])
-            for _, row in sub.iterrows():
+            members = sub[sub["variant"].map(family_of) == fam]
+            baseline = sub[sub["variant"] == BASELINE] if fam != family_of(BASELINE) else sub.iloc[0:0]
+            for _, row in pd.concat([members, baseline]).iterrows():
                 mean = row[cols].to_numpy(dtype=float)
                 half = row[[f"{m}_ci95" for m in cols]].to_numpy(dtype=float)
                 ok = ~np.isnan(mean)
-                ax.plot(lengths[ok], mean[ok], marker="o", ms=3, color=colour(row["variant"]), label=row["variant"])
-                if row["seeds"] > 1:
+                dashed = row["variant"] == BASELINE and fam != family_of(BASELINE)
+                ax.plot(lengths[ok], mean[ok], marker="o", ms=3, color=colour(row["variant"]), label=row["variant"],
+                        linestyle="--" if dashed else "-", lw=1 if dashed else 1.5)
+                if row["seeds"] > 1 and not dashed:
                     ax.fill_between(lengths[ok], (mean - half)[ok], (mean + half)[ok], color=colour(row["variant"]), alpha=0.2, lw=0)
             ax.axvline(train_len, color="grey", linestyle=":", linewidth=1)
-            ax.set(xscale="log", yscale="log", xlabel="evaluation length (tokens)", ylabel="perplexity",
-                   title=f"{protocol}: model {model}, trained at {train_len}")
-            ax.set_xticks(lengths, [str(x) for x in lengths])
+            ax.set(xscale="log", yscale="log", title=f"{fam}\n{protocol}, {model}, trained at {train_len}")
+            ax.title.set_fontsize(9)
+            ax.set_xticks(lengths, [str(x) for x in lengths], fontsize=7)
             ax.xaxis.set_minor_formatter(NullFormatter())  # only the evaluated lengths are labelled
             ax.yaxis.set_major_formatter(PLAIN)  # 20, not 2 x 10^1
             ax.yaxis.set_minor_formatter(PLAIN)
+            ax.tick_params(axis="y", which="both", labelsize=7)
             ax.grid(True, which="both", alpha=0.3)
-            _legend(ax, len(sub))
+            if r == len(rows) - 1:
+                ax.set_xlabel("evaluation length (tokens)")
+            if c == 0:
+                ax.set_ylabel("perplexity")
+            if len(members):
+                ax.legend(fontsize=7)
     fig.tight_layout()
     save(fig, path)
 
 
 def plot_per_position(runs: pd.DataFrame, evals: pd.DataFrame, path: Path) -> None:
     """Mean loss by position at each variant's longest defined length (mean over seeds, moving
-    average), one row per protocol that scores every position or the final ones."""
+    average); one row per (protocol, model, train_len), one column per family of encodings."""
     done = completed(evals)
     done = done[done["ppl"].notna()]
     run_dirs = dict(zip(runs["run_id"], runs["run_dir"]))
-    protocols = sorted(done["protocol"].unique())
-    panels = sorted(done.groupby(PANEL).groups)
-    fig, axes = _grid(len(protocols), len(panels), done["variant"].nunique())
-    for r, protocol in enumerate(protocols):
-        for c, (model, train_len) in enumerate(panels):
+    rows = sorted(done.groupby(["protocol", *PANEL]).groups)
+    fams = families_in(done["variant"])
+    fig, axes = plt.subplots(len(rows), len(fams), figsize=(4.3 * len(fams), 3.4 * len(rows)), squeeze=False, sharey="row")
+    for r, (protocol, model, train_len) in enumerate(rows):
+        sub = done[(done["protocol"] == protocol) & (done["model"] == model) & (done["train_len"] == train_len)]
+        for c, fam in enumerate(fams):
             ax = axes[r][c]
-            sub = done[(done["protocol"] == protocol) & (done["model"] == model) & (done["train_len"] == train_len)]
-            for variant, g in sub.groupby("variant"):
+            for variant, g in sub[sub["variant"].map(family_of) == fam].groupby("variant"):
                 L = int(g["length"].max())
                 curves = [_load_curve(run_dirs[rid], per_position_key(variant, protocol, L)) for rid in g[g["length"] == L]["run_id"]]
                 curves = [x for x in curves if x is not None]
@@ -129,14 +146,21 @@ def plot_per_position(runs: pd.DataFrame, evals: pd.DataFrame, path: Path) -> No
                 x, curve = x[keep], curve[keep]
                 k = max(1, len(curve) // 64)  # moving average: per-position means over few windows are noisy
                 smooth = np.convolve(curve, np.ones(k) / k, mode="valid")
-                ax.plot(x[k // 2 : k // 2 + len(smooth)], smooth, color=colour(variant), label=f"{variant} (L={L})")
+                ax.plot(x[k // 2 : k // 2 + len(smooth)], smooth, color=colour(variant), label=f"{variant} (L={L})", lw=1.2)
             ax.axvline(train_len, color="grey", linestyle=":", linewidth=1)
             # log x: the first tokens (little context) and the far tail (unseen positions) both stay visible
-            ax.set(xscale="log", xlabel="position in window (1-based)", ylabel="mean loss (nats)",
-                   title=f"{protocol}: model {model}, trained at {train_len}")
+            ax.set(xscale="log", title=f"{fam}\n{protocol}, {model}, trained at {train_len}")
+            ax.xaxis.set_major_formatter(PLAIN)  # 100, not 10^2; no labels on minor ticks
+            ax.xaxis.set_minor_formatter(NullFormatter())
+            ax.title.set_fontsize(9)
+            ax.tick_params(labelsize=7)
             ax.grid(True, alpha=0.3)
-            if sub["variant"].nunique():
-                _legend(ax, sub["variant"].nunique())
+            if r == len(rows) - 1:
+                ax.set_xlabel("position in window (1-based)")
+            if c == 0:
+                ax.set_ylabel("mean loss (nats)")
+            if ax.lines[1:]:
+                ax.legend(fontsize=7)
     fig.tight_layout()
     save(fig, path)
 
@@ -147,56 +171,81 @@ def _load_curve(run_dir: str, key: str):
 
 
 def plot_ratio_heatmap(table: pd.DataFrame, path: Path) -> str | None:
-    """Encoding x (model, train_len) coloured by the longest multiple's ratio to 1x, one panel per
-    protocol; returns the ratio column's name (None if the table has none)."""
+    """One heatmap: encodings (rows, grouped by family) x (protocol, model, train_len) columns,
+    coloured by the longest multiple's ratio to 1x on a log scale centred on 1; returns the ratio
+    column's name (None if the table has none)."""
     ratio = next((c for c in table.columns if c.endswith("/1x")), None)
     if ratio is None:
         return None
-    protocols = sorted(table["protocol"].unique())
-    fig, axes = plt.subplots(1, len(protocols), squeeze=False,
-                             figsize=(2.2 + 1.3 * table.groupby(PANEL).ngroups * len(protocols), 0.9 + 0.32 * table["variant"].nunique()))
-    values = table[ratio].to_numpy(dtype=float)
+    order = {v: i for i, v in enumerate(m for members in FAMILIES.values() for m in members)}
+    variants = sorted(table["variant"].unique(), key=lambda v: (order.get(v, len(order)), v))
+    grid = table.pivot_table(index="variant", columns=["protocol", *PANEL], values=ratio, dropna=False).reindex(variants)
+    values = grid.to_numpy(dtype=float)
+    fig, ax = plt.subplots(figsize=(2.6 + 0.95 * grid.shape[1], 1.0 + 0.3 * grid.shape[0]))
     lo, hi = np.nanmin(values, initial=1.0), np.nanmax(values, initial=1.0)
     span = max(hi, 1 / max(lo, 1e-9), 1.05)
     norm = LogNorm(vmin=1 / span, vmax=span)  # centred on 1: green stays flat, red breaks
-    for ax, protocol in zip(axes[0], protocols):
-        sub = table[table["protocol"] == protocol]
-        grid = sub.pivot_table(index="variant", columns=PANEL, values=ratio, dropna=False)
-        im = ax.imshow(grid.to_numpy(dtype=float), cmap="RdYlGn_r", norm=norm, aspect="auto")
-        ax.set_xticks(range(grid.shape[1]), [f"{m}\nL={t}" for m, t in grid.columns], fontsize=8)
-        ax.set_yticks(range(grid.shape[0]), grid.index, fontsize=8)
-        for (i, j), v in np.ndenumerate(grid.to_numpy(dtype=float)):
-            ax.text(j, i, "n/d" if np.isnan(v) else f"{v:.2f}", ha="center", va="center", fontsize=7)
-        ax.set_title(f"{protocol}: {ratio}", fontsize=9)
-    bar = fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8, label=f"perplexity ratio {ratio}")
-    ticks = [t for t in (0.25, 0.5, 0.75, 1, 1.25, 1.5, 2, 3, 4, 6, 8, 16, 32) if 1 / span <= t <= span]
+    im = ax.imshow(values, cmap="RdYlGn_r", norm=norm, aspect="auto")
+    ax.set_xticks(range(grid.shape[1]), [f"{p}\n{m} L={t}" for p, m, t in grid.columns], fontsize=7, rotation=0)
+    ax.set_yticks(range(grid.shape[0]), grid.index, fontsize=8)
+    longest = ratio.split("/")[0]
+    notes = table.pivot_table(index="variant", columns=["protocol", *PANEL], values=f"{longest}_note", aggfunc="first",
+                              dropna=False).reindex(index=grid.index, columns=grid.columns) if f"{longest}_note" in table else None
+    for (i, j), v in np.ndenumerate(values):
+        note = notes.iat[i, j] if notes is not None and isinstance(notes.iat[i, j], str) and notes.iat[i, j] else "n/e"
+        ax.text(j, i, note if np.isnan(v) else f"{v:.2f}", ha="center", va="center", fontsize=7)
+    protocols = [p for p, _, _ in grid.columns]
+    for j in range(1, len(protocols)):  # a line between protocols
+        if protocols[j] != protocols[j - 1]:
+            ax.axvline(j - 0.5, color="black", lw=1.5)
+    fams = [family_of(v) for v in grid.index]
+    for i in range(1, len(fams)):  # and between families
+        if fams[i] != fams[i - 1]:
+            ax.axhline(i - 0.5, color="white", lw=2)
+    ax.set_title(f"perplexity ratio {ratio} (mean over seeds)", fontsize=9)
+    bar = fig.colorbar(im, ax=ax, shrink=0.8, label=f"perplexity ratio {ratio}")
+    candidates = [0.25, 0.5, 0.67, 0.8, 0.9, 0.95, 1, 1.05, 1.1, 1.25, 1.5, 2, 3, 4, 6, 8, 16, 32]
+    ticks = [t for t in candidates if 1 / span <= t <= span]
+    if len(ticks) < 3:  # a narrow range: evenly spaced (in log) ticks with two decimals
+        ticks = sorted({round(float(t), 2) for t in np.geomspace(1 / span, span, 5)})
     bar.set_ticks(ticks, labels=[f"{t:g}" for t in ticks])
     bar.ax.yaxis.set_minor_formatter(NullFormatter())
+    fig.tight_layout()
     save(fig, path)
     return ratio
 
 
 def plot_training_curves(runs: pd.DataFrame, path: Path) -> None:
-    """Training loss against step (mean over seeds, smoothed) and validation loss (dots), one panel
-    per (model, train_len)."""
+    """Training loss against step (mean over seeds, smoothed) and validation loss (dots); one row
+    per (model, train_len), one column per family of encodings."""
     done = runs[runs["status"] == "completed"]
-    panels = sorted(done.groupby(PANEL).groups)
-    fig, axes = _grid(1, len(panels), done["encoding"].nunique())
-    for ax, (model, train_len) in zip(axes[0], panels):
+    rows = sorted(done.groupby(PANEL).groups)
+    fams = families_in(done["encoding"])
+    fig, axes = plt.subplots(len(rows), len(fams), figsize=(4.3 * len(fams), 3.4 * len(rows)), squeeze=False, sharey="row")
+    for r, (model, train_len) in enumerate(rows):
         sub = done[(done["model"] == model) & (done["train_len"] == train_len)]
-        for encoding, g in sub.groupby("encoding"):
-            hist = [_history(d) for d in g["run_dir"]]
-            hist = [h for h in hist if h is not None and not h.empty]
-            if not hist:
-                continue
-            train = pd.concat(hist).groupby("step")["loss"].mean()
-            ax.plot(train.index, train.rolling(5, min_periods=1).mean(), color=colour(encoding), label=encoding, lw=1.2)
-            val = pd.concat(hist).dropna(subset=["val_loss"]).groupby("step")["val_loss"].mean() if "val_loss" in hist[0] else None
-            if val is not None and len(val):
-                ax.plot(val.index, val.values, "o", ms=3, color=colour(encoding))
-        ax.set(xlabel="step", ylabel="loss (nats/byte)", title=f"training: model {model}, train_len {train_len}")
-        ax.grid(True, alpha=0.3)
-        _legend(ax, sub["encoding"].nunique())
+        for c, fam in enumerate(fams):
+            ax = axes[r][c]
+            for encoding, g in sub[sub["encoding"].map(family_of) == fam].groupby("encoding"):
+                hist = [h for h in (_history(d) for d in g["run_dir"]) if h is not None and not h.empty]
+                if not hist:
+                    continue
+                both = pd.concat(hist)
+                train = both.groupby("step")["loss"].mean()
+                ax.plot(train.index, train.rolling(5, min_periods=1).mean(), color=colour(encoding), label=encoding, lw=1.2)
+                if "val_loss" in both:
+                    val = both.dropna(subset=["val_loss"]).groupby("step")["val_loss"].mean()
+                    ax.plot(val.index, val.values, "o", ms=3, color=colour(encoding))
+            ax.set(title=f"{fam}\ntraining: {model}, train_len {train_len}")
+            ax.title.set_fontsize(9)
+            ax.tick_params(labelsize=7)
+            ax.grid(True, alpha=0.3)
+            if r == len(rows) - 1:
+                ax.set_xlabel("step")
+            if c == 0:
+                ax.set_ylabel("loss (nats/byte)")
+            if ax.lines:
+                ax.legend(fontsize=7)
     fig.tight_layout()
     save(fig, path)
 
