@@ -35,12 +35,14 @@ def biased_causal_attention(
     q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,
-    bias_fn: BiasFn,
+    bias_fn: BiasFn | None,
     positions: torch.Tensor,
     scale: float | None = None,
     max_elements: int = MAX_SCORE_ELEMENTS,
+    block: int | None = None,
 ) -> torch.Tensor:
-    """Causal attention with logits q.k * scale + bias_fn(pos_i, pos_j)[h], chunked over queries.
+    """Causal attention with logits q.k * scale + bias_fn(pos_i, pos_j)[h] (no bias: None),
+    chunked over queries; ``block``: blockwise causal attention (``future_mask``).
 
     Causality is by index (j <= i), not by position value, so randomized or interpolated positions
     keep the mask right. SDPA refuses a float mask together with ``is_causal``, so the -inf causal
@@ -49,8 +51,9 @@ def biased_causal_attention(
     B, H, L, _ = q.shape
     out = []
     for start, end in query_chunks(q.shape, max_elements):
-        bias = bias_fn(positions[start:end], positions[:end])
-        bias = bias.masked_fill(future_mask(start, end, q.device), float("-inf")).to(q.dtype)
+        masked = future_mask(start, end, q.device, block)
+        bias = bias_fn(positions[start:end], positions[:end]) if bias_fn is not None else torch.zeros(masked.shape, device=q.device)
+        bias = bias.masked_fill(masked, float("-inf")).to(q.dtype)
         out.append(F.scaled_dot_product_attention(q[:, :, start:end], k[:, :, :end], v[:, :, :end], attn_mask=bias, scale=scale))
     return out[0] if len(out) == 1 else torch.cat(out, dim=2)
 
@@ -131,9 +134,16 @@ def query_chunks(shape: torch.Size, max_elements: int) -> list[tuple[int, int]]:
     return [(s, min(L, s + chunk)) for s in range(0, L, chunk)]
 
 
-def future_mask(start: int, end: int, device) -> torch.Tensor:
-    """[end - start, end] boolean mask, True where key index > query index (causality by index)."""
-    return torch.arange(end, device=device)[None, :] > torch.arange(start, end, device=device)[:, None]
+def future_mask(start: int, end: int, device, block: int | None = None) -> torch.Tensor:
+    """[end - start, end] boolean mask of the pairs a query must not see: keys after it (causality
+    by index), and with ``block`` (blockwise causal attention, Sun et al. 2022) keys before the
+    previous block of ``block`` tokens, so a query sees between ``block`` and 2 ``block`` keys."""
+    keys = torch.arange(end, device=device)[None, :]
+    queries = torch.arange(start, end, device=device)[:, None]
+    mask = keys > queries
+    if block is not None:
+        mask = mask | (keys // block < queries // block - 1)
+    return mask
 
 
 def relative_causal_attention(
@@ -146,6 +156,7 @@ def relative_causal_attention(
     rel_v: torch.Tensor | None = None,
     scale: float | None = None,
     max_elements: int = MAX_SCORE_ELEMENTS,
+    block: int | None = None,
 ) -> torch.Tensor:
     """Attention with content-position terms indexed by clipped distance d = min(pos_i - pos_j, R-1):
 
@@ -165,7 +176,7 @@ def relative_causal_attention(
         dist = (positions[start:end, None] - positions[None, :end]).clamp(0, R - 1).expand(B, H, -1, -1)
         scores = q[:, :, start:end] @ k[:, :, :end].transpose(-1, -2)
         scores = scores + (rel_q[:, :, start:end] @ rel_k.transpose(-1, -2)).gather(-1, dist)
-        scores = (scores * scale).masked_fill(future_mask(start, end, q.device), float("-inf"))
+        scores = (scores * scale).masked_fill(future_mask(start, end, q.device, block), float("-inf"))
         # softmax in at least fp32 (bf16 under autocast would lose the small weights)
         attn = scores.softmax(-1, dtype=torch.promote_types(scores.dtype, torch.float32)).to(v.dtype)
         y = attn @ v[:, :, :end]

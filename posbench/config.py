@@ -76,7 +76,8 @@ class EvalConfig:
     target_docs: int = 64  # fixed_target: documents scored
     batch_tokens: int = 16384
     rope_scaling: List[str] = field(default_factory=list)  # extra rows for rope: linear, ntk, dynamic_ntk, yarn
-    rope_factor: Optional[float] = None  # None: eval_len / train_len at each length (>= 1 when set)
+    rope_factor: Optional[float] = None  # static scalings' s; None: the longest multiple (>= 1 when set)
+    bca: List[str] = field(default_factory=lambda: ["xpos"])  # encodings also evaluated with blockwise causal attention
 
 
 @dataclass
@@ -208,6 +209,8 @@ def validate(cfg: DictConfig) -> None:
     check_eval(cfg.eval, cfg.train_len)
     if bad := [s for s in cfg.eval.rope_scaling if s not in ROPE_SCALINGS]:
         raise PosbenchError(f"unknown eval.rope_scaling {bad[0]!r}; valid: {', '.join(ROPE_SCALINGS)}")
+    if bad := [e for e in cfg.eval.bca if e not in available()]:
+        raise PosbenchError(f"unknown encoding in eval.bca: {bad[0]!r}; valid: {', '.join(available())}")
     if cfg.eval.rope_factor is not None and cfg.eval.rope_factor < 1:
         raise PosbenchError(f"eval.rope_factor must be at least 1 (or null), got {cfg.eval.rope_factor:g}")
     d = cfg.data

@@ -42,6 +42,7 @@ from posbench.protocols import (
     target_tokens,
     token_set,
 )
+from posbench.positions import sample_positions
 from posbench.results import (
     load_checkpoint,
     per_position_key,
@@ -49,6 +50,7 @@ from posbench.results import (
     write_metrics,
     write_per_position,
 )
+from posbench.variants import BCA_SUFFIX, RANDPOS_SUFFIX, base_variant
 
 log = logging.getLogger("posbench")
 
@@ -85,6 +87,8 @@ def evaluate_model(
     plans = {(p, L): plan_windows(p, L, eval_cfg, train_len, n_val, doc_ends) for p in protocols for L in lengths}
     stream = torch.from_numpy(np.asarray(val_tokens).astype(np.int64))
     variants = enc.eval_variants(eval_cfg)
+    if enc.shape.max_position > train_len:  # trained on randomized positions: also evaluate as trained
+        variants.append(f"{enc.name}{RANDPOS_SUFFIX}")
     todo = [(v, L, p) for v in variants for L in lengths for p in protocols
             if (v, p, L, sets[p]) not in (skip or set())]
     records, per_position = [], {}
@@ -94,17 +98,22 @@ def evaluate_model(
         for variant in dict.fromkeys(v for v, _, _ in todo):
             bar.set_description(f"eval {variant}")
             for L in dict.fromkeys(L for v, L, _ in todo if v == variant):
-                enc.configure_eval(variant, L, eval_cfg)
+                model.attention_block = max(1, train_len // 2) if variant.endswith(BCA_SUFFIX) else None
+                enc.configure_eval(base_variant(variant), L, eval_cfg)
+                sampled = variant.endswith(RANDPOS_SUFFIX)
                 for protocol in [p for v, l_, p in todo if v == variant and l_ == L]:
                     plan = plans[protocol, L]
                     base = {"variant": variant, "protocol": protocol, "length": L, "multiple": L / train_len,
                             "token_set": sets[protocol], "min_context": plan.min_context}
                     reason = enc.undefined_reason(L)
+                    if sampled and L > enc.shape.max_position:
+                        reason = f"randomized positions are drawn from [0, {enc.shape.max_position}), fewer than {L}"
                     if reason is not None:
                         bar.update(len(plan.ends) * L)
                         records.append({**base, "tokens_scored": 0, "loss": None, "ppl": None, "bpb": None, "reason": reason})
                         continue
-                    pos_loss = score_windows(model, stream, plan, L, eval_cfg.batch_tokens, device, bar)
+                    pos_loss = score_windows(model, stream, plan, L, eval_cfg.batch_tokens, device, bar,
+                                             enc.shape.max_position if sampled else None)
                     mean = float(np.nansum(pos_loss[0]) / pos_loss[1].sum())
                     records.append({**base, "tokens_scored": plan.tokens_scored, "loss": mean, "ppl": math.exp(mean),
                                     "bpb": mean / math.log(2), "reason": None})
@@ -112,13 +121,17 @@ def evaluate_model(
                         per_position[per_position_key(variant, protocol, L)] = (pos_loss[0] / pos_loss[1]).astype(np.float32)
     finally:
         enc.configure_eval(enc.name, train_len, eval_cfg)  # back to the trained configuration
+        model.attention_block = None
         bar.close()
     return records, per_position
 
 
-def score_windows(model, stream: torch.Tensor, plan: WindowPlan, L: int, batch_tokens: int, device, bar):
+def score_windows(model, stream: torch.Tensor, plan: WindowPlan, L: int, batch_tokens: int, device, bar,
+                  random_positions: int | None = None):
     """Run the plan's windows of length L: (summed loss, count) at each position of the window,
-    counting only the scored (final) positions of each window."""
+    counting only the scored (final) positions of each window. ``random_positions``: positions are
+    a sorted sample of L from [0, random_positions), drawn per batch of windows as in training
+    (Ruoss et al. 2023's code samples them at evaluation too), reproducible from (L, batch)."""
     ends = torch.as_tensor(plan.ends, dtype=torch.int64)
     scored = torch.as_tensor(plan.scored, dtype=torch.int64)
     offsets = torch.arange(-L, 0)
@@ -130,6 +143,8 @@ def score_windows(model, stream: torch.Tensor, plan: WindowPlan, L: int, batch_t
         idx = ends[s : s + batch, None] + offsets  # input indices [b, L]; targets are one further
         mask = torch.arange(L)[None, :] >= (L - scored[s : s + batch, None])  # the scored final positions
         x, y = stream[idx].to(device), stream[idx + 1].to(device)
+        if random_positions is not None:
+            positions = sample_positions(random_positions, L, seed=L, step=s).to(device)
         with autocast(device):
             logits = model(x, positions)
         loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten(), reduction="none").view_as(y).cpu()

@@ -35,16 +35,19 @@ class CausalSelfAttention(nn.Module):
         self.proj = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
         self.dropout = nn.Dropout(cfg.dropout)
 
-    def forward(self, x, enc: PositionalEncoding, positions, pos_state, flex: bool = False):
+    def forward(self, x, enc: PositionalEncoding, positions, pos_state, flex: bool = False, block: int | None = None):
         B, L, D = x.shape
         q, k, v = self.qkv(x).view(B, L, 3, self.n_heads, D // self.n_heads).permute(2, 0, 3, 1, 4)
         if enc.uses_relative:
-            y = enc.relative_attention(q, k, v, positions, self.layer)
+            y = enc.relative_attention(q, k, v, positions, self.layer, block=block)
         else:
             if enc.uses_rotation:
                 q, k = enc.rotate(q, k, pos_state)
             scale = enc.softmax_scale()
-            if enc.uses_bias:
+            if block is not None:  # blockwise causal attention (evaluation only): the masked path
+                bias_fn = (lambda i, j: enc.bias(i, j, self.layer)) if enc.uses_bias else None  # noqa: E731
+                y = biased_causal_attention(q, k, v, bias_fn, positions, scale, block=block)
+            elif enc.uses_bias:
                 y = None
                 if flex:
                     # the bias depends on i - j only: one [H, L] table (distances 0..L-1) serves every pair
@@ -76,8 +79,8 @@ class Block(nn.Module):
         self.attn = CausalSelfAttention(cfg, layer)
         self.mlp = MLP(cfg)
 
-    def forward(self, x, enc, positions, pos_state, flex=False):
-        x = x + self.attn(self.ln1(x), enc, positions, pos_state, flex)
+    def forward(self, x, enc, positions, pos_state, flex=False, block=None):
+        x = x + self.attn(self.ln1(x), enc, positions, pos_state, flex, block)
         return x + self.mlp(self.ln2(x))
 
 
@@ -94,6 +97,8 @@ class LanguageModel(nn.Module):
         self.head.weight = self.tok_emb.weight  # weight tying, as in GPT-2
         # bias encodings: "auto" (flex where attention.use_flex finds it pays), "flex" or "chunked"
         self.attention = "auto"
+        # blockwise causal attention's block size, set for evaluation only (None: full causal)
+        self.attention_block: int | None = None
         # GPT-2 init for the transformer; the encoding keeps its own (it knows what its parameters mean)
         nn.init.normal_(self.tok_emb.weight, std=0.02)
         for name, p in self.blocks.named_parameters():
@@ -113,14 +118,16 @@ class LanguageModel(nn.Module):
         x = self.drop(x)
         pos_state = self.encoding.prepare(positions)
         enc, L = self.encoding, idx.shape[1]
+        block = self.attention_block
         flex = (
-            enc.uses_bias
+            block is None
+            and enc.uses_bias
             and enc.translation_invariant
             and use_flex(idx.device, L, self.training, self.attention)
             and torch.equal(positions, torch.arange(L, device=positions.device))
         )
-        for block in self.blocks:
-            x = block(x, self.encoding, positions, pos_state, flex)
+        for layer in self.blocks:
+            x = layer(x, self.encoding, positions, pos_state, flex, block)
         return self.head(self.ln_f(x))
 
 

@@ -24,6 +24,7 @@ from tqdm.auto import tqdm
 
 from posbench.data import sample_batch
 from posbench.device import autocast
+from posbench.positions import sample_positions
 from posbench.results import discard_resume, load_resume, save_resume
 from posbench.tracking import Tracker
 
@@ -61,13 +62,6 @@ def lr_factor(step: int, tc) -> float:
         return (step + 1) / tc.warmup_steps
     progress = (step - tc.warmup_steps) / max(1, tc.steps - tc.warmup_steps)
     return tc.min_lr_ratio + (1 - tc.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
-
-
-def random_positions(max_position: int, length: int, seed: int, step: int) -> torch.Tensor:
-    """Randomized positions (Ruoss et al. 2023): a sorted sample of ``length`` distinct positions
-    from [0, max_position), one per step (shared by the batch), reproducible from (seed, step)."""
-    rng = np.random.default_rng([seed, step, 1])
-    return torch.from_numpy(np.sort(rng.choice(max_position, size=length, replace=False)))
 
 
 @torch.no_grad()
@@ -153,7 +147,7 @@ def train_model(
         x, y = sample_batch(train_tokens, tc.batch_size, train_len, seed, step)
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
         if tc.random_positions:
-            positions = random_positions(tc.random_positions, train_len, seed, step).to(device)
+            positions = sample_positions(tc.random_positions, train_len, seed, step).to(device)
         with autocast(device):
             logits = forward(x, positions)
         loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten())

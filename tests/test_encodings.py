@@ -201,12 +201,30 @@ def test_rope_extension_is_set_at_evaluation_and_never_stored():
 
     model = tiny_model("rope", train_len=16)
     assert not any("freq" in k for k in model.state_dict())
-    eval_cfg = OmegaConf.create({"rope_scaling": ["yarn"], "rope_factor": None})
-    assert model.encoding.eval_variants(eval_cfg) == ["rope", "rope+yarn"]
-    model.encoding.configure_eval("rope+yarn", 64, eval_cfg)
+    eval_cfg = OmegaConf.create({"rope_scaling": ["yarn"], "rope_factor": None, "multiples": [1, 2, 4], "bca": []})
+    assert model.encoding.eval_variants(eval_cfg) == ["rope", "rope+yarn@4x"]
+    model.encoding.configure_eval("rope+yarn@4x", 32, eval_cfg)  # 2x: still the one static factor, 4
     assert model.encoding.softmax_scale() == pytest.approx((0.1 * math.log(4) + 1) ** 2 / math.sqrt(8))
     model.encoding.configure_eval("rope", 16, eval_cfg)
     assert model.encoding.softmax_scale() is None
+
+
+def test_static_and_dynamic_ntk_differ_where_the_methods_differ():
+    """Static NTK uses one factor (the longest multiple) at every length; dynamic NTK takes it from
+    the current length: the two agree at the longest length only."""
+    from omegaconf import OmegaConf
+
+    enc = tiny_model("rope", train_len=16).encoding
+    cfg = OmegaConf.create({"rope_scaling": ["ntk", "dynamic_ntk"], "rope_factor": None, "multiples": [1, 2, 4], "bca": []})
+    assert enc.eval_variants(cfg) == ["rope", "rope+ntk@4x", "rope+dynamic_ntk"]
+    freqs = {}
+    for variant in ("rope+ntk@4x", "rope+dynamic_ntk"):
+        for L in (16, 32, 64):
+            enc.configure_eval(variant, L, cfg)
+            freqs[variant, L] = enc.inv_freq.clone()
+    assert torch.allclose(freqs["rope+ntk@4x", 64], freqs["rope+dynamic_ntk", 64])
+    assert not torch.allclose(freqs["rope+ntk@4x", 32], freqs["rope+dynamic_ntk", 32])
+    assert torch.allclose(freqs["rope+dynamic_ntk", 16], rope_frequencies(8)[0])  # s = 1 at 1x: plain RoPE
 
 
 @pytest.mark.parametrize("name", ["kerple_log", "kerple_power", "alibi", "sandwich"])
@@ -292,7 +310,7 @@ def test_conv_is_causal_even_with_a_wide_kernel():
 
 
 def test_randomized_positions_are_sorted_distinct_and_reproducible():
-    from posbench.trainer import random_positions
+    from posbench.positions import sample_positions as random_positions
 
     a, b = random_positions(1024, 64, 0, 5), random_positions(1024, 64, 0, 5)
     assert a.equal(b) and a.shape == (64,) and bool((a[1:] > a[:-1]).all()) and int(a.max()) < 1024
@@ -301,11 +319,10 @@ def test_randomized_positions_are_sorted_distinct_and_reproducible():
 
 @pytest.mark.parametrize("train_len", [16, 128, 4096])
 def test_fire_parameters_start_where_asked_with_finite_gradients(train_len):
-    import torch.nn.functional as F
-
     enc = build_encoding("fire", ModelShape(32, 4, 2, train_len))
     layer = enc.layers[0]
-    assert F.softplus(layer.L_raw).item() == pytest.approx(train_len, rel=1e-5)
-    assert F.softplus(layer.c_raw).item() == pytest.approx(0.1, rel=1e-5)
+    assert layer.threshold().item() == pytest.approx(train_len / 4)  # the paper: 512 at 2048
+    assert layer.c.item() == pytest.approx(0.1) and layer.L_multiplier.item() == 1.0
     enc.bias(torch.arange(200), torch.arange(200), 0).sum().backward()
     assert all(torch.isfinite(p.grad).all() for p in layer.parameters())
+    assert layer.L_multiplier.grad.abs().item() > 0  # the threshold learns

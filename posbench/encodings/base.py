@@ -19,6 +19,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from posbench.variants import BCA_SUFFIX
+
 
 @dataclass(frozen=True)
 class ModelShape:
@@ -86,14 +88,21 @@ class PositionalEncoding(nn.Module):
         raise NotImplementedError
 
     # -- relative content terms -------------------------------------------------------------------
-    def relative_attention(self, q, k, v, positions, layer: int) -> torch.Tensor:
-        """Whole attention for encodings with content-position terms (Shaw, Transformer-XL)."""
+    def relative_attention(self, q, k, v, positions, layer: int, block: int | None = None) -> torch.Tensor:
+        """Whole attention for encodings with content-position terms (Shaw, Transformer-XL);
+        ``block``: blockwise causal attention (posbench.attention.future_mask)."""
         raise NotImplementedError
 
     # -- evaluation-time variants -------------------------------------------------------------------
     def eval_variants(self, eval_cfg) -> list[str]:
-        """Names under which one checkpoint is evaluated (e.g. rope, rope+yarn); default: itself."""
-        return [self.name]
+        """Names under which one checkpoint is evaluated (e.g. rope, rope+yarn); default: itself,
+        and itself with blockwise causal attention where ``eval.bca`` names it."""
+        return [self.name] + self.window_variants(eval_cfg)
+
+    def window_variants(self, eval_cfg) -> list[str]:
+        """``<name>+bca`` when ``eval.bca`` lists this encoding: the same weights evaluated with
+        blockwise causal attention (the xPos paper's inference setting), its own report row."""
+        return [f"{self.name}{BCA_SUFFIX}"] if self.name in (eval_cfg.get("bca") or []) else []
 
     def configure_eval(self, variant: str, length: int, eval_cfg) -> None:
         """Set up ``variant`` for windows of ``length`` tokens. Never stored in a checkpoint."""

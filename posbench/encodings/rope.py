@@ -9,7 +9,13 @@ channel i + d/2 (the "rotate half" layout of GPT-NeoX); this is a fixed permutat
 adjacent pairs and gives the same model class.
 
 Context extension, chosen at evaluation time (never trained, never stored in a checkpoint), with
-scale factor s (set, or eval_len / train_len) and L_train the training length:
+scale factor s and L_train the training length. The static methods (linear, ntk, yarn) use one
+factor at every length, as a user extending a model to a target context would: ``eval.rope_factor``,
+or by default the longest evaluated multiple; their rows are named with it (``rope+yarn@16x``), so
+rows with different factors are never mixed. ``dynamic_ntk`` derives s from the current length.
+Reference code followed for the formulas: HF transformers ``modeling_rope_utils.py``
+(``_compute_linear_scaling_rope_parameters``, ``_compute_dynamic_ntk_parameters``,
+``_compute_yarn_parameters``: beta_fast 32, beta_slow 1, attention factor 0.1 ln s + 1).
 
 * ``linear``      Position Interpolation (Chen et al. 2023): theta_i / s, i.e. positions / s.
 * ``ntk``         NTK-aware scaling (bloc97 2023): base' = base * s^(d / (d - 2)).
@@ -138,11 +144,21 @@ class RoPE(PositionalEncoding):
         for s in eval_cfg.rope_scaling:
             if s not in ROPE_SCALINGS:
                 raise PosbenchError(f"unknown eval.rope_scaling {s!r}; valid: {', '.join(ROPE_SCALINGS)}")
-        return [self.name] + [f"{self.name}+{s}" for s in eval_cfg.rope_scaling]
+        factor = static_factor(eval_cfg)
+        named = [f"{self.name}+{s}" if s in DYNAMIC_SCALINGS else f"{self.name}+{s}@{factor:g}x" for s in eval_cfg.rope_scaling]
+        return [self.name] + named + self.window_variants(eval_cfg)
 
     def configure_eval(self, variant, length, eval_cfg):
-        scaling = variant.split("+", 1)[1] if "+" in variant else None
-        factor = eval_cfg.get("rope_factor") or max(1.0, length / self.shape.train_len)
+        scaling = variant.split("+", 1)[1].split("@")[0] if "+" in variant else None
+        factor = max(1.0, length / self.shape.train_len) if scaling in DYNAMIC_SCALINGS else static_factor(eval_cfg)
         self.inv_freq, self.attention_scale = rope_frequencies(
             self.shape.head_dim, self.params.base, scaling, factor, self.shape.train_len, length
         )
+
+
+DYNAMIC_SCALINGS = ("dynamic_ntk",)  # the factor follows the current length
+
+
+def static_factor(eval_cfg) -> float:
+    """s of the static scalings: ``eval.rope_factor``, or the longest evaluated multiple."""
+    return float(eval_cfg.get("rope_factor") or max(1.0, max(eval_cfg.multiples)))

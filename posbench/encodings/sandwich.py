@@ -1,12 +1,16 @@
 """Sandwich (Chi et al. 2023, "Dissecting Transformer Length Extrapolation via the Lens of
-Receptive Field Analysis"): the parameter-free bias left when the sinusoidal embeddings' cross
-terms are dropped and only their inner product p_i . p_j is kept:
+Receptive Field Analysis", arXiv 2212.10356): the parameter-free bias left when the sinusoidal
+embeddings' cross terms are dropped and only their inner product p_i . p_j is kept, scaled per head:
 
-    b[h, i, j] = sum_{k=0}^{d'/2-1} cos( (i - j) / rho_h * 10000^(-2k/d') ) - d'/2
+    b[h, i, j] = ( sum_{k=1}^{d/2} cos( (i - j) * 10000^(-2k/d) )  -  d/2 ) / (8 h / H),  h = 1..H
 
-with d' = 128 and, as with ALiBi's slopes, a per-head compression rho_h = 8 (h + 1) / H. The
-constant -d'/2 (which softmax ignores) makes the bias 0 on the diagonal. The inner product decays
-roughly logarithmically with distance before it flattens, the shape KERPLE and T5 learn.
+with d the head dimension. The constant -d/2 makes the bias 0 on the diagonal (softmax ignores it).
+Reference code followed: NVIDIA NeMo,
+``nemo/collections/nlp/modules/common/megatron/position_embedding/sandwich_relative_position_embedding.py``
+(``inv_freq = 10000^(-2k/d)`` for k = 1..d/2, ``hidden_size`` = the size per attention head, the
+sum divided by ``h * 8 / H``), which fixes the choices the paper's equation leaves open (the
+dimension d, the per-head scale). Deviation: none; ``d_sandwich`` may override d (null: the head
+dimension, as NeMo).
 """
 
 from dataclasses import dataclass
@@ -17,6 +21,16 @@ from posbench.encodings import register
 from posbench.encodings.base import PositionalEncoding
 
 
+def sandwich_table(max_distance: int, n_heads: int, d: int, base: float = 10000.0) -> torch.Tensor:
+    """[H, max_distance + 1] bias for distances 0..max_distance (float64)."""
+    k = torch.arange(1, d // 2 + 1, dtype=torch.float64)
+    inv_freq = base ** (-2 * k / d)
+    dist = torch.arange(max_distance + 1, dtype=torch.float64)
+    inner = torch.cos(dist[:, None] * inv_freq[None, :]).sum(-1) - d / 2  # [distances]
+    scale = torch.arange(1, n_heads + 1, dtype=torch.float64) * 8 / n_heads  # 8h/H
+    return inner[None, :] / scale[:, None]
+
+
 @register("sandwich")
 class Sandwich(PositionalEncoding):
     uses_bias = True
@@ -24,19 +38,15 @@ class Sandwich(PositionalEncoding):
 
     @dataclass
     class Params:
-        d_sandwich: int = 128
+        d_sandwich: int | None = None  # null: the head dimension (NeMo's hidden size per head)
         base: float = 10000.0
 
     def __init__(self, shape, params):
         super().__init__(shape, params)
-        H = shape.n_heads
-        self.inv_freq = params.base ** (-torch.arange(0, params.d_sandwich, 2, dtype=torch.float64) / params.d_sandwich)
-        self.compression = torch.tensor([8.0 * (h + 1) / H for h in range(H)], dtype=torch.float64)
+        self.d = params.d_sandwich or shape.head_dim
 
     def bias(self, q_pos, k_pos, layer):
         dist = (q_pos[:, None] - k_pos[None, :]).clamp(min=0)
-        # a function of distance only: evaluate it once per distance, then index (no H x L x L x d')
-        d = torch.arange(int(dist.max()) + 1, device=dist.device, dtype=torch.float64)
-        angles = d[None, :, None] / self.compression.to(d.device)[:, None, None] * self.inv_freq.to(d.device)
-        table = (angles.cos().sum(-1) - self.inv_freq.numel()).float()  # [H, max distance + 1]
+        # a function of distance only: evaluate it once per distance, then index (no H x L x L x d)
+        table = sandwich_table(int(dist.max()), self.shape.n_heads, self.d, self.params.base).float().to(dist.device)
         return table[:, dist]

@@ -1,9 +1,17 @@
-"""T5 relative position bias (Raffel et al. 2020).
+"""T5 relative position bias (Raffel et al. 2020, section 2.1).
 
 A learned scalar per head and distance bucket, added to the logits and shared across layers:
 b[h, i, j] = table[bucket(j - i), h]. Buckets: exact for small distances (half of them), then
 logarithmically wider up to ``max_distance``, beyond which all distances share the last bucket.
 In a causal decoder only j <= i is used, so all buckets go to the past (``causal=True``).
+Reference code followed: ``_relative_position_bucket`` of HF transformers' ``modeling_t5.py``
+(mesh-tensorflow's), 32 buckets.
+
+Deviation, scaled to toy lengths: T5 uses max_distance 128 with inputs of 512, so every bucket is
+reached in training. posbench's default max_distance is the largest training distance + 1
+(train_len, or train.random_positions), so that every bucket evaluation uses was trained; a
+max_distance whose last bucket no training distance reaches is refused (its bias would stay at
+its initial value and be read at every long distance in evaluation).
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from torch import nn
 
 from posbench.encodings import register
 from posbench.encodings.base import PositionalEncoding
+from posbench.errors import PosbenchError
 
 
 def relative_position_bucket(
@@ -51,16 +60,29 @@ class T5Bias(PositionalEncoding):
     @dataclass
     class Params:
         ZERO_OK = ("init_std",)  # 0 is meaningful here
-        num_buckets: int = 32
-        max_distance: int = 128
+        num_buckets: int | None = None  # None: 32 (T5's), fewer when training distances are fewer than 32
+        max_distance: int | None = None  # None: the largest training distance + 1
         init_std: float = 0.02
 
     def __init__(self, shape, params):
         super().__init__(shape, params)
-        self.table = nn.Embedding(params.num_buckets, shape.n_heads)
+        trained = max(shape.train_len, shape.max_position)  # distances 0 .. trained - 1 occur in training
+        self.max_distance = params.max_distance or trained
+        self.num_buckets = params.num_buckets or min(32, trained)
+        max_exact = self.num_buckets // 2
+        if self.num_buckets < 2 or self.max_distance <= max_exact:
+            raise PosbenchError(f"t5 needs max_distance > num_buckets / 2 = {max_exact}, got max_distance={self.max_distance} "
+                                f"(num_buckets={self.num_buckets}); use fewer buckets or a longer train_len")
+        last = relative_position_bucket(torch.tensor([-(trained - 1)]), True, self.num_buckets, self.max_distance).item()
+        if last < self.num_buckets - 1:
+            raise PosbenchError(
+                f"t5 max_distance={self.max_distance}: training distances (up to {trained - 1}) reach only buckets "
+                f"0..{last} of {self.num_buckets}; evaluation would read untrained buckets. Use max_distance <= "
+                f"{trained} (or null)")
+        self.table = nn.Embedding(self.num_buckets, shape.n_heads)
         nn.init.normal_(self.table.weight, std=params.init_std)
 
     def bias(self, q_pos, k_pos, layer):
         rel = k_pos[None, :] - q_pos[:, None]
-        bucket = relative_position_bucket(rel, True, self.params.num_buckets, self.params.max_distance)
+        bucket = relative_position_bucket(rel, True, self.num_buckets, self.max_distance)
         return self.table(bucket).permute(2, 0, 1)

@@ -4,7 +4,13 @@
          = (q_i + u) . k_j + (q_i + v) . W_R R_{i-j}
 
 R is the sinusoidal table of distances (d_model channels), W_R a learned projection per layer,
-u and v learned per head and shared across layers (the paper's default). The position term is
+u and v learned per head and shared across layers (the paper's default).
+
+Reference code followed: kimiyoung/transformer-xl, ``pytorch/mem_transformer.py``
+(``RelPartialLearnableMultiHeadAttn``: ``r_net`` without bias; ``r_w_bias`` = u and ``r_r_bias`` = v
+of shape [heads, head_dim], one pair for the model) and ``pytorch/train.py`` (``weights_init``:
+every weight, u and v included, drawn from N(0, init_std = 0.02)). Deviation: no segment memory
+(posbench scores windows, not a recurrent stream), pre-LN blocks like the rest of posbench. The position term is
 computed once per distance and gathered by distance (the relative-shift trick generalised to
 explicit positions, posbench.attention.relative_causal_attention), never as L x L x d.
 """
@@ -35,15 +41,16 @@ class TransformerXL(PositionalEncoding):
         self.w_r = nn.ModuleList(nn.Linear(shape.d_model, shape.d_model, bias=False) for _ in range(shape.n_layers))
         for w in self.w_r:
             nn.init.normal_(w.weight, std=0.02)
-        self.u = nn.Parameter(torch.zeros(H, Dh))
-        self.v = nn.Parameter(torch.zeros(H, Dh))
+        # N(0, 0.02) like every other weight in the authors' code (train.py, weights_init)
+        self.u = nn.Parameter(torch.randn(H, Dh) * 0.02)
+        self.v = nn.Parameter(torch.randn(H, Dh) * 0.02)
 
-    def relative_attention(self, q, k, v, positions, layer):
+    def relative_attention(self, q, k, v, positions, layer, block=None):
         H, Dh = self.shape.n_heads, self.shape.head_dim
         max_dist = int(positions.max() - positions.min())
         R = sinusoidal_table(max_dist + 1, self.shape.d_model, self.params.base).to(q.device, q.dtype)
         rel_k = self.w_r[layer](R).view(max_dist + 1, H, Dh).transpose(0, 1)  # [H, distances, Dh]
         return relative_causal_attention(
             q + self.u[None, :, None].to(q.dtype), k, v, positions,
-            rel_q=q + self.v[None, :, None].to(q.dtype), rel_k=rel_k,
+            rel_q=q + self.v[None, :, None].to(q.dtype), rel_k=rel_k, block=block,
         )

@@ -19,6 +19,7 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from posbench.report.tables import completed, multiple_columns
 from posbench.results import atomic_write_bytes, per_position_key, read_history, read_per_position
+from posbench.variants import BCA_SUFFIX, RANDPOS_SUFFIX, base_variant
 
 PANEL = ["model", "train_len"]
 PLAIN = FuncFormatter(lambda v, _: f"{v:g}")
@@ -42,7 +43,8 @@ PALETTE = {
 
 def colour(variant: str):
     """The fixed colour of a variant in every figure of every report (unknown ones: light grey)."""
-    hue, light = PALETTE.get(variant, ("grey", 1))
+    key = base_variant(variant).split("@")[0]
+    hue, light = PALETTE.get(key, ("grey", 1))
     return plt.get_cmap("tab20")(2 * _TAB20[hue] + light)
 
 
@@ -55,6 +57,11 @@ FAMILIES = {
     "relative (content)": ["shaw", "transformer_xl"],
 }
 BASELINE = "nope"
+
+
+def linestyle(variant: str) -> str:
+    """Evaluation-only variants of an encoding (+bca, +randpos) share its colour, dash-dotted."""
+    return "-." if variant.endswith((BCA_SUFFIX, RANDPOS_SUFFIX)) else "-"
 
 
 def family_of(variant: str) -> str:
@@ -97,7 +104,7 @@ def plot_ppl_vs_length(table: pd.DataFrame, path: Path) -> None:
                 ok = ~np.isnan(mean)
                 dashed = row["variant"] == BASELINE and fam != family_of(BASELINE)
                 ax.plot(lengths[ok], mean[ok], marker="o", ms=3, color=colour(row["variant"]), label=row["variant"],
-                        linestyle="--" if dashed else "-", lw=1 if dashed else 1.5)
+                        linestyle="--" if dashed else linestyle(row["variant"]), lw=1 if dashed else 1.5)
                 if row["seeds"] > 1 and not dashed:
                     ax.fill_between(lengths[ok], (mean - half)[ok], (mean + half)[ok], color=colour(row["variant"]), alpha=0.2, lw=0)
             ax.axvline(train_len, color="grey", linestyle=":", linewidth=1)
@@ -146,7 +153,8 @@ def plot_per_position(runs: pd.DataFrame, evals: pd.DataFrame, path: Path) -> No
                 x, curve = x[keep], curve[keep]
                 k = max(1, len(curve) // 64)  # moving average: per-position means over few windows are noisy
                 smooth = np.convolve(curve, np.ones(k) / k, mode="valid")
-                ax.plot(x[k // 2 : k // 2 + len(smooth)], smooth, color=colour(variant), label=f"{variant} (L={L})", lw=1.2)
+                ax.plot(x[k // 2 : k // 2 + len(smooth)], smooth, color=colour(variant), label=f"{variant} (L={L})", lw=1.2,
+                        linestyle=linestyle(variant))
             ax.axvline(train_len, color="grey", linestyle=":", linewidth=1)
             # log x: the first tokens (little context) and the far tail (unseen positions) both stay visible
             ax.set(xscale="log", title=f"{fam}\n{protocol}, {model}, trained at {train_len}")
