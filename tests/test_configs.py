@@ -10,7 +10,7 @@ from posbench.config import CONF_DIR, validate
 from posbench.encodings import available
 
 PRESETS = sorted(p.stem for p in (Path(CONF_DIR) / "experiment").glob("*.yaml"))
-EXPECTED_JOBS = {"alibi_paper": 8, "all_encodings": 15, "quick": 5, "reference": 90, "rope_extension": 1}
+EXPECTED_JOBS = {"alibi_paper": 8, "all_encodings": 15, "lr_grid": 90, "quick": 5, "reference": 90, "rope_extension": 1}
 
 
 @pytest.mark.parametrize("preset", PRESETS)
@@ -19,7 +19,7 @@ def test_every_preset_composes_into_valid_jobs(preset, cache_dir):
     assert len(jobs) == EXPECTED_JOBS[preset]
     for cfg in jobs:
         validate(cfg)
-    if preset in ("all_encodings", "reference"):
+    if preset in ("all_encodings", "reference", "lr_grid"):
         assert sorted({cfg.encoding.name for cfg in jobs}) == available()
 
 

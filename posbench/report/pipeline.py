@@ -22,6 +22,7 @@ from posbench.report.context import (
 from posbench.report.document import Code, Heading, Image, Para, Table, render
 from posbench.report.prose import protocol_note, summary_paragraphs
 from posbench.report.stats import ALPHA
+from posbench.report.tuning import DEFAULT, choose_settings, split_runs
 from posbench.report.tables import (
     NOT_DEFINED,
     NOT_EVALUATED,
@@ -71,6 +72,16 @@ def build_report(runs_dir: Path, out_dir: Path, tolerance: float = DEFAULT_TOLER
     if completed.empty or evals.empty:
         raise PosbenchError(f"no completed, evaluated runs below {str(runs_dir)!r} ({len(runs)} runs, none usable)")
     evals, left_out = comparable_records(evals)
+    choices = choose_settings(completed)
+    tuned = None
+    if choices is not None:  # a learning-rate grid: the main table keeps the default setting
+        default_ids, chosen_ids = split_runs(completed, choices)
+        tuned = main_table(evals[evals["run_id"].isin(chosen_ids)], tolerance)
+        if default_ids:
+            evals = evals[evals["run_id"].isin(default_ids)]
+            runs, completed = runs[runs["run_id"].isin(default_ids) | (runs["status"] != "completed")], completed[completed["run_id"].isin(default_ids)]
+        else:
+            evals, completed = evals[evals["run_id"].isin(chosen_ids)], completed[completed["run_id"].isin(chosen_ids)]
     out_dir.mkdir(parents=True, exist_ok=True)
 
     table = main_table(evals, tolerance)
@@ -133,6 +144,19 @@ def build_report(runs_dir: Path, out_dir: Path, tolerance: float = DEFAULT_TOLER
                         "re-running the sweep resumes them) and unreadable ones (a file missing or corrupt). None of "
                         "their numbers are in the tables above."),
                    Table(other.fillna(""))]
+    if tuned is not None:
+        atomic_write_text(out_dir / "table_tuned.csv", tuned.to_csv(index=False))
+        atomic_write_text(out_dir / "tuning.csv", choices.to_csv(index=False))
+        picked = choices[choices["chosen"]][["encoding", "model", "train_len", "lr", "lr_mult", "val_loss", "seeds"]]
+        blocks += [Heading("Tuned learning rates"),
+                   Para("These runs were trained at several learning rates (`train.lr`) and learning-rate multipliers of "
+                        "the encoding's own parameters (`encoding.lr_mult`). The table above shows every encoding at the "
+                        f"default setting (lr {DEFAULT[0]:g}, lr_mult {DEFAULT[1]:g}, one learning rate for every "
+                        "encoding). Below, each encoding at the setting chosen for it on 1x validation loss alone (mean "
+                        "final validation loss over seeds; extrapolation played no part in the choice), and the table "
+                        "at those settings (`table_tuned.csv`; every setting's loss in `tuning.csv`)."),
+                   Table(picked.round({"val_loss": 4})),
+                   Table(display_table(tuned))]
     if not left_out.empty:
         blocks += [Heading("Records not compared"),
                    Para("Within a protocol, model and train_len the report compares only numbers scored on the same "

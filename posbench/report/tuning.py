@@ -1,0 +1,45 @@
+"""Learning-rate tuning in a report: when the runs of an encoding were trained at several
+learning rates (``experiment=lr_grid``: ``train.lr`` x ``encoding.lr_mult``), the main table keeps
+the default setting (one learning rate for every encoding), and a second table shows each
+encoding at the setting chosen for it on 1x validation loss alone (mean over seeds of the final
+validation loss at train_len; never on extrapolation), with the chosen values beside it.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from posbench.config import TrainConfig
+from posbench.results import read_config
+
+DEFAULT = (TrainConfig().lr, 1.0)  # (train.lr, encoding.lr_mult) of a run with no overrides
+GROUP = ["encoding", "model", "train_len"]
+
+
+def run_settings(runs: pd.DataFrame) -> pd.DataFrame:
+    """run_id, lr, lr_mult of every run (from its config.yaml)."""
+    rows = []
+    for rid, d in zip(runs["run_id"], runs["run_dir"]):
+        cfg = read_config(d)
+        rows.append({"run_id": rid, "lr": float(cfg.train.lr), "lr_mult": float(cfg.encoding.get("lr_mult", 1.0))})
+    return pd.DataFrame(rows, columns=["run_id", "lr", "lr_mult"])
+
+
+def choose_settings(runs: pd.DataFrame) -> pd.DataFrame | None:
+    """Per (encoding, model, train_len): every setting's mean 1x validation loss and the chosen one
+    (lowest); None when every run shares one setting (nothing was tuned)."""
+    done = runs[runs["status"] == "completed"].merge(run_settings(runs[runs["status"] == "completed"]), on="run_id")
+    if done.empty or len(done[["lr", "lr_mult"]].drop_duplicates()) < 2:
+        return None
+    per = done.groupby(GROUP + ["lr", "lr_mult"]).agg(val_loss=("final_val_loss", "mean"), seeds=("seed", "nunique")).reset_index()
+    best = per.loc[per.groupby(GROUP)["val_loss"].idxmin()]
+    per = per.merge(best[GROUP + ["lr", "lr_mult"]].assign(chosen=True), on=GROUP + ["lr", "lr_mult"], how="left")
+    return per.fillna({"chosen": False})
+
+
+def split_runs(runs: pd.DataFrame, choices: pd.DataFrame) -> tuple[set, set]:
+    """(run ids at the default setting, run ids at each encoding's chosen setting)."""
+    settings = runs.merge(run_settings(runs), on="run_id")
+    default = settings[(settings["lr"] == DEFAULT[0]) & (settings["lr_mult"] == DEFAULT[1])]
+    chosen = settings.merge(choices[choices["chosen"]][GROUP + ["lr", "lr_mult"]], on=GROUP + ["lr", "lr_mult"])
+    return set(default["run_id"]), set(chosen["run_id"])
