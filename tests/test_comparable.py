@@ -121,23 +121,26 @@ def test_a_diverged_run_is_final_unless_retried(compose, tmp_path, text_corpus, 
     assert json.loads((run_dir / "metrics.json").read_text())["status"] == "diverged"
 
 
-def test_a_learning_rate_grid_keeps_the_default_in_the_main_table_and_tunes_on_1x_validation_loss(tmp_path, text_corpus):
+def test_a_learning_rate_grid_keeps_the_default_in_the_main_table_and_tunes_on_1x_validation_loss(compose, tmp_path, text_corpus):
+    from posbench.report.pipeline import build_report
+
     runs = tmp_path / "runs"
-    cli("posbench.train", "-m", "encoding=nope,alibi", "train.lr=2e-3,2e-2", "+encoding.lr_mult=1.0", *BASE,
-        "eval.multiples=[1,2]", f"data.path={text_corpus}", f"runs_dir={runs}")
+    made = {}
+    for enc in ("nope", "alibi"):
+        for lr in (2e-3, 2e-2):
+            cfg = compose(f"encoding={enc}", f"train.lr={lr}", "+encoding.lr_mult=1.0", *BASE, "eval.multiples=[1,2]",
+                          f"data.path={text_corpus}", f"runs_dir={runs}")
+            made[enc, lr] = read_metrics(run(cfg))
     out = tmp_path / "rep"
-    cli("posbench.report", str(runs), "--out", str(out))
-    metrics = [read_metrics(p.parent) for p in runs.glob("*/metrics.json")]
-    lrs = {p.parent.name: __import__("omegaconf").OmegaConf.load(p.parent / "config.yaml").train.lr for p in runs.glob("*/metrics.json")}
+    build_report(runs, out)
     main = pd.read_csv(out / "table.csv")
     tuned = pd.read_csv(out / "table_tuned.csv")
     choices = pd.read_csv(out / "tuning.csv")
+    one_x = lambda m: next(r["ppl"] for r in m["evaluations"] if r["length"] == 16)  # noqa: E731
     for enc in ("nope", "alibi"):
-        ours = {lrs[m["run_id"]]: m for m in metrics if m["encoding"] == enc}
-        best_lr = min(ours, key=lambda lr: ours[lr]["final_val_loss"])  # chosen on 1x validation loss only
+        best_lr = min((2e-3, 2e-2), key=lambda lr: made[enc, lr]["final_val_loss"])  # on 1x validation loss only
         chosen = choices[(choices["encoding"] == enc) & choices["chosen"]]
         assert chosen["lr"].item() == pytest.approx(best_lr)
-        one_x = lambda m: next(r["ppl"] for r in m["evaluations"] if r["length"] == 16)  # noqa: E731
-        assert main.loc[main["variant"] == enc, "1x"].item() == pytest.approx(one_x(ours[2e-3]))  # the default lr
-        assert tuned.loc[tuned["variant"] == enc, "1x"].item() == pytest.approx(one_x(ours[best_lr]))
+        assert main.loc[main["variant"] == enc, "1x"].item() == pytest.approx(one_x(made[enc, 2e-3]))  # the default lr
+        assert tuned.loc[tuned["variant"] == enc, "1x"].item() == pytest.approx(one_x(made[enc, best_lr]))
     assert "## Tuned learning rates" in (out / "report.md").read_text()
