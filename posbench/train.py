@@ -25,8 +25,8 @@ from posbench.config import encoding_params, max_train_position, position_lr_mul
 from posbench.data import check_corpus_fits, corpus_stats, load_corpus
 from posbench.device import describe, resolve_device
 from posbench.evaluate import evaluate_model, evaluate_run, log_records
-from posbench.protocols import eval_lengths, token_set
 from posbench.model import ModelConfig, build_model
+from posbench.protocols import eval_lengths, token_set
 from posbench.results import (
     clear_resume,
     lock_holder,
