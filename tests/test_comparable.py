@@ -144,3 +144,17 @@ def test_a_learning_rate_grid_keeps_the_default_in_the_main_table_and_tunes_on_1
         assert main.loc[main["variant"] == enc, "1x"].item() == pytest.approx(one_x(made[enc, 2e-3]))  # the default lr
         assert tuned.loc[tuned["variant"] == enc, "1x"].item() == pytest.approx(one_x(made[enc, best_lr]))
     assert "## Tuned learning rates" in (out / "report.md").read_text()
+
+
+def test_a_trained_but_unevaluated_run_is_listed_not_dropped(sweep, tmp_path):
+    from posbench.report.pipeline import build_report
+
+    runs, _, _ = sweep
+    copy = tmp_path / "runs"
+    shutil.copytree(runs, copy, ignore=shutil.ignore_patterns("*_s1_*"))
+    rope = next(copy.glob("rope_*"))
+    m = read_metrics(rope)
+    write_metrics(rope, {**m, "evaluations": []})  # as if killed while evaluating
+    md = build_report(copy, tmp_path / "rep", protocols=["nonoverlapping"]).read_text()
+    section = md.split("## Runs not in the table")[1]
+    assert rope.name in section and "trained, not evaluated" in section

@@ -134,6 +134,9 @@ def build_report(runs_dir: Path, out_dir: Path, tolerance: float = DEFAULT_TOLER
         Image("training_curves.png", FIGURES["training_curves.png"]),
     ]
     other = runs[runs["status"] != "completed"][["run_id", "status", "encoding", "train_len", "seed"]]
+    unevaluated = completed[~completed["run_id"].isin(evals["run_id"])][["run_id", "encoding", "train_len", "seed"]]
+    other = pd.concat([other, unevaluated.assign(status="trained, not evaluated (run the command again to evaluate)")],
+                      ignore_index=True) if not unevaluated.empty else other
     unfinished = pd.DataFrame([_incomplete_row(p) for p in find_incomplete(runs_dir)])
     unreadable = pd.DataFrame([{"run_id": Path(s["run_dir"]).name, "status": f"unreadable: {s['reason']}"} for s in skipped])
     parts = [t for t in (other, unfinished, unreadable) if not t.empty]
