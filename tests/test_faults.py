@@ -25,7 +25,7 @@ SMALL = ["model=tiny", "train_len=16", "train.batch_size=4", "train.warmup_steps
 
 
 def test_ctrl_c_exits_130_with_one_line_and_the_run_resumes(tmp_path, text_corpus, cache_dir):
-    args = [*SMALL, "train.steps=1000", "train.checkpoint_every=5", f"data.path={text_corpus}", f"runs_dir={tmp_path}"]
+    args = [*SMALL, "train.steps=500", "train.checkpoint_every=5", f"data.path={text_corpus}", f"runs_dir={tmp_path}"]
     proc = subprocess.Popen([sys.executable, "-m", "posbench.train", *args], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     deadline = time.time() + 120
