@@ -25,6 +25,7 @@ from posbench.config import encoding_params, max_train_position, position_lr_mul
 from posbench.data import check_corpus_fits, corpus_stats, load_corpus
 from posbench.device import describe, resolve_device
 from posbench.evaluate import evaluate_model, evaluate_run, log_records
+from posbench.encodings import ModelShape, build_encoding
 from posbench.model import ModelConfig, build_model
 from posbench.protocols import eval_lengths, token_set
 from posbench.results import (
@@ -42,6 +43,7 @@ from posbench.results import (
     write_per_position,
 )
 from posbench.tracking import make_tracker
+from posbench.variants import RANDPOS_SUFFIX
 from posbench.trainer import train_model
 
 log = logging.getLogger("posbench")
@@ -104,12 +106,18 @@ def _settled(cfg: DictConfig, rid: str, run_dir: Path) -> bool:
 
 
 def _missing_evaluations(cfg: DictConfig, metrics: dict) -> bool:
-    """Whether the eval settings ask for a (protocol, length, token set) the run has no record of."""
-    have = {(r["protocol"], r["length"], r.get("token_set")) for r in metrics.get("evaluations", [])}
+    """Whether the eval settings ask for a record (variant, protocol, length, token set) the run
+    does not have: more lengths, another protocol or token set, or a new variant (rope_scaling, bca)."""
+    have = {(r["variant"], r["protocol"], r["length"], r.get("token_set")) for r in metrics.get("evaluations", [])}
     corpus = metrics.get("corpus") or {}
     n_val, corpus_hash = corpus.get("val_tokens", 0), corpus.get("hash", "")
-    return any((p, L, token_set(p, cfg.eval, cfg.train_len, n_val, corpus_hash)) not in have
-               for p in cfg.eval.protocols for L in eval_lengths(cfg.train_len, cfg.eval.multiples))
+    m = cfg.model
+    shape = ModelShape(m.d_model, m.n_heads, m.n_layers, cfg.train_len, max_train_position(cfg))
+    variants = build_encoding(cfg.encoding.name, shape, encoding_params(cfg)).eval_variants(cfg.eval)
+    if shape.max_position > cfg.train_len:
+        variants.append(f"{cfg.encoding.name}{RANDPOS_SUFFIX}")
+    return any((v, p, L, token_set(p, cfg.eval, cfg.train_len, n_val, corpus_hash)) not in have
+               for v in variants for p in cfg.eval.protocols for L in eval_lengths(cfg.train_len, cfg.eval.multiples))
 
 
 def _evaluate_missing(cfg: DictConfig, rid: str, run_dir: Path) -> None:

@@ -158,3 +158,13 @@ def test_a_trained_but_unevaluated_run_is_listed_not_dropped(sweep, tmp_path):
     md = build_report(copy, tmp_path / "rep", protocols=["nonoverlapping"]).read_text()
     section = md.split("## Runs not in the table")[1]
     assert rope.name in section and "trained, not evaluated" in section
+
+
+def test_a_new_evaluation_variant_on_a_complete_run_is_evaluated_not_retrained(compose, tmp_path, text_corpus):
+    cfg = compose("encoding=rope", *BASE, "eval.multiples=[1,2]", f"data.path={text_corpus}", f"runs_dir={tmp_path}")
+    run_dir = run(cfg)
+    weights = (run_dir / "checkpoint.pt").read_bytes()
+    run(compose("encoding=rope", *BASE, "eval.multiples=[1,2]", "eval.rope_scaling=[yarn]", f"data.path={text_corpus}",
+                f"runs_dir={tmp_path}"))
+    assert (run_dir / "checkpoint.pt").read_bytes() == weights
+    assert {r["variant"] for r in read_metrics(run_dir)["evaluations"]} == {"rope", "rope+yarn@2x"}
