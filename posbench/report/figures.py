@@ -76,6 +76,24 @@ def families_in(variants) -> list[str]:
     return [f for f in [*FAMILIES, "other"] if f in present]
 
 
+def _family_grid(n_rows: int, n_cols: int):
+    """Panels of the family figures: one column per family, a shared y axis along each row."""
+    return plt.subplots(n_rows, n_cols, figsize=(4.3 * n_cols, 3.4 * n_rows), squeeze=False, sharey="row")
+
+
+def _finish_panel(ax, title: str, last_row: bool, first_col: bool, xlabel: str, ylabel: str, legend: bool) -> None:
+    """Small title and ticks, a grid, axis labels on the outer panels only, a legend if asked."""
+    ax.set_title(title, fontsize=9)
+    ax.tick_params(labelsize=7)
+    ax.grid(True, alpha=0.3)
+    if last_row:
+        ax.set_xlabel(xlabel)
+    if first_col:
+        ax.set_ylabel(ylabel)
+    if legend:
+        ax.legend(fontsize=7)
+
+
 def save(fig, path: Path) -> None:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
@@ -90,7 +108,7 @@ def plot_ppl_vs_length(table: pd.DataFrame, path: Path) -> None:
     cols = multiple_columns(table)
     rows = sorted(table.groupby(["protocol", *PANEL]).groups)
     fams = families_in(table["variant"])
-    fig, axes = plt.subplots(len(rows), len(fams), figsize=(4.3 * len(fams), 3.4 * len(rows)), squeeze=False, sharey="row")
+    fig, axes = _family_grid(len(rows), len(fams))
     for r, (protocol, model, train_len) in enumerate(rows):
         sub = table[(table["protocol"] == protocol) & (table["model"] == model) & (table["train_len"] == train_len)]
         lengths = np.array([round(train_len * float(m[:-1])) for m in cols])
@@ -134,7 +152,7 @@ def plot_per_position(runs: pd.DataFrame, evals: pd.DataFrame, path: Path) -> No
     run_dirs = dict(zip(runs["run_id"], runs["run_dir"]))
     rows = sorted(done.groupby(["protocol", *PANEL]).groups)
     fams = families_in(done["variant"])
-    fig, axes = plt.subplots(len(rows), len(fams), figsize=(4.3 * len(fams), 3.4 * len(rows)), squeeze=False, sharey="row")
+    fig, axes = _family_grid(len(rows), len(fams))
     for r, (protocol, model, train_len) in enumerate(rows):
         sub = done[(done["protocol"] == protocol) & (done["model"] == model) & (done["train_len"] == train_len)]
         for c, fam in enumerate(fams):
@@ -157,18 +175,11 @@ def plot_per_position(runs: pd.DataFrame, evals: pd.DataFrame, path: Path) -> No
                         linestyle=linestyle(variant))
             ax.axvline(train_len, color="grey", linestyle=":", linewidth=1)
             # log x: the first tokens (little context) and the far tail (unseen positions) both stay visible
-            ax.set(xscale="log", title=f"{fam}\n{protocol}, {model}, trained at {train_len}")
+            ax.set_xscale("log")
             ax.xaxis.set_major_formatter(PLAIN)  # 100, not 10^2; no labels on minor ticks
             ax.xaxis.set_minor_formatter(NullFormatter())
-            ax.title.set_fontsize(9)
-            ax.tick_params(labelsize=7)
-            ax.grid(True, alpha=0.3)
-            if r == len(rows) - 1:
-                ax.set_xlabel("position in window (1-based)")
-            if c == 0:
-                ax.set_ylabel("mean loss (nats)")
-            if ax.lines[1:]:
-                ax.legend(fontsize=7)
+            _finish_panel(ax, f"{fam}\n{protocol}, {model}, trained at {train_len}", r == len(rows) - 1, c == 0,
+                          "position in window (1-based)", "mean loss (nats)", bool(ax.lines[1:]))
     fig.tight_layout()
     save(fig, path)
 
@@ -229,7 +240,7 @@ def plot_training_curves(runs: pd.DataFrame, path: Path) -> None:
     done = runs[runs["status"] == "completed"]
     rows = sorted(done.groupby(PANEL).groups)
     fams = families_in(done["encoding"])
-    fig, axes = plt.subplots(len(rows), len(fams), figsize=(4.3 * len(fams), 3.4 * len(rows)), squeeze=False, sharey="row")
+    fig, axes = _family_grid(len(rows), len(fams))
     for r, (model, train_len) in enumerate(rows):
         sub = done[(done["model"] == model) & (done["train_len"] == train_len)]
         for c, fam in enumerate(fams):
@@ -244,16 +255,8 @@ def plot_training_curves(runs: pd.DataFrame, path: Path) -> None:
                 if "val_loss" in both:
                     val = both.dropna(subset=["val_loss"]).groupby("step")["val_loss"].mean()
                     ax.plot(val.index, val.values, "o", ms=3, color=colour(encoding))
-            ax.set(title=f"{fam}\ntraining: {model}, train_len {train_len}")
-            ax.title.set_fontsize(9)
-            ax.tick_params(labelsize=7)
-            ax.grid(True, alpha=0.3)
-            if r == len(rows) - 1:
-                ax.set_xlabel("step")
-            if c == 0:
-                ax.set_ylabel("loss (nats/byte)")
-            if ax.lines:
-                ax.legend(fontsize=7)
+            _finish_panel(ax, f"{fam}\ntraining: {model}, train_len {train_len}", r == len(rows) - 1, c == 0,
+                          "step", "loss (nats/byte)", bool(ax.lines))
     fig.tight_layout()
     save(fig, path)
 
