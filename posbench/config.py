@@ -78,6 +78,9 @@ class EvalConfig:
     rope_scaling: List[str] = field(default_factory=list)  # extra rows for rope: linear, ntk, dynamic_ntk, yarn
     rope_factor: Optional[float] = None  # static scalings' s; None: the longest multiple (>= 1 when set)
     bca: List[str] = field(default_factory=lambda: ["xpos"])  # encodings also evaluated with blockwise causal attention
+    # fractions of train.steps at which training stops briefly to score 1x and the longest multiple
+    # (nonoverlapping, the same tokens as the final evaluation) into metrics["during_training"]
+    during_training: List[float] = field(default_factory=list)
 
 
 @dataclass
@@ -211,6 +214,11 @@ def validate(cfg: DictConfig) -> None:
         raise PosbenchError(f"unknown eval.rope_scaling {bad[0]!r}; valid: {', '.join(ROPE_SCALINGS)}")
     if bad := [e for e in cfg.eval.bca if e not in available()]:
         raise PosbenchError(f"unknown encoding in eval.bca: {bad[0]!r}; valid: {', '.join(available())}")
+    if bad := [f for f in cfg.eval.during_training if not 0 < f <= 1]:
+        raise PosbenchError(f"eval.during_training holds fractions of train.steps in (0, 1], got {bad[0]:g}")
+    if cfg.eval.during_training and "nonoverlapping" not in cfg.eval.protocols:
+        raise PosbenchError("eval.during_training scores the nonoverlapping protocol: add it to eval.protocols "
+                            f"(got {list(cfg.eval.protocols)}) or set eval.during_training=[]")
     if cfg.eval.rope_factor is not None and cfg.eval.rope_factor < 1:
         raise PosbenchError(f"eval.rope_factor must be at least 1 (or null), got {cfg.eval.rope_factor:g}")
     d = cfg.data

@@ -154,6 +154,38 @@ def score_windows(model, stream: torch.Tensor, plan: WindowPlan, L: int, batch_t
     return pos_sum.numpy(), pos_count.numpy()
 
 
+# -- during training ---------------------------------------------------------------------------
+
+PROBE_FIELDS = ("variant", "protocol", "length", "multiple", "token_set", "loss", "ppl")
+
+
+def probe_settings(eval_cfg) -> DictConfig:
+    """What a during-training evaluation scores: the plain encoding at 1x and at the longest
+    multiple, nonoverlapping, on the final evaluation's tokens (so its last point is the table's)."""
+    cfg = OmegaConf.create(OmegaConf.to_container(eval_cfg, resolve=True) if OmegaConf.is_config(eval_cfg) else dict(eval_cfg))
+    cfg.multiples = sorted({1, max(eval_cfg.multiples)})
+    cfg.protocols, cfg.rope_scaling, cfg.bca = ["nonoverlapping"], [], []
+    return cfg
+
+
+def probe_steps(fractions, steps: int) -> list[int]:
+    """The training steps (1-based) of ``eval.during_training``'s fractions of the budget."""
+    return sorted({min(steps, max(1, round(f * steps))) for f in fractions})
+
+
+def during_training_probe(val_tokens: np.ndarray, train_len: int, eval_cfg, device: torch.device,
+                          doc_separator: str = DOC_SEPARATOR, corpus_hash: str = ""):
+    """A callable for trainer.train_model's ``probe``: the records of ``probe_settings``."""
+    cfg = probe_settings(eval_cfg)
+
+    def probe(model: LanguageModel) -> list[dict]:
+        records, _ = evaluate_model(model, val_tokens, train_len, cfg, device, progress=False,
+                                    doc_separator=doc_separator, corpus_hash=corpus_hash)
+        return [{k: r[k] for k in PROBE_FIELDS} for r in records]
+
+    return probe
+
+
 # -- loading a run ------------------------------------------------------------------------------
 
 

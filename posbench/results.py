@@ -373,10 +373,10 @@ def read_config(run_dir: Path) -> DictConfig:
     return cfg
 
 
-RUN_COLUMNS = ["run_id", "status", "encoding", "model", "train_len", "seed", "params", "train_tokens", "train_wall_s",
-               "final_val_loss"]
+RUN_COLUMNS = ["run_id", "status", "encoding", "model", "train_len", "seed", "params", "train_steps", "train_tokens",
+               "train_wall_s", "final_val_loss"]
 # how and where a run was made, kept for the report so that it reads each metrics.json once
-CONTEXT_COLUMNS = ["device", "torch_version", "python", "posbench_version", "corpus", "commands"]
+CONTEXT_COLUMNS = ["device", "torch_version", "python", "posbench_version", "corpus", "commands", "during_training"]
 
 
 def load_runs(root: Path) -> tuple[pd.DataFrame, pd.DataFrame, list[dict]]:

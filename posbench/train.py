@@ -24,7 +24,7 @@ from posbench.cli import hydra_app, in_sweep, job_index, launch_command
 from posbench.config import encoding_params, max_train_position, position_lr_mult, validate
 from posbench.data import check_corpus_fits, corpus_stats, load_corpus
 from posbench.device import describe, resolve_device
-from posbench.evaluate import evaluate_model, evaluate_run, log_records
+from posbench.evaluate import during_training_probe, evaluate_model, evaluate_run, log_records, probe_steps
 from posbench.encodings import ModelShape, build_encoding
 from posbench.model import ModelConfig, build_model
 from posbench.protocols import eval_lengths, token_set
@@ -152,11 +152,16 @@ def _train_and_evaluate(cfg: DictConfig, rid: str, run_dir: Path, corpus) -> Non
         # how to make this run again; sweeps are recorded once, in their multirun.yaml
         commands=[cmd] if (cmd := launch_command("posbench-train")) and not in_sweep() else [],
     )
+    probe = None
+    if cfg.eval.during_training:
+        probe = during_training_probe(corpus.val, cfg.train_len, cfg.eval, device, cfg.data.doc_separator,
+                                      corpus.fingerprint["hash"])
     try:
         result = train_model(
             model, corpus.train, corpus.val, cfg.train, cfg.train_len, cfg.seed, device,
             lr_mult=position_lr_mult(cfg), compile=cfg.compile, tracker=tracker, resume_dir=run_dir,
             desc=f"train {cfg.encoding.name} L={cfg.train_len}",
+            probe=probe, probe_steps=probe_steps(cfg.eval.during_training, cfg.train.steps),
         )
         write_history(run_dir, result.pop("history"))
         metrics.update(result)

@@ -7,6 +7,11 @@ AdamW (matrices decayed; norms, biases and the encoding's position parameters no
 then cosine decay to ``min_lr_ratio``, gradient clipping, and a resume state every
 ``checkpoint_every`` steps from which a killed run continues bit for bit: batches depend only on
 (seed, step), so nothing of a data loader needs saving.
+
+Validation loss is measured every ``val_every`` steps, at the last step and at half of the budget
+(so that every run shows how much its 1x loss still changed over its last doubling of steps). A
+``probe`` (posbench.train builds one from ``eval.during_training``) is called at chosen steps
+with the model in eval mode; its records are kept, resumed and returned as ``during_training``.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import logging
 import math
 import time
 from pathlib import Path
+from typing import Callable, Collection
 
 import numpy as np
 import torch
@@ -84,6 +90,7 @@ class _State:
     def __init__(self):
         self.start, self.history, self.wall_before = 0, [], 0.0
         self.last_loss, self.val_loss = float("nan"), None
+        self.probes: list[dict] = []
 
 
 def _restore(run_dir: Path, model, opt, sched, state: _State) -> bool:
@@ -103,6 +110,7 @@ def _restore(run_dir: Path, model, opt, sched, state: _State) -> bool:
         return False
     state.start, state.history, state.wall_before = saved["next_step"], list(saved["history"]), float(saved["train_wall_s"])
     state.last_loss, state.val_loss = saved["last_loss"], saved["val_loss"]
+    state.probes = list(saved.get("probes", []))
     log.info("resuming from step %d (%s)", state.start, run_dir)
     return True
 
@@ -121,12 +129,15 @@ def train_model(
     tracker: Tracker | None = None,
     resume_dir: Path | None = None,
     desc: str = "train",
+    probe: Callable[[torch.nn.Module], list[dict]] | None = None,
+    probe_steps: Collection[int] = (),
 ) -> dict:
     """Train in place for ``tc.steps`` steps; returns status, timing and the history of the run.
 
     ``tc``: the ``train`` settings (posbench.config.TrainConfig). With ``resume_dir``, the full
     training state is saved there every ``tc.checkpoint_every`` steps, and a run that finds one
-    continues from it."""
+    continues from it. ``probe(model)`` runs after each step of ``probe_steps`` (1-based, like the
+    history); its records get the step and the tokens trained so far."""
     tracker = tracker or Tracker()
     opt = make_optimizer(model, tc, lr_mult)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, tc))
@@ -141,7 +152,10 @@ def train_model(
     model.train()
     # compiled forward shares the parameters; the plain module is what gets saved and evaluated
     forward = torch.compile(model) if compile else model
+    # steps that must measure validation loss (and so log), besides every val_every-th
+    val_steps = {half_step(tc.steps), tc.steps, *probe_steps}
     t0 = t_log = time.perf_counter()
+    logged_step = st.start
     bar = tqdm(range(st.start, tc.steps), initial=st.start, total=tc.steps, desc=desc, unit="step", leave=False)
     for step in bar:
         x, y = sample_batch(train_tokens, tc.batch_size, train_len, seed, step)
@@ -158,28 +172,36 @@ def train_model(
         opt.zero_grad(set_to_none=True)
 
         last = step == tc.steps - 1
-        if (step + 1) % tc.log_every == 0 or last:
+        validate = (step + 1) % tc.val_every == 0 or step + 1 in val_steps
+        if (step + 1) % tc.log_every == 0 or validate:
             # reading the loss syncs the device, so it happens only at log steps
             st.last_loss, gn = loss.item(), grad_norm.item()
             now = time.perf_counter()
-            tok_s = tokens_per_step * ((step % tc.log_every) + 1) / max(now - t_log, 1e-9)
-            t_log = now
+            tok_s = tokens_per_step * (step + 1 - logged_step) / max(now - t_log, 1e-9)
+            t_log, logged_step = now, step + 1
             entry = {"step": step + 1, "loss": st.last_loss, "lr": sched.get_last_lr()[0], "grad_norm": gn, "tokens_per_s": tok_s}
             if not (math.isfinite(st.last_loss) and math.isfinite(gn)):
                 status = "diverged"
                 st.history.append(entry)
                 log.warning("loss became %s at step %d: run marked diverged", st.last_loss, step + 1)
                 break
-            if (step + 1) % tc.val_every == 0 or last:
+            if validate:
                 st.val_loss = entry["val_loss"] = validation_loss(model, val_tokens, tc, train_len, device)
+                t_log = time.perf_counter()  # validation time is not training throughput
             st.history.append(entry)
             tracker.log({k: v for k, v in entry.items() if k != "step"}, step=step + 1)
             bar.set_postfix(loss=f"{st.last_loss:.3f}", tok_s=f"{tok_s:,.0f}")
+        if probe is not None and step + 1 in probe_steps:
+            t_probe = time.perf_counter()
+            records = probe(model)
+            model.train()  # the probe evaluates in eval mode
+            st.probes += [{"step": step + 1, "train_tokens": (step + 1) * tokens_per_step, **r} for r in records]
+            t_log += time.perf_counter() - t_probe  # the probe's time is not training throughput
         if resume_dir is not None and (step + 1) % tc.checkpoint_every == 0 and not last:
             save_resume(resume_dir, {
                 "model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
                 "torch_rng": torch.get_rng_state(), "next_step": step + 1, "history": st.history,
-                "last_loss": st.last_loss, "val_loss": st.val_loss,
+                "last_loss": st.last_loss, "val_loss": st.val_loss, "probes": st.probes,
                 "train_wall_s": st.wall_before + time.perf_counter() - t0,
             })
     bar.close()
@@ -193,4 +215,10 @@ def train_model(
         "final_train_loss": st.last_loss,
         "final_val_loss": st.val_loss,
         "history": st.history,
+        "during_training": st.probes,
     }
+
+
+def half_step(steps: int) -> int:
+    """The step that starts the last doubling of a budget: validation loss is always measured there."""
+    return max(1, steps // 2)

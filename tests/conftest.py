@@ -94,7 +94,7 @@ def tree(path: Path) -> list[str]:
 SWEEP_OVERRIDES = [
     "model=tiny", "train=smoke", "train_len=16", "eval.multiples=[1,2,4]",
     "eval.protocols=[nonoverlapping,sliding,fixed_target]", "eval.target_tokens=8", "eval.target_docs=16",
-    "eval.scored_tokens=512", "data=local",
+    "eval.scored_tokens=512", "eval.during_training=[0.5,1.0]", "data=local",
 ]
 
 

@@ -11,7 +11,7 @@ import torch
 
 OVERRIDES = ["model=small", "train_len=32", "train.batch_size=16", "train.steps=120", "train.checkpoint_every=20",
              "train.warmup_steps=10", "train.log_every=5", "train.val_every=40", "train.val_batches=2",
-             "eval.multiples=[1,4]", "eval.scored_tokens=256", "data=local"]
+             "eval.multiples=[1,4]", "eval.scored_tokens=256", "eval.during_training=[0.25,0.5,1.0]", "data=local"]
 
 
 def start(runs_dir, corpus):
@@ -51,7 +51,7 @@ def test_kill_minus_nine_twice_then_resume_gives_identical_results(tmp_path, tex
     assert a.parent.name == b.parent.name  # same config, same run id
     ma, mb = json.loads(a.read_text()), json.loads(b.read_text())
     assert mb["status"] == "completed" and not (b.parent / "resume.pt").exists()
-    for key in ("evaluations", "final_train_loss", "final_val_loss", "train_steps", "train_tokens"):
+    for key in ("evaluations", "during_training", "final_train_loss", "final_val_loss", "train_steps", "train_tokens"):
         assert ma[key] == mb[key], key
     ha, hb = json.loads((a.parent / "history.json").read_text()), json.loads((b.parent / "history.json").read_text())
     assert [h["loss"] for h in ha] == [h["loss"] for h in hb]

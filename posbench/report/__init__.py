@@ -10,7 +10,9 @@ into DIR (default RUNS_DIR/report):
     runs.csv                the same summary metrics for every single run (before averaging seeds)
     pairs.csv               every pair of encodings in a panel: perplexity ratio and paired p-value
     evaluations.csv         every record: run x variant x protocol x length
+    convergence.csv         every run's budget and the fall of its 1x validation loss over the last doubling
     ppl_vs_length.png, per_position.png, ratio_heatmap.png, training_curves.png
+    during_training.png/.csv  with eval.during_training: 1x perplexity and ratio against training tokens
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ import sys
 from pathlib import Path
 
 from posbench.errors import user_errors
-from posbench.report.pipeline import DEFAULT_TOLERANCE, FIGURES, build_report
+from posbench.report import budget
+from posbench.report.pipeline import DEFAULT_TOLERANCE, FIGURES, OPTIONAL_FIGURES, build_report
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -29,6 +32,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: RUNS_DIR/report)")
     parser.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE,
                         help="extrapolation length: perplexity within this fraction of 1x (default 0.05)")
+    parser.add_argument("--improving", type=float, default=budget.DEFAULT_IMPROVING,
+                        help="flag runs whose 1x validation loss fell by more than this fraction over their last "
+                             "doubling of steps (default 0.02)")
+    parser.add_argument("--spread", type=float, default=budget.DEFAULT_SPREAD,
+                        help="warn when compared encodings' 1x perplexities differ by more than this fraction (default 0.1)")
     parser.add_argument("--protocols", default=None,
                         help="comma-separated evaluation protocols to report (default: every one found)")
     parser.add_argument("--wandb", action="store_true", help="also log the tables and figures to a wandb run (logger settings from WANDB_* variables; offline by default)")
@@ -36,11 +44,11 @@ def main(argv: list[str] | None = None) -> None:
     with user_errors():
         out = args.out or args.runs_dir / "report"
         protocols = [p for p in args.protocols.split(",") if p] if args.protocols else None
-        report = build_report(args.runs_dir, out, args.tolerance, protocols)
+        report = build_report(args.runs_dir, out, args.tolerance, protocols, args.improving, args.spread)
         if args.wandb:
             from posbench.tracking import log_report
 
-            log_report(out, FIGURES)
+            log_report(out, {**FIGURES, **OPTIONAL_FIGURES})
     print(f"report written to {report} and {report.with_suffix('.html')}")
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from posbench.errors import PosbenchError
-from posbench.report import figures
+from posbench.report import budget, figures
 from posbench.report.context import (
     commands,
     config_split,
@@ -42,6 +42,7 @@ FIGURES = {
     "per_position.png": "loss by position at the longest length",
     "training_curves.png": "training curves",
 }
+OPTIONAL_FIGURES = {"during_training.png": "1x perplexity and extrapolation ratio against training tokens"}
 
 
 def _incomplete_row(run_dir: Path) -> dict:
@@ -54,12 +55,16 @@ def _incomplete_row(run_dir: Path) -> dict:
     return {"run_id": run_dir.name, "status": "incomplete", **known}
 
 
-def build_report(runs_dir: Path, out_dir: Path, tolerance: float = DEFAULT_TOLERANCE, protocols: list[str] | None = None) -> Path:
+def build_report(runs_dir: Path, out_dir: Path, tolerance: float = DEFAULT_TOLERANCE, protocols: list[str] | None = None,
+                 improving: float = budget.DEFAULT_IMPROVING, spread: float = budget.DEFAULT_SPREAD) -> Path:
     runs_dir, out_dir = Path(runs_dir), Path(out_dir)
     if not runs_dir.is_dir():
         raise PosbenchError(f"runs directory {str(runs_dir)!r} does not exist")
     if not 0 <= tolerance < 10:
         raise PosbenchError(f"--tolerance must be a fraction such as 0.05, got {tolerance}")
+    for name, value in (("--improving", improving), ("--spread", spread)):
+        if not 0 <= value < 10:
+            raise PosbenchError(f"{name} must be a fraction such as 0.02, got {value}")
     runs, evals, skipped = load_runs(runs_dir)
     if runs.empty:
         raise PosbenchError(f"no runs (metrics.json) found below {str(runs_dir)!r}")
@@ -96,6 +101,13 @@ def build_report(runs_dir: Path, out_dir: Path, tolerance: float = DEFAULT_TOLER
     ratio = figures.plot_ratio_heatmap(table, out_dir / "ratio_heatmap.png")
     figures.plot_per_position(runs, evals, out_dir / "per_position.png")
     figures.plot_training_curves(completed, out_dir / "training_curves.png")
+    conv = budget.convergence(completed, improving)
+    atomic_write_text(out_dir / "convergence.csv", conv.to_csv(index=False))
+    curves = budget.probe_curves(probe) if not (probe := budget.probe_frame(completed)).empty else pd.DataFrame()
+    (out_dir / "during_training.png").unlink(missing_ok=True)  # a figure of an earlier report must not outlive its data
+    if not curves.empty:
+        atomic_write_text(out_dir / "during_training.csv", curves.to_csv(index=False))
+        figures.plot_during_training(curves, out_dir / "during_training.png")
 
     seeds = int(table["seeds"].max())
     blocks = [
@@ -105,6 +117,7 @@ def build_report(runs_dir: Path, out_dir: Path, tolerance: float = DEFAULT_TOLER
              "extrapolates keeps its 1x perplexity (ratio near 1) at lengths it never saw in training. "
              + protocol_note(evals)),
         Heading("Summary"),
+        Para(budget.budget_paragraph(conv, improving)),
         *[Para(p) for p in summary_paragraphs(table, tolerance)],
         Heading("Perplexity by evaluation length"),
         Para("Mean perplexity over seeds"
@@ -123,6 +136,7 @@ def build_report(runs_dir: Path, out_dir: Path, tolerance: float = DEFAULT_TOLER
                    Para(f"Each cell is `{ratio}`, the perplexity at the longest multiple over 1x (mean over seeds): "
                         "green stays flat, red breaks."),
                    Image("ratio_heatmap.png", FIGURES["ratio_heatmap.png"])]
+    blocks += _budget_section(conv, curves, table, set(completed["encoding"]), tolerance, improving, spread)
     blocks += [
         Heading("Loss by position at the longest length"),
         Para("Mean loss at each position of the window (mean over seeds, moving average). The dotted line marks the "
@@ -178,6 +192,30 @@ def build_report(runs_dir: Path, out_dir: Path, tolerance: float = DEFAULT_TOLER
     report = out_dir / "report.md"
     atomic_write_text(report, md)
     return report
+
+
+def _budget_section(conv, curves, table, encodings, tolerance, improving, spread) -> list:
+    blocks = [Heading("Training budget"),
+              Para("How far each run got in learning. `fall over last doubling`: relative fall of the 1x validation "
+                   "loss between half the budget and its end (mean over seeds; `estimated`: runs without a validation "
+                   "point at half the budget, the fall between the steps compared scaled to one doubling). "
+                   f"`still improving`: runs whose loss fell by more than {improving:.0%} (every run in `convergence.csv`)."),
+              Table(budget.budget_table(conv))]
+    warnings = budget.spread_warnings(table, encodings, spread)
+    if warnings:
+        blocks += [Para(f"**Warning:** the compared encodings differ by more than {spread:.0%} already at 1x, where "
+                        "published perplexities differ by a few percent:"), *[Para(w) for w in warnings]]
+    if not curves.empty:
+        wide, notes = budget.stability(curves, tolerance)
+        blocks += [Para("Evaluated during training (`eval.during_training`; nonoverlapping, on the tokens of the "
+                        "tables): 1x perplexity and the longest multiple's ratio to it against training tokens. Under "
+                        "the cosine schedule a point before the end is a model mid-schedule (learning rate still high), "
+                        "not one trained to that budget; the last point is the tables' number."),
+                   Image("during_training.png", OPTIONAL_FIGURES["during_training.png"]),
+                   Para(f"Ratio and verdict at each evaluation step (mean over seeds; flat: within {tolerance:.0%} "
+                        f"of 1x, mild: up to {budget.MILD_LIMIT:g}×, broken: more). " + " ".join(notes)),
+                   Table(wide.fillna(""))]
+    return blocks
 
 
 def _provenance(runs_dir: Path, completed: pd.DataFrame) -> list:

@@ -1,0 +1,187 @@
+"""The training budget behind the numbers: how far each run got in learning, and how its
+extrapolation verdict moved while it trained.
+
+A ratio such as 16x/1x mixes "learns fast" with "extrapolates" when the models compared have not
+finished learning, and its size depends on the budget. The report therefore shows, beside every
+table:
+
+* per run, the relative fall of the 1x validation loss over its last doubling of steps,
+  ``(v(s/2) - v(s)) / v(s/2)`` (the trainer measures validation loss at half the budget). When a
+  run has no validation point at s/2 (runs made before it did), the latest point before s/2 is
+  used, or else the earliest one, and the fall is scaled to one doubling,
+  ``change / log2(s / s0)`` (assumes loss roughly linear in log steps; marked "estimated").
+  A run whose fall exceeds ``threshold`` (default 2%) is flagged as still improving;
+* per panel, a warning when the compared encodings' 1x perplexities differ by more than
+  ``spread`` (default 10%: published in-distribution perplexities differ by a few percent);
+* with ``eval.during_training``, the 1x perplexity and the longest multiple's ratio against
+  training tokens, and whether the verdicts (flat / mild / broken and the order of the ratios)
+  are the same at the last two evaluation points. Under a cosine schedule an intermediate point
+  is a model mid-schedule, not one trained to that budget; only the last point is the latter.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from posbench.results import read_history
+
+DEFAULT_IMPROVING = 0.02  # a run still improving: 1x validation loss fell by more over its last doubling
+DEFAULT_SPREAD = 0.10  # compared encodings' 1x perplexities differ by more: a warning
+MILD_LIMIT = 2.0  # ratio to 1x: flat <= 1 + tolerance < mild <= 2 < broken
+
+
+def verdict(ratio: float, tolerance: float) -> str:
+    """flat (within ``tolerance`` of 1x, or better), mild (up to 2x its 1x perplexity), broken (more)."""
+    if pd.isna(ratio):
+        return "n/a"
+    return "flat" if ratio <= 1 + tolerance else "mild" if ratio <= MILD_LIMIT else "broken"
+
+
+def last_doubling(history: pd.DataFrame | None) -> dict:
+    """The relative fall of validation loss over the run's last doubling of steps (see module doc)."""
+    none = {"change": math.nan, "from_step": None, "to_step": None, "estimated": False}
+    if history is None or "val_loss" not in history:
+        return none
+    val = history.dropna(subset=["val_loss"]).sort_values("step")
+    if len(val) < 2:
+        return none
+    end = val.iloc[-1]
+    before = val[val["step"] <= end["step"] / 2]
+    start = before.iloc[-1] if not before.empty else val.iloc[0]
+    doublings = math.log2(end["step"] / start["step"])
+    change = (start["val_loss"] - end["val_loss"]) / start["val_loss"] / doublings
+    return {"change": change, "from_step": int(start["step"]), "to_step": int(end["step"]),
+            "estimated": not math.isclose(doublings, 1.0)}
+
+
+def convergence(runs: pd.DataFrame, threshold: float = DEFAULT_IMPROVING) -> pd.DataFrame:
+    """One row per completed run: budget, final validation loss, fall over the last doubling, flag."""
+    done = runs[runs["status"] == "completed"]
+    rows = []
+    for _, r in done.iterrows():
+        d = last_doubling(read_history(Path(r["run_dir"])))
+        rows.append({"run_id": r["run_id"], "encoding": r["encoding"], "model": r["model"], "train_len": r["train_len"],
+                     "seed": r["seed"], "steps": r["train_steps"], "train_tokens": r["train_tokens"],
+                     "final_val_loss": r["final_val_loss"], **d,
+                     "still_improving": bool(d["change"] > threshold) if pd.notna(d["change"]) else None})
+    return pd.DataFrame(rows)
+
+
+def budget_table(conv: pd.DataFrame) -> pd.DataFrame:
+    """Per encoding, model and train_len: the budget and how much the runs were still learning."""
+    rows = []
+    for (enc, model, train_len), g in conv.groupby(["encoding", "model", "train_len"]):
+        known = g.dropna(subset=["change"])
+        steps = sorted(set(g["steps"].dropna().astype(int)))
+        basis = "; ".join(sorted({f"{a}→{b}" + (" (estimated)" if e else "")
+                                  for a, b, e in zip(known["from_step"], known["to_step"], known["estimated"])}))
+        rows.append({"encoding": enc, "model": model, "train_len": train_len,
+                     "steps": "/".join(str(s) for s in steps), "train tokens (M)": round(g["train_tokens"].mean() / 1e6, 2),
+                     "val loss": round(g["final_val_loss"].mean(), 4),
+                     "fall over last doubling": f"{known['change'].mean():.1%}" if len(known) else "n/a",
+                     "steps compared": basis or "n/a",
+                     "still improving": f"{int(known['still_improving'].sum())}/{len(g)}"})
+    return pd.DataFrame(rows)
+
+
+def budget_paragraph(conv: pd.DataFrame, threshold: float) -> str:
+    """The budget of the report in one paragraph, so that no ratio is read without it."""
+    steps = sorted(set(conv["steps"].dropna().astype(int)))
+    tokens = sorted(set(conv["train_tokens"].dropna().astype(int)))
+    known = conv.dropna(subset=["change"])
+    text = (f"**Training budget:** {_join(steps)} optimiser steps per run ({_join([f'{t / 1e6:.2f}M' for t in tokens])} "
+            "training tokens). ")
+    if known.empty:
+        return text + "The runs record too few validation points to tell whether they had finished learning."
+    improving = int(known["still_improving"].sum())
+    text += (f"Over the last doubling of steps the 1x validation loss still fell by {known['change'].min():.1%} to "
+             f"{known['change'].max():.1%} (median {known['change'].median():.1%}); {improving} of {len(known)} runs "
+             f"were still improving by more than {threshold:.0%}")
+    if improving:
+        text += (", so their ratios describe models that had not finished learning: the verdicts below mix how fast "
+                 "an encoding learns with how it extrapolates, and may change with a longer budget")
+    else:
+        text += ", so the verdicts below describe models that had (nearly) finished learning at this size"
+    if known["estimated"].any():
+        text += (" (runs without a validation point at half their budget: the fall between their validation points, "
+                 "scaled to one doubling; see the training-budget section)")
+    return text + "."
+
+
+def spread_warnings(table: pd.DataFrame, encodings: set[str], spread: float = DEFAULT_SPREAD) -> list[str]:
+    """A warning per (protocol, model, train_len) panel whose encodings' 1x perplexities differ by
+    more than ``spread`` (only the trained encodings, not their evaluation-time variants)."""
+    out = []
+    plain = table[table["variant"].isin(encodings)].dropna(subset=["1x"])
+    for (protocol, model, train_len), g in plain.groupby(["protocol", "model", "train_len"]):
+        lo, hi = g.loc[g["1x"].idxmin()], g.loc[g["1x"].idxmax()]
+        if len(g) > 1 and hi["1x"] / lo["1x"] - 1 > spread:
+            out.append(f"{protocol}, {model}, train_len {train_len}: 1x perplexities range from {lo['1x']:.2f} "
+                       f"(`{lo['variant']}`) to {hi['1x']:.2f} (`{hi['variant']}`), {hi['1x'] / lo['1x'] - 1:.0%} apart "
+                       f"(more than {spread:.0%}): their ratios compare models at different stages of learning.")
+    return out
+
+
+# -- evaluation during training ------------------------------------------------------------------
+
+
+def probe_frame(runs: pd.DataFrame) -> pd.DataFrame:
+    """Every during-training record of the completed runs, with the run's encoding, model, train_len, seed."""
+    done = runs[runs["status"] == "completed"]
+    rows = [{"run_id": r["run_id"], "encoding": r["encoding"], "model": r["model"], "train_len": r["train_len"],
+             "seed": r["seed"], **p}
+            for _, r in done.iterrows() for p in (r.get("during_training") or [])]
+    return pd.DataFrame(rows)
+
+
+def probe_curves(probes: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, train_len, encoding, step): mean over seeds of the 1x perplexity and of the
+    longest multiple's ratio to it (plain encodings only), with the tokens trained."""
+    plain = probes[probes["variant"] == probes["encoding"]].dropna(subset=["ppl"])
+    if plain.empty:
+        return pd.DataFrame()
+    longest = plain.groupby(["model", "train_len"])["multiple"].transform("max")
+    one = plain[plain["multiple"] == 1].set_index(["run_id", "step"])["ppl"]
+    far = plain[(plain["multiple"] == longest) & (plain["multiple"] > 1)].set_index(["run_id", "step"])
+    per_run = far.assign(ppl_1x=one.reindex(far.index)).reset_index()
+    per_run["ratio"] = per_run["ppl"] / per_run["ppl_1x"]
+    return (per_run.groupby(["model", "train_len", "encoding", "step"])
+            .agg(train_tokens=("train_tokens", "mean"), ppl_1x=("ppl_1x", "mean"), ratio=("ratio", "mean"),
+                 multiple=("multiple", "first"), seeds=("run_id", "nunique"))
+            .reset_index())
+
+
+def stability(curves: pd.DataFrame, tolerance: float) -> tuple[pd.DataFrame, list[str]]:
+    """The ratio and verdict of each encoding at each evaluation step (a wide table), and per panel
+    a sentence on whether the verdicts and the order of the ratios held over the last two steps."""
+    if curves.empty:
+        return pd.DataFrame(), []
+    wide, notes = [], []
+    for (model, train_len), g in curves.groupby(["model", "train_len"]):
+        steps = sorted(g["step"].unique())
+        m = g["multiple"].iloc[0]
+        for enc, e in g.groupby("encoding"):
+            row = {"model": model, "train_len": train_len, "encoding": enc}
+            for _, p in e.sort_values("step").iterrows():
+                row[f"step {p['step']}"] = f"{p['ratio']:.2f} {verdict(p['ratio'], tolerance)}"
+            wide.append(row)
+        if len(steps) < 2:
+            continue
+        a, b = (g[g["step"] == s].set_index("encoding")["ratio"] for s in steps[-2:])
+        common = a.index.intersection(b.index)
+        changed = [enc for enc in common if verdict(a[enc], tolerance) != verdict(b[enc], tolerance)]
+        same_order = list(a[common].sort_values().index) == list(b[common].sort_values().index)
+        text = (f"{model}, train_len {train_len}, {m:g}x/1x between steps {steps[-2]} and {steps[-1]}: "
+                + (f"verdicts changed for {', '.join(f'`{c}`' for c in changed)}" if changed else "every verdict held")
+                + ("; the order of the ratios held." if same_order else "; the order of the ratios changed."))
+        notes.append(text)
+    return pd.DataFrame(wide), notes
+
+
+def _join(items) -> str:
+    items = [str(x) for x in items]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
