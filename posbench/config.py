@@ -78,6 +78,8 @@ class EvalConfig:
     rope_scaling: List[str] = field(default_factory=list)  # extra rows for rope: linear, ntk, dynamic_ntk, yarn
     rope_factor: Optional[float] = None  # static scalings' s; None: the longest multiple (>= 1 when set)
     bca: List[str] = field(default_factory=lambda: ["xpos"])  # encodings also evaluated with blockwise causal attention
+    # attention temperature c: rows <encoding>+temp<c> with every logit x (1 + c ln(L / train_len))
+    temperature: List[float] = field(default_factory=list)
     # fractions of train.steps at which training stops briefly to score 1x and the longest multiple
     # (nonoverlapping, the same tokens as the final evaluation) into metrics["during_training"]
     during_training: List[float] = field(default_factory=list)

@@ -50,7 +50,7 @@ from posbench.results import (
     write_metrics,
     write_per_position,
 )
-from posbench.variants import BCA_SUFFIX, RANDPOS_SUFFIX, base_variant
+from posbench.variants import BCA_SUFFIX, RANDPOS_SUFFIX, base_variant, logit_scale
 
 log = logging.getLogger("posbench")
 
@@ -100,6 +100,7 @@ def evaluate_model(
             for L in dict.fromkeys(L for v, L, _ in todo if v == variant):
                 model.attention_block = max(1, train_len // 2) if variant.endswith(BCA_SUFFIX) else None
                 enc.configure_eval(base_variant(variant), L, eval_cfg)
+                enc.logit_scale = logit_scale(variant, L, train_len)
                 sampled = variant.endswith(RANDPOS_SUFFIX)
                 for protocol in [p for v, l_, p in todo if v == variant and l_ == L]:
                     plan = plans[protocol, L]
@@ -121,6 +122,7 @@ def evaluate_model(
                         per_position[per_position_key(variant, protocol, L)] = (pos_loss[0] / pos_loss[1]).astype(np.float32)
     finally:
         enc.configure_eval(enc.name, train_len, eval_cfg)  # back to the trained configuration
+        enc.logit_scale = 1.0
         model.attention_block = None
         bar.close()
     return records, per_position
@@ -164,7 +166,7 @@ def probe_settings(eval_cfg) -> DictConfig:
     multiple, nonoverlapping, on the final evaluation's tokens (so its last point is the table's)."""
     cfg = OmegaConf.create(OmegaConf.to_container(eval_cfg, resolve=True) if OmegaConf.is_config(eval_cfg) else dict(eval_cfg))
     cfg.multiples = sorted({1, max(eval_cfg.multiples)})
-    cfg.protocols, cfg.rope_scaling, cfg.bca = ["nonoverlapping"], [], []
+    cfg.protocols, cfg.rope_scaling, cfg.bca, cfg.temperature = ["nonoverlapping"], [], [], []
     return cfg
 
 

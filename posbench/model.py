@@ -43,18 +43,19 @@ class CausalSelfAttention(nn.Module):
         else:
             if enc.uses_rotation:
                 q, k = enc.rotate(q, k, pos_state)
-            scale = enc.softmax_scale()
+            scale, t = enc.softmax_scale(), enc.logit_scale
+            if t != 1.0:  # an attention temperature scales every logit: q.k through the scale, the bias below
+                scale = (scale if scale is not None else q.shape[-1] ** -0.5) * t
+            bias_fn = (lambda i, j: enc.bias(i, j, self.layer) * t) if enc.uses_bias else None  # noqa: E731
             if block is not None:  # blockwise causal attention (evaluation only): the masked path
-                bias_fn = (lambda i, j: enc.bias(i, j, self.layer)) if enc.uses_bias else None  # noqa: E731
                 y = biased_causal_attention(q, k, v, bias_fn, positions, scale, block=block)
             elif enc.uses_bias:
                 y = None
                 if flex:
                     # the bias depends on i - j only: one [H, L] table (distances 0..L-1) serves every pair
-                    table = enc.bias(positions, positions[:1], self.layer)[:, :, 0]
+                    table = enc.bias(positions, positions[:1], self.layer)[:, :, 0] * t
                     y = distance_bias_attention(q, k, v, table, scale)
                 if y is None:
-                    bias_fn = lambda i, j: enc.bias(i, j, self.layer)  # noqa: E731
                     y = biased_causal_attention(q, k, v, bias_fn, positions, scale)
             else:
                 y = causal_attention(q, k, v, scale)

@@ -209,6 +209,8 @@ def check_eval(eval_cfg, train_len: int) -> None:
                             "(or null for half of train_len)")
     if eval_cfg.first_scored is not None and eval_cfg.first_scored < 1:
         raise PosbenchError(f"eval.first_scored must be positive (or null for 16 x train_len), got {eval_cfg.first_scored}")
+    if bad := [c for c in eval_cfg.get("temperature") or [] if not 0 <= c <= 10]:
+        raise PosbenchError(f"eval.temperature holds coefficients c in [0, 10] (logits x (1 + c ln s)), got {bad[0]:g}")
     for key in ("scored_tokens", "target_docs", "batch_tokens"):
         if eval_cfg[key] < 1:
             raise PosbenchError(f"eval.{key} must be a positive integer, got {eval_cfg[key]}")

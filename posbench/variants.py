@@ -1,10 +1,33 @@
 """Names of evaluation-only variants: the same weights, scored another way, each its own report
 row. A light module (no torch), shared by the encodings, the evaluator and the report."""
 
+import math
+import re
+
 BCA_SUFFIX = "+bca"  # blockwise causal attention (the xPos paper's inference setting)
 RANDPOS_SUFFIX = "+randpos"  # sampled positions, as trained with train.random_positions
+TEMP_SUFFIX = "+temp"  # attention temperature: "+temp0.1" multiplies every logit by 1 + 0.1 ln(L / train_len)
+
+_TEMP = re.compile(r"\+temp([0-9.eE+-]+)$")
+
+
+def temperature_name(c: float) -> str:
+    return f"{TEMP_SUFFIX}{c:g}"
+
+
+def temperature_of(variant: str) -> float | None:
+    """c of an attention-temperature variant (``alibi+temp0.1`` -> 0.1), None for any other."""
+    m = _TEMP.search(variant)
+    return float(m.group(1)) if m else None
+
+
+def logit_scale(variant: str, length: int, train_len: int) -> float:
+    """The factor on every attention logit of ``variant`` at windows of ``length``:
+    1 + c ln s with s = length / train_len (1 at and below the training length)."""
+    c = temperature_of(variant)
+    return 1.0 if c is None else 1.0 + c * math.log(max(1.0, length / train_len))
 
 
 def base_variant(variant: str) -> str:
     """The encoding's own variant name without an evaluation-only suffix."""
-    return variant.removesuffix(BCA_SUFFIX).removesuffix(RANDPOS_SUFFIX)
+    return _TEMP.sub("", variant.removesuffix(BCA_SUFFIX).removesuffix(RANDPOS_SUFFIX))

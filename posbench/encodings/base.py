@@ -19,7 +19,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from posbench.variants import BCA_SUFFIX
+from posbench.variants import BCA_SUFFIX, temperature_name
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,9 @@ class PositionalEncoding(nn.Module):
         super().__init__()
         self.shape = shape
         self.params = params
+        # every attention logit (content and position terms) is multiplied by this; set by the
+        # evaluation of an attention-temperature variant (posbench.variants.logit_scale), else 1
+        self.logit_scale = 1.0
 
     # -- input -----------------------------------------------------------------------------------
     def embed(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
@@ -100,9 +103,16 @@ class PositionalEncoding(nn.Module):
         return [self.name] + self.window_variants(eval_cfg)
 
     def window_variants(self, eval_cfg) -> list[str]:
-        """``<name>+bca`` when ``eval.bca`` lists this encoding: the same weights evaluated with
-        blockwise causal attention (the xPos paper's inference setting), its own report row."""
-        return [f"{self.name}{BCA_SUFFIX}"] if self.name in (eval_cfg.get("bca") or []) else []
+        """Variants any encoding can have, each its own report row from the same weights:
+        ``<name>+bca`` when ``eval.bca`` lists this encoding (blockwise causal attention, the xPos
+        paper's inference setting), and ``<name>+temp<c>`` for each c of ``eval.temperature``
+        (every logit x (1 + c ln(L / train_len)), YaRN's temperature argument for any encoding)."""
+        bca = [f"{self.name}{BCA_SUFFIX}"] if self.name in (eval_cfg.get("bca") or []) else []
+        return bca + [f"{self.name}{temperature_name(c)}" for c in (eval_cfg.get("temperature") or [])]
+
+    def relative_scale(self) -> float:
+        """The softmax scale of encodings that compute their own scores (Shaw, Transformer-XL)."""
+        return self.logit_scale * self.shape.head_dim ** -0.5
 
     def configure_eval(self, variant: str, length: int, eval_cfg) -> None:
         """Set up ``variant`` for windows of ``length`` tokens. Never stored in a checkpoint."""

@@ -39,5 +39,5 @@ class Shaw(PositionalEncoding):
     def relative_attention(self, q, k, v, positions, layer, block=None):
         return relative_causal_attention(
             q, k, v, positions, rel_q=q, rel_k=self.rel_k[layer][None].to(q.dtype), rel_v=self.rel_v[layer].to(q.dtype),
-            block=block,
+            block=block, scale=self.relative_scale(),
         )

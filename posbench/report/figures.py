@@ -19,7 +19,7 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from posbench.report.tables import completed, multiple_columns
 from posbench.results import atomic_write_bytes, per_position_key, read_history, read_per_position
-from posbench.variants import BCA_SUFFIX, RANDPOS_SUFFIX, base_variant
+from posbench.variants import BCA_SUFFIX, RANDPOS_SUFFIX, base_variant, temperature_of
 
 PANEL = ["model", "train_len"]
 PLAIN = FuncFormatter(lambda v, _: f"{v:g}")
@@ -60,7 +60,10 @@ BASELINE = "nope"
 
 
 def linestyle(variant: str) -> str:
-    """Evaluation-only variants of an encoding (+bca, +randpos) share its colour, dash-dotted."""
+    """Evaluation-only variants of an encoding share its colour: +bca and +randpos dash-dotted,
+    attention temperatures (+temp<c>) dotted."""
+    if temperature_of(variant) is not None:
+        return ":"
     return "-." if variant.endswith((BCA_SUFFIX, RANDPOS_SUFFIX)) else "-"
 
 

@@ -1,0 +1,74 @@
+"""The evaluation-time attention temperature (any encoding): every attention logit, content and
+position terms alike, is multiplied by t = 1 + c ln(L / train_len)."""
+
+import copy
+import math
+
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+from posbench.evaluate import evaluate_model
+from posbench.model import ModelConfig, build_model
+from posbench.variants import base_variant, logit_scale, temperature_of
+
+CFG = ModelConfig(d_model=32, n_layers=2, n_heads=2, mlp_ratio=2, dropout=0.0, vocab_size=256)
+
+
+def _scaled_queries_twin(model, t: float):
+    """The same model with every logit multiplied by t by hand: W_q x t (q.k and q.rel terms),
+    Transformer-XL's u and v x t, and each bias x t."""
+    twin = copy.deepcopy(model)
+    enc = twin.encoding
+    with torch.no_grad():
+        for block in twin.blocks:
+            block.attn.qkv.weight[: CFG.d_model] *= t
+        if enc.name == "transformer_xl":
+            enc.u *= t
+            enc.v *= t
+    if enc.uses_bias:
+        plain = enc.bias
+        enc.bias = lambda i, j, layer: plain(i, j, layer) * t
+    return twin
+
+
+@pytest.mark.parametrize("name", ["nope", "rope", "alibi", "kerple_log", "fire", "t5", "shaw", "transformer_xl"])
+def test_temperature_multiplies_every_logit(name):
+    torch.manual_seed(0)
+    model = build_model(CFG, name, {}, train_len=16).eval()
+    with torch.no_grad():  # peakier attention than at initialisation, so that a temperature shows
+        for block in model.blocks:
+            block.attn.qkv.weight *= 4
+    x = torch.randint(0, 256, (2, 64))
+    t = logit_scale(f"{name}+temp0.3", 64, 16)
+    assert t == pytest.approx(1 + 0.3 * math.log(4))
+    twin = _scaled_queries_twin(model, t).eval()
+    with torch.no_grad():
+        model.encoding.logit_scale = t
+        got = model(x)
+        want = twin(x)
+        model.encoding.logit_scale = 1.0
+        plain = model(x)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    assert (got - plain).abs().max() > 1e-2  # it does something
+
+
+def test_temperature_rows_leave_1x_alone_and_reset(tmp_path):
+    torch.manual_seed(0)
+    model = build_model(CFG, "alibi", {}, train_len=16)
+    val = torch.randint(0, 256, (6000,)).numpy().astype("uint8")
+    eval_cfg = OmegaConf.create({"multiples": [1, 4], "protocols": ["nonoverlapping"], "stride": None,
+                                 "scored_tokens": 512, "first_scored": None, "target_tokens": None, "target_docs": 4,
+                                 "batch_tokens": 4096, "rope_scaling": [], "rope_factor": None, "bca": [],
+                                 "temperature": [0.1, 0.0]})
+    records, _ = evaluate_model(model, val, 16, eval_cfg, torch.device("cpu"), progress=False)
+    ppl = {(r["variant"], r["multiple"]): r["ppl"] for r in records}
+    assert ppl["alibi+temp0.1", 1] == ppl["alibi", 1]  # s = 1: nothing changes at the training length
+    assert ppl["alibi+temp0", 4] == ppl["alibi", 4]
+    assert ppl["alibi+temp0.1", 4] != ppl["alibi", 4]
+    assert model.encoding.logit_scale == 1.0  # back to the trained model after evaluation
+
+
+def test_variant_names():
+    assert temperature_of("rope+yarn@16x+temp0.1") == 0.1 and temperature_of("rope+yarn@16x") is None
+    assert base_variant("alibi+temp0.05") == "alibi" and base_variant("xpos+bca") == "xpos"
