@@ -31,11 +31,11 @@ from posbench.results import read_history
 
 DEFAULT_IMPROVING = 0.02  # a run still improving: 1x validation loss fell by more over its last doubling
 DEFAULT_SPREAD = 0.10  # compared encodings' 1x perplexities differ by more: a warning
-MILD_LIMIT = 2.0  # ratio to 1x: flat <= 1 + tolerance < mild <= 2 < broken
+MILD_LIMIT = 1.3  # ratio to 1x: flat <= 1 + tolerance < mild <= 1.3 < broken (the README's classes)
 
 
 def verdict(ratio: float, tolerance: float) -> str:
-    """flat (within ``tolerance`` of 1x, or better), mild (up to 2x its 1x perplexity), broken (more)."""
+    """flat (within ``tolerance`` of 1x, or better), mild (up to 1.3x its 1x perplexity), broken (more)."""
     if pd.isna(ratio):
         return "n/a"
     return "flat" if ratio <= 1 + tolerance else "mild" if ratio <= MILD_LIMIT else "broken"
