@@ -85,7 +85,7 @@ def test_report_html_is_self_contained(sweep_report):
 
     html = (sweep_report / "report.html").read_text()
     assert html.startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>")
-    assert html.count('src="data:image/png;base64,') == 4  # every figure embedded
+    assert html.count('src="data:image/png;base64,') == 5  # every figure embedded (during_training.png: the sweep has probes)
     assert not re.search(r'(src|href)="(?!data:)', html)  # nothing fetched from disk or network
     assert "<h2>Summary</h2>" in html and "<table" in html and "config of " in html
 
