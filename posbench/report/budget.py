@@ -24,9 +24,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
+from posbench.report.prose import join_words
 from posbench.results import read_history
 
 DEFAULT_IMPROVING = 0.02  # a run still improving: 1x validation loss fell by more over its last doubling
@@ -93,7 +93,7 @@ def budget_paragraph(conv: pd.DataFrame, threshold: float) -> str:
     steps = sorted(set(conv["steps"].dropna().astype(int)))
     tokens = sorted(set(conv["train_tokens"].dropna().astype(int)))
     known = conv.dropna(subset=["change"])
-    text = (f"**Training budget:** {_join(steps)} optimiser steps per run ({_join([f'{t / 1e6:.2f}M' for t in tokens])} "
+    text = (f"**Training budget:** {join_words(steps)} optimiser steps per run ({join_words([f'{t / 1e6:.2f}M' for t in tokens])} "
             "training tokens). ")
     if known.empty:
         return text + "The runs record too few validation points to tell whether they had finished learning."
@@ -180,8 +180,3 @@ def stability(curves: pd.DataFrame, tolerance: float) -> tuple[pd.DataFrame, lis
                 + ("; the order of the ratios held." if same_order else "; the order of the ratios changed."))
         notes.append(text)
     return pd.DataFrame(wide), notes
-
-
-def _join(items) -> str:
-    items = [str(x) for x in items]
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]

@@ -34,9 +34,14 @@ def protocol_note(evals: pd.DataFrame) -> str:
     return text
 
 
-def _names(items: list[str]) -> str:
-    items = [f"`{x}`" for x in items]
+def join_words(items) -> str:
+    """"a", "a and b", "a, b and c"."""
+    items = [str(x) for x in items]
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _names(items: list[str]) -> str:
+    return join_words(f"`{x}`" for x in items)
 
 
 def describe_panel(sub: pd.DataFrame, tolerance: float) -> str:
