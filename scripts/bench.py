@@ -185,7 +185,7 @@ def main(argv=None) -> None:
             seconds, peak_bytes, first = eval_cost(name, mc, L, length, args.eval_tokens, args.device)
             row[f"eval_{tag}_s"], row[f"eval_{tag}_peak_mb"] = seconds, peak_bytes / 2**20
             row[f"eval_{tag}_first_s"] = first  # includes flex attention's compilation where it runs
-        print(f"{name:18s} train {row['train_vs_reference']:.2f} x ref  MFU {row['mfu']:6.1%}  eval 16x {row['eval_16x_s']:.2f} s "
+        print(f"{name:18s} train {row['train_vs_reference']:.2f} x ref  MFU {row['mfu']:6.1%}  eval 16x {row['eval_16x_s']:.3g} s "
               f"{row['eval_16x_peak_mb']:.0f} MB", flush=True)
         rows.append(row)
 

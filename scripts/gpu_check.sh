@@ -33,7 +33,7 @@ mkdir -p "$OUT_DIR"
 cat "$OUT_DIR/environment.txt"
 "$PYTHON" -m pytest -q -p no:cacheprovider -m "cuda or not slow" tests/test_cuda.py tests/test_attention.py tests/test_encodings.py 2>&1 | tee "$OUT_DIR/tests.txt"
 tests_rc=${PIPESTATUS[0]}
-"$PYTHON" scripts/bench.py --device cuda --out "$OUT_DIR" 2>&1 | tee "$OUT_DIR/bench.log"
+TQDM_DISABLE=1 "$PYTHON" scripts/bench.py --device cuda --out "$OUT_DIR" 2>&1 | tee "$OUT_DIR/bench.log"
 bench_rc=${PIPESTATUS[0]}
 echo "gpu_check: tests exit $tests_rc, benchmark exit $bench_rc; wrote $OUT_DIR/"
 [ "$tests_rc" -eq 0 ] && [ "$bench_rc" -eq 0 ]

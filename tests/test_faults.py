@@ -26,8 +26,12 @@ SMALL = ["model=tiny", "train_len=16", "train.batch_size=4", "train.warmup_steps
 
 def test_ctrl_c_exits_130_with_one_line_and_the_run_resumes(tmp_path, text_corpus, cache_dir):
     args = [*SMALL, "train.steps=500", "train.checkpoint_every=5", f"data.path={text_corpus}", f"runs_dir={tmp_path}"]
+    # A shell that starts the test suite in the background (CI runners, `cmd &`) hands its children
+    # SIGINT ignored, and Python then installs no KeyboardInterrupt handler: restore the default,
+    # as a terminal's foreground job has it.
     proc = subprocess.Popen([sys.executable, "-m", "posbench.train", *args], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 120
     while not list(tmp_path.glob(f"*/{RESUME}")) and time.time() < deadline:
         time.sleep(0.05)
