@@ -146,6 +146,19 @@ def test_a_learning_rate_grid_keeps_the_default_in_the_main_table_and_tunes_on_1
     assert "## Tuned learning rates" in (out / "report.md").read_text()
 
 
+def test_a_choice_at_the_edge_of_the_grid_is_named():
+    from posbench.report.tuning import grid_edge_warning
+
+    def grid(chosen_lr):
+        return pd.DataFrame([{"encoding": enc, "model": "small", "train_len": 64, "lr": lr, "lr_mult": 1.0,
+                              "val_loss": 1.0, "seeds": 1, "chosen": lr == chosen_lr[enc]}
+                             for enc in ("nope", "alibi") for lr in (1e-3, 2e-3, 4e-3)])
+    text = grid_edge_warning(grid({"nope": 4e-3, "alibi": 2e-3}))
+    assert "1 of 2 chose the highest learning rate tried (`nope`)" in text and "alibi" not in text
+    assert "lowest learning rate tried (`alibi`)" in grid_edge_warning(grid({"nope": 2e-3, "alibi": 1e-3}))
+    assert grid_edge_warning(grid({"nope": 2e-3, "alibi": 2e-3})) is None  # inside the grid; one lr_mult: no edge
+
+
 def test_a_trained_but_unevaluated_run_is_listed_not_dropped(sweep, tmp_path):
     from posbench.report.pipeline import build_report
 

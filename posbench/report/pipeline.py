@@ -22,7 +22,7 @@ from posbench.report.context import (
 from posbench.report.document import Code, Heading, Image, Para, Table, render
 from posbench.report.prose import protocol_note, summary_paragraphs
 from posbench.report.stats import ALPHA
-from posbench.report.tuning import DEFAULT, choose_settings, split_runs
+from posbench.report.tuning import DEFAULT, choose_settings, grid_edge_warning, split_runs
 from posbench.report.tables import (
     NOT_DEFINED,
     NOT_EVALUATED,
@@ -172,8 +172,10 @@ def build_report(runs_dir: Path, out_dir: Path, tolerance: float = DEFAULT_TOLER
                         "encoding). Below, each encoding at the setting chosen for it on 1x validation loss alone (mean "
                         "final validation loss over seeds; extrapolation played no part in the choice), and the table "
                         "at those settings (`table_tuned.csv`; every setting's loss in `tuning.csv`)."),
-                   Table(picked.round({"val_loss": 4})),
-                   Table(display_table(tuned))]
+                   Table(picked.round({"val_loss": 4}))]
+        if (edge := grid_edge_warning(choices)) is not None:
+            blocks.append(Para(edge))
+        blocks.append(Table(display_table(tuned)))
     if not left_out.empty:
         blocks += [Heading("Records not compared"),
                    Para("Within a protocol, model and train_len the report compares only numbers scored on the same "

@@ -43,3 +43,25 @@ def split_runs(runs: pd.DataFrame, choices: pd.DataFrame) -> tuple[set, set]:
     default = settings[(settings["lr"] == DEFAULT[0]) & (settings["lr_mult"] == DEFAULT[1])]
     chosen = settings.merge(choices[choices["chosen"]][GROUP + ["lr", "lr_mult"]], on=GROUP + ["lr", "lr_mult"])
     return set(default["run_id"]), set(chosen["run_id"])
+
+
+def grid_edge_warning(choices: pd.DataFrame) -> str | None:
+    """A sentence naming the encodings whose chosen value lies at the edge of a grid of three or
+    more values (their best may lie outside it), or None. With two values every choice is an edge,
+    so those grids are not flagged."""
+    parts = []
+    for column, label in (("lr", "learning rate"), ("lr_mult", "lr_mult")):
+        for edge, word in ((max, "highest"), (min, "lowest")):
+            names = []
+            for key, group in choices.groupby(GROUP):
+                tried = sorted(set(group[column]))
+                chosen = group.loc[group["chosen"].astype(bool), column]
+                if len(tried) > 2 and not chosen.empty and chosen.iloc[0] == edge(tried):
+                    names.append(f"`{key[0]}`")
+            if names:
+                parts.append(f"{len(names)} of {choices.groupby(GROUP).ngroups} chose the {word} {label} tried "
+                             f"({', '.join(names)})")
+    if not parts:
+        return None
+    return ("**At the edge of the grid:** " + "; ".join(parts) + ". Their best setting may lie outside the grid: "
+            "extend it before reading the tuned table as tuned.")
