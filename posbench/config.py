@@ -86,6 +86,19 @@ class EvalConfig:
 
 
 @dataclass
+class ExtendConfig:
+    """Continue a finished run (the parent: this config without ``extend``) at a longer window.
+    ``length`` null: an ordinary run. See posbench/extend.py."""
+
+    length: Optional[int] = None  # target window in tokens: a multiple of train_len, longer than it
+    method: str = "none"  # none (plain continuation) | linear | ntk | yarn (RoPE, factor length / train_len)
+    steps: int = 0  # fine-tuning steps at `length` (0: the parent's weights as they are, with the method)
+    lr: Optional[float] = None  # null: train.lr x train.min_lr_ratio, where the parent's schedule ended
+    warmup_steps: int = 0  # linear warm-up, then constant
+    batch_size: Optional[int] = None  # windows per step; null: as many tokens per step as the parent
+
+
+@dataclass
 class LoggerConfig:
     name: str = "none"  # none | wandb
     project: str = "posbench"
@@ -111,6 +124,7 @@ class Config:
     runs_dir: str = "runs"
     evaluate_after_training: bool = True
     retry_diverged: bool = False  # a diverged run is final; true trains it again from step 0
+    extend: ExtendConfig = field(default_factory=ExtendConfig)
 
 
 @dataclass
@@ -253,7 +267,43 @@ def validate(cfg: DictConfig) -> None:
     for key in ("beta1", "beta2"):
         if not 0 <= t[key] < 1:
             raise PosbenchError(f"train.{key} must be in [0, 1), got {t[key]}")
+    check_extend(cfg)
     check_writable_dir(cfg.runs_dir, "runs_dir")
+
+
+EXTEND_METHODS = ("none", "linear", "ntk", "yarn")
+
+
+def check_extend(cfg: DictConfig) -> None:
+    """An extension run (``extend.length`` set) continues its parent at a longer window."""
+    x = cfg.get("extend")
+    if x is None or x.length is None:
+        return
+    if x.length <= cfg.train_len or x.length % cfg.train_len:
+        raise PosbenchError(f"extend.length={x.length} must be a multiple of train_len={cfg.train_len} longer than it "
+                            f"(e.g. {4 * cfg.train_len})")
+    if x.method not in EXTEND_METHODS:
+        raise PosbenchError(f"unknown extend.method {x.method!r}; valid: {', '.join(EXTEND_METHODS)}")
+    m = cfg.model
+    enc = build_encoding(cfg.encoding.name, ModelShape(m.d_model, m.n_heads, m.n_layers, cfg.train_len,
+                                                       max_train_position(cfg)), encoding_params(cfg))
+    enc.extend_to(x.method, x.length / cfg.train_len)  # refuses a method the encoding does not have
+    if (reason := enc.undefined_reason(x.length)) is not None:
+        raise PosbenchError(f"{cfg.encoding.name} cannot be extended to {x.length} tokens: {reason}")
+    if x.steps < 0 or x.warmup_steps < 0:
+        raise PosbenchError(f"extend.steps and extend.warmup_steps must be >= 0, got {x.steps} and {x.warmup_steps}")
+    if x.lr is not None and not x.lr > 0:
+        raise PosbenchError(f"extend.lr must be positive (or null), got {x.lr:g}")
+    if x.batch_size is not None and x.batch_size < 1:
+        raise PosbenchError(f"extend.batch_size must be a positive integer (or null), got {x.batch_size}")
+    if cfg.eval.rope_scaling:
+        raise PosbenchError("an extension run is evaluated with its own method: set eval.rope_scaling=[] "
+                            f"(got {list(cfg.eval.rope_scaling)})")
+    if cfg.eval.during_training:
+        raise PosbenchError("eval.during_training is for training from scratch: set eval.during_training=[] "
+                            "for an extension run")
+    if cfg.train.random_positions is not None:
+        raise PosbenchError("extend does not combine with train.random_positions; set train.random_positions=null")
 
 
 def validate_eval(cfg: DictConfig) -> DictConfig:

@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
+from posbench import extend as extension
 from posbench.cli import hydra_app, launch_command
 from posbench.config import encoding_params, max_train_position, validate_eval
 from posbench.data import DOC_SEPARATOR, load_corpus
@@ -50,7 +51,7 @@ from posbench.results import (
     write_metrics,
     write_per_position,
 )
-from posbench.variants import BCA_SUFFIX, RANDPOS_SUFFIX, base_variant, logit_scale
+from posbench.variants import BCA_SUFFIX, RANDPOS_SUFFIX, base_variant, logit_scale, tag_variant
 
 log = logging.getLogger("posbench")
 
@@ -89,14 +90,15 @@ def evaluate_model(
     variants = enc.eval_variants(eval_cfg)
     if enc.shape.max_position > train_len:  # trained on randomized positions: also evaluate as trained
         variants.append(f"{enc.name}{RANDPOS_SUFFIX}")
+    shown = {v: tag_variant(v, enc.name, enc.variant_tag) for v in variants}  # the rows' names
     todo = [(v, L, p) for v in variants for L in lengths for p in protocols
-            if (v, p, L, sets[p]) not in (skip or set())]
+            if (shown[v], p, L, sets[p]) not in (skip or set())]
     records, per_position = [], {}
     bar = tqdm(total=sum(len(plans[p, L].ends) * L for _, L, p in todo), unit="tok", desc="eval",
                disable=not progress, leave=False)
     try:
         for variant in dict.fromkeys(v for v, _, _ in todo):
-            bar.set_description(f"eval {variant}")
+            bar.set_description(f"eval {shown[variant]}")
             for L in dict.fromkeys(L for v, L, _ in todo if v == variant):
                 model.attention_block = max(1, train_len // 2) if variant.endswith(BCA_SUFFIX) else None
                 enc.configure_eval(base_variant(variant), L, eval_cfg)
@@ -104,7 +106,7 @@ def evaluate_model(
                 sampled = variant.endswith(RANDPOS_SUFFIX)
                 for protocol in [p for v, l_, p in todo if v == variant and l_ == L]:
                     plan = plans[protocol, L]
-                    base = {"variant": variant, "protocol": protocol, "length": L, "multiple": L / train_len,
+                    base = {"variant": shown[variant], "protocol": protocol, "length": L, "multiple": L / train_len,
                             "token_set": sets[protocol], "min_context": plan.min_context}
                     reason = enc.undefined_reason(L)
                     if sampled and L > enc.shape.max_position:
@@ -119,7 +121,7 @@ def evaluate_model(
                     records.append({**base, "tokens_scored": plan.tokens_scored, "loss": mean, "ppl": math.exp(mean),
                                     "bpb": mean / math.log(2), "reason": None})
                     with np.errstate(invalid="ignore", divide="ignore"):
-                        per_position[per_position_key(variant, protocol, L)] = (pos_loss[0] / pos_loss[1]).astype(np.float32)
+                        per_position[per_position_key(shown[variant], protocol, L)] = (pos_loss[0] / pos_loss[1]).astype(np.float32)
     finally:
         enc.configure_eval(enc.name, train_len, eval_cfg)  # back to the trained configuration
         enc.logit_scale = 1.0
@@ -199,6 +201,7 @@ def model_from_checkpoint(ckpt: dict, device: torch.device) -> tuple[LanguageMod
             ModelConfig(**cfg.model), cfg.encoding.name, encoding_params(cfg), cfg.train_len, max_train_position(cfg)
         )
         model.load_state_dict(ckpt["model"])
+        extension.apply(model, cfg)  # an extension run's method and row names (nothing for others)
     except PosbenchError:
         raise
     except Exception as e:  # noqa: BLE001 - keys or shapes of another model, a config without a field

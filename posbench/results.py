@@ -58,7 +58,7 @@ def run_identity(cfg: DictConfig) -> dict:
     """Everything that determines the trained weights, and nothing else (not paths, logger or eval)."""
     c = OmegaConf.to_container(cfg, resolve=True)
     data = {k: v for k, v in c["data"].items() if k != "cache_dir"}
-    return {
+    identity = {
         "encoding": c["encoding"],
         "model": c["model"],
         "data": data,
@@ -66,12 +66,19 @@ def run_identity(cfg: DictConfig) -> dict:
         "train_len": c["train_len"],
         "seed": c["seed"],
     }
+    if (c.get("extend") or {}).get("length") is not None:  # ordinary runs keep the ids they always had
+        identity["extend"] = c["extend"]
+    return identity
 
 
 def run_id(cfg: DictConfig) -> str:
-    """Readable prefix + hash of the resolved identity: the same config always maps to the same run."""
+    """Readable prefix + hash of the resolved identity: the same config always maps to the same run
+    (an extension run adds its target, method and steps: ``..._s0_x256-yarn-ft100_<hash>``)."""
     digest = hashlib.sha1(json.dumps(run_identity(cfg), sort_keys=True).encode()).hexdigest()[:10]
-    return f"{cfg.encoding.name}_{cfg.model.name}_L{cfg.train_len}_s{cfg.seed}_{digest}"
+    x = cfg.get("extend")
+    ext = "" if x is None or x.get("length") is None else \
+        f"x{x.length}{'' if x.method == 'none' else '-' + x.method}-ft{x.steps}_"
+    return f"{cfg.encoding.name}_{cfg.model.name}_L{cfg.train_len}_s{cfg.seed}_{ext}{digest}"
 
 
 def run_dir_of(cfg: DictConfig) -> Path:

@@ -20,6 +20,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from posbench import __version__
+from posbench import extend as extension
 from posbench.cli import hydra_app, in_sweep, job_index, launch_command
 from posbench.config import encoding_params, max_train_position, position_lr_mult, validate
 from posbench.data import check_corpus_fits, corpus_stats, load_corpus
@@ -30,6 +31,7 @@ from posbench.model import ModelConfig, build_model
 from posbench.protocols import eval_lengths, token_set
 from posbench.results import (
     clear_resume,
+    load_checkpoint,
     lock_holder,
     new_metrics,
     read_metrics,
@@ -43,7 +45,7 @@ from posbench.results import (
     write_per_position,
 )
 from posbench.tracking import make_tracker
-from posbench.variants import RANDPOS_SUFFIX
+from posbench.variants import RANDPOS_SUFFIX, tag_variant
 from posbench.trainer import train_model
 
 log = logging.getLogger("posbench")
@@ -69,6 +71,7 @@ def run(cfg: DictConfig) -> Path:
     not have yet is evaluated from its checkpoint (so a kill during evaluation loses no training).
     A diverged run is final unless ``retry_diverged=true``; a failed or killed one resumes."""
     validate(cfg)  # again, for callers that did not come through the command line (cheap)
+    parent = extension.wait_for_parent(extension.parent_config(cfg), run) if extension.is_extension(cfg) else None
     rid, run_dir = run_id(cfg), run_dir_of(cfg)
     if _settled(cfg, rid, run_dir):
         return run_dir
@@ -84,7 +87,7 @@ def run(cfg: DictConfig) -> Path:
         else:
             if m is not None and m["status"] == "diverged":  # asked to retry: from step 0, not the resume state
                 clear_resume(run_dir)
-            _train_and_evaluate(cfg, rid, run_dir, load_corpus(cfg.data))
+            _train_and_evaluate(cfg, rid, run_dir, load_corpus(cfg.data), parent)
     return run_dir
 
 
@@ -116,6 +119,7 @@ def _missing_evaluations(cfg: DictConfig, metrics: dict) -> bool:
     variants = build_encoding(cfg.encoding.name, shape, encoding_params(cfg)).eval_variants(cfg.eval)
     if shape.max_position > cfg.train_len:
         variants.append(f"{cfg.encoding.name}{RANDPOS_SUFFIX}")
+    variants = [tag_variant(v, cfg.encoding.name, extension.tag(cfg)) for v in variants]
     return any((v, p, L, token_set(p, cfg.eval, cfg.train_len, n_val, corpus_hash)) not in have
                for v in variants for p in cfg.eval.protocols for L in eval_lengths(cfg.train_len, cfg.eval.multiples))
 
@@ -131,15 +135,22 @@ def _evaluate_missing(cfg: DictConfig, rid: str, run_dir: Path) -> None:
     log.info("%s: %d new evaluation records", rid, made)
 
 
-def _train_and_evaluate(cfg: DictConfig, rid: str, run_dir: Path, corpus) -> None:
+def _train_and_evaluate(cfg: DictConfig, rid: str, run_dir: Path, corpus, parent: str | None = None) -> None:
+    """Train from scratch, or (``parent``: an extension run) continue the parent's final weights."""
     if cfg.get("threads"):
         torch.set_num_threads(cfg.threads)
     device = resolve_device(cfg.device, job_index())
     torch.manual_seed(cfg.seed)
     model = build_model(
         ModelConfig(**cfg.model), cfg.encoding.name, encoding_params(cfg), cfg.train_len, max_train_position(cfg)
-    ).to(device)
+    )
+    if parent is not None:
+        model.load_state_dict(load_checkpoint(run_dir_of(extension.parent_config(cfg)))["model"])
+        extension.apply(model, cfg)
+    model = model.to(device)
     model.attention = cfg.attention
+    # what trains, at which window: the run's own settings, or the extension's fine-tune
+    train_cfg, window = (extension.finetune_settings(cfg), cfg.extend.length) if parent else (cfg.train, cfg.train_len)
     resolved = OmegaConf.to_container(cfg, resolve=True)
     write_config(run_dir, resolved)
     log.info("run %s: %s, %d parameters, %s", rid, cfg.encoding.name, model.num_params(), describe(device))
@@ -151,18 +162,22 @@ def _train_and_evaluate(cfg: DictConfig, rid: str, run_dir: Path, corpus) -> Non
         posbench_version=__version__, python=platform.python_version(), corpus=corpus_stats(corpus),
         # how to make this run again; sweeps are recorded once, in their multirun.yaml
         commands=[cmd] if (cmd := launch_command("posbench-train")) and not in_sweep() else [],
+        **({"parent": parent, "extend": OmegaConf.to_container(cfg.extend, resolve=True)} if parent else {}),
     )
     probe = None
     if cfg.eval.during_training:
         probe = during_training_probe(corpus.val, cfg.train_len, cfg.eval, device, cfg.data.doc_separator,
                                       corpus.fingerprint["hash"])
     try:
-        result = train_model(
-            model, corpus.train, corpus.val, cfg.train, cfg.train_len, cfg.seed, device,
-            lr_mult=position_lr_mult(cfg), compile=cfg.compile, tracker=tracker, resume_dir=run_dir,
-            desc=f"train {cfg.encoding.name} L={cfg.train_len}",
-            probe=probe, probe_steps=probe_steps(cfg.eval.during_training, cfg.train.steps),
-        )
+        if train_cfg.steps > 0:
+            result = train_model(
+                model, corpus.train, corpus.val, train_cfg, window, cfg.seed, device,
+                lr_mult=position_lr_mult(cfg), compile=cfg.compile, tracker=tracker, resume_dir=run_dir,
+                desc=f"train {cfg.encoding.name}{extension.tag(cfg)} L={window}",
+                probe=probe, probe_steps=probe_steps(cfg.eval.during_training, train_cfg.steps),
+            )
+        else:  # an extension run of 0 steps: the parent's weights with the method, evaluated as they are
+            result = {"status": "completed", "history": [], "train_steps": 0, "train_tokens": 0, "train_wall_s": 0.0}
         write_history(run_dir, result.pop("history"))
         metrics.update(result)
         if result["status"] == "completed":

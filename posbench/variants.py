@@ -31,3 +31,13 @@ def logit_scale(variant: str, length: int, train_len: int) -> float:
 def base_variant(variant: str) -> str:
     """The encoding's own variant name without an evaluation-only suffix."""
     return _TEMP.sub("", variant.removesuffix(BCA_SUFFIX).removesuffix(RANDPOS_SUFFIX))
+
+
+def extension_tag(method: str, factor: float, steps: int) -> str:
+    """The row-name tag of an extension run: ``+yarn@4x+ft100`` (RoPE method), ``@4x+ft100`` (plain)."""
+    return f"{'' if method == 'none' else '+' + method}@{factor:g}x+ft{steps}"
+
+
+def tag_variant(variant: str, name: str, tag: str) -> str:
+    """Insert an extension run's tag after the encoding's name: ``xpos+bca`` -> ``xpos@4x+ft100+bca``."""
+    return name + tag + variant[len(name):] if tag and variant.startswith(name) else variant

@@ -10,7 +10,7 @@ from posbench.config import CONF_DIR, validate
 from posbench.encodings import available
 
 PRESETS = sorted(p.stem for p in (Path(CONF_DIR) / "experiment").glob("*.yaml"))
-EXPECTED_JOBS = {"alibi_paper": 8, "all_encodings": 15, "converged": 20, "lr_grid": 90, "quick": 5, "reference": 90, "rope_extension": 1}
+EXPECTED_JOBS = {"alibi_paper": 8, "all_encodings": 15, "converged": 20, "extension": 120, "lr_grid": 90, "quick": 5, "reference": 90, "rope_extension": 1}
 
 
 @pytest.mark.parametrize("preset", PRESETS)

@@ -62,6 +62,8 @@ class PositionalEncoding(nn.Module):
         # every attention logit (content and position terms) is multiplied by this; set by the
         # evaluation of an attention-temperature variant (posbench.variants.logit_scale), else 1
         self.logit_scale = 1.0
+        # an extension run (posbench/extend.py) names its rows "<name><tag>", e.g. "rope+yarn@4x+ft100"
+        self.variant_tag = ""
 
     # -- input -----------------------------------------------------------------------------------
     def embed(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
@@ -116,6 +118,16 @@ class PositionalEncoding(nn.Module):
 
     def configure_eval(self, variant: str, length: int, eval_cfg) -> None:
         """Set up ``variant`` for windows of ``length`` tokens. Never stored in a checkpoint."""
+
+    def extend_to(self, method: str, factor: float) -> None:
+        """Adopt a context-extension ``method`` at ``factor`` = target / train_len for training and
+        evaluation (posbench/extend.py). ``none`` (plain continuation) suits every encoding; the
+        frequency methods belong to RoPE, which overrides this."""
+        if method != "none":
+            from posbench.errors import PosbenchError
+
+            raise PosbenchError(f"extend.method={method} is a RoPE method and {self.name} has no rotary frequencies; "
+                                "use extend.method=none (plain continuation at the longer length)")
 
     # -- domain ----------------------------------------------------------------------------------
     def undefined_reason(self, length: int) -> str | None:

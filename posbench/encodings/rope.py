@@ -8,7 +8,8 @@ so that q_m . k_n depends on the positions only through the offset m - n. We pai
 channel i + d/2 (the "rotate half" layout of GPT-NeoX); this is a fixed permutation of the paper's
 adjacent pairs and gives the same model class.
 
-Context extension, chosen at evaluation time (never trained, never stored in a checkpoint), with
+Context extension, chosen at evaluation time (never stored in a checkpoint; an extension run,
+posbench/extend.py, also trains with one static method: ``extend_to``), with
 scale factor s and L_train the training length. The static methods (linear, ntk, yarn) use one
 factor at every length, as a user extending a model to a target context would: ``eval.rope_factor``,
 or by default the longest evaluated multiple; their rows are named with it (``rope+yarn@16x``), so
@@ -129,6 +130,14 @@ class RoPE(PositionalEncoding):
         # plain attributes, not buffers: frequencies are a function of the config (and of the
         # evaluation's scaling), so a checkpoint can never carry stale ones back in
         self.inv_freq, self.attention_scale = rope_frequencies(shape.head_dim, params.base)
+        self.extension: tuple[str, float] | None = None  # (scaling, factor) of an extension run
+
+    def extend_to(self, method, factor):
+        """Train and evaluate with a static scaling at one factor, as PI and YaRN fine-tune."""
+        if method not in ("none", *STATIC_SCALINGS):
+            raise PosbenchError(f"extend.method={method!r}; valid for rope: none, {', '.join(STATIC_SCALINGS)}")
+        self.extension = None if method == "none" else (method, float(factor))
+        self.configure_eval(self.name, self.shape.train_len, None)
 
     def prepare(self, positions):
         return rotation_tables(positions, self.inv_freq)
@@ -150,13 +159,19 @@ class RoPE(PositionalEncoding):
 
     def configure_eval(self, variant, length, eval_cfg):
         scaling = variant.split("+", 1)[1].split("@")[0] if "+" in variant else None
-        factor = max(1.0, length / self.shape.train_len) if scaling in DYNAMIC_SCALINGS else static_factor(eval_cfg)
+        if scaling is None and self.extension is not None:  # an extension run's own frequencies
+            scaling, factor = self.extension
+        elif scaling in DYNAMIC_SCALINGS:
+            factor = max(1.0, length / self.shape.train_len)
+        else:
+            factor = static_factor(eval_cfg) if scaling else 1.0
         self.inv_freq, self.attention_scale = rope_frequencies(
             self.shape.head_dim, self.params.base, scaling, factor, self.shape.train_len, length
         )
 
 
 DYNAMIC_SCALINGS = ("dynamic_ntk",)  # the factor follows the current length
+STATIC_SCALINGS = ("linear", "ntk", "yarn")  # one factor at every length
 
 
 def static_factor(eval_cfg) -> float:

@@ -298,3 +298,29 @@ def plot_during_training(curves: pd.DataFrame, path: Path) -> None:
                           r == 0 and c == len(panels) - 1)
     fig.tight_layout()
     save(fig, path)
+
+
+def plot_extension(curves: pd.DataFrame, scratch: pd.DataFrame, path: Path) -> None:
+    """Perplexity at the target length against fine-tuning steps (symlog x: 0 steps is the
+    zero-shot point), one line per encoding and method, one panel per (model, train_len, target);
+    dashed: the encoding trained from scratch at the target length."""
+    panels = sorted(curves.groupby(["model", "train_len", "target"]).groups)
+    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.2), squeeze=False)
+    for ax, (model, train_len, target) in zip(axes[0], panels):
+        sub = curves[(curves["model"] == model) & (curves["train_len"] == train_len) & (curves["target"] == target)]
+        for (enc, method), g in sub.groupby(["encoding", "method"]):
+            name = enc if method == "plain" else f"{enc}+{method}"
+            g = g.sort_values("steps")
+            ax.plot(g["steps"], g["ppl"], marker="o", ms=3, color=colour(name), label=f"{name} (fine-tuned)", lw=1.4)
+        ref = scratch[(scratch["model"] == model) & (scratch["target"] == target)].groupby("encoding")["ppl"].mean()
+        for enc, ppl in ref.items():
+            ax.axhline(ppl, color=colour(enc), linestyle="--", lw=1, label=f"{enc} trained at {target}")
+        ax.set_xscale("symlog", linthresh=10)
+        ax.xaxis.set_major_formatter(PLAIN)
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(PLAIN)
+        ax.yaxis.set_minor_formatter(PLAIN)
+        _finish_panel(ax, f"{model}, trained at {train_len}, extended to {target}", True, True,
+                      "fine-tuning steps at the target length", f"perplexity at {target} tokens", True)
+    fig.tight_layout()
+    save(fig, path)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from posbench.errors import PosbenchError
-from posbench.report import budget, figures
+from posbench.report import budget, extension, figures
 from posbench.report.context import (
     commands,
     config_split,
@@ -42,7 +42,8 @@ FIGURES = {
     "per_position.png": "loss by position at the longest length",
     "training_curves.png": "training curves",
 }
-OPTIONAL_FIGURES = {"during_training.png": "1x perplexity and extrapolation ratio against training tokens"}
+OPTIONAL_FIGURES = {"during_training.png": "1x perplexity and extrapolation ratio against training tokens",
+                    "extension.png": "perplexity at the target length against fine-tuning steps"}
 
 
 def _incomplete_row(run_dir: Path) -> dict:
@@ -109,6 +110,14 @@ def build_report(runs_dir: Path, out_dir: Path, tolerance: float = DEFAULT_TOLER
         atomic_write_text(out_dir / "during_training.csv", curves.to_csv(index=False))
         figures.plot_during_training(curves, out_dir / "during_training.png")
 
+    ext = extension.extension_frame(evals)
+    (out_dir / "extension.png").unlink(missing_ok=True)
+    if not ext.empty:
+        scratch = extension.scratch_frame(evals, ext)
+        ext_table = extension.extension_table(ext, scratch, tolerance)
+        atomic_write_text(out_dir / "extension.csv", ext_table.to_csv(index=False))
+        figures.plot_extension(extension.curves(ext), scratch, out_dir / "extension.png")
+
     seeds = int(table["seeds"].max())
     blocks = [
         Heading("posbench report", 1),
@@ -137,6 +146,16 @@ def build_report(runs_dir: Path, out_dir: Path, tolerance: float = DEFAULT_TOLER
                         "green stays flat, red breaks."),
                    Image("ratio_heatmap.png", FIGURES["ratio_heatmap.png"])]
     blocks += _budget_section(conv, curves, table, set(completed["encoding"]), tolerance, improving, spread)
+    if not ext.empty:
+        blocks += [Heading("Context extension by fine-tuning"),
+                   Para("Models trained at `train_len`, continued at a longer target length (`extend`: rows "
+                        "`<encoding>[+<method>]@<s>x+ft<steps>`; 0 steps is the parent's weights with the method, the "
+                        "zero-shot point), scored at the target length against the number of fine-tuning steps; dashed, "
+                        "the same encoding trained from scratch at the target length, on the same tokens. "
+                        f"`steps to within {tolerance:.0%}`: the fewest steps whose mean perplexity over seeds comes within "
+                        f"{tolerance:.0%} of it (`extension.csv`)."),
+                   Image("extension.png", OPTIONAL_FIGURES["extension.png"]),
+                   Table(ext_table.round(2).fillna(""))]
     blocks += [
         Heading("Loss by position at the longest length"),
         Para("Mean loss at each position of the window (mean over seeds, moving average). The dotted line marks the "

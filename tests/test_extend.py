@@ -1,0 +1,115 @@
+"""Extension runs (posbench/extend.py): a finished run continued at a longer window."""
+
+import pandas as pd
+import pytest
+import torch
+
+from posbench.encodings.rope import rope_frequencies
+from posbench.results import load_checkpoint, read_history, read_metrics, run_dir_of, run_id
+from posbench.train import run
+
+BASE = ["model=tiny", "train=smoke", "train_len=16", "eval.protocols=[nonoverlapping]", "eval.multiples=[1,4]",
+        "eval.scored_tokens=256", "data=local"]
+
+
+def ext(*extra):
+    return ["extend.length=64", *extra]
+
+
+def test_a_zero_step_extension_is_its_parent_under_another_name(compose, tmp_path, text_corpus):
+    args = ["encoding=alibi", *BASE, f"data.path={text_corpus}", f"runs_dir={tmp_path}"]
+    child_dir = run(compose(*args, *ext("extend.steps=0")))  # trains the missing parent first
+    parent_dir = run_dir_of(compose(*args))
+    parent, child = read_metrics(parent_dir), read_metrics(child_dir)
+    assert parent["status"] == child["status"] == "completed"
+    assert child["parent"] == run_id(compose(*args)) and child["extend"]["length"] == 64
+    assert child_dir != parent_dir and child_dir.name.startswith("alibi_tiny_L16_s0_x64-ft0_")
+    # the same weights, the same tokens: the same numbers, as the row alibi@4x+ft0
+    assert [(r["length"], r["ppl"]) for r in child["evaluations"]] == [(r["length"], r["ppl"]) for r in parent["evaluations"]]
+    assert {r["variant"] for r in child["evaluations"]} == {"alibi@4x+ft0"}
+    assert torch.equal(load_checkpoint(child_dir)["model"]["tok_emb.weight"], load_checkpoint(parent_dir)["model"]["tok_emb.weight"])
+
+
+def test_a_fine_tune_trains_at_the_target_length_from_the_parent(compose, tmp_path, text_corpus):
+    args = ["encoding=rope", *BASE, f"data.path={text_corpus}", f"runs_dir={tmp_path}"]
+    child_dir = run(compose(*args, *ext("extend.method=yarn", "extend.steps=6", "extend.lr=1e-3")))
+    child = read_metrics(child_dir)
+    assert child["train_steps"] == 6
+    # as many tokens per step as the parent (train=smoke: 8 windows of 16 = 2 windows of 64)
+    assert child["train_tokens"] == 6 * 8 * 16
+    assert {r["variant"] for r in child["evaluations"]} == {"rope+yarn@4x+ft6"}
+    history = read_history(child_dir)
+    assert history["step"].max() == 6 and history["lr"].iloc[-1] == pytest.approx(1e-3)  # constant after warm-up
+    # the child's weights moved away from the parent's
+    p = load_checkpoint(run_dir_of(compose(*args)))["model"]
+    c = load_checkpoint(child_dir)["model"]
+    assert not torch.equal(p["tok_emb.weight"], c["tok_emb.weight"])
+    # a re-run skips it, and the parent is not trained again
+    stamp = (child_dir / "metrics.json").stat().st_mtime_ns
+    run(compose(*args, *ext("extend.method=yarn", "extend.steps=6", "extend.lr=1e-3")))
+    assert (child_dir / "metrics.json").stat().st_mtime_ns == stamp
+
+
+def test_rope_trains_and_evaluates_with_the_methods_frequencies(compose, tmp_path, text_corpus):
+    from posbench.evaluate import model_from_checkpoint
+
+    args = ["encoding=rope", *BASE, f"data.path={text_corpus}", f"runs_dir={tmp_path}"]
+    child_dir = run(compose(*args, *ext("extend.method=linear", "extend.steps=0")))
+    model, _ = model_from_checkpoint(load_checkpoint(child_dir), torch.device("cpu"))
+    expected, _ = rope_frequencies(model.encoding.shape.head_dim, 10000.0, "linear", 4.0, 16, 64)
+    assert torch.allclose(model.encoding.inv_freq, expected)
+    parent = read_metrics(run_dir_of(compose(*args)))
+    child = read_metrics(child_dir)
+    # linear interpolation changes the numbers at every length (positions / 4 everywhere)
+    assert all(c["ppl"] != p["ppl"] for c, p in zip(child["evaluations"], parent["evaluations"]))
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["encoding=alibi", "extend.length=64", "extend.method=yarn"], "extend.method=yarn is a RoPE method"),
+    (["encoding=rope", "extend.length=40"], "extend.length=40 must be a multiple of train_len=16"),
+    (["encoding=rope", "extend.length=64", "extend.method=pi"], "unknown extend.method 'pi'"),
+    (["encoding=learned", "extend.length=64"], "learned cannot be extended to 64 tokens"),
+    (["encoding=rope", "extend.length=64", "extend.steps=-1"], "extend.steps and extend.warmup_steps must be >= 0"),
+    (["encoding=rope", "extend.length=64", "eval.rope_scaling=[yarn]"], "set eval.rope_scaling=[]"),
+])
+def test_bad_extension_settings_are_one_line_errors(compose, tmp_path, text_corpus, extra, message):
+    from posbench.config import validate
+    from posbench.errors import PosbenchError
+
+    with pytest.raises(PosbenchError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        validate(compose(*BASE, *extra, f"data.path={text_corpus}", f"runs_dir={tmp_path}"))
+    assert not any(tmp_path.iterdir())
+
+
+def test_ordinary_runs_keep_their_ids(compose, tmp_path, text_corpus):
+    """Adding ``extend`` to the schema must not move any existing run directory."""
+    from posbench.results import run_identity
+
+    cfg = compose("encoding=rope", *BASE, f"data.path={text_corpus}", f"runs_dir={tmp_path}")
+    assert "extend" not in run_identity(cfg)
+
+
+def test_the_report_compares_fine_tunes_with_a_model_trained_at_the_target(compose, tmp_path, text_corpus):
+    from posbench.report.pipeline import build_report
+
+    runs = tmp_path / "runs"
+    shared = [*BASE, "eval.first_scored=256", f"data.path={text_corpus}", f"runs_dir={runs}"]  # one token set for 16 and 64
+    for steps in (0, 4):
+        run(compose("encoding=alibi", *shared, *ext(f"extend.steps={steps}")))
+    scratch = read_metrics(run(compose("encoding=alibi", *shared, "train_len=64", "train.batch_size=2")))
+    build_report(runs, tmp_path / "rep")
+    table = pd.read_csv(tmp_path / "rep" / "table.csv")
+    assert set(table["variant"]) == {"alibi", "alibi@4x+ft0", "alibi@4x+ft4"}
+    ext_table = pd.read_csv(tmp_path / "rep" / "extension.csv")
+    assert len(ext_table) == 1
+    row = ext_table.iloc[0]
+    at_target = lambda v: table.loc[(table["variant"] == v) & (table["train_len"] == 16), "4x"].item()  # noqa: E731
+    assert row["method"] == "plain" and row["target"] == 64
+    assert row["ft 0"] == pytest.approx(at_target("alibi@4x+ft0"))
+    assert row["ft 4"] == pytest.approx(at_target("alibi@4x+ft4"))
+    scratch_1x = next(r["ppl"] for r in scratch["evaluations"] if r["length"] == 64)
+    assert row["from scratch"] == pytest.approx(scratch_1x)  # its 1x, on the same tokens
+    needed = [s for s in (0, 4) if row[f"ft {s}"] <= 1.05 * scratch_1x]
+    assert str(row["steps to within 5%"]) == (str(needed[0]) if needed else "> 4")
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "## Context extension by fine-tuning" in md and (tmp_path / "rep" / "extension.png").exists()
