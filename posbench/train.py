@@ -71,10 +71,11 @@ def run(cfg: DictConfig) -> Path:
     not have yet is evaluated from its checkpoint (so a kill during evaluation loses no training).
     A diverged run is final unless ``retry_diverged=true``; a failed or killed one resumes."""
     validate(cfg)  # again, for callers that did not come through the command line (cheap)
-    parent = extension.wait_for_parent(extension.parent_config(cfg), run) if extension.is_extension(cfg) else None
     rid, run_dir = run_id(cfg), run_dir_of(cfg)
     if _settled(cfg, rid, run_dir):
         return run_dir
+    # an extension run continues its parent: trained first when missing (or awaited, if another job is on it)
+    parent = extension.wait_for_parent(extension.parent_config(cfg), run) if extension.is_extension(cfg) else None
     with run_lock(run_dir) as mine:
         if not mine:
             log.warning("skipping %s: another process (pid %s) is working on it", rid, lock_holder(run_dir))
