@@ -113,3 +113,20 @@ def test_the_report_compares_fine_tunes_with_a_model_trained_at_the_target(compo
     assert str(row["steps to within 5%"]) == (str(needed[0]) if needed else "> 4")
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "## Context extension by fine-tuning" in md and (tmp_path / "rep" / "extension.png").exists()
+
+
+def test_the_preset_pairs_each_fine_tune_with_a_model_trained_at_the_target(cache_dir):
+    from collections import Counter
+
+    from posbench.cli import compose_jobs
+
+    jobs = compose_jobs("config", ["experiment=extension"], multirun=True)
+    kinds = Counter((c.encoding.name, c.train_len, c.extend.length, c.extend.method) for c in jobs)
+    assert {k for k in kinds if k[2] == 256} == {("rope", 64, 256, "linear"), ("rope", 64, 256, "ntk"),
+                                                 ("rope", 64, 256, "yarn"), ("alibi", 64, 256, "none"),
+                                                 ("nope", 64, 256, "none"), ("kerple_log", 64, 256, "none")}
+    scratch = [c for c in jobs if c.extend.length is None]
+    assert {(c.encoding.name, c.train_len) for c in scratch} == {(e, 256) for e in ("rope", "alibi", "nope", "kerple_log")}
+    # the same tokens per step as the parents (32 x 64), and one token set for both train_lens
+    assert {c.train.batch_size * c.train_len for c in jobs} == {32 * 64}
+    assert {c.eval.first_scored for c in jobs} == {16 * 256}
