@@ -44,9 +44,13 @@ class Sandwich(PositionalEncoding):
     def __init__(self, shape, params):
         super().__init__(shape, params)
         self.d = params.d_sandwich or shape.head_dim
+        self._tables: dict = {}  # (longest distance, device) -> [H, distances] table, float32
 
     def bias(self, q_pos, k_pos, layer):
         dist = (q_pos[:, None] - k_pos[None, :]).clamp(min=0)
-        # a function of distance only: evaluate it once per distance, then index (no H x L x L x d)
-        table = sandwich_table(int(dist.max()), self.shape.n_heads, self.d, self.params.base).float().to(dist.device)
-        return table[:, dist]
+        # a function of distance only: evaluate it once per distance, then index (no H x L x L x d);
+        # kept per length and device, since every layer and forward asks for the same one
+        key = (int(dist.max()), str(dist.device))
+        if key not in self._tables:
+            self._tables[key] = sandwich_table(key[0], self.shape.n_heads, self.d, self.params.base).float().to(dist.device)
+        return self._tables[key][:, dist]
