@@ -87,11 +87,8 @@ def evaluate_model(
     sets = {p: token_set(p, eval_cfg, train_len, n_val, corpus_hash) for p in protocols}
     plans = {(p, L): plan_windows(p, L, eval_cfg, train_len, n_val, doc_ends) for p in protocols for L in lengths}
     stream = torch.from_numpy(np.asarray(val_tokens).astype(np.int64))
-    variants = enc.eval_variants(eval_cfg)
-    if enc.shape.max_position > train_len:  # trained on randomized positions: also evaluate as trained
-        variants.append(f"{enc.name}{RANDPOS_SUFFIX}")
-    shown = {v: tag_variant(v, enc.name, enc.variant_tag) for v in variants}  # the rows' names
-    todo = [(v, L, p) for v in variants for L in lengths for p in protocols
+    shown = row_names(enc, eval_cfg)  # variant -> its row's name
+    todo = [(v, L, p) for v in shown for L in lengths for p in protocols
             if (shown[v], p, L, sets[p]) not in (skip or set())]
     records, per_position = [], {}
     bar = tqdm(total=sum(len(plans[p, L].ends) * L for _, L, p in todo), unit="tok", desc="eval",
@@ -128,6 +125,15 @@ def evaluate_model(
         model.attention_block = None
         bar.close()
     return records, per_position
+
+
+def row_names(enc, eval_cfg) -> dict[str, str]:
+    """The variants a model of this encoding is evaluated as, each mapped to its report row's name
+    (an extension run's rows carry its tag: ``rope`` -> ``rope+yarn@4x+ft100``)."""
+    variants = enc.eval_variants(eval_cfg)
+    if enc.shape.max_position > enc.shape.train_len:  # trained on randomized positions: also evaluate as trained
+        variants.append(f"{enc.name}{RANDPOS_SUFFIX}")
+    return {v: tag_variant(v, enc.name, enc.variant_tag) for v in variants}
 
 
 def score_windows(model, stream: torch.Tensor, plan: WindowPlan, L: int, batch_tokens: int, device, bar,

@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import logging
 import time
+from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -49,11 +50,11 @@ def tag(cfg: DictConfig) -> str:
 
 
 def parent_config(cfg: DictConfig) -> DictConfig:
-    """The config of the run this one continues: the same, without ``extend``."""
+    """The config of the run this one continues: the same, with ``extend`` at its defaults."""
+    from posbench.config import ExtendConfig
+
     parent = copy.deepcopy(cfg)
-    with _unlocked(parent):
-        parent.extend = OmegaConf.merge(parent.extend, {"length": None, "method": "none", "steps": 0, "lr": None,
-                                                        "warmup_steps": 0, "batch_size": None})
+    parent.extend = OmegaConf.structured(ExtendConfig)
     return parent
 
 
@@ -76,9 +77,9 @@ def apply(model, cfg: DictConfig) -> None:
         model.encoding.variant_tag = tag(cfg)
 
 
-def wait_for_parent(parent: DictConfig, run) -> str:
+def wait_for_parent(parent: DictConfig, run) -> Path:
     """Make sure the parent is trained (training it here unless another process is) and return its
-    run id. ``run`` is posbench.train.run (passed in: this module sits below it)."""
+    run directory. ``run`` is posbench.train.run (passed in: this module sits below it)."""
     from posbench.errors import PosbenchError
     from posbench.results import read_metrics, run_dir_of, run_id, run_lock
 
@@ -87,7 +88,7 @@ def wait_for_parent(parent: DictConfig, run) -> str:
         run(parent)
         m = read_metrics(run_dir, warn=False)
         if m is not None and m["status"] == "completed":
-            return rid
+            return run_dir
         if m is not None and m["status"] == "diverged":
             raise PosbenchError(f"the parent run {rid} diverged: there is nothing to extend")
         with run_lock(run_dir) as mine:
@@ -95,17 +96,3 @@ def wait_for_parent(parent: DictConfig, run) -> str:
                 raise PosbenchError(f"the parent run {rid} did not complete; see {run_dir}")
         log.info("waiting for the parent run %s: another process is training it", rid)
         time.sleep(PARENT_WAIT_S)
-
-
-class _unlocked:
-    """Structured configs refuse new values of another type (null -> int); lift that for a copy."""
-
-    def __init__(self, cfg):
-        self.cfg = cfg
-
-    def __enter__(self):
-        OmegaConf.set_struct(self.cfg, False)
-        return self.cfg
-
-    def __exit__(self, *exc):
-        OmegaConf.set_struct(self.cfg, True)

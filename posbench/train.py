@@ -25,7 +25,7 @@ from posbench.cli import hydra_app, in_sweep, job_index, launch_command
 from posbench.config import encoding_params, max_train_position, position_lr_mult, validate
 from posbench.data import check_corpus_fits, corpus_stats, load_corpus
 from posbench.device import describe, resolve_device
-from posbench.evaluate import during_training_probe, evaluate_model, evaluate_run, log_records, probe_steps
+from posbench.evaluate import during_training_probe, evaluate_model, evaluate_run, log_records, probe_steps, row_names
 from posbench.encodings import ModelShape, build_encoding
 from posbench.model import ModelConfig, build_model
 from posbench.protocols import eval_lengths, token_set
@@ -45,7 +45,6 @@ from posbench.results import (
     write_per_position,
 )
 from posbench.tracking import make_tracker
-from posbench.variants import RANDPOS_SUFFIX, tag_variant
 from posbench.trainer import train_model
 
 log = logging.getLogger("posbench")
@@ -117,10 +116,9 @@ def _missing_evaluations(cfg: DictConfig, metrics: dict) -> bool:
     n_val, corpus_hash = corpus.get("val_tokens", 0), corpus.get("hash", "")
     m = cfg.model
     shape = ModelShape(m.d_model, m.n_heads, m.n_layers, cfg.train_len, max_train_position(cfg))
-    variants = build_encoding(cfg.encoding.name, shape, encoding_params(cfg)).eval_variants(cfg.eval)
-    if shape.max_position > cfg.train_len:
-        variants.append(f"{cfg.encoding.name}{RANDPOS_SUFFIX}")
-    variants = [tag_variant(v, cfg.encoding.name, extension.tag(cfg)) for v in variants]
+    enc = build_encoding(cfg.encoding.name, shape, encoding_params(cfg))
+    enc.variant_tag = extension.tag(cfg)
+    variants = row_names(enc, cfg.eval).values()
     return any((v, p, L, token_set(p, cfg.eval, cfg.train_len, n_val, corpus_hash)) not in have
                for v in variants for p in cfg.eval.protocols for L in eval_lengths(cfg.train_len, cfg.eval.multiples))
 
@@ -136,8 +134,8 @@ def _evaluate_missing(cfg: DictConfig, rid: str, run_dir: Path) -> None:
     log.info("%s: %d new evaluation records", rid, made)
 
 
-def _train_and_evaluate(cfg: DictConfig, rid: str, run_dir: Path, corpus, parent: str | None = None) -> None:
-    """Train from scratch, or (``parent``: an extension run) continue the parent's final weights."""
+def _train_and_evaluate(cfg: DictConfig, rid: str, run_dir: Path, corpus, parent: Path | None = None) -> None:
+    """Train from scratch, or (``parent``: an extension run's parent directory) continue its final weights."""
     if cfg.get("threads"):
         torch.set_num_threads(cfg.threads)
     device = resolve_device(cfg.device, job_index())
@@ -146,7 +144,7 @@ def _train_and_evaluate(cfg: DictConfig, rid: str, run_dir: Path, corpus, parent
         ModelConfig(**cfg.model), cfg.encoding.name, encoding_params(cfg), cfg.train_len, max_train_position(cfg)
     )
     if parent is not None:
-        model.load_state_dict(load_checkpoint(run_dir_of(extension.parent_config(cfg)))["model"])
+        model.load_state_dict(load_checkpoint(parent)["model"])
         extension.apply(model, cfg)
     model = model.to(device)
     model.attention = cfg.attention
@@ -163,7 +161,7 @@ def _train_and_evaluate(cfg: DictConfig, rid: str, run_dir: Path, corpus, parent
         posbench_version=__version__, python=platform.python_version(), corpus=corpus_stats(corpus),
         # how to make this run again; sweeps are recorded once, in their multirun.yaml
         commands=[cmd] if (cmd := launch_command("posbench-train")) and not in_sweep() else [],
-        **({"parent": parent, "extend": OmegaConf.to_container(cfg.extend, resolve=True)} if parent else {}),
+        **({"parent": parent.name, "extend": OmegaConf.to_container(cfg.extend, resolve=True)} if parent else {}),
     )
     probe = None
     if cfg.eval.during_training:

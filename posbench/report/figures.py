@@ -268,8 +268,6 @@ def _history(run_dir: str) -> pd.DataFrame | None:
     return read_history(Path(run_dir))  # load_runs has checked that it reads
 
 
-
-
 def plot_during_training(curves: pd.DataFrame, path: Path) -> None:
     """From ``eval.during_training``: 1x perplexity (top) and the longest multiple's ratio to 1x
     (bottom) against training tokens, one line per encoding (mean over seeds); one column per

@@ -110,13 +110,7 @@ def build_report(runs_dir: Path, out_dir: Path, tolerance: float = DEFAULT_TOLER
         atomic_write_text(out_dir / "during_training.csv", curves.to_csv(index=False))
         figures.plot_during_training(curves, out_dir / "during_training.png")
 
-    ext = extension.extension_frame(evals)
-    (out_dir / "extension.png").unlink(missing_ok=True)
-    if not ext.empty:
-        scratch = extension.scratch_frame(evals, ext)
-        ext_table = extension.extension_table(ext, scratch, tolerance)
-        atomic_write_text(out_dir / "extension.csv", ext_table.to_csv(index=False))
-        figures.plot_extension(extension.curves(ext), scratch, out_dir / "extension.png")
+    ext_blocks = _extension_section(evals, out_dir, tolerance)
 
     seeds = int(table["seeds"].max())
     blocks = [
@@ -146,16 +140,7 @@ def build_report(runs_dir: Path, out_dir: Path, tolerance: float = DEFAULT_TOLER
                         "green stays flat, red breaks."),
                    Image("ratio_heatmap.png", FIGURES["ratio_heatmap.png"])]
     blocks += _budget_section(conv, curves, table, set(completed["encoding"]), tolerance, improving, spread)
-    if not ext.empty:
-        blocks += [Heading("Context extension by fine-tuning"),
-                   Para("Models trained at `train_len`, continued at a longer target length (`extend`: rows "
-                        "`<encoding>[+<method>]@<s>x+ft<steps>`; 0 steps is the parent's weights with the method, the "
-                        "zero-shot point), scored at the target length against the number of fine-tuning steps; dashed, "
-                        "the same encoding trained from scratch at the target length, on the same tokens. "
-                        f"`steps to within {tolerance:.0%}`: the fewest steps whose mean perplexity over seeds comes within "
-                        f"{tolerance:.0%} of it (`extension.csv`)."),
-                   Image("extension.png", OPTIONAL_FIGURES["extension.png"]),
-                   Table(ext_table.round(2).fillna(""))]
+    blocks += ext_blocks
     blocks += [
         Heading("Loss by position at the longest length"),
         Para("Mean loss at each position of the window (mean over seeds, moving average). The dotted line marks the "
@@ -237,6 +222,28 @@ def _budget_section(conv, curves, table, encodings, tolerance, improving, spread
                         f"of 1x, mild: up to {budget.MILD_LIMIT:g}×, broken: more). " + " ".join(notes)),
                    Table(wide.fillna(""))]
     return blocks
+
+
+def _extension_section(evals: pd.DataFrame, out_dir: Path, tolerance: float) -> list:
+    """With extension runs: extension.csv, extension.png and their section (else nothing, and no
+    figure of an earlier report left behind)."""
+    (out_dir / "extension.png").unlink(missing_ok=True)
+    ext = extension.extension_frame(evals)
+    if ext.empty:
+        return []
+    scratch = extension.scratch_frame(evals, ext)
+    ext_table = extension.extension_table(ext, scratch, tolerance)
+    atomic_write_text(out_dir / "extension.csv", ext_table.to_csv(index=False))
+    figures.plot_extension(extension.curves(ext), scratch, out_dir / "extension.png")
+    return [Heading("Context extension by fine-tuning"),
+            Para("Models trained at `train_len`, continued at a longer target length (`extend`: rows "
+                 "`<encoding>[+<method>]@<s>x+ft<steps>`; 0 steps is the parent's weights with the method, the "
+                 "zero-shot point), scored at the target length against the number of fine-tuning steps; dashed, "
+                 "the same encoding trained from scratch at the target length, on the same tokens. "
+                 f"`steps to within {tolerance:.0%}`: the fewest steps whose mean perplexity over seeds comes within "
+                 f"{tolerance:.0%} of it (`extension.csv`)."),
+            Image("extension.png", OPTIONAL_FIGURES["extension.png"]),
+            Table(ext_table.round(2).fillna(""))]
 
 
 def _provenance(runs_dir: Path, completed: pd.DataFrame) -> list:
