@@ -24,6 +24,8 @@ from posbench.errors import PosbenchError
 from posbench.model import ModelConfig
 from posbench.protocols import check_eval
 from posbench.results import CONFIG, read_config
+from posbench.tasks import available as available_tasks
+from posbench.tasks import build_task
 
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 
@@ -83,6 +85,10 @@ class EvalConfig:
     # fractions of train.steps at which training stops briefly to score 1x and the longest multiple
     # (nonoverlapping, the same tokens as the final evaluation) into metrics["during_training"]
     during_training: List[float] = field(default_factory=list)
+    # per layer and head: mean attention distance and entropy at every length (posbench/diagnostics.py),
+    # over attention_examples windows of the validation text (a task run: examples of its task)
+    attention_stats: bool = False
+    attention_examples: int = 4
 
 
 @dataclass
@@ -110,6 +116,7 @@ class LoggerConfig:
 @dataclass
 class Config:
     encoding: Any = MISSING
+    task: Any = MISSING  # lm, or a synthetic task (posbench/tasks): free-form, checked against its Params
     model: ModelConfig = MISSING
     data: DataConfig = MISSING
     train: TrainConfig = MISSING
@@ -140,7 +147,7 @@ class EvaluateConfig:
 
 # the schemas with every group filled by its defaults, so that every nested key can be looked up
 SCHEMAS = {
-    "config": lambda: Config(encoding={}, model=ModelConfig(), data=DataConfig(), train=TrainConfig(),
+    "config": lambda: Config(encoding={}, task={}, model=ModelConfig(), data=DataConfig(), train=TrainConfig(),
                              eval=EvalConfig(), logger=LoggerConfig()),
     "evaluate": lambda: EvaluateConfig(eval=EvalConfig()),
 }
@@ -163,16 +170,19 @@ LOGGERS = ("none", "wandb")
 WANDB_MODES = ("offline", "online", "disabled")
 
 
+FREE_FORM = ("encoding", "task")
+
+
 def unknown_keys(cfg: DictConfig, node: DictConfig, prefix: str = "") -> list[str]:
     """Keys of ``cfg`` that its schema does not have (``+train.stpes=5`` adds one; Hydra allows
-    it). ``encoding`` is free-form here: its keys are checked against the encoding's Params."""
+    it). ``encoding`` and ``task`` are free-form here: their keys are checked against their Params."""
     out = []
     for key in cfg.keys():
         if key == "hydra" and not prefix:
             continue
         if key not in node.keys():
             out.append(f"{prefix}{key}")
-        elif key != "encoding" and isinstance(node[key], DictConfig) and isinstance(cfg[key], DictConfig):
+        elif key not in FREE_FORM and isinstance(node[key], DictConfig) and isinstance(cfg[key], DictConfig):
             out += unknown_keys(cfg[key], node[key], f"{prefix}{key}.")
     return out
 
@@ -226,6 +236,7 @@ def validate(cfg: DictConfig) -> None:
     build_encoding(enc.name, ModelShape(m.d_model, m.n_heads, m.n_layers, cfg.train_len, max_train_position(cfg)),
                    encoding_params(cfg))
     check_eval(cfg.eval, cfg.train_len)
+    check_task(cfg)
     if bad := [s for s in cfg.eval.rope_scaling if s not in ROPE_SCALINGS]:
         raise PosbenchError(f"unknown eval.rope_scaling {bad[0]!r}; valid: {', '.join(ROPE_SCALINGS)}")
     if bad := [e for e in cfg.eval.bca if e not in available()]:
@@ -269,6 +280,35 @@ def validate(cfg: DictConfig) -> None:
             raise PosbenchError(f"train.{key} must be in [0, 1), got {t[key]}")
     check_extend(cfg)
     check_writable_dir(cfg.runs_dir, "runs_dir")
+
+
+def check_task(cfg: DictConfig) -> None:
+    """A synthetic task's parameters, and what does not combine with one."""
+    if cfg.eval.attention_examples < 1:
+        raise PosbenchError(f"eval.attention_examples must be a positive integer, got {cfg.eval.attention_examples}")
+    task = task_of(cfg)
+    if task is None:
+        return
+    if cfg.train_len < task.min_length():
+        raise PosbenchError(f"task {task.name} needs windows of at least {task.min_length()} tokens, got "
+                            f"train_len={cfg.train_len}")
+    if cfg.eval.during_training:
+        raise PosbenchError("eval.during_training scores perplexity: set eval.during_training=[] for a task run "
+                            f"(task={task.name})")
+    if (cfg.get("extend") or {}).get("length") is not None:
+        raise PosbenchError(f"extend continues language models: set extend.length=null for a task run (task={task.name})")
+
+
+def task_of(cfg: DictConfig):
+    """The run's synthetic task (posbench/tasks), or None for language modelling (and for runs made
+    before tasks existed, whose config has no ``task``)."""
+    t = cfg.get("task")
+    if t is None:
+        return None
+    if not isinstance(t, DictConfig) or "name" not in t:
+        raise PosbenchError(f"task config has no 'name'; valid names: {', '.join(available_tasks())}")
+    params = {k: v for k, v in OmegaConf.to_container(t, resolve=True).items() if k != "name"}
+    return build_task(t.name, params)
 
 
 EXTEND_METHODS = ("none", "linear", "ntk", "yarn")

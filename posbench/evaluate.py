@@ -28,9 +28,10 @@ from tqdm.auto import tqdm
 
 from posbench import extend as extension
 from posbench.cli import hydra_app, launch_command
-from posbench.config import encoding_params, max_train_position, validate_eval
+from posbench.config import encoding_params, max_train_position, task_of, validate_eval
 from posbench.data import DOC_SEPARATOR, load_corpus
 from posbench.device import autocast, resolve_device
+from posbench.diagnostics import attention_stats
 from posbench.errors import PosbenchError
 from posbench.model import LanguageModel, ModelConfig, build_model
 from posbench.protocols import (
@@ -51,7 +52,8 @@ from posbench.results import (
     write_metrics,
     write_per_position,
 )
-from posbench.variants import BCA_SUFFIX, RANDPOS_SUFFIX, base_variant, logit_scale, tag_variant
+from posbench.tasks.score import eval_batches, evaluate_task, merge_task_records, task_record_key
+from posbench.variants import RANDPOS_SUFFIX, row_names, use_variant
 
 log = logging.getLogger("posbench")
 
@@ -97,9 +99,7 @@ def evaluate_model(
         for variant in dict.fromkeys(v for v, _, _ in todo):
             bar.set_description(f"eval {shown[variant]}")
             for L in dict.fromkeys(L for v, L, _ in todo if v == variant):
-                model.attention_block = max(1, train_len // 2) if variant.endswith(BCA_SUFFIX) else None
-                enc.configure_eval(base_variant(variant), L, eval_cfg)
-                enc.logit_scale = logit_scale(variant, L, train_len)
+                use_variant(model, variant, L, eval_cfg)
                 sampled = variant.endswith(RANDPOS_SUFFIX)
                 for protocol in [p for v, l_, p in todo if v == variant and l_ == L]:
                     plan = plans[protocol, L]
@@ -120,20 +120,9 @@ def evaluate_model(
                     with np.errstate(invalid="ignore", divide="ignore"):
                         per_position[per_position_key(shown[variant], protocol, L)] = (pos_loss[0] / pos_loss[1]).astype(np.float32)
     finally:
-        enc.configure_eval(enc.name, train_len, eval_cfg)  # back to the trained configuration
-        enc.logit_scale = 1.0
-        model.attention_block = None
+        use_variant(model, None, train_len, eval_cfg)  # back to the trained configuration
         bar.close()
     return records, per_position
-
-
-def row_names(enc, eval_cfg) -> dict[str, str]:
-    """The variants a model of this encoding is evaluated as, each mapped to its report row's name
-    (an extension run's rows carry its tag: ``rope`` -> ``rope+yarn@4x+ft100``)."""
-    variants = enc.eval_variants(eval_cfg)
-    if enc.shape.max_position > enc.shape.train_len:  # trained on randomized positions: also evaluate as trained
-        variants.append(f"{enc.name}{RANDPOS_SUFFIX}")
-    return {v: tag_variant(v, enc.name, enc.variant_tag) for v in variants}
 
 
 def score_windows(model, stream: torch.Tensor, plan: WindowPlan, L: int, batch_tokens: int, device, bar,
@@ -228,6 +217,74 @@ def merge_records(old: list[dict], new: list[dict]) -> list[dict]:
     return sorted([r for r in old if record_key(r) not in fresh] + new, key=record_key)
 
 
+def evaluate_into(metrics: dict, model: LanguageModel, cfg: DictConfig, eval_cfg, corpus, device: torch.device,
+                  progress: bool = True, only_missing: bool = False, tracker=None) -> tuple[int, dict[str, np.ndarray]]:
+    """Score a trained model of run config ``cfg`` at the settings of ``eval_cfg`` and merge the
+    records into ``metrics``: perplexity (``evaluations``) for a language model, accuracy
+    (``task_evaluations``) for a task run, and with ``eval.attention_stats`` the attention
+    diagnostics (``attention``). ``only_missing``: only what ``metrics`` does not have yet.
+    Returns (records made, per-position curves to write)."""
+    task = task_of(cfg)
+    per_pos: dict[str, np.ndarray] = {}
+    if task is None:
+        skip = {record_key(r) for r in metrics.get("evaluations", [])} if only_missing else None
+        records, per_pos = evaluate_model(model, corpus.val, cfg.train_len, eval_cfg, device, progress,
+                                          cfg.data.doc_separator, corpus.fingerprint["hash"], skip)
+        metrics["evaluations"] = merge_records(metrics.get("evaluations", []), records)
+        if tracker is not None:
+            tracker.log_evaluation(records)
+        log_records(records)
+    else:
+        skip = {task_record_key(r) for r in metrics.get("task_evaluations", [])} if only_missing else None
+        records = evaluate_task(model, task, corpus.val, eval_cfg, device, corpus.fingerprint["hash"], progress, skip)
+        metrics["task_evaluations"] = merge_task_records(metrics.get("task_evaluations", []), records)
+        if tracker is not None:
+            tracker.log_task_evaluation(records)
+        log_task_records(records)
+    made = len(records)
+    if eval_cfg.get("attention_stats"):
+        have = {r["length"] for r in metrics.get("attention", [])} if only_missing else set()
+        stats = attention_records(model, task, corpus.val, cfg.train_len, eval_cfg, device, skip_lengths=have)
+        redone = {r["length"] for r in stats}
+        metrics["attention"] = [r for r in metrics.get("attention", []) if r["length"] not in redone] + stats
+        made += len(stats)
+    return made, per_pos
+
+
+def attention_records(model: LanguageModel, task, val_tokens: np.ndarray, train_len: int, eval_cfg, device,
+                      skip_lengths: set = frozenset()) -> list[dict]:
+    """posbench.diagnostics.attention_stats at every evaluation length, for the trained encoding:
+    over ``eval.attention_examples`` windows of the validation text from the first scored token
+    (a task run: that many evaluation examples of its middle condition)."""
+    out, n = [], eval_cfg.attention_examples
+    stream = torch.from_numpy(np.asarray(val_tokens).astype(np.int64))
+    for L in eval_lengths(train_len, eval_cfg.multiples):
+        if L in skip_lengths or model.encoding.undefined_reason(L) is not None:
+            continue
+        if task is None:
+            start = min(first_scored(eval_cfg, train_len), len(stream) - L)
+            ends = [e for e in range(start + L, len(stream), L)][:n]
+            x = stream[torch.as_tensor(ends)[:, None] + torch.arange(-L, 0)]
+        else:
+            conditions = task.conditions()
+            mid = len(conditions) // 2
+            x = eval_batches(task, L, conditions[mid], mid, val_tokens)[0].x[:n]
+        for r in attention_stats(model, [x], device):
+            out.append({"length": L, "multiple": L / train_len, **r, "source": "text" if task is None else task.name})
+    return out
+
+
+def log_task_records(records: list[dict]) -> None:
+    """One log line per variant: exact match at each multiple (mean over the grid's conditions)."""
+    for variant in dict.fromkeys(r["variant"] for r in records):
+        cells: dict[float, list[float]] = {}
+        for r in records:
+            if r["variant"] == variant and r["exact"] is not None:
+                cells.setdefault(r["multiple"], []).append(r["exact"])
+        shown = ", ".join(f"{m:g}x={sum(v) / len(v):.2f}" for m, v in cells.items())
+        log.info("%s %s exact match: %s", variant, records[0]["task"], shown)
+
+
 def evaluate_run(run_dir: Path, eval_cfg, device_name: str = "auto", progress: bool = True, attention: str = "auto",
                  only_missing: bool = False, command: str | None = None) -> tuple[dict, int]:
     """Evaluate a trained run at the settings of ``eval_cfg`` and merge the records into its files;
@@ -242,17 +299,15 @@ def evaluate_run(run_dir: Path, eval_cfg, device_name: str = "auto", progress: b
     model, cfg = model_from_checkpoint(load_checkpoint(run_dir), device)
     model.attention = attention
     corpus = load_corpus(cfg.data)
-    skip = {record_key(r) for r in metrics.get("evaluations", [])} if only_missing else None
-    records, per_pos = evaluate_model(model, corpus.val, cfg.train_len, eval_cfg, device, progress, cfg.data.doc_separator,
-                                      corpus.fingerprint["hash"], skip)
-    if not records:
+    made, per_pos = evaluate_into(metrics, model, cfg, eval_cfg, corpus, device, progress, only_missing)
+    if not made:
         return metrics, 0
-    metrics["evaluations"] = merge_records(metrics.get("evaluations", []), records)
     if command:
         metrics["commands"] = list(dict.fromkeys([*metrics.get("commands", []), command.replace(str(run_dir), "<run_dir>")]))
-    write_per_position(run_dir, per_pos)
+    if per_pos:
+        write_per_position(run_dir, per_pos)
     write_metrics(run_dir, metrics)
-    return metrics, len(records)
+    return metrics, made
 
 
 def log_records(records: list[dict]) -> None:
@@ -277,6 +332,10 @@ def run(cfg: DictConfig) -> None:
     for r in metrics["evaluations"]:
         ppl = "n/d (" + r["reason"] + ")" if r["ppl"] is None else f"{r['ppl']:.3f}"
         print(f"{r['variant']:>12} {r['protocol']:>15} L={r['length']:<6} ppl={ppl}")
+    for r in metrics.get("task_evaluations", []):
+        acc = "n/d (" + r["reason"] + ")" if r["exact"] is None else f"{r['exact']:.3f}"
+        cond = "" if r["condition"] is None else f" {r['condition']}"
+        print(f"{r['variant']:>12} {r['task'] + cond:>15} L={r['length']:<6} exact={acc}")
 
 
 main = hydra_app("evaluate", run, check_eval_job)

@@ -35,7 +35,8 @@ class CausalSelfAttention(nn.Module):
         self.proj = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
         self.dropout = nn.Dropout(cfg.dropout)
 
-    def forward(self, x, enc: PositionalEncoding, positions, pos_state, flex: bool = False, block: int | None = None):
+    def forward(self, x, enc: PositionalEncoding, positions, pos_state, flex: bool = False, block: int | None = None,
+                recorder=None):
         B, L, D = x.shape
         q, k, v = self.qkv(x).view(B, L, 3, self.n_heads, D // self.n_heads).permute(2, 0, 3, 1, 4)
         if enc.uses_relative:
@@ -47,6 +48,8 @@ class CausalSelfAttention(nn.Module):
             if t != 1.0:  # an attention temperature scales every logit: q.k through the scale, the bias below
                 scale = (scale if scale is not None else q.shape[-1] ** -0.5) * t
             bias_fn = (lambda i, j: enc.bias(i, j, self.layer) * t) if enc.uses_bias else None  # noqa: E731
+            if recorder is not None:  # attention diagnostics (posbench/diagnostics.py), evaluation only
+                recorder.add(self.layer, q, k, scale, bias_fn, positions, block)
             if block is not None:  # blockwise causal attention (evaluation only): the masked path
                 y = biased_causal_attention(q, k, v, bias_fn, positions, scale, block=block)
             elif enc.uses_bias:
@@ -80,8 +83,8 @@ class Block(nn.Module):
         self.attn = CausalSelfAttention(cfg, layer)
         self.mlp = MLP(cfg)
 
-    def forward(self, x, enc, positions, pos_state, flex=False, block=None):
-        x = x + self.attn(self.ln1(x), enc, positions, pos_state, flex, block)
+    def forward(self, x, enc, positions, pos_state, flex=False, block=None, recorder=None):
+        x = x + self.attn(self.ln1(x), enc, positions, pos_state, flex, block, recorder)
         return x + self.mlp(self.ln2(x))
 
 
@@ -100,6 +103,8 @@ class LanguageModel(nn.Module):
         self.attention = "auto"
         # blockwise causal attention's block size, set for evaluation only (None: full causal)
         self.attention_block: int | None = None
+        # set by posbench.diagnostics.attention_stats while it measures attention (None otherwise)
+        self.attention_recorder = None
         # GPT-2 init for the transformer; the encoding keeps its own (it knows what its parameters mean)
         nn.init.normal_(self.tok_emb.weight, std=0.02)
         for name, p in self.blocks.named_parameters():
@@ -128,7 +133,7 @@ class LanguageModel(nn.Module):
             and torch.equal(positions, torch.arange(L, device=positions.device))
         )
         for layer in self.blocks:
-            x = layer(x, self.encoding, positions, pos_state, flex, block)
+            x = layer(x, self.encoding, positions, pos_state, flex, block, self.attention_recorder)
         return self.head(self.ln_f(x))
 
 

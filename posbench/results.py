@@ -68,16 +68,22 @@ def run_identity(cfg: DictConfig) -> dict:
     }
     if (c.get("extend") or {}).get("length") is not None:  # ordinary runs keep the ids they always had
         identity["extend"] = c["extend"]
+    task = c.get("task") or {"name": "lm"}
+    if task["name"] != "lm":  # language-model runs too; the evaluation grid (eval_*) is not training
+        identity["task"] = {k: v for k, v in task.items() if not k.startswith("eval_")}
     return identity
 
 
 def run_id(cfg: DictConfig) -> str:
     """Readable prefix + hash of the resolved identity: the same config always maps to the same run
-    (an extension run adds its target, method and steps: ``..._s0_x256-yarn-ft100_<hash>``)."""
+    (an extension run adds its target, method and steps: ``..._s0_x256-yarn-ft100_<hash>``; a task
+    run its task: ``..._s0_passkey_<hash>``)."""
     digest = hashlib.sha1(json.dumps(run_identity(cfg), sort_keys=True).encode()).hexdigest()[:10]
     x = cfg.get("extend")
     ext = "" if x is None or x.get("length") is None else \
         f"x{x.length}{'' if x.method == 'none' else '-' + x.method}-ft{x.steps}_"
+    task = (cfg.get("task") or {}).get("name", "lm")
+    ext += "" if task == "lm" else f"{task}_"
     return f"{cfg.encoding.name}_{cfg.model.name}_L{cfg.train_len}_s{cfg.seed}_{ext}{digest}"
 
 
@@ -383,7 +389,8 @@ def read_config(run_dir: Path) -> DictConfig:
 RUN_COLUMNS = ["run_id", "status", "encoding", "model", "train_len", "seed", "params", "train_steps", "train_tokens",
                "train_wall_s", "final_val_loss"]
 # how and where a run was made, kept for the report so that it reads each metrics.json once
-CONTEXT_COLUMNS = ["device", "torch_version", "python", "posbench_version", "corpus", "commands", "during_training"]
+CONTEXT_COLUMNS = ["device", "torch_version", "python", "posbench_version", "corpus", "commands", "during_training",
+                   "task", "task_evaluations", "attention"]
 
 
 def load_runs(root: Path) -> tuple[pd.DataFrame, pd.DataFrame, list[dict]]:

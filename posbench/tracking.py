@@ -15,6 +15,9 @@ class Tracker:
     def log_evaluation(self, records: list[dict]) -> None:
         pass
 
+    def log_task_evaluation(self, records: list[dict]) -> None:
+        pass
+
     def finish(self) -> None:
         pass
 
@@ -53,6 +56,16 @@ class WandbTracker(Tracker):
         })
         for r in defined:
             self.run.summary[f"eval/{r['variant']}/{r['protocol']}/ppl@{r['multiple']:g}x"] = r["ppl"]
+
+    def log_task_evaluation(self, records):
+        cols = ["variant", "task", "length", "multiple", "condition", "examples", "exact", "token_accuracy", "reason"]
+        self.run.log({"eval/task_table": self.wandb.Table(columns=cols, data=[[r.get(c) for c in cols] for r in records])})
+        cells: dict[tuple, list[float]] = {}
+        for r in records:
+            if r.get("exact") is not None:
+                cells.setdefault((r["variant"], r["task"], r["multiple"]), []).append(r["exact"])
+        for (variant, task, multiple), v in cells.items():  # mean over the grid's conditions
+            self.run.summary[f"eval/{variant}/{task}/exact@{multiple:g}x"] = sum(v) / len(v)
 
     def finish(self):
         self.run.finish()

@@ -22,10 +22,11 @@ from omegaconf import DictConfig, OmegaConf
 from posbench import __version__
 from posbench import extend as extension
 from posbench.cli import hydra_app, in_sweep, job_index, launch_command
-from posbench.config import encoding_params, max_train_position, position_lr_mult, validate
+from posbench.config import encoding_params, max_train_position, position_lr_mult, task_of, validate
 from posbench.data import check_corpus_fits, corpus_stats, load_corpus
 from posbench.device import describe, resolve_device
-from posbench.evaluate import during_training_probe, evaluate_model, evaluate_run, log_records, probe_steps, row_names
+from posbench.errors import PosbenchError
+from posbench.evaluate import during_training_probe, evaluate_into, evaluate_run, probe_steps
 from posbench.encodings import ModelShape, build_encoding
 from posbench.model import ModelConfig, build_model
 from posbench.protocols import eval_lengths, token_set
@@ -44,7 +45,9 @@ from posbench.results import (
     write_metrics,
     write_per_position,
 )
+from posbench.tasks.score import example_set, task_record_key
 from posbench.tracking import make_tracker
+from posbench.variants import row_names
 from posbench.trainer import train_model
 
 log = logging.getLogger("posbench")
@@ -60,7 +63,18 @@ def check_jobs(jobs: list[DictConfig]) -> None:
         key = OmegaConf.to_yaml(cfg.data)
         if key not in corpora:
             corpora[key] = load_corpus(cfg.data)
-        check_corpus_fits(corpora[key], cfg.train_len, cfg.eval if cfg.evaluate_after_training else None)
+        lm = task_of(cfg) is None
+        check_corpus_fits(corpora[key], cfg.train_len, cfg.eval if cfg.evaluate_after_training and lm else None)
+        if not lm and cfg.evaluate_after_training:
+            check_task_fits(corpora[key], cfg)
+
+
+def check_task_fits(corpus, cfg: DictConfig) -> None:
+    """A task's filler comes from the validation split: it must hold the longest evaluation window."""
+    longest = max(eval_lengths(cfg.train_len, cfg.eval.multiples))
+    if len(corpus.val) < longest + 2:
+        raise PosbenchError(f"task {cfg.task.name} at {longest} tokens needs filler from a validation split of more "
+                            f"than {longest + 1} tokens; it has {len(corpus.val)}: lower eval.multiples")
 
 
 def run(cfg: DictConfig) -> Path:
@@ -109,9 +123,9 @@ def _settled(cfg: DictConfig, rid: str, run_dir: Path) -> bool:
 
 
 def _missing_evaluations(cfg: DictConfig, metrics: dict) -> bool:
-    """Whether the eval settings ask for a record (variant, protocol, length, token set) the run
-    does not have: more lengths, another protocol or token set, or a new variant (rope_scaling, bca)."""
-    have = {(r["variant"], r["protocol"], r["length"], r.get("token_set")) for r in metrics.get("evaluations", [])}
+    """Whether the eval settings ask for a record the run does not have: more lengths, another
+    protocol or token set (a task run: example set), a new variant (rope_scaling, bca), or
+    attention diagnostics at a length."""
     corpus = metrics.get("corpus") or {}
     n_val, corpus_hash = corpus.get("val_tokens", 0), corpus.get("hash", "")
     m = cfg.model
@@ -119,18 +133,26 @@ def _missing_evaluations(cfg: DictConfig, metrics: dict) -> bool:
     enc = build_encoding(cfg.encoding.name, shape, encoding_params(cfg))
     enc.variant_tag = extension.tag(cfg)
     variants = row_names(enc, cfg.eval).values()
+    lengths = eval_lengths(cfg.train_len, cfg.eval.multiples)
+    if cfg.eval.attention_stats and not enc.uses_relative:
+        have = {r["length"] for r in metrics.get("attention", [])}
+        if any(L not in have and enc.undefined_reason(L) is None for L in lengths):
+            return True
+    task = task_of(cfg)
+    if task is not None:
+        have = {task_record_key(r) for r in metrics.get("task_evaluations", [])}
+        eset = example_set(task, corpus_hash)
+        return any((v, L, c, eset) not in have for v in variants for L in lengths for c in task.conditions())
+    have = {(r["variant"], r["protocol"], r["length"], r.get("token_set")) for r in metrics.get("evaluations", [])}
     return any((v, p, L, token_set(p, cfg.eval, cfg.train_len, n_val, corpus_hash)) not in have
-               for v in variants for p in cfg.eval.protocols for L in eval_lengths(cfg.train_len, cfg.eval.multiples))
+               for v in variants for p in cfg.eval.protocols for L in lengths)
 
 
 def _evaluate_missing(cfg: DictConfig, rid: str, run_dir: Path) -> None:
     if cfg.get("threads"):
         torch.set_num_threads(cfg.threads)
     log.info("%s is trained; evaluating what its metrics do not have yet", rid)
-    metrics, made = evaluate_run(run_dir, cfg.eval, cfg.device, attention=cfg.attention, only_missing=True)
-    corpus = metrics["corpus"]
-    asked = {token_set(p, cfg.eval, cfg.train_len, corpus["val_tokens"], corpus["hash"]) for p in cfg.eval.protocols}
-    log_records([r for r in metrics["evaluations"] if r.get("token_set") in asked])
+    _, made = evaluate_run(run_dir, cfg.eval, cfg.device, attention=cfg.attention, only_missing=True)
     log.info("%s: %d new evaluation records", rid, made)
 
 
@@ -154,11 +176,13 @@ def _train_and_evaluate(cfg: DictConfig, rid: str, run_dir: Path, corpus, parent
     write_config(run_dir, resolved)
     log.info("run %s: %s, %d parameters, %s", rid, cfg.encoding.name, model.num_params(), describe(device))
     tracker = make_tracker(cfg.logger, rid, run_dir, resolved)
+    task = task_of(cfg)
     metrics = new_metrics(
         rid,
         encoding=cfg.encoding.name, model=cfg.model.name, train_len=cfg.train_len, seed=cfg.seed,
         params=model.num_params(), device=describe(device), torch_version=torch.__version__,
         posbench_version=__version__, python=platform.python_version(), corpus=corpus_stats(corpus),
+        task=task.name if task is not None else "lm",
         # how to make this run again; sweeps are recorded once, in their multirun.yaml
         commands=[cmd] if (cmd := launch_command("posbench-train")) and not in_sweep() else [],
         **({"parent": parent.name, "extend": OmegaConf.to_container(cfg.extend, resolve=True)} if parent else {}),
@@ -172,8 +196,8 @@ def _train_and_evaluate(cfg: DictConfig, rid: str, run_dir: Path, corpus, parent
             result = train_model(
                 model, corpus.train, corpus.val, train_cfg, window, cfg.seed, device,
                 lr_mult=position_lr_mult(cfg), compile=cfg.compile, tracker=tracker, resume_dir=run_dir,
-                desc=f"train {cfg.encoding.name}{extension.tag(cfg)} L={window}",
-                probe=probe, probe_steps=probe_steps(cfg.eval.during_training, train_cfg.steps),
+                desc=f"train {cfg.encoding.name}{extension.tag(cfg)}{' ' + task.name if task else ''} L={window}",
+                probe=probe, probe_steps=probe_steps(cfg.eval.during_training, train_cfg.steps), task=task,
             )
         else:  # an extension run of 0 steps: the parent's weights with the method, evaluated as they are
             result = {"status": "completed", "history": [], "train_steps": 0, "train_tokens": 0, "train_wall_s": 0.0}
@@ -187,13 +211,9 @@ def _train_and_evaluate(cfg: DictConfig, rid: str, run_dir: Path, corpus, parent
             write_metrics(run_dir, metrics)
             clear_resume(run_dir)  # the final checkpoint supersedes it
             if cfg.evaluate_after_training:
-                records, per_pos = evaluate_model(model, corpus.val, cfg.train_len, cfg.eval, device,
-                                                  doc_separator=cfg.data.doc_separator,
-                                                  corpus_hash=corpus.fingerprint["hash"])
-                metrics["evaluations"] = records
-                write_per_position(run_dir, per_pos)
-                tracker.log_evaluation(records)
-                log_records(records)
+                _, per_pos = evaluate_into(metrics, model, cfg, cfg.eval, corpus, device, tracker=tracker)
+                if per_pos:
+                    write_per_position(run_dir, per_pos)
     except Exception as e:
         if metrics["status"] == "completed":  # training is safe; the evaluation is retried on the next run
             metrics["evaluation_error"] = f"{type(e).__name__}: {e}"

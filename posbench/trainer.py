@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from posbench.data import sample_batch
+from posbench.tasks import Task
 from posbench.device import autocast
 from posbench.positions import sample_positions
 from posbench.results import discard_resume, load_resume, save_resume
@@ -70,16 +71,34 @@ def lr_factor(step: int, tc) -> float:
     return tc.min_lr_ratio + (1 - tc.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
 
 
+def training_batch(tokens: np.ndarray, batch_size: int, length: int, seed: int, step: int,
+                   task: Task | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """(inputs, targets, scored) of one step: windows of the corpus (every target scored: None),
+    or a synthetic task's examples with their filler from ``tokens`` (only the answers scored).
+    Both depend only on (seed, step)."""
+    if task is None:
+        return (*sample_batch(tokens, batch_size, length, seed, step), None)
+    b = task.batch(np.random.default_rng([seed, step]), batch_size, length, tokens, train=True)
+    return b.x, b.y, b.answer
+
+
+def token_loss(logits: torch.Tensor, y: torch.Tensor, scored: torch.Tensor | None) -> torch.Tensor:
+    """Mean cross-entropy over the scored targets (every target when ``scored`` is None)."""
+    if scored is None:
+        return F.cross_entropy(logits.float().flatten(0, 1), y.flatten())
+    return F.cross_entropy(logits.float()[scored], y[scored])
+
+
 @torch.no_grad()
-def validation_loss(model, val_tokens, tc, train_len: int, device) -> float:
+def validation_loss(model, val_tokens, tc, train_len: int, device, task: Task | None = None) -> float:
     model.eval()
     losses = []
     for i in range(tc.val_batches):
         # fixed windows, so every validation point and every run sees the same text
-        x, y = sample_batch(val_tokens, tc.batch_size, train_len, seed=VALIDATION_SEED, step=i)
+        x, y, scored = training_batch(val_tokens, tc.batch_size, train_len, VALIDATION_SEED, i, task)
         with autocast(device):
             logits = model(x.to(device))
-        losses.append(F.cross_entropy(logits.float().flatten(0, 1), y.to(device).flatten()).item())
+        losses.append(token_loss(logits, y.to(device), None if scored is None else scored.to(device)).item())
     model.train()
     return sum(losses) / len(losses)
 
@@ -131,13 +150,15 @@ def train_model(
     desc: str = "train",
     probe: Callable[[torch.nn.Module], list[dict]] | None = None,
     probe_steps: Collection[int] = (),
+    task: Task | None = None,
 ) -> dict:
     """Train in place for ``tc.steps`` steps; returns status, timing and the history of the run.
 
     ``tc``: the ``train`` settings (posbench.config.TrainConfig). With ``resume_dir``, the full
     training state is saved there every ``tc.checkpoint_every`` steps, and a run that finds one
     continues from it. ``probe(model)`` runs after each step of ``probe_steps`` (1-based, like the
-    history); its records get the step and the tokens trained so far."""
+    history); its records get the step and the tokens trained so far. ``task``: train on a synthetic
+    task (posbench/tasks), its filler from the token splits, the loss on its answers only."""
     tracker = tracker or Tracker()
     opt = make_optimizer(model, tc, lr_mult)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, tc))
@@ -158,13 +179,14 @@ def train_model(
     logged_step = st.start
     bar = tqdm(range(st.start, tc.steps), initial=st.start, total=tc.steps, desc=desc, unit="step", leave=False)
     for step in bar:
-        x, y = sample_batch(train_tokens, tc.batch_size, train_len, seed, step)
+        x, y, scored = training_batch(train_tokens, tc.batch_size, train_len, seed, step, task)
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        scored = None if scored is None else scored.to(device, non_blocking=True)
         if tc.random_positions:
             positions = sample_positions(tc.random_positions, train_len, seed, step).to(device)
         with autocast(device):
             logits = forward(x, positions)
-        loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten())
+        loss = token_loss(logits, y, scored)
         loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip)
         opt.step()
@@ -186,7 +208,7 @@ def train_model(
                 log.warning("loss became %s at step %d: run marked diverged", st.last_loss, step + 1)
                 break
             if validate:
-                st.val_loss = entry["val_loss"] = validation_loss(model, val_tokens, tc, train_len, device)
+                st.val_loss = entry["val_loss"] = validation_loss(model, val_tokens, tc, train_len, device, task)
                 t_log = time.perf_counter()  # validation time is not training throughput
             st.history.append(entry)
             tracker.log({k: v for k, v in entry.items() if k != "step"}, step=step + 1)

@@ -1,5 +1,6 @@
-"""Names of evaluation-only variants: the same weights, scored another way, each its own report
-row. A light module (no torch), shared by the encodings, the evaluator and the report."""
+"""Evaluation-only variants: the same weights, scored another way, each its own report row. Their
+names, and how a model is set up for one. A light module (no torch), shared by the encodings, the
+scorers (perplexity and tasks) and the report."""
 
 import math
 import re
@@ -41,3 +42,27 @@ def extension_tag(method: str, factor: float, steps: int) -> str:
 def tag_variant(variant: str, name: str, tag: str) -> str:
     """Insert an extension run's tag after the encoding's name: ``xpos+bca`` -> ``xpos@4x+ft100+bca``."""
     return name + tag + variant[len(name):] if tag and variant.startswith(name) else variant
+
+
+def row_names(enc, eval_cfg) -> dict[str, str]:
+    """The variants a model of this encoding is evaluated as, each mapped to its report row's name
+    (an extension run's rows carry its tag: ``rope`` -> ``rope+yarn@4x+ft100``)."""
+    variants = enc.eval_variants(eval_cfg)
+    if enc.shape.max_position > enc.shape.train_len:  # trained on randomized positions: also evaluate as trained
+        variants.append(f"{enc.name}{RANDPOS_SUFFIX}")
+    return {v: tag_variant(v, enc.name, enc.variant_tag) for v in variants}
+
+
+def use_variant(model, variant: str | None, length: int, eval_cfg) -> None:
+    """Set ``model`` up to score ``variant`` at windows of ``length`` tokens (blockwise causal
+    attention, the encoding's evaluation-time configuration, the attention temperature); None: back
+    to the trained configuration. Every scorer (perplexity, tasks) goes through here."""
+    enc, train_len = model.encoding, model.encoding.shape.train_len
+    if variant is None:
+        enc.configure_eval(enc.name, train_len, eval_cfg)
+        enc.logit_scale = 1.0
+        model.attention_block = None
+        return
+    model.attention_block = max(1, train_len // 2) if variant.endswith(BCA_SUFFIX) else None
+    enc.configure_eval(base_variant(variant), length, eval_cfg)
+    enc.logit_scale = logit_scale(variant, length, train_len)

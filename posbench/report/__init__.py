@@ -13,6 +13,10 @@ into DIR (default RUNS_DIR/report):
     convergence.csv         every run's budget and the fall of its 1x validation loss over the last doubling
     ppl_vs_length.png, per_position.png, ratio_heatmap.png, training_curves.png
     during_training.png/.csv  with eval.during_training: 1x perplexity and ratio against training tokens
+    extension.png/.csv      with extension runs: perplexity at the target length against fine-tuning steps
+    tasks.csv, task_records.csv, task_accuracy.png, task_<task>.png
+                            with task runs: accuracy per length, effective context length, heatmaps
+    attention.csv, attention.png  with eval.attention_stats: attention distance and entropy per length
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import sys
 from pathlib import Path
 
 from posbench.errors import user_errors
-from posbench.report import budget
+from posbench.report import budget, tasks
 from posbench.report.pipeline import DEFAULT_TOLERANCE, FIGURES, OPTIONAL_FIGURES, build_report
 
 
@@ -37,6 +41,8 @@ def main(argv: list[str] | None = None) -> None:
                              "doubling of steps (default 0.02)")
     parser.add_argument("--spread", type=float, default=budget.DEFAULT_SPREAD,
                         help="warn when compared encodings' 1x perplexities differ by more than this fraction (default 0.1)")
+    parser.add_argument("--threshold", type=float, default=tasks.DEFAULT_THRESHOLD,
+                        help="tasks: effective context length keeps accuracy at or above this fraction (default 0.8)")
     parser.add_argument("--protocols", default=None,
                         help="comma-separated evaluation protocols to report (default: every one found)")
     parser.add_argument("--wandb", action="store_true", help="also log the tables and figures to a wandb run (logger settings from WANDB_* variables; offline by default)")
@@ -44,7 +50,7 @@ def main(argv: list[str] | None = None) -> None:
     with user_errors():
         out = args.out or args.runs_dir / "report"
         protocols = [p for p in args.protocols.split(",") if p] if args.protocols else None
-        report = build_report(args.runs_dir, out, args.tolerance, protocols, args.improving, args.spread)
+        report = build_report(args.runs_dir, out, args.tolerance, protocols, args.improving, args.spread, args.threshold)
         if args.wandb:
             from posbench.tracking import log_report
 

@@ -19,9 +19,11 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from posbench.report.tables import completed, multiple_columns
 from posbench.results import atomic_write_bytes, per_position_key, read_history, read_per_position
+from posbench.tasks import TASKS
 from posbench.variants import BCA_SUFFIX, RANDPOS_SUFFIX, base_variant, temperature_of
 
 PANEL = ["model", "train_len"]
+METRIC_WORDS = {"exact": "exact match", "token_accuracy": "token accuracy"}
 PLAIN = FuncFormatter(lambda v, _: f"{v:g}")
 
 
@@ -320,5 +322,91 @@ def plot_extension(curves: pd.DataFrame, scratch: pd.DataFrame, path: Path) -> N
         ax.yaxis.set_minor_formatter(PLAIN)
         _finish_panel(ax, f"{model}, trained at {train_len}, extended to {target}", True, True,
                       "fine-tuning steps at the target length", f"perplexity at {target} tokens", True)
+    fig.tight_layout()
+    save(fig, path)
+
+
+def plot_task_accuracy(table: pd.DataFrame, path: Path) -> None:
+    """Task accuracy against evaluation length, one panel per (task, model, train_len), one line per
+    variant (mean over the grid's conditions and seeds; band: 95% interval over seeds)."""
+    panels = sorted(table.groupby(["task", *PANEL]).groups)
+    cols = sorted([c for c in table.columns if c.endswith("x")], key=lambda c: float(c[:-1]))
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.8), squeeze=False)
+    for ax, (task, model, train_len) in zip(axes[0], panels):
+        sub = table[(table["task"] == task) & (table["model"] == model) & (table["train_len"] == train_len)]
+        lengths = np.array([round(train_len * float(c[:-1])) for c in cols])
+        for _, row in sub.iterrows():
+            mean = 100 * row[cols].to_numpy(dtype=float)
+            half = 100 * row[[f"{c}_ci95" for c in cols]].to_numpy(dtype=float)
+            ok = ~np.isnan(mean)
+            ax.plot(lengths[ok], mean[ok], marker="o", ms=3, color=colour(row["variant"]), label=row["variant"],
+                    linestyle=linestyle(row["variant"]))
+            if row["seeds"] > 1:
+                ax.fill_between(lengths[ok], (mean - half)[ok], (mean + half)[ok], color=colour(row["variant"]), alpha=0.15, lw=0)
+        ax.axvline(train_len, color="grey", linestyle=":", linewidth=1)
+        ax.set_xscale("log")
+        ax.set_xticks(lengths, [str(x) for x in lengths])
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_ylim(-3, 103)
+        _finish_panel(ax, f"{task}, {model}, trained at {train_len}", True, True, "evaluation length (tokens)",
+                      f"{METRIC_WORDS[TASKS[task].metric]} (%)", True)
+    fig.tight_layout()
+    save(fig, path)
+
+
+def plot_task_heatmaps(heat: pd.DataFrame, task: str, condition: str, path: Path) -> None:
+    """The length x condition grid of one task (the needle-in-a-haystack heatmap for passkey), one
+    panel per variant (and model, train_len): mean accuracy over seeds, green right, red wrong."""
+    sub = heat[heat["task"] == task]
+    panels = sorted(sub.groupby(["variant", *PANEL]).groups)
+    n_cols = min(5, len(panels))
+    n_rows = -(-len(panels) // n_cols)
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(3.2 * n_cols, 2.8 * n_rows), squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.axis("off")
+    for ax, (variant, model, train_len) in zip(axes.flat, panels):
+        g = sub[(sub["variant"] == variant) & (sub["model"] == model) & (sub["train_len"] == train_len)]
+        grid = g.pivot_table(index="condition", columns="length", values="accuracy", dropna=False)
+        im = ax.imshow(100 * grid.to_numpy(dtype=float), cmap="RdYlGn", vmin=0, vmax=100, aspect="auto", origin="lower")
+        ax.set_xticks(range(grid.shape[1]), [str(c) for c in grid.columns], fontsize=7)
+        ax.set_yticks(range(grid.shape[0]), [f"{c:g}" for c in grid.index], fontsize=7)
+        for (i, j), v in np.ndenumerate(grid.to_numpy(dtype=float)):
+            if not np.isnan(v):
+                ax.text(j, i, f"{100 * v:.0f}", ha="center", va="center", fontsize=6)
+        ax.set_title(f"{variant} ({model}, {train_len})", fontsize=9)
+        ax.set_xlabel("evaluation length", fontsize=8)
+        ax.set_ylabel(condition, fontsize=8)
+    fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8, label=f"{METRIC_WORDS[TASKS[task].metric]} (%)")
+    save(fig, path)
+
+
+def plot_attention(att: pd.DataFrame, path: Path) -> None:
+    """Mean attention distance and attention entropy (over layers, heads and seeds) against length,
+    one line per encoding; one row per source (text, or a task's examples) and model/train_len.
+    Dotted: uniform attention over every earlier key (entropy: ln(i + 1) averaged over queries i;
+    distance: i / 2 averaged, (L - 1) / 4)."""
+    rows = sorted(att.groupby(["source", *PANEL]).groups)
+    fig, axes = plt.subplots(len(rows), 2, figsize=(10, 3.4 * len(rows)), squeeze=False)
+    for r, (source, model, train_len) in enumerate(rows):
+        sub = att[(att["source"] == source) & (att["model"] == model) & (att["train_len"] == train_len)]
+        lengths = np.array(sorted(sub["length"].unique()))
+        for enc, g in sub.groupby("encoding"):
+            g = g.sort_values("length")
+            axes[r][0].plot(g["length"], g["mean_distance"], marker="o", ms=3, color=colour(enc), label=enc)
+            axes[r][1].plot(g["length"], g["entropy"], marker="o", ms=3, color=colour(enc), label=enc)
+        axes[r][0].plot(lengths, (lengths - 1) / 4, color="grey", linestyle=":", lw=1, label="uniform")
+        uniform = sub.drop_duplicates("length").sort_values("length")
+        axes[r][1].plot(uniform["length"], uniform["uniform entropy"], color="grey", linestyle=":", lw=1, label="uniform")
+        for c, (ylabel, log_y) in enumerate([("mean attention distance (tokens)", True), ("attention entropy (nats)", False)]):
+            ax = axes[r][c]
+            ax.axvline(train_len, color="grey", linestyle=":", linewidth=1)
+            ax.set_xscale("log")
+            if log_y:
+                ax.set_yscale("log")
+                ax.yaxis.set_major_formatter(PLAIN)
+            ax.set_xticks(lengths, [str(x) for x in lengths])
+            ax.xaxis.set_minor_formatter(NullFormatter())
+            _finish_panel(ax, f"{source}: {model}, trained at {train_len}", r == len(rows) - 1, True,
+                          "evaluation length (tokens)", ylabel, c == 1)
     fig.tight_layout()
     save(fig, path)

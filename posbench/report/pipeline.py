@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from posbench.errors import PosbenchError
-from posbench.report import budget, extension, figures
+from posbench.report import budget, extension, figures, tasks
 from posbench.report.context import (
     commands,
     config_split,
@@ -34,6 +34,7 @@ from posbench.report.tables import (
     run_summary,
 )
 from posbench.results import atomic_write_text, find_incomplete, load_runs, read_config
+from posbench.tasks import LM, TASKS
 
 DEFAULT_TOLERANCE = 0.05
 FIGURES = {
@@ -43,7 +44,10 @@ FIGURES = {
     "training_curves.png": "training curves",
 }
 OPTIONAL_FIGURES = {"during_training.png": "1x perplexity and extrapolation ratio against training tokens",
-                    "extension.png": "perplexity at the target length against fine-tuning steps"}
+                    "extension.png": "perplexity at the target length against fine-tuning steps",
+                    "task_accuracy.png": "task accuracy against evaluation length",
+                    "attention.png": "mean attention distance and entropy against evaluation length"}
+TASK_HEATMAP = "task_{}.png"  # one per task: the length x condition grid
 
 
 def _incomplete_row(run_dir: Path) -> dict:
@@ -57,13 +61,14 @@ def _incomplete_row(run_dir: Path) -> dict:
 
 
 def build_report(runs_dir: Path, out_dir: Path, tolerance: float = DEFAULT_TOLERANCE, protocols: list[str] | None = None,
-                 improving: float = budget.DEFAULT_IMPROVING, spread: float = budget.DEFAULT_SPREAD) -> Path:
+                 improving: float = budget.DEFAULT_IMPROVING, spread: float = budget.DEFAULT_SPREAD,
+                 threshold: float = tasks.DEFAULT_THRESHOLD) -> Path:
     runs_dir, out_dir = Path(runs_dir), Path(out_dir)
     if not runs_dir.is_dir():
         raise PosbenchError(f"runs directory {str(runs_dir)!r} does not exist")
     if not 0 <= tolerance < 10:
         raise PosbenchError(f"--tolerance must be a fraction such as 0.05, got {tolerance}")
-    for name, value in (("--improving", improving), ("--spread", spread)):
+    for name, value in (("--improving", improving), ("--spread", spread), ("--threshold", threshold)):
         if not 0 <= value < 10:
             raise PosbenchError(f"{name} must be a fraction such as 0.02, got {value}")
     runs, evals, skipped = load_runs(runs_dir)
@@ -75,8 +80,14 @@ def build_report(runs_dir: Path, out_dir: Path, tolerance: float = DEFAULT_TOLER
                                 f"found: {', '.join(sorted(evals['protocol'].unique()))}")
         evals = evals[evals["protocol"].isin(protocols)]
     completed = runs[runs["status"] == "completed"]
-    if completed.empty or evals.empty:
+    task_records, task_left_out = tasks.task_frame(completed)
+    if completed.empty or (evals.empty and task_records.empty):
         raise PosbenchError(f"no completed, evaluated runs below {str(runs_dir)!r} ({len(runs)} runs, none usable)")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    task_blocks = _task_sections(task_records, task_left_out, tasks.attention_frame(completed), out_dir, threshold)
+    if evals.empty:  # task runs only: no perplexity sections
+        return _write(_tasks_only_blocks(runs_dir, runs, completed, skipped, task_blocks), out_dir)
+    completed = completed[completed["task"].fillna(LM) == LM]  # the perplexity sections read language models only
     evals, left_out = comparable_records(evals)
     choices = choose_settings(completed)
     tuned = None
@@ -88,7 +99,6 @@ def build_report(runs_dir: Path, out_dir: Path, tolerance: float = DEFAULT_TOLER
             runs, completed = runs[runs["run_id"].isin(default_ids) | (runs["status"] != "completed")], completed[completed["run_id"].isin(default_ids)]
         else:
             evals, completed = evals[evals["run_id"].isin(chosen_ids)], completed[completed["run_id"].isin(chosen_ids)]
-    out_dir.mkdir(parents=True, exist_ok=True)
 
     table = main_table(evals, tolerance)
     atomic_write_text(out_dir / "evaluations.csv", evals.to_csv(index=False))
@@ -141,6 +151,7 @@ def build_report(runs_dir: Path, out_dir: Path, tolerance: float = DEFAULT_TOLER
                    Image("ratio_heatmap.png", FIGURES["ratio_heatmap.png"])]
     blocks += _budget_section(conv, curves, table, set(completed["encoding"]), tolerance, improving, spread)
     blocks += ext_blocks
+    blocks += task_blocks
     blocks += [
         Heading("Loss by position at the longest length"),
         Para("Mean loss at each position of the window (mean over seeds, moving average). The dotted line marks the "
@@ -151,20 +162,7 @@ def build_report(runs_dir: Path, out_dir: Path, tolerance: float = DEFAULT_TOLER
         Para("Training loss (line, mean over seeds, smoothed) and validation loss (dots) against the optimiser step."),
         Image("training_curves.png", FIGURES["training_curves.png"]),
     ]
-    other = runs[runs["status"] != "completed"][["run_id", "status", "encoding", "train_len", "seed"]]
-    unevaluated = completed[~completed["run_id"].isin(evals["run_id"])][["run_id", "encoding", "train_len", "seed"]]
-    other = pd.concat([other, unevaluated.assign(status="trained, not evaluated (run the command again to evaluate)")],
-                      ignore_index=True) if not unevaluated.empty else other
-    unfinished = pd.DataFrame([_incomplete_row(p) for p in find_incomplete(runs_dir)])
-    unreadable = pd.DataFrame([{"run_id": Path(s["run_dir"]).name, "status": f"unreadable: {s['reason']}"} for s in skipped])
-    parts = [t for t in (other, unfinished, unreadable) if not t.empty]
-    other = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-    if not other.empty:
-        blocks += [Heading("Runs not in the table"),
-                   Para("Diverged or failed runs, incomplete ones (started, no metrics yet: running or killed; "
-                        "re-running the sweep resumes them) and unreadable ones (a file missing or corrupt). None of "
-                        "their numbers are in the tables above."),
-                   Table(other.fillna(""))]
+    blocks += _not_in_tables(runs_dir, runs, completed[~completed["run_id"].isin(evals["run_id"])], skipped)
     if tuned is not None:
         atomic_write_text(out_dir / "table_tuned.csv", tuned.to_csv(index=False))
         atomic_write_text(out_dir / "tuning.csv", choices.to_csv(index=False))
@@ -188,16 +186,112 @@ def build_report(runs_dir: Path, out_dir: Path, tolerance: float = DEFAULT_TOLER
                         "were recorded), so they are in no table or figure. Re-evaluate the runs with the settings of "
                         "the others to include them."),
                    Table(left_out.rename(columns={"token_set": "scored on", "compared_set": "the panel compares"}))]
-    blocks += _provenance(runs_dir, completed)
+    blocks += _provenance(runs_dir, runs[runs["status"] == "completed"])
     blocks += [Heading("Files"),
                Para("Beside this report: `table.csv` / `table.tex` (the main table with std, intervals and p-values), "
                     "`runs.csv` (summary metrics of every run), `pairs.csv` (paired tests between every two encodings), "
-                    "`evaluations.csv` (every evaluation record) and the figures as PNG.")]
+                    "`evaluations.csv` (every evaluation record) and the figures as PNG."
+                    + (TASK_FILES if task_blocks else ""))]
+    return _write(blocks, out_dir)
+
+
+TASK_FILES = (" Tasks and attention: `tasks.csv` (the task table), `task_records.csv` (every task record), "
+              "`attention.csv` (attention distance and entropy per run, length, layer and head).")
+
+
+def _write(blocks: list, out_dir: Path) -> Path:
     md, page = render(blocks, out_dir, "posbench report")
     atomic_write_text(out_dir / "report.html", page)
     report = out_dir / "report.md"
     atomic_write_text(report, md)
     return report
+
+
+def _not_in_tables(runs_dir: Path, runs: pd.DataFrame, unevaluated: pd.DataFrame, skipped: list[dict]) -> list:
+    """Diverged, failed, unevaluated, unfinished and unreadable runs, in one table."""
+    other = runs[runs["status"] != "completed"][["run_id", "status", "encoding", "train_len", "seed"]]
+    unevaluated = unevaluated[["run_id", "encoding", "train_len", "seed"]]
+    other = pd.concat([other, unevaluated.assign(status="trained, not evaluated (run the command again to evaluate)")],
+                      ignore_index=True) if not unevaluated.empty else other
+    unfinished = pd.DataFrame([_incomplete_row(p) for p in find_incomplete(runs_dir)])
+    unreadable = pd.DataFrame([{"run_id": Path(s["run_dir"]).name, "status": f"unreadable: {s['reason']}"} for s in skipped])
+    parts = [t for t in (other, unfinished, unreadable) if not t.empty]
+    if not parts:
+        return []
+    return [Heading("Runs not in the table"),
+            Para("Diverged or failed runs, incomplete ones (started, no metrics yet: running or killed; "
+                 "re-running the sweep resumes them) and unreadable ones (a file missing or corrupt). None of "
+                 "their numbers are in the tables above."),
+            Table(pd.concat(parts, ignore_index=True).fillna(""))]
+
+
+def _tasks_only_blocks(runs_dir: Path, runs: pd.DataFrame, completed: pd.DataFrame, skipped: list[dict],
+                       task_blocks: list) -> list:
+    unevaluated = completed[completed["task_evaluations"].map(lambda t: not t)]
+    return [Heading("posbench report", 1),
+            Para(f"{len(completed)} completed runs from `{runs_dir}`: byte-level models trained on synthetic tasks "
+                 "at windows of `train_len` tokens and scored at multiples of it."),
+            *task_blocks,
+            *_not_in_tables(runs_dir, runs, unevaluated, skipped),
+            *_provenance(runs_dir, completed),
+            Heading("Files"), Para("Beside this report:" + TASK_FILES + " The figures as PNG.")]
+
+
+def _task_sections(records: pd.DataFrame, left_out: pd.DataFrame, att: pd.DataFrame, out_dir: Path,
+                   threshold: float) -> list:
+    """The tasks section (with task runs) and the attention section (with attention records); their
+    files, and no figure of an earlier report left behind."""
+    for old in [out_dir / "task_accuracy.png", out_dir / "attention.png", *out_dir.glob(TASK_HEATMAP.format("*"))]:
+        old.unlink(missing_ok=True)
+    blocks = []
+    if not records.empty:
+        table = tasks.task_table(records, threshold)
+        atomic_write_text(out_dir / "tasks.csv", table.to_csv(index=False))
+        atomic_write_text(out_dir / "task_records.csv", records.to_csv(index=False))
+        figures.plot_task_accuracy(table, out_dir / "task_accuracy.png")
+        heat = tasks.heatmap_frame(records)
+        blocks += [Heading("Do the models use far context? Synthetic tasks"),
+                   Para("Models trained on a synthetic task at `train_len` and scored at multiples of it (the loss "
+                        "trained only the answer positions). Accuracy in %: for passkey exact match, the fraction of "
+                        "examples whose every key digit is the model's argmax given the true tokens before it (what "
+                        "greedy decoding would produce); for MQAR and copy the fraction of answer tokens right "
+                        "(queried values, copied bytes). Mean over the task's grid (passkey: needle depths; MQAR: "
+                        "numbers of pairs) and over seeds, ± half-width of the 95% t-interval over seeds. "
+                        "`beyond train_len`: mean "
+                        f"over every longer length. `effective length`: the longest length up to which accuracy "
+                        f"(mean over seeds) stays at or above {threshold:.0%} in every cell of the grid (0: not "
+                        "even at train_len)."),
+                   Table(tasks.display_task_table(table)),
+                   Image("task_accuracy.png", OPTIONAL_FIGURES["task_accuracy.png"])]
+        for task, g in heat.groupby("task"):
+            condition = _condition_name(task)
+            if condition is None:
+                continue
+            name = TASK_HEATMAP.format(task)
+            figures.plot_task_heatmaps(g, task, condition, out_dir / name)
+            blocks.append(Image(name, f"{task}: accuracy (%) by evaluation length and {condition}, mean over seeds"))
+        if not left_out.empty:
+            blocks.append(Para(f"{len(left_out)} task records were scored on another example set (other task settings or "
+                               "corpus) and are in no table or figure."))
+    if not att.empty:
+        att_table = tasks.attention_table(att)
+        atomic_write_text(out_dir / "attention.csv", att.to_csv(index=False))
+        figures.plot_attention(att_table, out_dir / "attention.png")
+        blocks += [Heading("Attention: how far and how spread"),
+                   Para("Per layer and head, at every evaluation length (`eval.attention_stats`): the mean distance "
+                        "from a query to the keys it attends to, sum_j p_ij (i - j), and the entropy of its attention "
+                        "weights, averaged over queries and then over layers, heads and seeds. Measured on "
+                        "validation text (`text`) or on a task's evaluation examples. Dotted: attention spread evenly "
+                        "over every earlier key. An encoding that stays flat by attending locally keeps its distance "
+                        "short as the window grows; attention that dilutes drifts towards the dotted lines. "
+                        "Every layer and head: `attention.csv`."),
+                   Image("attention.png", OPTIONAL_FIGURES["attention.png"])]
+    return blocks
+
+
+def _condition_name(task: str) -> str | None:
+    cls = TASKS.get(task)
+    return cls.condition if cls is not None else None
 
 
 def _budget_section(conv, curves, table, encodings, tolerance, improving, spread) -> list:

@@ -1,0 +1,129 @@
+"""Synthetic tasks and attention diagnostics in a report: does a model use far context?
+
+Task records (``task_evaluations`` of task runs; posbench/tasks) give exact match and token
+accuracy per variant, length and condition (passkey depth, MQAR pairs); ``accuracy`` below is the
+task's own metric (passkey: exact match; MQAR and copy: token accuracy). Per task, variant, model
+and train_len:
+
+    accuracy at each multiple   mean over the grid's conditions, then over seeds (± 95% t-interval
+                                over seeds)
+    effective context length    the longest length up to which the mean accuracy over seeds stays at or
+                                above the threshold (default 80%) in every condition of every length
+                                (0 when it fails already at train_len)
+    beyond training             mean accuracy over lengths longer than train_len (and conditions, seeds)
+
+Only records on one example set per task are compared (the set with the most records), as the
+perplexity tables compare one token set.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from posbench.report.stats import ci95_halfwidth
+from posbench.tasks import TASKS
+
+DEFAULT_THRESHOLD = 0.8
+KEYS = ["task", "variant", "model", "train_len"]
+
+
+def task_frame(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(records, left out): one row per task record of a completed run (``accuracy``: its task's
+    metric), on its task's most common example set; the records on other sets apart."""
+    rows = []
+    for r in runs.itertuples():
+        for e in (r.task_evaluations if isinstance(r.task_evaluations, list) else []):
+            rows.append({"run_id": r.run_id, "encoding": r.encoding, "model": r.model, "train_len": r.train_len,
+                         "seed": r.seed, **e})
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return frame, frame
+    metric = frame["task"].map(lambda t: TASKS[t].metric if t in TASKS else "accuracy")
+    frame["accuracy"] = [r[m] for (_, r), m in zip(frame.iterrows(), metric)]
+    main = frame.groupby("task")["example_set"].agg(lambda s: s.value_counts().index[0])
+    keep = frame["example_set"] == frame["task"].map(main)
+    return frame[keep].reset_index(drop=True), frame[~keep].reset_index(drop=True)
+
+
+def per_seed(frame: pd.DataFrame) -> pd.DataFrame:
+    """Accuracy per run and length, mean over the grid's conditions."""
+    ok = frame[frame["accuracy"].notna()]
+    return ok.groupby([*KEYS, "seed", "length", "multiple"], as_index=False)["accuracy"].mean()
+
+
+def effective_length(cells: pd.DataFrame, threshold: float) -> int:
+    """The longest length up to which every (length, condition) cell's accuracy is >= threshold;
+    ``cells``: length, accuracy (one row per cell). 0 when the first length already fails."""
+    best = 0
+    for length, g in cells.groupby("length"):  # ascending
+        if (g["accuracy"] >= threshold).all():
+            best = int(length)
+        else:
+            break
+    return best
+
+
+def task_table(frame: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD) -> pd.DataFrame:
+    """One row per task x variant x model x train_len: accuracy at each multiple (mean, ci95),
+    effective context length, mean accuracy beyond the training length, seeds."""
+    seeds = per_seed(frame)
+    cells = frame[frame["accuracy"].notna()].groupby([*KEYS, "length", "condition"], dropna=False, as_index=False)["accuracy"].mean()
+    out = []
+    for key, g in seeds.groupby(KEYS):
+        row = dict(zip(KEYS, key))
+        for m, gm in g.groupby("multiple"):
+            row[f"{m:g}x"] = gm["accuracy"].mean()
+            row[f"{m:g}x_ci95"] = ci95_halfwidth(gm["accuracy"])
+        beyond = g[g["length"] > row["train_len"]]
+        row["beyond train_len"] = beyond["accuracy"].mean() if not beyond.empty else np.nan
+        mine = cells[np.logical_and.reduce([cells[k] == v for k, v in zip(KEYS, key)])]
+        row["effective length"] = effective_length(mine, threshold)
+        row["seeds"] = g["seed"].nunique()
+        out.append(row)
+    table = pd.DataFrame(out)
+    cols = sorted([c for c in table.columns if c.endswith("x")], key=lambda c: float(c[:-1]))
+    ordered = [*KEYS, *[x for c in cols for x in (c, f"{c}_ci95")], "beyond train_len", "effective length", "seeds"]
+    return table[ordered]
+
+
+def display_task_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The table as the report prints it: accuracy in % (± 95% interval over seeds)."""
+    cols = [c for c in table.columns if c.endswith("x")]
+    shown = table[["task", "variant", "model", "train_len"]].copy()
+    for c in cols:
+        shown[c] = [("" if np.isnan(m) else f"{100 * m:.0f}" + ("" if np.isnan(h) else f" ± {100 * h:.0f}"))
+                    for m, h in zip(table[c], table[f"{c}_ci95"])]
+    shown["beyond train_len"] = [f"{100 * v:.0f}" if not np.isnan(v) else "" for v in table["beyond train_len"]]
+    shown["effective length"] = table["effective length"].astype(int)
+    shown["seeds"] = table["seeds"]
+    return shown
+
+
+def heatmap_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """Mean accuracy over seeds per task, variant, model, train_len, length and condition."""
+    ok = frame[frame["accuracy"].notna()]
+    return ok.groupby([*KEYS, "length", "condition"], dropna=False, as_index=False)["accuracy"].mean()
+
+
+# -- attention diagnostics --------------------------------------------------------------------------
+
+def attention_frame(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per run x length x layer x head of the runs' ``attention`` records."""
+    rows = []
+    for r in runs.itertuples():
+        for a in (r.attention if isinstance(r.attention, list) else []):
+            rows.append({"run_id": r.run_id, "encoding": r.encoding, "model": r.model, "train_len": r.train_len,
+                         "seed": r.seed, **a})
+    return pd.DataFrame(rows)
+
+
+def attention_table(att: pd.DataFrame) -> pd.DataFrame:
+    """Per source (text or task), encoding, model, train_len and length: mean attention distance and
+    entropy over layers, heads and seeds, and the entropy of uniform attention at that length."""
+    from posbench.diagnostics import uniform_entropy
+
+    g = att.groupby(["source", "encoding", "model", "train_len", "length", "multiple"], as_index=False)[
+        ["mean_distance", "entropy"]].mean()
+    g["uniform entropy"] = g["length"].map(uniform_entropy)
+    return g

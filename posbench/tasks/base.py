@@ -1,0 +1,89 @@
+"""The interface of a synthetic task: a deterministic generator of byte sequences with the
+positions whose predictions are scored.
+
+An example of window length L is L + 1 tokens; the model reads the first L and predicts the last
+L, and ``answer`` marks the predictions that count (the passkey's digits, MQAR's values, the
+copied string). Training minimises the cross-entropy on those positions only, as the synthetic
+tasks of Ruoss et al. 2023 and Arora et al. 2023 (Zoology) do: the filler around them is there to
+be read, not predicted. Evaluation scores a prediction as the argmax at each answer position with
+the true tokens before it as input (teacher forcing); an example counts as correct (exact match)
+when every one of its answer positions is right, which is exactly whether greedy decoding would
+produce the answer (it deviates at the first wrong argmax, and never otherwise).
+
+Every example depends only on (seed, step or evaluation cell, index): a resumed run sees the same
+batches, and every run of a sweep is scored on the same evaluation examples.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+PAD = 0  # filler byte of the token-only tasks (Zoology fills MQAR's gaps with 0)
+
+
+@dataclass
+class TaskBatch:
+    x: torch.Tensor  # [B, L] inputs
+    y: torch.Tensor  # [B, L] targets (inputs shifted by one)
+    answer: torch.Tensor  # [B, L] bool: the scored predictions
+
+
+class Task:
+    """Base class. Subclasses declare ``Params`` (checked against the yaml like an encoding's),
+    ``condition`` (the name of the evaluation grid's second axis, e.g. ``depth``; None for
+    none), ``metric`` and implement ``example``."""
+
+    name = "task"
+    condition: str | None = None
+    # what the report calls accuracy: ``exact`` (every answer token right: passkey) or
+    # ``token_accuracy`` (each answer token counts: MQAR's queries, copy's bytes)
+    metric = "exact"
+
+    @dataclass
+    class Params:
+        eval_examples: int = 64  # examples per evaluation cell (length x condition)
+
+    def __init__(self, params: Any):
+        self.params = params
+
+    # -- what subclasses define -------------------------------------------------------------------
+    def conditions(self) -> list:
+        """The values of the second evaluation axis (``[None]`` when there is none)."""
+        return [None]
+
+    def train_condition(self, rng: np.random.Generator, length: int):
+        """The condition of one training example (drawn per example)."""
+        return None
+
+    def example(self, rng: np.random.Generator, length: int, condition, text: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(tokens [length + 1] uint8, answer [length] bool) for windows of ``length`` tokens;
+        ``text``: a byte stream for filler (the training or the validation split)."""
+        raise NotImplementedError
+
+    def min_length(self) -> int:
+        """The shortest window an example fits in."""
+        return 2
+
+    # -- batching ---------------------------------------------------------------------------------
+    def batch(self, rng: np.random.Generator, batch_size: int, length: int, text: np.ndarray,
+              condition=None, train: bool = False) -> TaskBatch:
+        seqs, masks = [], []
+        for _ in range(batch_size):
+            c = self.train_condition(rng, length) if train else condition
+            s, m = self.example(rng, length, c, text)
+            seqs.append(s)
+            masks.append(m)
+        tokens = torch.from_numpy(np.stack(seqs).astype(np.int64))
+        return TaskBatch(tokens[:, :-1], tokens[:, 1:], torch.from_numpy(np.stack(masks)))
+
+
+def text_window(rng: np.random.Generator, text: np.ndarray, n: int) -> np.ndarray:
+    """``n`` consecutive bytes from a random place of ``text`` (the filler of the passkey task)."""
+    if n <= 0:
+        return np.zeros(0, dtype=np.uint8)
+    start = int(rng.integers(0, len(text) - n))
+    return np.asarray(text[start : start + n], dtype=np.uint8)

@@ -1,0 +1,105 @@
+"""Scoring a model on a synthetic task at multiples of its training length.
+
+Per variant (the encoding's evaluation-time rows, as for perplexity), length L and condition
+(passkey depth, MQAR pairs): ``eval_examples`` examples, the same for every run (they depend on the
+task's settings, the validation split and the cell, never on the run). Recorded per cell:
+
+    exact           fraction of examples whose every answer position is right (= greedy decoding's
+                    exact match; posbench/tasks/base.py)
+    token_accuracy  fraction of answer positions right
+
+An ``example_set`` string names what was scored (task settings, examples per cell, corpus), so a
+re-evaluation with other settings is told apart, like the token sets of perplexity records.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from posbench.device import autocast
+from posbench.positions import sample_positions
+from posbench.protocols import eval_lengths
+from posbench.tasks.base import Task
+from posbench.variants import RANDPOS_SUFFIX, row_names, use_variant
+
+EVAL_SEED = 4_242  # examples of evaluation cells; training draws from (run seed, step) instead
+BATCH_TOKENS = 16384
+
+
+def example_set(task: Task, corpus_hash: str) -> str:
+    """Names the evaluation examples: the task, its settings and the corpus its filler comes from."""
+    settings = json.dumps(dataclasses.asdict(task.params), sort_keys=True)
+    return f"{task.name}:{hashlib.sha1((settings + corpus_hash).encode()).hexdigest()[:10]}"
+
+
+def task_record_key(r: dict) -> tuple:
+    return r["variant"], r["length"], r.get("condition"), r["example_set"]
+
+
+def eval_batches(task: Task, length: int, condition, index: int, text: np.ndarray):
+    """The evaluation examples of one cell, in batches of about BATCH_TOKENS tokens."""
+    n, per = task.params.eval_examples, max(1, BATCH_TOKENS // length)
+    rng = np.random.default_rng([EVAL_SEED, length, index])
+    return [task.batch(rng, min(per, n - s), length, text, condition=condition) for s in range(0, n, per)]
+
+
+@torch.inference_mode()
+def evaluate_task(model, task: Task, val_text: np.ndarray, eval_cfg, device, corpus_hash: str = "",
+                  progress: bool = True, skip: set | None = None) -> list[dict]:
+    """One record per variant x length x condition (``skip``: keys already evaluated)."""
+    model.eval()
+    enc, train_len = model.encoding, model.encoding.shape.train_len
+    lengths = eval_lengths(train_len, eval_cfg.multiples)
+    conditions = task.conditions()
+    shown = row_names(enc, eval_cfg)
+    eset = example_set(task, corpus_hash)
+    todo = [(v, L, i, c) for v in shown for L in lengths for i, c in enumerate(conditions)
+            if (shown[v], L, c, eset) not in (skip or set())]
+    records = []
+    bar = tqdm(total=sum(L * task.params.eval_examples for _, L, _, _ in todo), unit="tok", desc=f"eval {task.name}",
+               disable=not progress, leave=False)
+    try:
+        for v, L, i, c in todo:
+            use_variant(model, v, L, eval_cfg)
+            base = {"variant": shown[v], "task": task.name, "length": L, "multiple": L / train_len,
+                    "condition": c, "example_set": eset}
+            reason = enc.undefined_reason(L)
+            sampled = v.endswith(RANDPOS_SUFFIX)
+            if sampled and L > enc.shape.max_position:
+                reason = f"randomized positions are drawn from [0, {enc.shape.max_position}), fewer than {L}"
+            if reason is not None:
+                records.append({**base, "examples": 0, "exact": None, "token_accuracy": None, "reason": reason})
+                bar.update(L * task.params.eval_examples)
+                continue
+            exact = tokens = right = examples = 0
+            for b_i, b in enumerate(eval_batches(task, L, c, i, val_text)):
+                positions = sample_positions(enc.shape.max_position, L, seed=L, step=b_i).to(device) if sampled else None
+                with autocast(device):
+                    pred = model(b.x.to(device), positions).argmax(-1).cpu()
+                e, r, t = score_predictions(pred, b.y, b.answer)
+                exact, right, tokens, examples = exact + e, right + r, tokens + t, examples + len(b.x)
+                bar.update(b.x.numel())
+            records.append({**base, "examples": examples, "exact": exact / examples,
+                            "token_accuracy": right / tokens, "reason": None})
+    finally:
+        use_variant(model, None, train_len, eval_cfg)
+        bar.close()
+    return records
+
+
+def score_predictions(pred: torch.Tensor, y: torch.Tensor, answer: torch.Tensor) -> tuple[int, int, int]:
+    """(examples with every answer position right, answer positions right, answer positions) of a
+    batch of argmax predictions [B, L] against targets [B, L]; ``answer`` marks the scored ones."""
+    ok = (pred == y) & answer
+    return int((ok | ~answer).all(-1).sum()), int(ok.sum()), int(answer.sum())
+
+
+def merge_task_records(old: list[dict], new: list[dict]) -> list[dict]:
+    fresh = {task_record_key(r) for r in new}
+    return [r for r in old if task_record_key(r) not in fresh] + new

@@ -1,0 +1,179 @@
+"""Synthetic tasks (posbench/tasks), their scoring, attention diagnostics, and task runs end to end."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from posbench.tasks import build_task
+from posbench.tasks.mqar import KEYS, VALUES
+from posbench.tasks.passkey import NEEDLE, QUESTION
+from posbench.tasks.score import score_predictions
+
+TEXT = np.frombuffer(b"def f(x):\n    return x + 1\n" * 200, dtype=np.uint8)
+BASE = ["model=tiny", "train=smoke", "train_len=32", "eval.multiples=[1,2]", "data=local", "threads=1"]
+
+
+@pytest.mark.parametrize("depth", [0.0, 0.5, 1.0])
+def test_passkey_hides_the_key_at_its_depth_and_scores_only_the_key(depth):
+    task = build_task("passkey", {"digits": 4})
+    tokens, answer = task.example(np.random.default_rng(1), 64, depth, TEXT)
+    s = bytes(tokens)
+    assert len(tokens) == 65 and answer.sum() == 4 and answer[-4:].all()
+    key = s[-4:]
+    assert key.isdigit() and s.endswith(QUESTION + key)
+    at = s.index(NEEDLE + key + b"|")
+    filler = 65 - (len(NEEDLE) + 5) - (len(QUESTION) + 4)
+    assert at == round(depth * filler)  # depth: the fraction of the filler before the needle
+    # the scored targets (inputs shifted by one) are exactly the key's digits
+    assert bytes(tokens[1:][answer]) == key
+
+
+def test_mqar_queries_ask_for_the_values_of_the_pairs():
+    task = build_task("mqar", {"pairs": 4, "eval_pairs": [4]})
+    tokens, answer = task.example(np.random.default_rng(2), 40, 4, TEXT)
+    pairs = dict(zip(tokens[0:8:2], tokens[1:8:2]))
+    assert set(pairs) <= set(KEYS) and set(pairs.values()) <= set(VALUES) and len(pairs) == 4
+    assert (tokens[8:-8] == 0).all()  # the gap
+    queries = tokens[-8:]
+    assert sorted(queries[0::2]) == sorted(pairs)  # every key asked once
+    assert [pairs[k] for k in queries[0::2]] == list(queries[1::2])
+    assert list(tokens[1:][answer]) == list(queries[1::2]) and answer.sum() == 4
+
+
+def test_copy_repeats_the_string_after_the_separator():
+    task = build_task("copy")
+    tokens, answer = task.example(np.random.default_rng(3), 20, None, TEXT)
+    s = bytes(tokens)
+    assert s[:10] == s[11:] and s[10:11] == b"|" and answer.sum() == 10
+    short, _ = task.example(np.random.default_rng(3), 20, 3, TEXT)  # training draws shorter strings, left-padded
+    assert (short[:14] == 0).all() and bytes(short[14:17]) == bytes(short[18:])
+
+
+def test_batches_depend_only_on_the_seed_and_step():
+    from posbench.trainer import training_batch
+
+    task = build_task("passkey")
+    a = training_batch(TEXT, 4, 32, seed=5, step=7, task=task)
+    b = training_batch(TEXT, 4, 32, seed=5, step=7, task=task)
+    c = training_batch(TEXT, 4, 32, seed=5, step=8, task=task)
+    assert all(torch.equal(x, y) for x, y in zip(a, b)) and not torch.equal(a[0], c[0])
+
+
+def test_exact_match_needs_every_answer_token_and_token_accuracy_counts_each():
+    y = torch.tensor([[1, 2, 3, 4], [1, 2, 3, 4]])
+    answer = torch.tensor([[False, True, True, True], [False, True, True, True]])
+    pred = torch.tensor([[9, 2, 3, 4], [1, 2, 0, 4]])  # the first is wrong only where nothing is scored
+    assert score_predictions(pred, y, answer) == (1, 5, 6)
+
+
+def test_the_loss_trains_only_the_answers():
+    from posbench.trainer import token_loss
+
+    logits = torch.zeros(1, 3, 5)
+    logits[0, 1, 2] = 10.0
+    y = torch.tensor([[0, 2, 4]])
+    scored = torch.tensor([[False, True, False]])
+    assert token_loss(logits, y, scored).item() < 1e-3 < token_loss(logits, y, None).item()
+
+
+def test_attention_recorder_against_an_explicit_softmax():
+    from posbench.diagnostics import AttentionRecorder
+
+    torch.manual_seed(0)
+    B, H, L, D = 2, 3, 50, 8
+    q, k = torch.randn(B, H, L, D), torch.randn(B, H, L, D)
+    slopes = torch.tensor([0.5, 0.25, 0.125])
+    bias_fn = lambda i, j: -slopes[:, None, None] * (i[:, None] - j[None, :]).clamp(min=0)  # noqa: E731
+    rec = AttentionRecorder(1, H)
+    import posbench.diagnostics as diag
+
+    old, diag.MAX_ELEMENTS = diag.MAX_ELEMENTS, B * H * L * 7  # force several query blocks
+    try:
+        rec.add(0, q, k, 0.3, bias_fn, torch.arange(L))
+    finally:
+        diag.MAX_ELEMENTS = old
+    s = q @ k.transpose(-1, -2) * 0.3 + bias_fn(torch.arange(L), torch.arange(L))
+    s = s.masked_fill(torch.ones(L, L, dtype=torch.bool).triu(1), float("-inf"))
+    p = s.softmax(-1)
+    dist = (torch.arange(L)[:, None] - torch.arange(L)[None, :]).clamp(min=0)
+    want_d = (p * dist).sum(-1).mean(dim=(0, 2))
+    want_h = -(p * torch.log(p.clamp_min(1e-30))).sum(-1).mean(dim=(0, 2))
+    got = pd.DataFrame(rec.records())
+    assert np.allclose(got["mean_distance"], want_d.numpy(), rtol=1e-4)
+    assert np.allclose(got["entropy"], want_h.numpy(), rtol=1e-4)
+
+
+def test_a_model_without_positions_attends_uniformly_to_identical_tokens():
+    """NoPE on a constant input: every query sees identical keys, so attention is uniform:
+    distance (L - 1) / 4 and entropy ln(i + 1) averaged over queries."""
+    from posbench.diagnostics import attention_stats, uniform_entropy
+    from posbench.model import ModelConfig, build_model
+
+    model = build_model(ModelConfig(name="tiny", d_model=32, n_layers=2, n_heads=2), "nope", {}, 16).eval()
+    stats = attention_stats(model, [torch.full((1, 40), 7)], torch.device("cpu"))
+    assert len(stats) == 4
+    for r in stats:
+        assert r["mean_distance"] == pytest.approx(39 / 4, rel=1e-4)
+        assert r["entropy"] == pytest.approx(uniform_entropy(40), rel=1e-4)
+
+
+def test_a_task_run_trains_evaluates_resumes_and_reports(compose, tmp_path, text_corpus):
+    from posbench.report.pipeline import build_report
+    from posbench.results import read_metrics, run_identity
+    from posbench.train import run
+
+    args = ["encoding=alibi", "task=passkey", "task.eval_examples=8", "task.eval_depths=[0,1]", *BASE,
+            f"data.path={text_corpus}", f"runs_dir={tmp_path / 'runs'}", "eval.attention_stats=true"]
+    run_dir = run(compose(*args))
+    assert "_passkey_" in run_dir.name
+    m = read_metrics(run_dir)
+    assert m["status"] == "completed" and m["task"] == "passkey" and m["evaluations"] == []
+    cells = {(r["length"], r["condition"]) for r in m["task_evaluations"]}
+    assert cells == {(32, 0.0), (32, 1.0), (64, 0.0), (64, 1.0)}
+    assert all(r["examples"] == 8 and 0 <= r["exact"] <= r["token_accuracy"] <= 1 for r in m["task_evaluations"])
+    assert {(a["length"], a["layer"], a["head"]) for a in m["attention"]} == {(L, l, h) for L in (32, 64) for l in (0, 1) for h in (0, 1)}
+    # the evaluation grid is not part of the run: more examples evaluate again, they do not train again
+    assert run_identity(compose(*args)) == run_identity(compose(*args, "task.eval_examples=16"))
+    stamp = (run_dir / "checkpoint.pt").stat().st_mtime_ns
+    run(compose(*args, "eval.multiples=[1,2,4]"))
+    m = read_metrics(run_dir)
+    assert (run_dir / "checkpoint.pt").stat().st_mtime_ns == stamp
+    assert {r["length"] for r in m["task_evaluations"]} == {32, 64, 128} and {a["length"] for a in m["attention"]} == {32, 64, 128}
+    # a language model of the same encoding beside it: the report has both
+    run(compose(*[a for a in args if not a.startswith("task")], "eval.protocols=[nonoverlapping]", "eval.scored_tokens=512"))
+    report = build_report(tmp_path / "runs", tmp_path / "rep")
+    md = report.read_text()
+    assert "## Do the models use far context? Synthetic tasks" in md and "## Attention: how far and how spread" in md
+    assert "## Perplexity by evaluation length" in md
+    tasks = pd.read_csv(tmp_path / "rep" / "tasks.csv")
+    assert list(tasks["variant"]) == ["alibi"] and list(tasks["task"]) == ["passkey"]
+    for name in ("task_accuracy.png", "task_passkey.png", "attention.png"):
+        assert (tmp_path / "rep" / name).exists()
+    # the perplexity table holds the language model only
+    assert len(pd.read_csv(tmp_path / "rep" / "runs.csv")) == 1
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["task.name=sort"], "unknown task 'sort'; valid: lm, copy, mqar, passkey"),
+    (["task=passkey", "task.digits=0"], "task.digits of 'passkey' must be positive"),
+    (["task=passkey", "+task.depth=3"], "task 'passkey' has no parameter 'depth'"),
+    (["task=passkey", "task.eval_depths=[1.5]"], "task.eval_depths are fractions in [0, 1], got 1.5"),
+    (["task=passkey", "train_len=16"], "task passkey needs windows of at least 21 tokens"),
+    (["task=mqar", "eval.during_training=[0.5]"], "set eval.during_training=[] for a task run"),
+    (["task=copy", "extend.length=64"], "set extend.length=null for a task run"),
+    (["eval.attention_examples=0"], "eval.attention_examples must be a positive integer"),
+])
+def test_bad_task_settings_are_one_line_errors(compose, tmp_path, text_corpus, extra, message):
+    from posbench.config import validate
+    from posbench.errors import PosbenchError
+
+    with pytest.raises(PosbenchError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        validate(compose(*BASE, *extra, f"data.path={text_corpus}", f"runs_dir={tmp_path}"))
+    assert not any(tmp_path.iterdir())
+
+
+def test_language_model_runs_keep_their_ids(compose, tmp_path, text_corpus):
+    from posbench.results import run_identity
+
+    assert "task" not in run_identity(compose("encoding=rope", *BASE, f"data.path={text_corpus}", f"runs_dir={tmp_path}"))
