@@ -34,8 +34,8 @@ TRAIN_CASES = [
     ("+train.stpes=5", "unknown config key 'train.stpes'; valid keys of train: batch_size, beta1, beta2, checkpoint_every, "
      "grad_clip, log_every, lr, min_lr_ratio, random_positions, steps, val_batches, val_every, warmup_steps, weight_decay"),
     ("+trainlen=32", "unknown config key 'trainlen'; valid keys at the top level: attention, compile, data, device, "
-     "encoding, eval, evaluate_after_training, extend, logger, model, retry_diverged, runs_dir, seed, threads, train, train_len"),
-    ("+eval.multipless=[1,2]", "unknown config key 'eval.multipless'; valid keys of eval: batch_tokens, bca, during_training, first_scored, "
+     "encoding, eval, evaluate_after_training, extend, logger, model, retry_diverged, runs_dir, seed, task, threads, train, train_len"),
+    ("+eval.multipless=[1,2]", "unknown config key 'eval.multipless'; valid keys of eval: attention_examples, attention_stats, batch_tokens, bca, during_training, first_scored, "
      "multiples, protocols, rope_factor, rope_scaling, scored_tokens, stride, target_docs, target_tokens, temperature"),
     # Hydra's and OmegaConf's multi-line errors
     ("train.stpes=5", "unknown config key 'train.stpes'; valid keys of train: batch_size, beta1, beta2, checkpoint_every, "
