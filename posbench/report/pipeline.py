@@ -87,7 +87,8 @@ def build_report(runs_dir: Path, out_dir: Path, tolerance: float = DEFAULT_TOLER
     task_blocks = _task_sections(task_records, task_left_out, tasks.attention_frame(completed), out_dir, threshold)
     if evals.empty:  # task runs only: no perplexity sections
         return _write(_tasks_only_blocks(runs_dir, runs, completed, skipped, task_blocks), out_dir)
-    completed = completed[completed["task"].fillna(LM) == LM]  # the perplexity sections read language models only
+    is_lm = completed["task"].fillna(LM) == LM
+    task_runs, completed = completed[~is_lm], completed[is_lm]  # the perplexity sections read language models only
     evals, left_out = comparable_records(evals)
     choices = choose_settings(completed)
     tuned = None
@@ -186,7 +187,7 @@ def build_report(runs_dir: Path, out_dir: Path, tolerance: float = DEFAULT_TOLER
                         "were recorded), so they are in no table or figure. Re-evaluate the runs with the settings of "
                         "the others to include them."),
                    Table(left_out.rename(columns={"token_set": "scored on", "compared_set": "the panel compares"}))]
-    blocks += _provenance(runs_dir, runs[runs["status"] == "completed"])
+    blocks += _provenance(runs_dir, completed if task_runs.empty else pd.concat([completed, task_runs]))
     blocks += [Heading("Files"),
                Para("Beside this report: `table.csv` / `table.tex` (the main table with std, intervals and p-values), "
                     "`runs.csv` (summary metrics of every run), `pairs.csv` (paired tests between every two encodings), "
