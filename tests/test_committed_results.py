@@ -23,6 +23,13 @@ def test_there_are_committed_reports():
 @pytest.mark.parametrize("folder", REPORTS, ids=lambda p: p.name)
 def test_committed_report_matches_its_csv(folder):
     assert (folder / "COMMAND.md").exists(), "every committed report needs the command that made it"
+    assert (folder / "table.csv").exists() or (folder / "tasks.csv").exists()
+    # every figure of the folder is embedded in the HTML (the optional ones too: during_training, extension, tasks)
+    assert (folder / "report.html").read_text().count("data:image/png;base64,") == len(list(folder.glob("*.png")))
+    if (folder / "tasks.csv").exists():
+        check_task_table(folder)
+    if not (folder / "table.csv").exists():
+        return
     md = parse_markdown_table((folder / "table.md").read_text())
     csv = pd.read_csv(folder / "table.csv")
     assert len(md) == len(csv) > 0
@@ -40,5 +47,19 @@ def test_committed_report_matches_its_csv(folder):
                 assert numbers[1] == pytest.approx(ci, abs=0.006)
     for name in ["ppl_vs_length.png", "per_position.png", "ratio_heatmap.png", "training_curves.png"]:
         assert (folder / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    # every figure of the folder is embedded in the HTML (the optional ones too: during_training, extension)
-    assert (folder / "report.html").read_text().count("data:image/png;base64,") == len(list(folder.glob("*.png")))
+
+
+def check_task_table(folder):
+    """The tasks table of the report shows tasks.csv's accuracies (in %, ± the 95% half-width)."""
+    csv = pd.read_csv(folder / "tasks.csv")
+    report = (folder / "report.md").read_text()
+    start = report.index("| task ")
+    md = parse_markdown_table(report[start:report.index("\n\n", start)])
+    assert len(md) == len(csv) > 0
+    for col in [c for c in csv.columns if c.endswith("x")]:
+        for shown, value, ci in zip(md[col], csv[col], csv[f"{col}_ci95"]):
+            numbers = [float(x) for x in re.findall(r"\d+", shown)]
+            assert numbers[0] == pytest.approx(100 * value, abs=0.51)
+            if pd.notna(ci):
+                assert numbers[1] == pytest.approx(100 * ci, abs=0.51)
+    assert list(md["effective length"].astype(int)) == list(csv["effective length"])
