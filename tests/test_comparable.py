@@ -92,7 +92,7 @@ def test_a_kill_during_evaluation_keeps_the_training(compose, tmp_path, text_cor
     def killed(*args, **kwargs):
         raise KeyboardInterrupt  # as if the process were stopped while evaluating
 
-    monkeypatch.setattr(train, "evaluate_model", killed)
+    monkeypatch.setattr(train, "evaluate_into", killed)
     with pytest.raises(KeyboardInterrupt):
         run(cfg)
     run_dir = run_dir_of(cfg)

@@ -10,7 +10,7 @@ from posbench.config import CONF_DIR, validate
 from posbench.encodings import available
 
 PRESETS = sorted(p.stem for p in (Path(CONF_DIR) / "experiment").glob("*.yaml"))
-EXPECTED_JOBS = {"alibi_paper": 8, "all_encodings": 15, "converged": 20, "extension": 120, "lr_grid": 90, "quick": 5, "reference": 90, "rope_extension": 1}
+EXPECTED_JOBS = {"alibi_paper": 8, "all_encodings": 15, "converged": 20, "extension": 120, "lr_grid": 90, "quick": 5, "reference": 90, "rope_extension": 1, "tasks": 30}
 
 
 @pytest.mark.parametrize("preset", PRESETS)
@@ -27,7 +27,7 @@ def test_presets_are_all_known():
     assert sorted(EXPECTED_JOBS) == PRESETS, "a new preset needs its job count here"
 
 
-@pytest.mark.parametrize("group", ["encoding", "model", "train", "logger"])
+@pytest.mark.parametrize("group", ["encoding", "task", "model", "train", "logger"])
 def test_every_group_option_composes_and_validates(group, cache_dir):
     for option in sorted(p.stem for p in (Path(CONF_DIR) / group).glob("*.yaml")):
         (cfg,) = compose_jobs("config", [f"{group}={option}"], multirun=False)
