@@ -187,7 +187,8 @@ def trained_run(sweep, tmp_path):
     ("device=cuda:0", "device 'cuda:0' asked for, but this torch build sees no CUDA device; use device=cpu or auto"),
     ("eval.multiples=[2,4]", "eval.multiples=[2.0, 4.0] must include 1 (the training length, the baseline of every ratio); e.g. [1,2,4,8,16]"),
     ("eval.protocols=[slidng]", "unknown eval protocol 'slidng'; valid: nonoverlapping, sliding, fixed_target"),
-    ("+eval.stried=4", "unknown config key 'eval.stried'; valid keys of eval: batch_tokens, bca, during_training, first_scored, "
+    ("+eval.stried=4", "unknown config key 'eval.stried'; valid keys of eval: attention_examples, attention_stats, batch_tokens, bca, "
+     "during_training, first_scored, "
      "multiples, protocols, rope_factor, rope_scaling, scored_tokens, stride, target_docs, target_tokens, temperature"),
 ])
 def test_bad_eval_input_is_one_line_and_changes_nothing(entry, trained_run, tmp_path, monkeypatch, override, expected):
