@@ -69,7 +69,7 @@ def run_identity(cfg: DictConfig) -> dict:
     if (c.get("extend") or {}).get("length") is not None:  # ordinary runs keep the ids they always had
         identity["extend"] = c["extend"]
     task = c.get("task") or {"name": "lm"}
-    if task["name"] != "lm":  # language-model runs too; the evaluation grid (eval_*) is not training
+    if task["name"] != "lm":  # language models keep their ids; the evaluation grid (eval_*) trains nothing
         identity["task"] = {k: v for k, v in task.items() if not k.startswith("eval_")}
     return identity
 
