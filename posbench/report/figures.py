@@ -316,6 +316,8 @@ def plot_extension(curves: pd.DataFrame, scratch: pd.DataFrame, path: Path) -> N
         for enc, ppl in ref.items():
             ax.axhline(ppl, color=colour(enc), linestyle="--", lw=1, label=f"{enc} trained at {target}")
         ax.set_xscale("symlog", linthresh=10)
+        ax.set_xticks(sorted(sub["steps"].unique()))  # the step counts run, and no negative ticks
+        ax.set_xlim(left=-1)
         ax.xaxis.set_major_formatter(PLAIN)
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(PLAIN)
