@@ -31,15 +31,10 @@ KEYS = ["task", "variant", "model", "train_len"]
 def task_frame(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(records, left out): one row per task record of a completed run (``accuracy``: its task's
     metric), on its task's most common example set; the records on other sets apart."""
-    rows = []
-    for r in runs.itertuples():
-        for e in (r.task_evaluations if isinstance(r.task_evaluations, list) else []):
-            rows.append({"run_id": r.run_id, "encoding": r.encoding, "model": r.model, "train_len": r.train_len,
-                         "seed": r.seed, **e})
-    frame = pd.DataFrame(rows)
+    frame = _records(runs, "task_evaluations")
     if frame.empty:
         return frame, frame
-    metric = frame["task"].map(lambda t: TASKS[t].metric if t in TASKS else "accuracy")
+    metric = frame["task"].map(lambda t: TASKS[t].metric if t in TASKS else "exact")
     frame["accuracy"] = [r[m] for (_, r), m in zip(frame.iterrows(), metric)]
     main = frame.groupby("task")["example_set"].agg(lambda s: s.value_counts().index[0])
     keep = frame["example_set"] == frame["task"].map(main)
@@ -110,12 +105,15 @@ def heatmap_frame(frame: pd.DataFrame) -> pd.DataFrame:
 
 def attention_frame(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per run x length x layer x head of the runs' ``attention`` records."""
-    rows = []
-    for r in runs.itertuples():
-        for a in (r.attention if isinstance(r.attention, list) else []):
-            rows.append({"run_id": r.run_id, "encoding": r.encoding, "model": r.model, "train_len": r.train_len,
-                         "seed": r.seed, **a})
-    return pd.DataFrame(rows)
+    return _records(runs, "attention")
+
+
+def _records(runs: pd.DataFrame, column: str) -> pd.DataFrame:
+    """The record lists in ``column`` of the runs (loaded by results.load_runs), one row per record
+    with the run's id, encoding, model, train_len and seed."""
+    facts = ["run_id", "encoding", "model", "train_len", "seed"]
+    return pd.DataFrame([{**{k: getattr(r, k) for k in facts}, **rec}
+                         for r in runs.itertuples() for rec in (getattr(r, column) if isinstance(getattr(r, column), list) else [])])
 
 
 def attention_table(att: pd.DataFrame) -> pd.DataFrame:
