@@ -240,7 +240,7 @@ def evaluate_into(metrics: dict, model: LanguageModel, cfg: DictConfig, eval_cfg
         metrics["task_evaluations"] = merge_task_records(metrics.get("task_evaluations", []), records)
         if tracker is not None:
             tracker.log_task_evaluation(records)
-        log_task_records(records)
+        log_task_records(records, task.metric)
     made = len(records)
     if eval_cfg.get("attention_stats"):
         have = {r["length"] for r in metrics.get("attention", [])} if only_missing else set()
@@ -274,15 +274,16 @@ def attention_records(model: LanguageModel, task, val_tokens: np.ndarray, train_
     return out
 
 
-def log_task_records(records: list[dict]) -> None:
-    """One log line per variant: exact match at each multiple (mean over the grid's conditions)."""
+def log_task_records(records: list[dict], metric: str) -> None:
+    """One log line per variant: the task's metric (``exact`` or ``token_accuracy``, what the report
+    calls accuracy) at each multiple, mean over the grid's conditions."""
     for variant in dict.fromkeys(r["variant"] for r in records):
         cells: dict[float, list[float]] = {}
         for r in records:
-            if r["variant"] == variant and r["exact"] is not None:
-                cells.setdefault(r["multiple"], []).append(r["exact"])
+            if r["variant"] == variant and r[metric] is not None:
+                cells.setdefault(r["multiple"], []).append(r[metric])
         shown = ", ".join(f"{m:g}x={sum(v) / len(v):.2f}" for m, v in cells.items())
-        log.info("%s %s exact match: %s", variant, records[0]["task"], shown)
+        log.info("%s %s %s: %s", variant, records[0]["task"], metric.replace("_", " "), shown)
 
 
 def evaluate_run(run_dir: Path, eval_cfg, device_name: str = "auto", progress: bool = True, attention: str = "auto",

@@ -71,6 +71,8 @@ def run_identity(cfg: DictConfig) -> dict:
     task = c.get("task") or {"name": "lm"}
     if task["name"] != "lm":  # language models keep their ids; the evaluation grid (eval_*) trains nothing
         identity["task"] = {k: v for k, v in task.items() if not k.startswith("eval_")}
+        if identity["task"].get("loss") == "answer":  # how every task run trained before task.loss existed
+            del identity["task"]["loss"]
     return identity
 
 

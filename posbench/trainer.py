@@ -74,7 +74,7 @@ def lr_factor(step: int, tc) -> float:
 def training_batch(tokens: np.ndarray, batch_size: int, length: int, seed: int, step: int,
                    task: Task | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """(inputs, targets, scored) of one step: windows of the corpus (every target scored: None),
-    or a synthetic task's examples with their filler from ``tokens`` (only the answers scored).
+    or a synthetic task's examples with their filler from ``tokens`` (``scored``: the answers).
     Both depend only on (seed, step)."""
     if task is None:
         return (*sample_batch(tokens, batch_size, length, seed, step), None)
@@ -82,11 +82,14 @@ def training_batch(tokens: np.ndarray, batch_size: int, length: int, seed: int, 
     return b.x, b.y, b.answer
 
 
-def token_loss(logits: torch.Tensor, y: torch.Tensor, scored: torch.Tensor | None) -> torch.Tensor:
-    """Mean cross-entropy over the scored targets (every target when ``scored`` is None)."""
+def token_loss(logits: torch.Tensor, y: torch.Tensor, scored: torch.Tensor | None, mixed: bool = False) -> torch.Tensor:
+    """Mean cross-entropy over the scored targets (every target when ``scored`` is None); ``mixed``:
+    plus the mean over every target, the language-model loss on the text around a task's answers."""
+    every = None if scored is not None and not mixed else F.cross_entropy(logits.float().flatten(0, 1), y.flatten())
     if scored is None:
-        return F.cross_entropy(logits.float().flatten(0, 1), y.flatten())
-    return F.cross_entropy(logits.float()[scored], y[scored])
+        return every
+    answers = F.cross_entropy(logits.float()[scored], y[scored])
+    return answers + every if mixed else answers
 
 
 @torch.no_grad()
@@ -98,7 +101,8 @@ def validation_loss(model, val_tokens, tc, train_len: int, device, task: Task | 
         x, y, scored = training_batch(val_tokens, tc.batch_size, train_len, VALIDATION_SEED, i, task)
         with autocast(device):
             logits = model(x.to(device))
-        losses.append(token_loss(logits, y.to(device), None if scored is None else scored.to(device)).item())
+        losses.append(token_loss(logits, y.to(device), None if scored is None else scored.to(device),
+                                 task is not None and task.mixed_loss).item())
     model.train()
     return sum(losses) / len(losses)
 
@@ -158,7 +162,8 @@ def train_model(
     training state is saved there every ``tc.checkpoint_every`` steps, and a run that finds one
     continues from it. ``probe(model)`` runs after each step of ``probe_steps`` (1-based, like the
     history); its records get the step and the tokens trained so far. ``task``: train on a synthetic
-    task (posbench/tasks), its filler from the token splits, the loss on its answers only."""
+    task (posbench/tasks), its filler from the token splits, the loss on its answers (plus the
+    language-model loss on every token with the task's ``loss: mixed``)."""
     tracker = tracker or Tracker()
     opt = make_optimizer(model, tc, lr_mult)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, tc))
@@ -168,6 +173,7 @@ def train_model(
         opt = make_optimizer(model, tc, lr_mult)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, tc))
     positions = torch.arange(train_len, device=device)
+    mixed_loss = task is not None and task.mixed_loss
     status = "completed"
     tokens_per_step = tc.batch_size * train_len
     model.train()
@@ -186,7 +192,7 @@ def train_model(
             positions = sample_positions(tc.random_positions, train_len, seed, step).to(device)
         with autocast(device):
             logits = forward(x, positions)
-        loss = token_loss(logits, y, scored)
+        loss = token_loss(logits, y, scored, mixed_loss)
         loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip)
         opt.step()

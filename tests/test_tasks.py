@@ -67,14 +67,25 @@ def test_exact_match_needs_every_answer_token_and_token_accuracy_counts_each():
     assert score_predictions(pred, y, answer) == (1, 5, 6)
 
 
-def test_the_loss_trains_only_the_answers():
+def test_the_answer_loss_trains_only_the_answers_and_the_mixed_loss_adds_every_token():
     from posbench.trainer import token_loss
 
     logits = torch.zeros(1, 3, 5)
     logits[0, 1, 2] = 10.0
     y = torch.tensor([[0, 2, 4]])
     scored = torch.tensor([[False, True, False]])
-    assert token_loss(logits, y, scored).item() < 1e-3 < token_loss(logits, y, None).item()
+    answers, every = token_loss(logits, y, scored), token_loss(logits, y, None)
+    assert answers.item() < 1e-3 < every.item()
+    assert token_loss(logits, y, scored, mixed=True).item() == pytest.approx(answers.item() + every.item())
+    assert build_task("passkey").mixed_loss and not build_task("passkey", {"loss": "answer"}).mixed_loss
+    assert not build_task("mqar").mixed_loss
+
+
+def test_chance_levels():
+    assert build_task("mqar").chance(1) == 1.0  # one pair: its value is the only one to pick
+    assert build_task("mqar").chance(8) == pytest.approx((1 + 7 / 64) / 8)
+    assert build_task("passkey", {"digits": 2}).chance(0.5) == pytest.approx(0.01)
+    assert build_task("copy").chance(None) == pytest.approx(1 / 26)
 
 
 def test_attention_recorder_against_an_explicit_softmax():
@@ -160,6 +171,7 @@ def test_a_task_run_trains_evaluates_resumes_and_reports(compose, tmp_path, text
     (["task=passkey", "+task.depth=3"], "task 'passkey' has no parameter 'depth'"),
     (["task=passkey", "task.eval_depths=[1.5]"], "task.eval_depths are fractions in [0, 1], got 1.5"),
     (["task=passkey", "train_len=16"], "task passkey needs windows of at least 21 tokens"),
+    (["task=passkey", "task.loss=all"], "task.loss must be one of answer, mixed, got 'all'"),
     (["task=mqar", "eval.during_training=[0.5]"], "set eval.during_training=[] for a task run"),
     (["task=copy", "extend.length=64"], "set extend.length=null for a task run"),
     (["eval.attention_examples=0"], "eval.attention_examples must be a positive integer"),
@@ -171,6 +183,22 @@ def test_bad_task_settings_are_one_line_errors(compose, tmp_path, text_corpus, e
     with pytest.raises(PosbenchError, match=message.replace("[", r"\[").replace("]", r"\]")):
         validate(compose(*BASE, *extra, f"data.path={text_corpus}", f"runs_dir={tmp_path}"))
     assert not any(tmp_path.iterdir())
+
+
+def test_the_answer_loss_keeps_the_ids_of_runs_made_before_task_loss(compose, tmp_path, text_corpus):
+    """Task runs trained on the answers alone before ``task.loss`` existed: their ids stand."""
+    from omegaconf import open_dict
+
+    from posbench.results import run_id
+
+    cfg = compose("task=mqar", *BASE, f"data.path={text_corpus}", f"runs_dir={tmp_path}")
+    assert cfg.task.loss == "answer"
+    before = cfg.copy()
+    with open_dict(before):
+        del before.task["loss"]
+    assert run_id(cfg) == run_id(before)
+    cfg.task.loss = "mixed"
+    assert run_id(cfg) != run_id(before)
 
 
 def test_language_model_runs_keep_their_ids(compose, tmp_path, text_corpus):

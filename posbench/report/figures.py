@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.colors import LogNorm
-from matplotlib.ticker import FuncFormatter, NullFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from posbench.report.tables import completed, multiple_columns
 from posbench.results import atomic_write_bytes, per_position_key, read_history, read_per_position
@@ -330,7 +330,8 @@ def plot_extension(curves: pd.DataFrame, scratch: pd.DataFrame, path: Path) -> N
 
 def plot_task_accuracy(table: pd.DataFrame, path: Path) -> None:
     """Task accuracy against evaluation length, one panel per (task, model, train_len), one line per
-    variant (mean over the grid's conditions and seeds; band: 95% interval over seeds)."""
+    variant (mean over the grid's conditions and seeds; band: 95% interval over seeds); dashed: the
+    chance level (``chance`` of the table) where every run of the panel shares it."""
     panels = sorted(table.groupby(["task", *PANEL]).groups)
     cols = sorted([c for c in table.columns if c.endswith("x")], key=lambda c: float(c[:-1]))
     fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.8), squeeze=False)
@@ -346,6 +347,9 @@ def plot_task_accuracy(table: pd.DataFrame, path: Path) -> None:
             if row["seeds"] > 1:
                 ax.fill_between(lengths[ok], (mean - half)[ok], (mean + half)[ok], color=colour(row["variant"]), alpha=0.15, lw=0)
         ax.axvline(train_len, color="grey", linestyle=":", linewidth=1)
+        chance = sub["chance"].dropna().unique() if "chance" in sub else []
+        if len(chance) == 1:
+            ax.axhline(100 * chance[0], color="grey", linestyle="--", linewidth=1, label="chance")
         ax.set_xscale("log")
         ax.set_xticks(lengths, [str(x) for x in lengths])
         ax.xaxis.set_minor_formatter(NullFormatter())
@@ -366,7 +370,7 @@ def plot_task_heatmaps(heat: pd.DataFrame, task: str, condition: str, path: Path
     fig, axes = plt.subplots(n_rows, n_cols, figsize=(3.2 * n_cols, 2.8 * n_rows), squeeze=False)
     for ax in axes.flat[len(panels):]:
         ax.axis("off")
-    for ax, (variant, model, train_len) in zip(axes.flat, panels):
+    for k, (ax, (variant, model, train_len)) in enumerate(zip(axes.flat, panels)):
         g = sub[(sub["variant"] == variant) & (sub["model"] == model) & (sub["train_len"] == train_len)]
         grid = g.pivot_table(index="condition", columns="length", values="accuracy", dropna=False)
         im = ax.imshow(100 * grid.to_numpy(dtype=float), cmap="RdYlGn", vmin=0, vmax=100, aspect="auto", origin="lower")
@@ -377,7 +381,8 @@ def plot_task_heatmaps(heat: pd.DataFrame, task: str, condition: str, path: Path
                 ax.text(j, i, f"{100 * v:.0f}", ha="center", va="center", fontsize=6)
         ax.set_title(f"{variant} ({model}, {train_len})", fontsize=9)
         ax.set_xlabel("evaluation length", fontsize=8)
-        ax.set_ylabel(condition, fontsize=8)
+        if k % n_cols == 0:  # the panels are close together: one label per row
+            ax.set_ylabel(condition, fontsize=8)
     fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8, label=f"{METRIC_WORDS[TASKS[task].metric]} (%)")
     save(fig, path)
 
@@ -405,7 +410,9 @@ def plot_attention(att: pd.DataFrame, path: Path) -> None:
             ax.set_xscale("log")
             if log_y:
                 ax.set_yscale("log")
+                ax.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))  # 10, 20, 50, 100, ...
                 ax.yaxis.set_major_formatter(PLAIN)
+                ax.yaxis.set_minor_formatter(NullFormatter())
             ax.set_xticks(lengths, [str(x) for x in lengths])
             ax.xaxis.set_minor_formatter(NullFormatter())
             _finish_panel(ax, f"{source}: {model}, trained at {train_len}", r == len(rows) - 1, True,

@@ -11,6 +11,9 @@ and train_len:
                                 above the threshold (default 80%) in every condition of every length
                                 (0 when it fails already at train_len)
     beyond training             mean accuracy over lengths longer than train_len (and conditions, seeds)
+    chance                      the accuracy of answering in the right form without retrieving
+                                (Task.chance: MQAR 1/n, a value of the window at random), mean over
+                                the grid: what a model that has not learned the task scores
 
 Only records on one example set per task are compared (the set with the most records), as the
 perplexity tables compare one token set.
@@ -21,7 +24,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from posbench.config import task_of
+from posbench.errors import PosbenchError
 from posbench.report.stats import ci95_halfwidth
+from posbench.results import read_config
 from posbench.tasks import TASKS
 
 DEFAULT_THRESHOLD = 0.8
@@ -36,9 +42,20 @@ def task_frame(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         return frame, frame
     metric = frame["task"].map(lambda t: TASKS[t].metric if t in TASKS else "exact")
     frame["accuracy"] = [r[m] for (_, r), m in zip(frame.iterrows(), metric)]
+    task_of_run = {r.run_id: _task_of_run(r.run_dir) for r in runs.itertuples() if r.run_id in set(frame["run_id"])}
+    frame["chance"] = [np.nan if task_of_run[rid] is None else task_of_run[rid].chance(None if pd.isna(c) else c)
+                       for rid, c in zip(frame["run_id"], frame["condition"])]
     main = frame.groupby("task")["example_set"].agg(lambda s: s.value_counts().index[0])
     keep = frame["example_set"] == frame["task"].map(main)
     return frame[keep].reset_index(drop=True), frame[~keep].reset_index(drop=True)
+
+
+def _task_of_run(run_dir: str):
+    """The task (with the run's parameters) a run trained on; None when its config cannot say."""
+    try:
+        return task_of(read_config(run_dir))
+    except (ValueError, PosbenchError):
+        return None
 
 
 def per_seed(frame: pd.DataFrame) -> pd.DataFrame:
@@ -63,7 +80,8 @@ def task_table(frame: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD) -> pd.
     """One row per task x variant x model x train_len: accuracy at each multiple (mean, ci95),
     effective context length, mean accuracy beyond the training length, seeds."""
     seeds = per_seed(frame)
-    cells = frame[frame["accuracy"].notna()].groupby([*KEYS, "length", "condition"], dropna=False, as_index=False)["accuracy"].mean()
+    cells = frame[frame["accuracy"].notna()].groupby([*KEYS, "length", "condition"], dropna=False, as_index=False)[
+        ["accuracy", "chance"]].mean()
     out = []
     for key, g in seeds.groupby(KEYS):
         row = dict(zip(KEYS, key))
@@ -74,11 +92,13 @@ def task_table(frame: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD) -> pd.
         row["beyond train_len"] = beyond["accuracy"].mean() if not beyond.empty else np.nan
         mine = cells[np.logical_and.reduce([cells[k] == v for k, v in zip(KEYS, key)])]
         row["effective length"] = effective_length(mine, threshold)
+        row["chance"] = mine["chance"].mean()  # one value per cell of the grid
         row["seeds"] = g["seed"].nunique()
         out.append(row)
     table = pd.DataFrame(out)
     cols = sorted([c for c in table.columns if c.endswith("x")], key=lambda c: float(c[:-1]))
-    ordered = [*KEYS, *[x for c in cols for x in (c, f"{c}_ci95")], "beyond train_len", "effective length", "seeds"]
+    ordered = [*KEYS, *[x for c in cols for x in (c, f"{c}_ci95")], "chance", "beyond train_len", "effective length",
+               "seeds"]
     return table[ordered]
 
 
@@ -89,7 +109,8 @@ def display_task_table(table: pd.DataFrame) -> pd.DataFrame:
     for c in cols:
         shown[c] = [("" if np.isnan(m) else f"{100 * m:.0f}" + ("" if np.isnan(h) else f" ± {100 * h:.0f}"))
                     for m, h in zip(table[c], table[f"{c}_ci95"])]
-    shown["beyond train_len"] = [f"{100 * v:.0f}" if not np.isnan(v) else "" for v in table["beyond train_len"]]
+    for c in ["chance", "beyond train_len"]:
+        shown[c] = [f"{100 * v:.0f}" if not np.isnan(v) else "" for v in table[c]]
     shown["effective length"] = table["effective length"].astype(int)
     shown["seeds"] = table["seeds"]
     return shown

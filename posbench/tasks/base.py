@@ -22,7 +22,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from posbench.errors import PosbenchError
+
 PAD = 0  # filler byte of the token-only tasks (Zoology fills MQAR's gaps with 0)
+LOSSES = ("answer", "mixed")
 
 
 @dataclass
@@ -46,9 +49,20 @@ class Task:
     @dataclass
     class Params:
         eval_examples: int = 64  # examples per evaluation cell (length x condition)
+        # ``answer``: cross-entropy on the answer positions only; ``mixed``: plus the language-model
+        # loss on every position of the window (the filler text, the needle, the answer)
+        loss: str = "answer"
+
+        def check(self) -> None:
+            if self.loss not in LOSSES:
+                raise PosbenchError(f"task.loss must be one of {', '.join(LOSSES)}, got {self.loss!r}")
 
     def __init__(self, params: Any):
         self.params = params
+
+    @property
+    def mixed_loss(self) -> bool:
+        return self.params.loss == "mixed"
 
     # -- what subclasses define -------------------------------------------------------------------
     def conditions(self) -> list:
@@ -67,6 +81,11 @@ class Task:
     def min_length(self) -> int:
         """The shortest window an example fits in."""
         return 2
+
+    def chance(self, condition) -> float:
+        """The accuracy (in the task's metric) of a model that knows the form of the answer but not
+        which one it is: the level a model that has not learned to retrieve sits at. NaN: unknown."""
+        return float("nan")
 
     # -- batching ---------------------------------------------------------------------------------
     def batch(self, rng: np.random.Generator, batch_size: int, length: int, text: np.ndarray,

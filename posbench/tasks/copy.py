@@ -32,6 +32,9 @@ class Copy(Task):
     def train_condition(self, rng, length):
         return int(rng.integers(1, length // 2 + 1))
 
+    def chance(self, m) -> float:
+        return 1 / len(LETTERS)  # a letter at random
+
     def min_length(self) -> int:
         return 2
 

@@ -39,6 +39,7 @@ class MQAR(Task):
         eval_pairs: List[int] = field(default_factory=lambda: [2, 4, 8])
 
         def check(self) -> None:
+            super().check()
             if bad := [n for n in [self.pairs, *self.eval_pairs] if not 1 <= n <= len(KEYS)]:
                 raise PosbenchError(f"task pairs must be in 1..{len(KEYS)} (distinct keys), got {bad[0]}")
 
@@ -47,6 +48,11 @@ class MQAR(Task):
 
     def train_condition(self, rng, length):
         return int(rng.integers(1, self.params.pairs + 1))
+
+    def chance(self, n) -> float:
+        # answering with one of the n values in the window, at random: the queried value, plus any
+        # other value that equals it by chance (values are drawn with replacement)
+        return (1 + (n - 1) / len(VALUES)) / n
 
     def min_length(self) -> int:
         return 4 * max(self.params.pairs, *self.params.eval_pairs)
