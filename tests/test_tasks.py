@@ -157,8 +157,10 @@ def test_a_task_run_trains_evaluates_resumes_and_reports(compose, tmp_path, text
     md = report.read_text()
     assert "## Do the models use far context? Synthetic tasks" in md and "## Attention: how far and how spread" in md
     assert "## Perplexity by evaluation length" in md
+    assert "**Training budget (passkey):**" in md  # whether the task runs had finished learning
     tasks = pd.read_csv(tmp_path / "rep" / "tasks.csv")
     assert list(tasks["variant"]) == ["alibi"] and list(tasks["task"]) == ["passkey"]
+    assert tasks["chance"].tolist() == [pytest.approx(1e-5)]  # five guessed digits
     for name in ("task_accuracy.png", "task_passkey.png", "attention.png"):
         assert (tmp_path / "rep" / name).exists()
     # the perplexity table holds the language model only

@@ -88,24 +88,30 @@ def budget_table(conv: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def budget_paragraph(conv: pd.DataFrame, threshold: float) -> str:
-    """The budget of the report in one paragraph, so that no ratio is read without it."""
+# what a still-improving budget means for the numbers read beside it: (some runs improving, none)
+LM_CONSEQUENCE = (", so their ratios describe models that had not finished learning: the verdicts below mix how fast "
+                  "an encoding learns with how it extrapolates, and may change with a longer budget",
+                  ", so the verdicts below describe models that had (nearly) finished learning at this size")
+TASK_CONSEQUENCE = (", so their accuracies describe models that had not finished learning the task: a longer budget "
+                    "may raise them, at train_len and beyond",
+                    ", so the accuracies describe models that had (nearly) finished learning the task at this size")
+
+
+def budget_paragraph(conv: pd.DataFrame, threshold: float, title: str = "Training budget",
+                     loss: str = "the 1x validation loss", consequence: tuple[str, str] = LM_CONSEQUENCE) -> str:
+    """The budget of the report in one paragraph, so that no ratio (or accuracy) is read without it."""
     steps = sorted(set(conv["steps"].dropna().astype(int)))
     tokens = sorted(set(conv["train_tokens"].dropna().astype(int)))
     known = conv.dropna(subset=["change"])
-    text = (f"**Training budget:** {join_words(steps)} optimiser steps per run ({join_words([f'{t / 1e6:.2f}M' for t in tokens])} "
+    text = (f"**{title}:** {join_words(steps)} optimiser steps per run ({join_words([f'{t / 1e6:.2f}M' for t in tokens])} "
             "training tokens). ")
     if known.empty:
         return text + "The runs record too few validation points to tell whether they had finished learning."
     improving = int(known["still_improving"].sum())
-    text += (f"Over the last doubling of steps the 1x validation loss still fell by {known['change'].min():.1%} to "
+    text += (f"Over the last doubling of steps {loss} still fell by {known['change'].min():.1%} to "
              f"{known['change'].max():.1%} (median {known['change'].median():.1%}); {improving} of {len(known)} runs "
              f"were still improving by more than {threshold:.0%}")
-    if improving:
-        text += (", so their ratios describe models that had not finished learning: the verdicts below mix how fast "
-                 "an encoding learns with how it extrapolates, and may change with a longer budget")
-    else:
-        text += ", so the verdicts below describe models that had (nearly) finished learning at this size"
+    text += consequence[0] if improving else consequence[1]
     if known["estimated"].any():
         text += (" (runs without a validation point at half their budget: the fall between their validation points, "
                  "scaled to one doubling; see the training-budget section)")

@@ -84,7 +84,8 @@ def build_report(runs_dir: Path, out_dir: Path, tolerance: float = DEFAULT_TOLER
     if completed.empty or (evals.empty and task_records.empty):
         raise PosbenchError(f"no completed, evaluated runs below {str(runs_dir)!r} ({len(runs)} runs, none usable)")
     out_dir.mkdir(parents=True, exist_ok=True)
-    task_blocks = _task_sections(task_records, task_left_out, tasks.attention_frame(completed), out_dir, threshold)
+    task_blocks = _task_sections(task_records, task_left_out, tasks.attention_frame(completed), out_dir, threshold,
+                                 completed, improving)
     if evals.empty:  # task runs only: no perplexity sections
         return _write(_tasks_only_blocks(runs_dir, runs, completed, skipped, task_blocks), out_dir)
     is_lm = completed["task"].fillna(LM) == LM
@@ -239,9 +240,10 @@ def _tasks_only_blocks(runs_dir: Path, runs: pd.DataFrame, completed: pd.DataFra
 
 
 def _task_sections(records: pd.DataFrame, left_out: pd.DataFrame, att: pd.DataFrame, out_dir: Path,
-                   threshold: float) -> list:
+                   threshold: float, completed: pd.DataFrame, improving: float) -> list:
     """The tasks section (with task runs) and the attention section (with attention records); their
-    files, and no figure of an earlier report left behind."""
+    files, and no figure of an earlier report left behind. ``completed``: the completed runs, whose
+    task runs' training budgets the section states."""
     for old in [out_dir / "task_accuracy.png", out_dir / "attention.png", *out_dir.glob(TASK_HEATMAP.format("*"))]:
         old.unlink(missing_ok=True)
     blocks = []
@@ -252,10 +254,11 @@ def _task_sections(records: pd.DataFrame, left_out: pd.DataFrame, att: pd.DataFr
         figures.plot_task_accuracy(table, out_dir / "task_accuracy.png")
         heat = tasks.heatmap_frame(records)
         blocks += [Heading("Do the models use far context? Synthetic tasks"),
-                   Para("Models trained on a synthetic task at `train_len` and scored at multiples of it (the loss "
-                        "trained only the answer positions). Accuracy in %: for passkey exact match, the fraction of "
-                        "examples whose every key digit is the model's argmax given the true tokens before it (what "
-                        "greedy decoding would produce); for MQAR and copy the fraction of answer tokens right "
+                   Para("Models trained on a synthetic task at `train_len` and scored at multiples of it "
+                        "(`task.loss`: `answer` trains the answer positions only, `mixed` adds the language-model "
+                        "loss on every token; each run's setting is under \"How these runs were made\"). Accuracy "
+                        "in %: for passkey exact match, the fraction of examples whose every key digit is the "
+                        "model's argmax given the true tokens before it (what greedy decoding would produce); for MQAR and copy the fraction of answer tokens right "
                         "(queried values, copied bytes). Mean over the task's grid (passkey: needle depths; MQAR: "
                         "numbers of pairs) and over seeds, ± half-width of the 95% t-interval over seeds. "
                         "`chance`: what answering in the right form without retrieving scores (passkey: guessed "
@@ -265,6 +268,11 @@ def _task_sections(records: pd.DataFrame, left_out: pd.DataFrame, att: pd.DataFr
                         f"(mean over seeds) stays at or above {threshold:.0%} in every cell of the grid (0: not "
                         "even at train_len)."),
                    Table(tasks.display_task_table(table)),
+                   *[Para(budget.budget_paragraph(budget.convergence(g, improving), improving,
+                                                  f"Training budget ({task})",
+                                                  "the validation loss (the training objective on validation examples)",
+                                                  budget.TASK_CONSEQUENCE))
+                     for task, g in completed[completed["run_id"].isin(set(records["run_id"]))].groupby("task")],
                    Image("task_accuracy.png", OPTIONAL_FIGURES["task_accuracy.png"])]
         for task, g in heat.groupby("task"):
             condition = _condition_name(task)

@@ -3,9 +3,12 @@ positions whose predictions are scored.
 
 An example of window length L is L + 1 tokens; the model reads the first L and predicts the last
 L, and ``answer`` marks the predictions that count (the passkey's digits, MQAR's values, the
-copied string). Training minimises the cross-entropy on those positions only, as the synthetic
-tasks of Ruoss et al. 2023 and Arora et al. 2023 (Zoology) do: the filler around them is there to
-be read, not predicted. Evaluation scores a prediction as the argmax at each answer position with
+copied string). With ``loss: answer`` training minimises the cross-entropy on those positions
+only, as the synthetic tasks of Ruoss et al. 2023 and Arora et al. 2023 (Zoology) do: the filler
+around them is there to be read, not predicted. ``loss: mixed`` adds the language-model loss on
+every position of the window: where the filler is real text (passkey), predicting it trains the
+induction circuits (copy what followed an earlier occurrence) that retrieval needs, as a
+pretrained model has them before it is asked for a passkey. Evaluation scores a prediction as the argmax at each answer position with
 the true tokens before it as input (teacher forcing); an example counts as correct (exact match)
 when every one of its answer positions is right, which is exactly whether greedy decoding would
 produce the answer (it deviates at the first wrong argmax, and never otherwise).
