@@ -8,10 +8,12 @@ only, as the synthetic tasks of Ruoss et al. 2023 and Arora et al. 2023 (Zoology
 around them is there to be read, not predicted. ``loss: mixed`` adds the language-model loss on
 every position of the window: where the filler is real text (passkey), predicting it trains the
 induction circuits (copy what followed an earlier occurrence) that retrieval needs, as a
-pretrained model has them before it is asked for a passkey. Evaluation scores a prediction as the argmax at each answer position with
-the true tokens before it as input (teacher forcing); an example counts as correct (exact match)
-when every one of its answer positions is right, which is exactly whether greedy decoding would
-produce the answer (it deviates at the first wrong argmax, and never otherwise).
+pretrained model has them before it is asked for a passkey.
+
+Evaluation scores a prediction as the argmax at each answer position with the true tokens before
+it as input (teacher forcing); an example counts as correct (exact match) when every one of its
+answer positions is right, which is exactly whether greedy decoding would produce the answer (it
+deviates at the first wrong argmax, and never otherwise).
 
 Every example depends only on (seed, step or evaluation cell, index): a resumed run sees the same
 batches, and every run of a sweep is scored on the same evaluation examples.
