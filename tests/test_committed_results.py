@@ -63,3 +63,4 @@ def check_task_table(folder):
             if pd.notna(ci):
                 assert numbers[1] == pytest.approx(100 * ci, abs=0.51)
     assert list(md["effective length"].astype(int)) == list(csv["effective length"])
+    assert [float(x) for x in md["chance"]] == pytest.approx(list(100 * csv["chance"]), abs=0.51)

@@ -268,10 +268,7 @@ def _task_sections(records: pd.DataFrame, left_out: pd.DataFrame, att: pd.DataFr
                         f"(mean over seeds) stays at or above {threshold:.0%} in every cell of the grid (0: not "
                         "even at train_len)."),
                    Table(tasks.display_task_table(table)),
-                   *[Para(budget.budget_paragraph(budget.convergence(g, improving), improving,
-                                                  f"Training budget ({task})",
-                                                  "the validation loss (the training objective on validation examples)",
-                                                  budget.TASK_CONSEQUENCE))
+                   *[Para(_task_budget(task, g, improving))
                      for task, g in completed[completed["run_id"].isin(set(records["run_id"]))].groupby("task")],
                    Image("task_accuracy.png", OPTIONAL_FIGURES["task_accuracy.png"])]
         for task, g in heat.groupby("task"):
@@ -298,6 +295,18 @@ def _task_sections(records: pd.DataFrame, left_out: pd.DataFrame, att: pd.DataFr
                         "Every layer and head: `attention.csv`."),
                    Image("attention.png", OPTIONAL_FIGURES["attention.png"])]
     return blocks
+
+
+def _task_budget(task: str, runs: pd.DataFrame, improving: float) -> str:
+    """Whether a task's runs had finished learning: their training objective on validation examples."""
+    mixed = [t is not None and t.mixed_loss for t in map(tasks.task_of_run, runs["run_dir"])]
+    loss = "the validation loss (the training objective on validation examples)"
+    note = ""
+    if any(mixed):
+        note = (" With `loss: mixed` that objective includes the language-model loss on the text, which keeps "
+                "falling after the answers are learned: read the accuracy at train_len beside it.")
+    return budget.budget_paragraph(budget.convergence(runs, improving), improving, f"Training budget ({task})", loss,
+                                   budget.TASK_CONSEQUENCE) + note
 
 
 def _condition_name(task: str) -> str | None:
