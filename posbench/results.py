@@ -70,10 +70,15 @@ def run_identity(cfg: DictConfig) -> dict:
         identity["extend"] = c["extend"]
     task = c.get("task") or {"name": "lm"}
     if task["name"] != "lm":  # language models keep their ids; the evaluation grid (eval_*) trains nothing
-        identity["task"] = {k: v for k, v in task.items() if not k.startswith("eval_")}
-        if identity["task"].get("loss") == "answer":  # how every task run trained before task.loss existed
-            del identity["task"]["loss"]
+        identity["task"] = task_settings({k: v for k, v in task.items() if not k.startswith("eval_")})
     return identity
+
+
+def task_settings(settings: dict) -> dict:
+    """A task's settings as run ids and evaluation example sets name them: ``loss: answer`` (how
+    every task run trained before ``task.loss`` existed) is left out, so that those runs keep their
+    ids and their records their example set."""
+    return {k: v for k, v in settings.items() if (k, v) != ("loss", "answer")}
 
 
 def run_id(cfg: DictConfig) -> str:

@@ -85,11 +85,13 @@ def training_batch(tokens: np.ndarray, batch_size: int, length: int, seed: int, 
 def token_loss(logits: torch.Tensor, y: torch.Tensor, scored: torch.Tensor | None, mixed: bool = False) -> torch.Tensor:
     """Mean cross-entropy over the scored targets (every target when ``scored`` is None); ``mixed``:
     plus the mean over every target, the language-model loss on the text around a task's answers."""
-    every = None if scored is not None and not mixed else F.cross_entropy(logits.float().flatten(0, 1), y.flatten())
+    def every() -> torch.Tensor:
+        return F.cross_entropy(logits.float().flatten(0, 1), y.flatten())
+
     if scored is None:
-        return every
+        return every()
     answers = F.cross_entropy(logits.float()[scored], y[scored])
-    return answers + every if mixed else answers
+    return answers + every() if mixed else answers
 
 
 @torch.no_grad()

@@ -347,7 +347,7 @@ def plot_task_accuracy(table: pd.DataFrame, path: Path) -> None:
             if row["seeds"] > 1:
                 ax.fill_between(lengths[ok], (mean - half)[ok], (mean + half)[ok], color=colour(row["variant"]), alpha=0.15, lw=0)
         ax.axvline(train_len, color="grey", linestyle=":", linewidth=1)
-        chance = sub["chance"].dropna().unique() if "chance" in sub else []
+        chance = sub["chance"].dropna().unique()
         if len(chance) == 1:
             ax.axhline(100 * chance[0], color="grey", linestyle="--", linewidth=1, label="chance")
         ax.set_xscale("log")

@@ -268,7 +268,7 @@ def _task_sections(records: pd.DataFrame, left_out: pd.DataFrame, att: pd.DataFr
                         f"(mean over seeds) stays at or above {threshold:.0%} in every cell of the grid (0: not "
                         "even at train_len)."),
                    Table(tasks.display_task_table(table)),
-                   *[Para(_task_budget(task, g, improving))
+                   *[Para(_task_budget(task, g, improving, (records.loc[records["task"] == task, "loss"] == "mixed").any()))
                      for task, g in completed[completed["run_id"].isin(set(records["run_id"]))].groupby("task")],
                    Image("task_accuracy.png", OPTIONAL_FIGURES["task_accuracy.png"])]
         for task, g in heat.groupby("task"):
@@ -297,12 +297,12 @@ def _task_sections(records: pd.DataFrame, left_out: pd.DataFrame, att: pd.DataFr
     return blocks
 
 
-def _task_budget(task: str, runs: pd.DataFrame, improving: float) -> str:
-    """Whether a task's runs had finished learning: their training objective on validation examples."""
-    mixed = [t is not None and t.mixed_loss for t in map(tasks.task_of_run, runs["run_dir"])]
+def _task_budget(task: str, runs: pd.DataFrame, improving: float, mixed: bool) -> str:
+    """Whether a task's runs had finished learning: their training objective on validation examples
+    (``mixed``: some of them trained with ``loss: mixed``)."""
     loss = "the validation loss (the training objective on validation examples)"
     note = ""
-    if any(mixed):
+    if mixed:
         note = (" With `loss: mixed` that objective includes the language-model loss on the text, which keeps "
                 "falling after the answers are learned: read the accuracy at train_len beside it.")
     return budget.budget_paragraph(budget.convergence(runs, improving), improving, f"Training budget ({task})", loss,

@@ -42,15 +42,17 @@ def task_frame(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         return frame, frame
     metric = frame["task"].map(lambda t: TASKS[t].metric if t in TASKS else "exact")
     frame["accuracy"] = [r[m] for (_, r), m in zip(frame.iterrows(), metric)]
-    run_task = {r.run_id: task_of_run(r.run_dir) for r in runs.itertuples() if r.run_id in set(frame["run_id"])}
+    scored = set(frame["run_id"])
+    run_task = {r.run_id: _task_of_run(r.run_dir) for r in runs.itertuples() if r.run_id in scored}
     frame["chance"] = [np.nan if run_task[rid] is None else run_task[rid].chance(None if pd.isna(c) else c)
                        for rid, c in zip(frame["run_id"], frame["condition"])]
+    frame["loss"] = [None if run_task[rid] is None else run_task[rid].params.loss for rid in frame["run_id"]]
     main = frame.groupby("task")["example_set"].agg(lambda s: s.value_counts().index[0])
     keep = frame["example_set"] == frame["task"].map(main)
     return frame[keep].reset_index(drop=True), frame[~keep].reset_index(drop=True)
 
 
-def task_of_run(run_dir: str):
+def _task_of_run(run_dir: str):
     """The task (with the run's parameters) a run trained on; None when its config cannot say."""
     try:
         return task_of(read_config(run_dir))

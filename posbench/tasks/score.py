@@ -25,6 +25,7 @@ from tqdm.auto import tqdm
 from posbench.device import autocast
 from posbench.positions import sample_positions
 from posbench.protocols import eval_lengths
+from posbench.results import task_settings
 from posbench.tasks.base import Task
 from posbench.variants import RANDPOS_SUFFIX, row_names, use_variant
 
@@ -33,13 +34,9 @@ BATCH_TOKENS = 16384
 
 
 def example_set(task: Task, corpus_hash: str) -> str:
-    """Names the evaluation examples: the task, its settings and the corpus its filler comes from.
-    ``loss: answer`` is left out of the settings, as from the run id, so that records made before
-    ``task.loss`` existed keep their name (a run is not evaluated twice on the same examples)."""
-    params = dataclasses.asdict(task.params)
-    if params.get("loss") == "answer":
-        del params["loss"]
-    settings = json.dumps(params, sort_keys=True)
+    """Names the evaluation examples: the task, its settings (results.task_settings, as the run id
+    sees them) and the corpus its filler comes from."""
+    settings = json.dumps(task_settings(dataclasses.asdict(task.params)), sort_keys=True)
     return f"{task.name}:{hashlib.sha1((settings + corpus_hash).encode()).hexdigest()[:10]}"
 
 
