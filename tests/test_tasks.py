@@ -81,6 +81,22 @@ def test_the_answer_loss_trains_only_the_answers_and_the_mixed_loss_adds_every_t
     assert not build_task("mqar").mixed_loss
 
 
+@pytest.mark.parametrize("task_name, mixed", [("passkey", True), ("mqar", False)])
+def test_training_and_validation_use_the_task_loss(monkeypatch, task_name, mixed):
+    from omegaconf import OmegaConf
+
+    import posbench.trainer as trainer
+    from posbench.config import TrainConfig
+    from posbench.model import ModelConfig, build_model
+
+    seen, real = [], trainer.token_loss
+    monkeypatch.setattr(trainer, "token_loss", lambda logits, y, scored, m=False: seen.append(m) or real(logits, y, scored, m))
+    model = build_model(ModelConfig(name="tiny", d_model=32, n_layers=1, n_heads=2), "nope", {}, 32)
+    tc = OmegaConf.structured(TrainConfig(steps=2, batch_size=2, warmup_steps=1, val_batches=1, checkpoint_every=10**6))
+    trainer.train_model(model, TEXT, TEXT, tc, 32, 0, torch.device("cpu"), task=build_task(task_name))
+    assert len(seen) > 2 and set(seen) == {mixed}  # the training steps and the validation points
+
+
 def test_chance_levels():
     assert build_task("mqar").chance(1) == 1.0  # one pair: its value is the only one to pick
     assert build_task("mqar").chance(8) == pytest.approx((1 + 7 / 64) / 8)
