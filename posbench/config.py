@@ -27,7 +27,9 @@ from posbench.results import CONFIG, read_config
 from posbench.tasks import available as available_tasks
 from posbench.tasks import build_task
 
-CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
+# the yaml tree ships inside the package (the repository's top-level conf/ is a link to it), so a
+# non-editable install has it too; users add their own folders through hydra.searchpath
+CONF_DIR = str(Path(__file__).resolve().parent / "conf")
 
 
 @dataclass

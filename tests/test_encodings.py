@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from posbench.attention import biased_causal_attention
-from posbench.encodings import REGISTRY, ModelShape, available, build_encoding
+from posbench.encodings import ENCODINGS, ModelShape, available, build_encoding
 from posbench.encodings.alibi import alibi_slopes
 from posbench.encodings.rope import rope_frequencies
 from posbench.encodings.sinusoidal import sinusoidal_table
@@ -126,10 +126,10 @@ def test_every_registered_encoding_has_a_yaml():
     from posbench.config import CONF_DIR
 
     yamls = {p.stem for p in (Path(CONF_DIR) / "encoding").glob("*.yaml")}
-    assert set(REGISTRY) <= yamls
+    assert set(ENCODINGS.builtins()) <= yamls
 
 
-TRANSLATION_INVARIANT = sorted(n for n, cls in REGISTRY.items() if cls.translation_invariant)
+TRANSLATION_INVARIANT = sorted(n for n, cls in ENCODINGS.items() if cls.translation_invariant)
 
 
 def test_the_relative_methods_promise_translation_invariance():

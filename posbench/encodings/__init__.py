@@ -1,55 +1,43 @@
-"""Registry of positional encodings.
+"""Positional encodings: one file each, registered with ``@register("name")``.
 
-Every module in this package that decorates a class with ``@register("name")`` is found
-automatically, so adding an encoding is one file here plus one yaml in ``conf/encoding/``.
+Every module of this package is imported on first lookup, so a built-in encoding is one file here
+(its yaml in ``conf/encoding/`` is optional: without one, ``encoding=<name>`` gets its Params'
+defaults). An encoding from another package comes through the entry-point group
+``posbench.encodings`` or a ``module:attr`` path (posbench/registry.py).
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from typing import Any, Mapping
 
 from posbench.encodings.base import ModelShape, PositionalEncoding
-from posbench.errors import PosbenchError
 from posbench.params import make_typed
+from posbench.registry import Registry, subclass_check
 
-REGISTRY: dict[str, type[PositionalEncoding]] = {}
-
-
-def register(name: str):
-    def deco(cls: type[PositionalEncoding]) -> type[PositionalEncoding]:
-        if name in REGISTRY:
-            raise RuntimeError(f"encoding {name!r} registered twice")
-        cls.name = name
-        REGISTRY[name] = cls
-        return cls
-
-    return deco
-
-
-def _discover() -> None:
-    for mod in pkgutil.iter_modules(__path__):
-        if mod.name != "base":
-            importlib.import_module(f"{__name__}.{mod.name}")
+ENCODINGS: Registry[type[PositionalEncoding]] = Registry(
+    "encoding", "posbench.encodings", "posbench.encodings", subclass_check(PositionalEncoding))
+register = ENCODINGS.register
 
 
 def available() -> list[str]:
-    return sorted(REGISTRY)
+    """Every encoding name: the built-ins and the installed plug-ins."""
+    return ENCODINGS.names()
 
 
-def make_params(name: str, params: Mapping[str, Any]) -> Any:
+def encoding_class(name: str, target: str | None = None) -> type[PositionalEncoding]:
+    """The class of encoding ``name`` (PosbenchError naming the valid ones when there is none)."""
+    return ENCODINGS.get(name, target)
+
+
+def make_params(name: str, params: Mapping[str, Any], target: str | None = None) -> Any:
     """The encoding's ``Params`` from its yaml, every key, type and value checked (posbench.params)."""
-    if name not in REGISTRY:
-        raise PosbenchError(f"unknown encoding {name!r}; valid: {', '.join(available())}")
-    return make_typed("encoding", name, REGISTRY[name].Params, params)
+    return make_typed("encoding", name, encoding_class(name, target).Params, params)
 
 
-def build_encoding(name: str, shape: ModelShape, params: Mapping[str, Any] | None = None) -> PositionalEncoding:
-    params = make_params(name, params or {})  # raises a clear error for an unknown name first
-    return REGISTRY[name](shape, params)
+def build_encoding(name: str, shape: ModelShape, params: Mapping[str, Any] | None = None,
+                   target: str | None = None) -> PositionalEncoding:
+    cls = encoding_class(name, target)  # raises a clear error for an unknown name first
+    return cls(shape, make_typed("encoding", name, cls.Params, params or {}))
 
 
-_discover()
-
-__all__ = ["REGISTRY", "ModelShape", "PositionalEncoding", "available", "build_encoding", "register"]
+__all__ = ["ENCODINGS", "ModelShape", "PositionalEncoding", "available", "build_encoding", "encoding_class", "register"]

@@ -22,6 +22,9 @@ from torch import nn
 from posbench.variants import BCA_SUFFIX, temperature_name
 
 
+FAMILY_ORDER = ("absolute / none", "rotary", "score bias", "relative (content)")
+
+
 @dataclass(frozen=True)
 class ModelShape:
     """What an encoding may need to know about the model it is plugged into."""
@@ -43,6 +46,13 @@ class PositionalEncoding(nn.Module):
     Subclasses declare their hyper-parameters as a nested ``Params`` dataclass; the registry
     validates the yaml against it, so a typo in a config is an error, not a silently ignored key.
     """
+
+    # how the report shows it: the family is a column of the figures (families in FAMILY_ORDER
+    # first, then any other name), the colour any matplotlib colour (None: one derived from the
+    # name, distinct from the built-ins'), the order its place within the family
+    family: str = "other"
+    colour: str | None = None
+    order: int = 100
 
     uses_input: bool = False
     uses_rotation: bool = False

@@ -19,6 +19,7 @@ from posbench.encodings.base import PositionalEncoding
 
 @register("conv")
 class Conv(PositionalEncoding):
+    family, colour, order = "absolute / none", "#f7b6d2", 4  # the report's column, line colour and place in it
     uses_input = True
 
     @dataclass

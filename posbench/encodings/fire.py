@@ -50,6 +50,7 @@ class _FireLayer(nn.Module):
 
 @register("fire")
 class Fire(PositionalEncoding):
+    family, colour, order = "score bias", "#c5b0d5", 5  # the report's column, line colour and place in it
     uses_bias = True
 
     @dataclass

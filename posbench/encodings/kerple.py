@@ -58,6 +58,7 @@ class _Kerple(PositionalEncoding):
 
 @register("kerple_log")
 class KerpleLog(_Kerple):
+    family, colour, order = "score bias", "#2ca02c", 2  # the report's column, line colour and place in it
     @dataclass
     class Params:
         init_r1: float = 2.0  # the multiplier p: U(0, 2)
@@ -70,6 +71,7 @@ class KerpleLog(_Kerple):
 
 @register("kerple_power")
 class KerplePower(_Kerple):
+    family, colour, order = "score bias", "#98df8a", 3  # the report's column, line colour and place in it
     MAX_R2 = 2.0
 
     @dataclass

@@ -17,6 +17,7 @@ from posbench.encodings.base import PositionalEncoding
 
 @register("learned")
 class Learned(PositionalEncoding):
+    family, colour, order = "absolute / none", "#e377c2", 3  # the report's column, line colour and place in it
     uses_input = True
 
     @dataclass

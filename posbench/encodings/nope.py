@@ -12,3 +12,4 @@ from posbench.encodings.base import PositionalEncoding
 @register("nope")
 class NoPE(PositionalEncoding):
     """Every hook is the base class's no-op; attention takes the plain causal fast path."""
+    family, colour, order = "absolute / none", "#7f7f7f", 0  # the report's column, line colour and place in it

@@ -116,6 +116,7 @@ def rotation_tables(positions: torch.Tensor, inv_freq: torch.Tensor) -> tuple[to
 
 @register("rope")
 class RoPE(PositionalEncoding):
+    family, colour, order = "rotary", "#1f77b4", 0  # the report's column, line colour and place in it
     uses_rotation = True
     translation_invariant = True
 

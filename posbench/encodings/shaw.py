@@ -21,6 +21,7 @@ from posbench.encodings.base import PositionalEncoding
 
 @register("shaw")
 class Shaw(PositionalEncoding):
+    family, colour, order = "relative (content)", "#bcbd22", 0  # the report's column, line colour and place in it
     uses_relative = True
     translation_invariant = True
 

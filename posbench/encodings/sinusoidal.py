@@ -36,6 +36,7 @@ def sinusoidal_table(num_positions: int | torch.Tensor, dim: int, base: float = 
 
 @register("sinusoidal")
 class Sinusoidal(PositionalEncoding):
+    family, colour, order = "absolute / none", "#8c564b", 1  # the report's column, line colour and place in it
     uses_input = True
 
     @dataclass

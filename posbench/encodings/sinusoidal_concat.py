@@ -19,6 +19,7 @@ from posbench.encodings.sinusoidal import sinusoidal_table
 
 @register("sinusoidal_concat")
 class SinusoidalConcat(PositionalEncoding):
+    family, colour, order = "absolute / none", "#c49c94", 2  # the report's column, line colour and place in it
     uses_input = True
 
     @dataclass

@@ -54,6 +54,7 @@ def relative_position_bucket(
 
 @register("t5")
 class T5Bias(PositionalEncoding):
+    family, colour, order = "score bias", "#9467bd", 4  # the report's column, line colour and place in it
     uses_bias = True
     translation_invariant = True
 

@@ -28,6 +28,7 @@ from posbench.encodings.sinusoidal import sinusoidal_table
 
 @register("transformer_xl")
 class TransformerXL(PositionalEncoding):
+    family, colour, order = "relative (content)", "#dbdb8d", 1  # the report's column, line colour and place in it
     uses_relative = True
     translation_invariant = True
 

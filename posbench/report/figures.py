@@ -355,7 +355,7 @@ def plot_task_accuracy(table: pd.DataFrame, path: Path) -> None:
         ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_ylim(-3, 103)
         _finish_panel(ax, f"{task}, {model}, trained at {train_len}", True, True, "evaluation length (tokens)",
-                      f"{METRIC_WORDS[TASKS[task].metric]} (%)", True)
+                      f"{METRIC_WORDS[getattr(TASKS.find(task), 'metric', 'exact')]} (%)", True)
     fig.tight_layout()
     save(fig, path)
 
@@ -383,7 +383,7 @@ def plot_task_heatmaps(heat: pd.DataFrame, task: str, condition: str, path: Path
         ax.set_xlabel("evaluation length", fontsize=8)
         if k % n_cols == 0:  # the panels are close together: one label per row
             ax.set_ylabel(condition, fontsize=8)
-    fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8, label=f"{METRIC_WORDS[TASKS[task].metric]} (%)")
+    fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8, label=f"{METRIC_WORDS[getattr(TASKS.find(task), 'metric', 'exact')]} (%)")
     save(fig, path)
 
 

@@ -310,7 +310,7 @@ def _task_budget(task: str, runs: pd.DataFrame, improving: float, mixed: bool) -
 
 
 def _condition_name(task: str) -> str | None:
-    cls = TASKS.get(task)
+    cls = TASKS.find(task)
     return cls.condition if cls is not None else None
 
 

@@ -40,7 +40,7 @@ def task_frame(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     frame = _records(runs, "task_evaluations")
     if frame.empty:
         return frame, frame
-    metric = frame["task"].map(lambda t: TASKS[t].metric if t in TASKS else "exact")
+    metric = frame["task"].map(lambda t: getattr(TASKS.find(t), "metric", "exact"))
     frame["accuracy"] = [r[m] for (_, r), m in zip(frame.iterrows(), metric)]
     scored = set(frame["run_id"])
     run_task = {r.run_id: _task_of_run(r.run_dir) for r in runs.itertuples() if r.run_id in scored}

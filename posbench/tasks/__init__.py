@@ -1,4 +1,4 @@
-"""Synthetic tasks: ``task=`` chooses what a run trains on and how it is scored.
+"""Tasks: ``task=`` chooses what a run trains on and how it is scored.
 
 ``lm`` (the default) is language modelling on the corpus, scored by perplexity
 (posbench/evaluate.py). The others are byte-level synthetic tasks (posbench/tasks/base.py), trained
@@ -7,6 +7,9 @@ at ``train_len`` and scored by accuracy at multiples of it (posbench/tasks/score
     passkey   retrieve a k-digit key hidden at a depth of real text (Mohtashami & Jaggi 2023)
     mqar      multi-query associative recall (Arora et al. 2023)
     copy      copy a random string (Ruoss et al. 2023; Kazemnejad et al. 2023)
+
+A built-in task is one module here decorated with ``@register("name")``; another package's comes
+through the entry-point group ``posbench.tasks`` or a ``module:attr`` path (posbench/registry.py).
 """
 
 from __future__ import annotations
@@ -15,30 +18,35 @@ from typing import Any, Mapping
 
 from posbench.errors import PosbenchError
 from posbench.params import make_typed
+from posbench.registry import Registry, subclass_check
 from posbench.tasks.base import Task, TaskBatch
-from posbench.tasks.copy import Copy
-from posbench.tasks.mqar import MQAR
-from posbench.tasks.passkey import Passkey
 
 LM = "lm"
-TASKS: dict[str, type[Task]] = {"passkey": Passkey, "mqar": MQAR, "copy": Copy}
-for _name, _cls in TASKS.items():
-    _cls.name = _name
+TASKS: Registry[type[Task]] = Registry("task", "posbench.tasks", "posbench.tasks", subclass_check(Task))
+register = TASKS.register
 
 
 def available() -> list[str]:
-    return [LM, *sorted(TASKS)]
+    return [LM, *TASKS.names()]
 
 
-def build_task(name: str, params: Mapping[str, Any] | None = None) -> Task | None:
-    """The task of ``task.name`` with its checked parameters; None for language modelling."""
+def task_class(name: str, target: str | None = None) -> type[Task] | None:
+    """The class of a synthetic task (None for ``lm``); PosbenchError for an unknown name."""
     if name == LM:
+        return None
+    if name not in TASKS.names() and ":" not in name and target is None:
+        raise PosbenchError(f"unknown task {name!r}; valid: {', '.join(available())}")
+    return TASKS.get(name, target)
+
+
+def build_task(name: str, params: Mapping[str, Any] | None = None, target: str | None = None) -> Task | None:
+    """The task of ``task.name`` with its checked parameters; None for language modelling."""
+    cls = task_class(name, target)
+    if cls is None:
         if params:
             raise PosbenchError(f"task 'lm' has no parameters, got {sorted(params)[0]!r}")
         return None
-    if name not in TASKS:
-        raise PosbenchError(f"unknown task {name!r}; valid: {', '.join(available())}")
-    return TASKS[name](make_typed("task", name, TASKS[name].Params, params or {}))
+    return cls(make_typed("task", name, cls.Params, params or {}))
 
 
-__all__ = ["LM", "TASKS", "Task", "TaskBatch", "available", "build_task"]
+__all__ = ["LM", "TASKS", "Task", "TaskBatch", "available", "build_task", "register", "task_class"]

@@ -17,12 +17,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from posbench.tasks import register
 from posbench.tasks.base import PAD, Task
 
 SEPARATOR = ord("|")
 LETTERS = np.arange(ord("a"), ord("z") + 1, dtype=np.uint8)
 
 
+@register("copy")
 class Copy(Task):
     metric = "token_accuracy"  # Ruoss et al.'s accuracy: the fraction of copied bytes right
     @dataclass

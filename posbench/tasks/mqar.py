@@ -23,12 +23,14 @@ from typing import List
 import numpy as np
 
 from posbench.errors import PosbenchError
+from posbench.tasks import register
 from posbench.tasks.base import PAD, Task
 
 KEYS = np.arange(128, 192, dtype=np.uint8)
 VALUES = np.arange(192, 256, dtype=np.uint8)
 
 
+@register("mqar")
 class MQAR(Task):
     condition = "pairs"
     metric = "token_accuracy"  # Zoology's accuracy: the fraction of queries answered right

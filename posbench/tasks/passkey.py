@@ -24,6 +24,7 @@ from typing import List
 import numpy as np
 
 from posbench.errors import PosbenchError
+from posbench.tasks import register
 from posbench.tasks.base import Task, text_window
 
 NEEDLE = b"|key="
@@ -31,6 +32,7 @@ NEEDLE_END = b"|"
 QUESTION = b"|key="
 
 
+@register("passkey")
 class Passkey(Task):
     condition = "depth"
 
