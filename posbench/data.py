@@ -25,7 +25,7 @@ import sys
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Optional
 from urllib.parse import urlparse
 
 import numpy as np
@@ -38,8 +38,38 @@ from posbench.results import make_dirs, private_tempdir
 log = logging.getLogger("posbench")
 
 VOCAB_SIZE = 256  # byte-level tokens
+SOURCES = ("stdlib", "local", "hub")
 DOC_SEPARATOR = "\0"  # never occurs in source text; marks document boundaries in the token stream
 EXCLUDED_STDLIB_DIRS = {"site-packages", "dist-packages", "__pycache__"}
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """The corpus (``data=`` in conf/data/: stdlib, local, wikitext103, pg19, enwik8)."""
+
+    name: str = "stdlib"
+    source: str = "stdlib"  # stdlib | local | hub
+    path: Optional[str] = None  # local: file or folder; stdlib: override of the stdlib root
+    glob: str = "**/*.txt"  # local folders: which files are documents
+    hub_name: Optional[str] = None  # hub: dataset name (or a local dataset folder)
+    hub_config: Optional[str] = None
+    text_field: str = "text"
+    train_split: str = "train"
+    val_split: Optional[str] = "validation"  # None: hold out the last val_fraction of the train stream
+    val_fraction: float = 0.05  # file corpora: share of documents held out, chosen by a hash of the path
+    max_train_bytes: Optional[int] = None  # cap for huge corpora (pg19)
+    doc_separator: str = "\0"  # written between documents (rows) in the byte stream
+    cache_dir: str = "~/.cache/posbench"
+
+    def check(self) -> None:
+        if self.source not in SOURCES:
+            raise PosbenchError(f"unknown data.source {self.source!r}; valid: {', '.join(SOURCES)}")
+        if not 0 < self.val_fraction < 1:
+            raise PosbenchError(f"data.val_fraction must be in (0, 1), got {self.val_fraction}")
+        if self.max_train_bytes is not None and self.max_train_bytes < 1:
+            raise PosbenchError(f"data.max_train_bytes must be positive (or null), got {self.max_train_bytes}")
+        if len(self.doc_separator.encode()) > 1:
+            raise PosbenchError(f"data.doc_separator must be one byte (or empty), got {self.doc_separator!r}")
 
 
 @dataclass
@@ -195,7 +225,7 @@ def _load_hub(cfg):
 
 def hub_fingerprint(cfg) -> dict:
     keys = ("hub_name", "hub_config", "text_field", "train_split", "val_split", "val_fraction", "max_train_bytes", "doc_separator")
-    extra = {"source": "hub", **{k: cfg.get(k) for k in keys}}
+    extra = {"source": "hub", **{k: getattr(cfg, k) for k in keys}}
     return {**extra, "hash": hashlib.sha256(json.dumps(extra, sort_keys=True).encode()).hexdigest()[:16]}
 
 

@@ -4,10 +4,36 @@ from __future__ import annotations
 
 import contextlib
 import re
+from dataclasses import dataclass
+from typing import Optional
 
 import torch
 
 from posbench.errors import PosbenchError
+
+ATTENTION_SETTINGS = ("auto", "flex", "chunked")
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """Where and how a command runs; shared by posbench-train and posbench-eval, and never part of
+    what a run is (its id). In the config these are top-level keys."""
+
+    device: str = "auto"  # auto | cpu | cuda | cuda:N (auto: CUDA with bf16 autocast when present)
+    threads: Optional[int] = None  # torch CPU threads per run; None: torch's default (all cores)
+    attention: str = "auto"  # bias encodings: auto | flex | chunked (posbench/attention.py)
+    compile: bool = False  # torch.compile the training forward (speed only)
+
+    def check(self) -> None:
+        check_device(self.device)
+        if self.attention not in ATTENTION_SETTINGS:
+            raise PosbenchError(f"unknown attention {self.attention!r}; valid: {', '.join(ATTENTION_SETTINGS)}")
+        if self.threads is not None and self.threads < 1:
+            raise PosbenchError(f"threads must be a positive integer or null, got {self.threads}")
+
+    def apply_threads(self) -> None:
+        if self.threads:
+            torch.set_num_threads(self.threads)
 
 
 def check_device(name: str) -> None:

@@ -18,23 +18,24 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
 from posbench import extend as extension
-from posbench.cli import hydra_app, launch_command
-from posbench.config import encoding_params, max_train_position, task_of, validate_eval
 from posbench.data import DOC_SEPARATOR, load_corpus
-from posbench.device import autocast, resolve_device
+from posbench.device import Runtime, autocast, resolve_device
 from posbench.diagnostics import attention_stats
 from posbench.errors import PosbenchError
-from posbench.model import LanguageModel, ModelConfig, build_model
+from posbench.hydra_state import launch_command
+from posbench.model import LanguageModel
 from posbench.protocols import (
+    EvalConfig,
     WindowPlan,
     check_fits,
     document_targets,
@@ -46,8 +47,11 @@ from posbench.protocols import (
 )
 from posbench.positions import sample_positions
 from posbench.results import (
+    CONFIG,
+    check_writable_dir,
     load_checkpoint,
     per_position_key,
+    read_run_config,
     read_metrics,
     write_metrics,
     write_per_position,
@@ -56,6 +60,40 @@ from posbench.tasks.score import eval_batches, evaluate_task, merge_task_records
 from posbench.variants import RANDPOS_SUFFIX, row_names, use_variant
 
 log = logging.getLogger("posbench")
+
+
+@dataclass(frozen=True)
+class EvalRequest:
+    """posbench-eval: score the run in ``run_dir`` with the evaluation settings ``eval``."""
+
+    eval: EvalConfig
+    run_dir: Optional[str]
+    runtime: Runtime
+
+    def check(self) -> None:
+        """What posbench-train would refuse in ``eval`` for this run is refused here too: the same
+        checks (RunSpec.check_evaluation), against the run's own settings."""
+        self.run_spec()
+        self.runtime.check()
+        check_writable_dir(self.run_dir, "run_dir")
+
+    def run_spec(self):
+        """The run's own spec (from its saved config.yaml), with this request's evaluation settings."""
+        from posbench.spec import RunSpec
+
+        if self.run_dir is None:
+            raise PosbenchError("give the run to evaluate: posbench-eval run_dir=runs/<run_id>")
+        run_dir = Path(self.run_dir).expanduser()
+        if not (run_dir / CONFIG).is_file():
+            raise PosbenchError(f"run_dir={self.run_dir} is not a run directory (no {CONFIG}); give a folder that "
+                                "posbench-train made, e.g. runs/<run_id>")
+        try:
+            spec = RunSpec.from_config(read_run_config(run_dir))
+        except (ValueError, PosbenchError) as e:  # unreadable YAML, no train_len, a plug-in not installed here
+            raise PosbenchError(f"{run_dir / CONFIG} is not a usable posbench run config ({e})") from None
+        spec = spec.with_eval(self.eval)
+        spec.check_evaluation()
+        return spec
 
 
 @torch.inference_mode()
@@ -158,13 +196,11 @@ def score_windows(model, stream: torch.Tensor, plan: WindowPlan, L: int, batch_t
 PROBE_FIELDS = ("variant", "protocol", "length", "multiple", "token_set", "loss", "ppl")
 
 
-def probe_settings(eval_cfg) -> DictConfig:
+def probe_settings(eval_cfg: EvalConfig) -> EvalConfig:
     """What a during-training evaluation scores: the plain encoding at 1x and at the longest
     multiple, nonoverlapping, on the final evaluation's tokens (so its last point is the table's)."""
-    cfg = OmegaConf.create(OmegaConf.to_container(eval_cfg, resolve=True) if OmegaConf.is_config(eval_cfg) else dict(eval_cfg))
-    cfg.multiples = sorted({1, max(eval_cfg.multiples)})
-    cfg.protocols, cfg.rope_scaling, cfg.bca, cfg.temperature = ["nonoverlapping"], [], [], []
-    return cfg
+    return replace(eval_cfg, multiples=sorted({1, max(eval_cfg.multiples)}), protocols=["nonoverlapping"],
+                   rope_scaling=[], bca=[], temperature=[], variants=[])
 
 
 def probe_steps(fractions, steps: int) -> list[int]:
@@ -188,13 +224,14 @@ def during_training_probe(val_tokens: np.ndarray, train_len: int, eval_cfg, devi
 # -- loading a run ------------------------------------------------------------------------------
 
 
-def model_from_checkpoint(ckpt: dict, device: torch.device) -> tuple[LanguageModel, DictConfig]:
-    """The trained model of a checkpoint (results.load_checkpoint); one-line error if it does not fit."""
+def model_from_checkpoint(ckpt: dict, device: torch.device):
+    """(the trained model of a checkpoint (results.load_checkpoint), the run's RunSpec); one-line
+    error if it does not fit."""
+    from posbench.spec import RunSpec
+
     try:
-        cfg = OmegaConf.create(ckpt["config"])
-        model = build_model(
-            ModelConfig(**cfg.model), cfg.encoding.name, encoding_params(cfg), cfg.train_len, max_train_position(cfg)
-        )
+        cfg = RunSpec.from_config(ckpt["config"])
+        model = LanguageModel(cfg.model, cfg.encoding.build(cfg.shape))
         model.load_state_dict(ckpt["model"])
         extension.apply(model, cfg)  # an extension run's method and row names (nothing for others)
     except PosbenchError:
@@ -217,14 +254,14 @@ def merge_records(old: list[dict], new: list[dict]) -> list[dict]:
     return sorted([r for r in old if record_key(r) not in fresh] + new, key=record_key)
 
 
-def evaluate_into(metrics: dict, model: LanguageModel, cfg: DictConfig, eval_cfg, corpus, device: torch.device,
+def evaluate_into(metrics: dict, model: LanguageModel, cfg, eval_cfg: EvalConfig, corpus, device: torch.device,
                   progress: bool = True, only_missing: bool = False, tracker=None) -> tuple[int, dict[str, np.ndarray]]:
     """Score a trained model of run config ``cfg`` at the settings of ``eval_cfg`` and merge the
     records into ``metrics``: perplexity (``evaluations``) for a language model, accuracy
     (``task_evaluations``) for a task run, and with ``eval.attention_stats`` the attention
     diagnostics (``attention``). ``only_missing``: only what ``metrics`` does not have yet.
-    Returns (records made, per-position curves to write)."""
-    task = task_of(cfg)
+    ``cfg``: the run's RunSpec. Returns (records made, per-position curves to write)."""
+    task = cfg.task.build()
     per_pos: dict[str, np.ndarray] = {}
     if task is None:
         skip = {record_key(r) for r in metrics.get("evaluations", [])} if only_missing else None
@@ -242,7 +279,7 @@ def evaluate_into(metrics: dict, model: LanguageModel, cfg: DictConfig, eval_cfg
             tracker.log_task_evaluation(records)
         log_task_records(records, task.metric)
     made = len(records)
-    if eval_cfg.get("attention_stats"):
+    if eval_cfg.attention_stats:
         have = {r["length"] for r in metrics.get("attention", [])} if only_missing else set()
         stats = attention_records(model, task, corpus.val, cfg.train_len, eval_cfg, device, skip_lengths=have)
         redone = {r["length"] for r in stats}
@@ -286,7 +323,7 @@ def log_task_records(records: list[dict], metric: str) -> None:
         log.info("%s %s %s: %s", variant, records[0]["task"], metric.replace("_", " "), shown)
 
 
-def evaluate_run(run_dir: Path, eval_cfg, device_name: str = "auto", progress: bool = True, attention: str = "auto",
+def evaluate_run(run_dir: Path, eval_cfg: EvalConfig, runtime: Runtime = Runtime(), progress: bool = True,
                  only_missing: bool = False, command: str | None = None) -> tuple[dict, int]:
     """Evaluate a trained run at the settings of ``eval_cfg`` and merge the records into its files;
     with ``only_missing``, only the records it does not have yet. Returns (metrics, records made)."""
@@ -296,9 +333,9 @@ def evaluate_run(run_dir: Path, eval_cfg, device_name: str = "auto", progress: b
         raise PosbenchError(f"{run_dir} is not a run directory with a readable metrics.json")
     if metrics["status"] != "completed":
         raise PosbenchError(f"{run_dir} has status {metrics['status']!r}: only a completed run can be evaluated")
-    device = resolve_device(device_name)
+    device = resolve_device(runtime.device)
     model, cfg = model_from_checkpoint(load_checkpoint(run_dir), device)
-    model.attention = attention
+    model.attention = runtime.attention
     corpus = load_corpus(cfg.data)
     made, per_pos = evaluate_into(metrics, model, cfg, eval_cfg, corpus, device, progress, only_missing)
     if not made:
@@ -320,15 +357,10 @@ def log_records(records: list[dict]) -> None:
             log.info("%s %s ppl: %s", variant, protocol, shown)
 
 
-def check_eval_job(jobs: list[DictConfig]) -> None:
-    for cfg in jobs:
-        validate_eval(cfg)
-
-
-def run(cfg: DictConfig) -> None:
-    if cfg.threads is not None:
-        torch.set_num_threads(cfg.threads)
-    metrics, _ = evaluate_run(Path(cfg.run_dir).expanduser(), cfg.eval, cfg.device, attention=cfg.attention,
+def run(request: EvalRequest) -> None:
+    """posbench-eval's job: score the run, merge the records into its files, print them."""
+    request.runtime.apply_threads()
+    metrics, _ = evaluate_run(Path(request.run_dir).expanduser(), request.eval, request.runtime,
                               command=launch_command("posbench-eval"))
     for r in metrics["evaluations"]:
         ppl = "n/d (" + r["reason"] + ")" if r["ppl"] is None else f"{r['ppl']:.3f}"
@@ -339,7 +371,12 @@ def run(cfg: DictConfig) -> None:
         print(f"{r['variant']:>12} {r['task'] + cond:>15} L={r['length']:<6} exact={acc}")
 
 
-main = hydra_app("evaluate", run, check_eval_job)
+def main() -> None:
+    """``posbench-eval`` (the console script; its command line is posbench/cli.py's)."""
+    from posbench.cli.evaluate import main as cli_main
+
+    cli_main()
+
 
 if __name__ == "__main__":
     main()

@@ -21,69 +21,98 @@ run of its own (directory, resume, skip, sweeps) whose config is its parent's pl
 
 from __future__ import annotations
 
-import copy
 import logging
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Optional
 
-from omegaconf import DictConfig, OmegaConf
-
+from posbench.errors import PosbenchError
 from posbench.variants import extension_tag
+
+if TYPE_CHECKING:
+    from posbench.spec import RunSpec
+    from posbench.trainer import TrainConfig
 
 log = logging.getLogger("posbench")
 
 PARENT_WAIT_S = 5.0  # poll interval while another process trains the parent
+EXTEND_METHODS = ("none", "linear", "ntk", "yarn")
 
 
-def is_extension(cfg: DictConfig) -> bool:
-    x = cfg.get("extend")
-    return x is not None and x.get("length") is not None
+@dataclass(frozen=True)
+class ExtendConfig:
+    """Continue a finished run (the parent: this config without ``extend``) at a longer window.
+    ``length`` null: an ordinary run."""
+
+    length: Optional[int] = None  # target window in tokens: a multiple of train_len, longer than it
+    method: str = "none"  # none (plain continuation) | linear | ntk | yarn (RoPE, factor length / train_len)
+    steps: int = 0  # fine-tuning steps at `length` (0: the parent's weights as they are, with the method)
+    lr: Optional[float] = None  # null: train.lr x train.min_lr_ratio, where the parent's schedule ended
+    warmup_steps: int = 0  # linear warm-up, then constant
+    batch_size: Optional[int] = None  # windows per step; null: as many tokens per step as the parent
+
+    def check(self, spec: "RunSpec") -> None:
+        """An extension run continues its parent at a longer window (nothing to check otherwise)."""
+        if self.length is None:
+            return
+        L = spec.train_len
+        if self.length <= L or self.length % L:
+            raise PosbenchError(f"extend.length={self.length} must be a multiple of train_len={L} longer than it "
+                                f"(e.g. {4 * L})")
+        if self.method not in EXTEND_METHODS:
+            raise PosbenchError(f"unknown extend.method {self.method!r}; valid: {', '.join(EXTEND_METHODS)}")
+        enc = spec.encoding.build(spec.shape)
+        enc.extend_to(self.method, self.length / L)  # refuses a method the encoding does not have
+        if (reason := enc.undefined_reason(self.length)) is not None:
+            raise PosbenchError(f"{spec.encoding.name} cannot be extended to {self.length} tokens: {reason}")
+        if self.steps < 0 or self.warmup_steps < 0:
+            raise PosbenchError(f"extend.steps and extend.warmup_steps must be >= 0, got {self.steps} and {self.warmup_steps}")
+        if self.lr is not None and not self.lr > 0:
+            raise PosbenchError(f"extend.lr must be positive (or null), got {self.lr:g}")
+        if self.batch_size is not None and self.batch_size < 1:
+            raise PosbenchError(f"extend.batch_size must be a positive integer (or null), got {self.batch_size}")
+        if spec.eval.rope_scaling:
+            raise PosbenchError("an extension run is evaluated with its own method: set eval.rope_scaling=[] "
+                                f"(got {list(spec.eval.rope_scaling)})")
+        if spec.eval.during_training:
+            raise PosbenchError("eval.during_training is for training from scratch: set eval.during_training=[] "
+                                "for an extension run")
+        if spec.train.random_positions is not None:
+            raise PosbenchError("extend does not combine with train.random_positions; set train.random_positions=null")
+
+    def factor(self, train_len: int) -> float:
+        return self.length / train_len
+
+    def tag(self, train_len: int) -> str:
+        """The row-name tag of an extension run ('' for an ordinary run)."""
+        return "" if self.length is None else extension_tag(self.method, self.factor(train_len), self.steps)
 
 
-def factor(cfg: DictConfig) -> float:
-    return cfg.extend.length / cfg.train_len
-
-
-def tag(cfg: DictConfig) -> str:
-    """The row-name tag of an extension run ('' for an ordinary run)."""
-    return extension_tag(cfg.extend.method, factor(cfg), cfg.extend.steps) if is_extension(cfg) else ""
-
-
-def parent_config(cfg: DictConfig) -> DictConfig:
-    """The config of the run this one continues: the same, with ``extend`` at its defaults."""
-    from posbench.config import ExtendConfig
-
-    parent = copy.deepcopy(cfg)
-    parent.extend = OmegaConf.structured(ExtendConfig)
-    return parent
-
-
-def finetune_settings(cfg: DictConfig) -> DictConfig:
+def finetune_settings(spec: "RunSpec") -> "TrainConfig":
     """The ``train`` settings of the fine-tune: the parent's, with the extension's steps, windows per
     step and learning rate, constant after the warm-up (min_lr_ratio 1)."""
-    t, x = cfg.train, cfg.extend
-    batch = x.batch_size or max(1, t.batch_size * cfg.train_len // x.length)
+    t, x = spec.train, spec.extend
+    batch = x.batch_size or max(1, t.batch_size * spec.train_len // x.length)
     lr = x.lr if x.lr is not None else t.lr * t.min_lr_ratio
     steps = max(1, x.steps)
-    return OmegaConf.merge(t, {"steps": x.steps, "batch_size": batch, "lr": lr, "warmup_steps": x.warmup_steps,
-                               "min_lr_ratio": 1.0, "val_every": min(t.val_every, steps),
-                               "checkpoint_every": min(t.checkpoint_every, steps)})
+    return replace(t, steps=x.steps, batch_size=batch, lr=lr, warmup_steps=x.warmup_steps, min_lr_ratio=1.0,
+                   val_every=min(t.val_every, steps), checkpoint_every=min(t.checkpoint_every, steps))
 
 
-def apply(model, cfg: DictConfig) -> None:
+def apply(model, spec: "RunSpec") -> None:
     """Give a freshly built model of an extension run its method and its rows' names."""
-    if is_extension(cfg):
-        model.encoding.extend_to(cfg.extend.method, factor(cfg))
-        model.encoding.variant_tag = tag(cfg)
+    if spec.is_extension:
+        model.encoding.extend_to(spec.extend.method, spec.extend.factor(spec.train_len))
+        model.encoding.variant_tag = spec.extend.tag(spec.train_len)
 
 
-def wait_for_parent(parent: DictConfig, run) -> Path:
+def wait_for_parent(parent: "RunSpec", run) -> Path:
     """Make sure the parent is trained (training it here unless another process is) and return its
     run directory. ``run`` is posbench.train.run (passed in: this module sits below it)."""
-    from posbench.errors import PosbenchError
-    from posbench.results import read_metrics, run_dir_of, run_id, run_lock
+    from posbench.results import read_metrics, run_lock
 
-    rid, run_dir = run_id(parent), run_dir_of(parent)
+    rid, run_dir = parent.run_id, parent.run_dir
     while True:
         run(parent)
         m = read_metrics(run_dir, warn=False)

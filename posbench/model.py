@@ -14,10 +14,14 @@ from torch import nn
 
 from posbench.attention import biased_causal_attention, causal_attention, distance_bias_attention, use_flex
 from posbench.encodings import ModelShape, PositionalEncoding, build_encoding
+from posbench.data import VOCAB_SIZE
+from posbench.errors import PosbenchError
 
 
-@dataclass
+@dataclass(frozen=True)
 class ModelConfig:
+    """The model's shape (``model=`` in conf/model/: tiny, small, medium, base)."""
+
     name: str = "small"
     d_model: int = 128
     n_layers: int = 4
@@ -25,6 +29,17 @@ class ModelConfig:
     mlp_ratio: int = 4
     dropout: float = 0.0
     vocab_size: int = 256  # bytes
+
+    def check(self) -> None:
+        for key in ("d_model", "n_layers", "n_heads", "mlp_ratio"):
+            if getattr(self, key) < 1:
+                raise PosbenchError(f"model.{key} must be a positive integer, got {getattr(self, key)}")
+        if self.vocab_size < VOCAB_SIZE:
+            raise PosbenchError(f"model.vocab_size must be at least {VOCAB_SIZE} (tokens are bytes), got {self.vocab_size}")
+        if not 0 <= self.dropout < 1:
+            raise PosbenchError(f"model.dropout must be in [0, 1), got {self.dropout}")
+        if self.d_model % self.n_heads:
+            raise PosbenchError(f"model.d_model={self.d_model} is not divisible by model.n_heads={self.n_heads}")
 
 
 class CausalSelfAttention(nn.Module):

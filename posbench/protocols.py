@@ -31,13 +31,59 @@ the same tokens and can be compared with each other.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, List, Optional
 
 import numpy as np
 
 from posbench.errors import PosbenchError
 
 log = logging.getLogger("posbench")
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """What a trained model is scored on (``eval=`` in conf/eval/). The scored tokens are fixed by
+    these settings, never by the multiples: a 1x number does not change when other lengths are
+    asked for, and nonoverlapping and sliding score the same tokens."""
+
+    multiples: List[float] = field(default_factory=lambda: [1, 2, 4, 8, 16])  # must include 1
+    protocols: List[str] = field(default_factory=lambda: ["nonoverlapping", "sliding"])  # and/or fixed_target
+    stride: Optional[int] = None  # sliding: tokens between windows (context >= L - stride); None: L / 2
+    scored_tokens: int = 32768  # T: nonoverlapping and sliding score validation targets [S0, S0 + T) at every length
+    first_scored: Optional[int] = None  # S0; None: 16 x train_len (history for every window up to 16x)
+    target_tokens: Optional[int] = None  # fixed_target: final tokens of each document; None: train_len / 2
+    target_docs: int = 64  # fixed_target: documents scored
+    batch_tokens: int = 16384  # tokens per forward pass
+    # evaluation-time variants: extra rows from the same weights (posbench/variants)
+    rope_scaling: List[str] = field(default_factory=list)  # rope: any of the RoPE scalings (linear, ntk, dynamic_ntk, yarn)
+    rope_factor: Optional[float] = None  # static scalings' s; None: the longest multiple (>= 1 when set)
+    bca: List[str] = field(default_factory=lambda: ["xpos"])  # encodings also evaluated with blockwise causal attention
+    # attention temperature c: rows <encoding>+temp<c> with every logit x (1 + c ln(L / train_len))
+    temperature: List[float] = field(default_factory=list)
+    # any other variant by name (a plug-in's entry point or module:attr), or {name: ..., <its settings>}
+    variants: List[Any] = field(default_factory=list)
+    # fractions of train.steps at which training stops briefly to score 1x and the longest multiple
+    # (nonoverlapping, the same tokens as the final evaluation) into metrics["during_training"]
+    during_training: List[float] = field(default_factory=list)
+    # per layer and head: mean attention distance and entropy at every length (posbench/diagnostics.py),
+    # over attention_examples windows of the validation text (a task run: examples of its task)
+    attention_stats: bool = False
+    attention_examples: int = 4
+
+    def check(self, train_len: int) -> None:
+        """Every check of the evaluation settings, for posbench-train and posbench-eval alike."""
+        check_eval(self, train_len)
+        if bad := [f for f in self.during_training if not 0 < f <= 1]:
+            raise PosbenchError(f"eval.during_training holds fractions of train.steps in (0, 1], got {bad[0]:g}")
+        if self.during_training and "nonoverlapping" not in self.protocols:
+            raise PosbenchError("eval.during_training scores the nonoverlapping protocol: add it to eval.protocols "
+                                f"(got {list(self.protocols)}) or set eval.during_training=[]")
+        if self.attention_examples < 1:
+            raise PosbenchError(f"eval.attention_examples must be a positive integer, got {self.attention_examples}")
+        from posbench.variants import check_variant_settings  # the variants check their own settings
+
+        check_variant_settings(self)
 
 
 @dataclass(frozen=True)
@@ -209,8 +255,6 @@ def check_eval(eval_cfg, train_len: int) -> None:
                             "(or null for half of train_len)")
     if eval_cfg.first_scored is not None and eval_cfg.first_scored < 1:
         raise PosbenchError(f"eval.first_scored must be positive (or null for 16 x train_len), got {eval_cfg.first_scored}")
-    if bad := [c for c in eval_cfg.get("temperature") or [] if not 0 <= c <= 10]:
-        raise PosbenchError(f"eval.temperature holds coefficients c in [0, 10] (logits x (1 + c ln s)), got {bad[0]:g}")
     for key in ("scored_tokens", "target_docs", "batch_tokens"):
-        if eval_cfg[key] < 1:
-            raise PosbenchError(f"eval.{key} must be a positive integer, got {eval_cfg[key]}")
+        if getattr(eval_cfg, key) < 1:
+            raise PosbenchError(f"eval.{key} must be a positive integer, got {getattr(eval_cfg, key)}")

@@ -27,7 +27,7 @@ import math
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
@@ -54,9 +54,10 @@ STATUSES = ("completed", "diverged", "failed")
 NON_IDENTITY_TRAIN_KEYS = ("log_every", "val_every", "val_batches", "checkpoint_every")
 
 
-def run_identity(cfg: DictConfig) -> dict:
-    """Everything that determines the trained weights, and nothing else (not paths, logger or eval)."""
-    c = OmegaConf.to_container(cfg, resolve=True)
+def run_identity(config: Mapping[str, Any]) -> dict:
+    """Everything that determines the trained weights, and nothing else (not paths, logger or eval).
+    ``config``: a resolved config (RunSpec.resolved(), or a run's saved config.yaml)."""
+    c = OmegaConf.to_container(config, resolve=True) if isinstance(config, DictConfig) else config
     data = {k: v for k, v in c["data"].items() if k != "cache_dir"}
     identity = {
         "encoding": c["encoding"],
@@ -81,21 +82,36 @@ def task_settings(settings: dict) -> dict:
     return {k: v for k, v in settings.items() if (k, v) != ("loss", "answer")}
 
 
-def run_id(cfg: DictConfig) -> str:
+def run_id(cfg: Mapping[str, Any]) -> str:
     """Readable prefix + hash of the resolved identity: the same config always maps to the same run
     (an extension run adds its target, method and steps: ``..._s0_x256-yarn-ft100_<hash>``; a task
     run its task: ``..._s0_passkey_<hash>``)."""
     digest = hashlib.sha1(json.dumps(run_identity(cfg), sort_keys=True).encode()).hexdigest()[:10]
     x = cfg.get("extend")
     ext = "" if x is None or x.get("length") is None else \
-        f"x{x.length}{'' if x.method == 'none' else '-' + x.method}-ft{x.steps}_"
+        f"x{x['length']}{'' if x['method'] == 'none' else '-' + x['method']}-ft{x['steps']}_"
     task = (cfg.get("task") or {}).get("name", "lm")
     ext += "" if task == "lm" else f"{task}_"
-    return f"{cfg.encoding.name}_{cfg.model.name}_L{cfg.train_len}_s{cfg.seed}_{ext}{digest}"
+    return f"{safe_name(cfg['encoding']['name'])}_{cfg['model']['name']}_L{cfg['train_len']}_s{cfg['seed']}_{ext}{digest}"
 
 
-def run_dir_of(cfg: DictConfig) -> Path:
-    return Path(cfg.runs_dir).expanduser() / run_id(cfg)
+def safe_name(name: str) -> str:
+    """A plug-in named by its path (``mypkg.enc:MyEnc``) in a folder name: ':' and '/' become '-'."""
+    return name.replace(":", "-").replace("/", "-")
+
+
+def check_writable_dir(path: str, what: str) -> None:
+    """A folder we can create or write into (checked before anything runs, so nothing is half done)."""
+    p = Path(path).expanduser()
+    if p.exists() and not p.is_dir():
+        raise PosbenchError(f"{what}={path} is a file, not a folder; give a folder to write runs into")
+    probe = p
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir():
+        raise PosbenchError(f"{what}={path} cannot be created: {probe} is a file")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise PosbenchError(f"{what}={path} is not writable ({probe} is read-only); give a folder you can write to")
 
 
 # -- atomic writes that respect the umask -------------------------------------------------------
@@ -379,6 +395,11 @@ def find_incomplete(root: Path) -> list[Path]:
     """Run directories that started (config.yaml written) but never wrote metrics.json: still
     running, or killed; re-running the sweep resumes them."""
     return sorted(p.parent for p in Path(root).rglob(CONFIG) if _visible(root, p) and not (p.parent / METRICS).exists())
+
+
+def read_run_config(run_dir: Path) -> dict:
+    """The run's resolved config as plain values (for posbench.spec.RunSpec.from_config)."""
+    return OmegaConf.to_container(read_config(run_dir), resolve=True)
 
 
 def read_config(run_dir: Path) -> DictConfig:

@@ -3,7 +3,31 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
+
+from posbench.errors import PosbenchError
+
+LOGGERS = ("none", "wandb")
+WANDB_MODES = ("offline", "online", "disabled")
+
+
+@dataclass(frozen=True)
+class LoggerConfig:
+    """Experiment tracking (``logger=`` in conf/logger/: none, wandb)."""
+
+    name: str = "none"  # none | wandb
+    project: str = "posbench"
+    entity: Optional[str] = None
+    mode: str = "offline"  # wandb mode: offline | online | disabled (WANDB_MODE in the environment wins)
+    dir: Optional[str] = None
+
+    def check(self) -> None:
+        if self.name not in LOGGERS:
+            raise PosbenchError(f"unknown logger {self.name!r}; valid: {', '.join(LOGGERS)}")
+        if self.mode not in WANDB_MODES:
+            raise PosbenchError(f"unknown logger.mode {self.mode!r}; valid: {', '.join(WANDB_MODES)}")
 
 
 class Tracker:
@@ -90,7 +114,7 @@ def log_report(report_dir: Path, figures: dict[str, str]) -> None:
     run.finish()
 
 
-def make_tracker(cfg, run_id: str, run_dir: Path, config: dict) -> Tracker:
+def make_tracker(cfg: LoggerConfig, run_id: str, run_dir: Path, config: dict) -> Tracker:
     if cfg.name == "wandb":
         return WandbTracker(cfg, run_id, run_dir, config)
     return Tracker()

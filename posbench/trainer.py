@@ -21,7 +21,8 @@ import logging
 import math
 import time
 from pathlib import Path
-from typing import Callable, Collection
+from dataclasses import dataclass
+from typing import Callable, Collection, Optional
 
 import numpy as np
 import torch
@@ -31,12 +32,54 @@ from tqdm.auto import tqdm
 from posbench.data import sample_batch
 from posbench.tasks import Task
 from posbench.device import autocast
+from posbench.errors import PosbenchError
 from posbench.positions import sample_positions
 from posbench.results import discard_resume, load_resume, save_resume
 from posbench.tracking import Tracker
 
 log = logging.getLogger("posbench")
 VALIDATION_SEED = 20_240_229
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """How a run trains (``train=`` in conf/train/: default, smoke)."""
+
+    steps: int = 600
+    batch_size: int = 32
+    lr: float = 2e-3
+    min_lr_ratio: float = 0.1  # final lr = lr x min_lr_ratio
+    warmup_steps: int = 50
+    weight_decay: float = 0.1  # matrices only; norms, biases and position parameters are not decayed
+    beta1: float = 0.9
+    beta2: float = 0.95
+    grad_clip: float = 1.0
+    # Ruoss et al. 2023: train on sorted positions sampled from [0, random_positions) instead of
+    # 0..train_len-1 (None: off). Works with every encoding that reads the position tensor.
+    random_positions: Optional[int] = None
+    val_every: int = 200  # steps between validation losses (and at the last step)
+    checkpoint_every: int = 100  # steps between resume states (a killed run continues from the last)
+    val_batches: int = 8
+    log_every: int = 10
+
+    def check(self, train_len: int) -> None:
+        rp = self.random_positions
+        if rp is not None and rp < train_len:
+            raise PosbenchError(f"train.random_positions={rp} must be at least train_len={train_len} (or null)")
+        for key in ("steps", "batch_size", "val_every", "val_batches", "log_every", "checkpoint_every"):
+            if getattr(self, key) < 1:
+                raise PosbenchError(f"train.{key} must be a positive integer, got {getattr(self, key)}")
+        for key in ("lr", "grad_clip"):
+            if not getattr(self, key) > 0:
+                raise PosbenchError(f"train.{key} must be positive, got {getattr(self, key):g}")
+        for key, ok, what in (("warmup_steps", self.warmup_steps >= 0, ">= 0"), ("weight_decay", self.weight_decay >= 0, ">= 0"),
+                              ("min_lr_ratio", 0 <= self.min_lr_ratio <= 1, "in [0, 1]")):
+            if not ok:
+                raise PosbenchError(f"train.{key}={getattr(self, key)} is out of range (warmup_steps, weight_decay >= 0; "
+                                    "min_lr_ratio in [0, 1])")
+        for key in ("beta1", "beta2"):
+            if not 0 <= getattr(self, key) < 1:
+                raise PosbenchError(f"train.{key} must be in [0, 1), got {getattr(self, key)}")
 
 
 def make_optimizer(model: torch.nn.Module, tc, lr_mult: float = 1.0) -> torch.optim.Optimizer:

@@ -12,6 +12,22 @@ TEMP_SUFFIX = "+temp"  # attention temperature: "+temp0.1" multiplies every logi
 _TEMP = re.compile(r"\+temp([0-9.eE+-]+)$")
 
 
+def check_variant_settings(eval_cfg) -> None:
+    """The variant keys of the evaluation settings: known names, values in range."""
+    from posbench.encodings import available
+    from posbench.encodings.rope import ROPE_SCALINGS
+    from posbench.errors import PosbenchError
+
+    if bad := [s for s in eval_cfg.rope_scaling if s not in ROPE_SCALINGS]:
+        raise PosbenchError(f"unknown eval.rope_scaling {bad[0]!r}; valid: {', '.join(ROPE_SCALINGS)}")
+    if eval_cfg.rope_factor is not None and eval_cfg.rope_factor < 1:
+        raise PosbenchError(f"eval.rope_factor must be at least 1 (or null), got {eval_cfg.rope_factor:g}")
+    if bad := [e for e in eval_cfg.bca if e not in available() and ":" not in e]:
+        raise PosbenchError(f"unknown encoding in eval.bca: {bad[0]!r}; valid: {', '.join(available())}")
+    if bad := [c for c in eval_cfg.temperature if not 0 <= c <= 10]:
+        raise PosbenchError(f"eval.temperature holds coefficients c in [0, 10] (logits x (1 + c ln s)), got {bad[0]:g}")
+
+
 def temperature_name(c: float) -> str:
     return f"{TEMP_SUFFIX}{c:g}"
 

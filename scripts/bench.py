@@ -28,7 +28,8 @@ import pandas as pd
 import torch
 from omegaconf import OmegaConf
 
-from posbench.config import CONF_DIR, TrainConfig
+from posbench.config import CONF_DIR
+from posbench.trainer import TrainConfig
 from posbench.device import describe, resolve_device
 from posbench.encodings import available
 from posbench.model import ModelConfig, build_model

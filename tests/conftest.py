@@ -45,7 +45,7 @@ def text_corpus(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def compose(cache_dir):
-    """Compose the real Hydra config with overrides, as the command line would."""
+    """Compose the real Hydra config with overrides, as the command line would, into a RunSpec."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
@@ -53,9 +53,13 @@ def compose(cache_dir):
 
     register_configs()
 
-    def _compose(*overrides: str, config_name: str = "config"):
+    def _compose(*overrides: str, config_name: str = "config", raw: bool = False):
+        """The typed RunSpec of the overrides (every value checked), or with ``raw`` Hydra's DictConfig."""
+        from posbench.config import to_spec
+
         with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-            return hydra_compose(config_name=config_name, overrides=list(overrides))
+            cfg = hydra_compose(config_name=config_name, overrides=list(overrides))
+        return cfg if raw or config_name != "config" else to_spec(cfg)
 
     return _compose
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from conftest import cli
-from posbench.results import read_metrics, run_dir_of, write_metrics
+from posbench.results import read_metrics, write_metrics
 from posbench.train import run
 
 BASE = ["model=tiny", "train=smoke", "train_len=16", "eval.protocols=[nonoverlapping]", "eval.scored_tokens=256", "data=local"]
@@ -95,7 +95,7 @@ def test_a_kill_during_evaluation_keeps_the_training(compose, tmp_path, text_cor
     monkeypatch.setattr(train, "evaluate_into", killed)
     with pytest.raises(KeyboardInterrupt):
         run(cfg)
-    run_dir = run_dir_of(cfg)
+    run_dir = cfg.run_dir
     m = read_metrics(run_dir)
     assert m["status"] == "completed" and m["evaluations"] == [] and (run_dir / "checkpoint.pt").exists()
     weights = (run_dir / "checkpoint.pt").read_bytes()

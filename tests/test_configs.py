@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from posbench.cli import compose_jobs
-from posbench.config import CONF_DIR, validate
+from posbench.config import CONF_DIR, to_spec as validate
 from posbench.encodings import available
 
 PRESETS = sorted(p.stem for p in (Path(CONF_DIR) / "experiment").glob("*.yaml"))

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from posbench import attention
-from posbench.config import TrainConfig
+from posbench.trainer import TrainConfig
 from posbench.device import autocast, resolve_device
 from posbench.model import ModelConfig, build_model
 from posbench.trainer import train_model

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from posbench.config import DataConfig
+from posbench.data import DataConfig
 from posbench.data import (
     is_validation_document,
     list_documents,
@@ -18,7 +18,7 @@ from posbench.errors import PosbenchError
 
 
 def data_cfg(cache_dir, **kw):
-    return OmegaConf.structured(DataConfig(cache_dir=str(cache_dir), **kw))
+    return DataConfig(cache_dir=str(cache_dir), **kw)
 
 
 def test_local_folder_splits_by_document_deterministically(text_corpus, cache_dir):

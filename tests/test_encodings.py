@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from posbench.attention import biased_causal_attention
+from posbench.protocols import EvalConfig
 from posbench.encodings import ENCODINGS, ModelShape, available, build_encoding
 from posbench.encodings.alibi import alibi_slopes
 from posbench.encodings.rope import rope_frequencies
@@ -197,11 +198,9 @@ def test_ntk_and_yarn_known_values():
 
 
 def test_rope_extension_is_set_at_evaluation_and_never_stored():
-    from omegaconf import OmegaConf
-
     model = tiny_model("rope", train_len=16)
     assert not any("freq" in k for k in model.state_dict())
-    eval_cfg = OmegaConf.create({"rope_scaling": ["yarn"], "rope_factor": None, "multiples": [1, 2, 4], "bca": []})
+    eval_cfg = EvalConfig(rope_scaling=["yarn"], rope_factor=None, multiples=[1, 2, 4], bca=[])
     assert model.encoding.eval_variants(eval_cfg) == ["rope", "rope+yarn@4x"]
     model.encoding.configure_eval("rope+yarn@4x", 32, eval_cfg)  # 2x: still the one static factor, 4
     assert model.encoding.softmax_scale() == pytest.approx((0.1 * math.log(4) + 1) ** 2 / math.sqrt(8))
@@ -212,10 +211,8 @@ def test_rope_extension_is_set_at_evaluation_and_never_stored():
 def test_static_and_dynamic_ntk_differ_where_the_methods_differ():
     """Static NTK uses one factor (the longest multiple) at every length; dynamic NTK takes it from
     the current length: the two agree at the longest length only."""
-    from omegaconf import OmegaConf
-
     enc = tiny_model("rope", train_len=16).encoding
-    cfg = OmegaConf.create({"rope_scaling": ["ntk", "dynamic_ntk"], "rope_factor": None, "multiples": [1, 2, 4], "bca": []})
+    cfg = EvalConfig(rope_scaling=["ntk", "dynamic_ntk"], rope_factor=None, multiples=[1, 2, 4], bca=[])
     assert enc.eval_variants(cfg) == ["rope", "rope+ntk@4x", "rope+dynamic_ntk"]
     freqs = {}
     for variant in ("rope+ntk@4x", "rope+dynamic_ntk"):

@@ -36,7 +36,7 @@ TRAIN_CASES = [
     ("+trainlen=32", "unknown config key 'trainlen'; valid keys at the top level: attention, compile, data, device, "
      "encoding, eval, evaluate_after_training, extend, logger, model, retry_diverged, runs_dir, seed, task, threads, train, train_len"),
     ("+eval.multipless=[1,2]", "unknown config key 'eval.multipless'; valid keys of eval: attention_examples, attention_stats, batch_tokens, bca, during_training, first_scored, "
-     "multiples, protocols, rope_factor, rope_scaling, scored_tokens, stride, target_docs, target_tokens, temperature"),
+     "multiples, protocols, rope_factor, rope_scaling, scored_tokens, stride, target_docs, target_tokens, temperature, variants"),
     # Hydra's and OmegaConf's multi-line errors
     ("train.stpes=5", "unknown config key 'train.stpes'; valid keys of train: batch_size, beta1, beta2, checkpoint_every, "
      "grad_clip, log_every, lr, min_lr_ratio, random_positions, steps, val_batches, val_every, warmup_steps, weight_decay"),
@@ -189,7 +189,7 @@ def trained_run(sweep, tmp_path):
     ("eval.protocols=[slidng]", "unknown eval protocol 'slidng'; valid: nonoverlapping, sliding, fixed_target"),
     ("+eval.stried=4", "unknown config key 'eval.stried'; valid keys of eval: attention_examples, attention_stats, batch_tokens, bca, "
      "during_training, first_scored, "
-     "multiples, protocols, rope_factor, rope_scaling, scored_tokens, stride, target_docs, target_tokens, temperature"),
+     "multiples, protocols, rope_factor, rope_scaling, scored_tokens, stride, target_docs, target_tokens, temperature, variants"),
 ])
 def test_bad_eval_input_is_one_line_and_changes_nothing(entry, trained_run, tmp_path, monkeypatch, override, expected):
     if "cuda" in override:

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from posbench.encodings.rope import rope_frequencies
-from posbench.results import load_checkpoint, read_history, read_metrics, run_dir_of, run_id
+from posbench.results import load_checkpoint, read_history, read_metrics, run_id
 from posbench.train import run
 
 BASE = ["model=tiny", "train=smoke", "train_len=16", "eval.protocols=[nonoverlapping]", "eval.multiples=[1,4]",
@@ -19,10 +19,10 @@ def ext(*extra):
 def test_a_zero_step_extension_is_its_parent_under_another_name(compose, tmp_path, text_corpus):
     args = ["encoding=alibi", *BASE, f"data.path={text_corpus}", f"runs_dir={tmp_path}"]
     child_dir = run(compose(*args, *ext("extend.steps=0")))  # trains the missing parent first
-    parent_dir = run_dir_of(compose(*args))
+    parent_dir = compose(*args).run_dir
     parent, child = read_metrics(parent_dir), read_metrics(child_dir)
     assert parent["status"] == child["status"] == "completed"
-    assert child["parent"] == run_id(compose(*args)) and child["extend"]["length"] == 64
+    assert child["parent"] == compose(*args).run_id and child["extend"]["length"] == 64
     assert child_dir != parent_dir and child_dir.name.startswith("alibi_tiny_L16_s0_x64-ft0_")
     # the same weights, the same tokens: the same numbers, as the row alibi@4x+ft0
     assert [(r["length"], r["ppl"]) for r in child["evaluations"]] == [(r["length"], r["ppl"]) for r in parent["evaluations"]]
@@ -41,7 +41,7 @@ def test_a_fine_tune_trains_at_the_target_length_from_the_parent(compose, tmp_pa
     history = read_history(child_dir)
     assert history["step"].max() == 6 and history["lr"].iloc[-1] == pytest.approx(1e-3)  # constant after warm-up
     # the child's weights moved away from the parent's
-    p = load_checkpoint(run_dir_of(compose(*args)))["model"]
+    p = load_checkpoint(compose(*args).run_dir)["model"]
     c = load_checkpoint(child_dir)["model"]
     assert not torch.equal(p["tok_emb.weight"], c["tok_emb.weight"])
     # a re-run skips it, and the parent is not trained again
@@ -58,7 +58,7 @@ def test_rope_trains_and_evaluates_with_the_methods_frequencies(compose, tmp_pat
     model, _ = model_from_checkpoint(load_checkpoint(child_dir), torch.device("cpu"))
     expected, _ = rope_frequencies(model.encoding.shape.head_dim, 10000.0, "linear", 4.0, 16, 64)
     assert torch.allclose(model.encoding.inv_freq, expected)
-    parent = read_metrics(run_dir_of(compose(*args)))
+    parent = read_metrics(compose(*args).run_dir)
     child = read_metrics(child_dir)
     # linear interpolation changes the numbers at every length (positions / 4 everywhere)
     assert all(c["ppl"] != p["ppl"] for c, p in zip(child["evaluations"], parent["evaluations"]))
@@ -73,11 +73,10 @@ def test_rope_trains_and_evaluates_with_the_methods_frequencies(compose, tmp_pat
     (["encoding=rope", "extend.length=64", "eval.rope_scaling=[yarn]"], "set eval.rope_scaling=[]"),
 ])
 def test_bad_extension_settings_are_one_line_errors(compose, tmp_path, text_corpus, extra, message):
-    from posbench.config import validate
     from posbench.errors import PosbenchError
 
     with pytest.raises(PosbenchError, match=message.replace("[", r"\[").replace("]", r"\]")):
-        validate(compose(*BASE, *extra, f"data.path={text_corpus}", f"runs_dir={tmp_path}"))
+        (compose(*BASE, *extra, f"data.path={text_corpus}", f"runs_dir={tmp_path}"))
     assert not any(tmp_path.iterdir())
 
 
@@ -86,7 +85,7 @@ def test_ordinary_runs_keep_their_ids(compose, tmp_path, text_corpus):
     from posbench.results import run_identity
 
     cfg = compose("encoding=rope", *BASE, f"data.path={text_corpus}", f"runs_dir={tmp_path}")
-    assert "extend" not in run_identity(cfg)
+    assert "extend" not in run_identity(cfg.resolved())
 
 
 def test_the_report_compares_fine_tunes_with_a_model_trained_at_the_target(compose, tmp_path, text_corpus):

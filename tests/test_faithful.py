@@ -11,6 +11,7 @@ from omegaconf import OmegaConf
 
 from posbench.encodings import ModelShape, build_encoding
 from posbench.model import ModelConfig, build_model
+from posbench.protocols import EvalConfig
 
 
 def nemo_sandwich(distance: int, head: int, n_heads: int, d: int) -> float:
@@ -160,7 +161,7 @@ def test_evaluation_rows_for_bca_and_randomized_positions():
     torch.manual_seed(0)
     cfg = ModelConfig(name="t", d_model=16, n_layers=1, n_heads=2, mlp_ratio=2)
     val = np.random.default_rng(0).integers(0, 256, 3000).astype(np.uint8)
-    ev = OmegaConf.create(dict(multiples=[1, 2, 8], protocols=["nonoverlapping"], scored_tokens=128, first_scored=128,
+    ev = EvalConfig(**dict(multiples=[1, 2, 8], protocols=["nonoverlapping"], scored_tokens=128, first_scored=128,
                                stride=None, target_tokens=None, target_docs=8, batch_tokens=256, rope_scaling=[],
                                rope_factor=None, bca=["xpos"]))
     xpos = build_model(cfg, "xpos", {}, 8)

@@ -15,9 +15,9 @@ import pytest
 import torch
 
 from conftest import cli
-from posbench.config import DataConfig
+from posbench.data import DataConfig
 from posbench.data import load_corpus
-from posbench.results import RESUME, read_metrics, run_dir_of, run_lock
+from posbench.results import RESUME, read_metrics, run_lock
 from posbench.train import run
 
 SMALL = ["model=tiny", "train_len=16", "train.batch_size=4", "train.warmup_steps=2", "train.log_every=5",
@@ -54,7 +54,7 @@ def test_a_malformed_resume_state_is_discarded_and_the_run_starts_over(compose, 
     cfg = compose(*SMALL, "train.steps=10", f"data.path={text_corpus}", f"runs_dir={tmp_path / 'clean'}")
     clean = read_metrics(run(cfg))
     cfg = compose(*SMALL, "train.steps=10", f"data.path={text_corpus}", f"runs_dir={tmp_path / 'broken'}")
-    run_dir = run_dir_of(cfg)
+    run_dir = cfg.run_dir
     run_dir.mkdir(parents=True)
     # loadable, with every key, but of another model: applying it fails half-way
     torch.save({"model": {"tok_emb.weight": torch.zeros(3, 3)}, "optimizer": {}, "scheduler": {}, "torch_rng": torch.get_rng_state(),
@@ -73,7 +73,7 @@ def test_a_malformed_resume_state_is_discarded_and_the_run_starts_over(compose, 
 
 def test_a_second_process_on_the_same_run_skips_it(compose, tmp_path, text_corpus, caplog):
     cfg = compose(*SMALL, "train.steps=5", f"data.path={text_corpus}", f"runs_dir={tmp_path}")
-    with run_lock(run_dir_of(cfg)) as mine:  # another process holds the run
+    with run_lock(cfg.run_dir) as mine:  # another process holds the run
         assert mine
         with caplog.at_level(logging.WARNING, logger="posbench"):
             run_dir = run(cfg)

@@ -5,17 +5,17 @@ import math
 import numpy as np
 import pytest
 import torch
-from omegaconf import OmegaConf
+
 
 from posbench.errors import PosbenchError
-from posbench.protocols import check_eval, check_fits, document_targets, plan_windows, token_set
+from posbench.protocols import EvalConfig, check_eval, check_fits, document_targets, plan_windows, token_set
 
 
 def eval_cfg(**kw):
     base = dict(multiples=[1, 2, 4], protocols=["nonoverlapping", "sliding", "fixed_target"], scored_tokens=128,
                 first_scored=None, stride=None, target_tokens=4, target_docs=8, batch_tokens=256, rope_scaling=[],
                 rope_factor=None)
-    return OmegaConf.create({**base, **kw})
+    return EvalConfig(**{**base, **kw})
 
 
 def scored_targets(plan, L):

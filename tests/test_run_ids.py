@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from omegaconf import OmegaConf
 
 from posbench.results import run_id
+from posbench.spec import RunSpec
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 CONFIG_BLOCK = re.compile(r"<summary>config of (\S+)</summary>\s*```\n(.*?)```", re.S)
@@ -32,4 +32,7 @@ def test_every_committed_run_keeps_its_id(folder):
     pairs = CONFIG_BLOCK.findall(report.read_text())
     assert pairs, f"{report} has no run configs"
     for rid, text in pairs:
-        assert run_id(OmegaConf.create(yaml.safe_load(text))) == rid
+        saved = yaml.safe_load(text)
+        assert run_id(saved) == rid
+        # and through the one conversion every reader of a run directory uses (old configs migrated)
+        assert RunSpec.from_config(saved).run_id == rid

@@ -86,13 +86,13 @@ def test_training_and_validation_use_the_task_loss(monkeypatch, task_name, mixed
     from omegaconf import OmegaConf
 
     import posbench.trainer as trainer
-    from posbench.config import TrainConfig
+    from posbench.trainer import TrainConfig
     from posbench.model import ModelConfig, build_model
 
     seen, real = [], trainer.token_loss
     monkeypatch.setattr(trainer, "token_loss", lambda logits, y, scored, m=False: seen.append(m) or real(logits, y, scored, m))
     model = build_model(ModelConfig(name="tiny", d_model=32, n_layers=1, n_heads=2), "nope", {}, 32)
-    tc = OmegaConf.structured(TrainConfig(steps=2, batch_size=2, warmup_steps=1, val_batches=1, checkpoint_every=10**6))
+    tc = (TrainConfig(steps=2, batch_size=2, warmup_steps=1, val_batches=1, checkpoint_every=10**6))
     trainer.train_model(model, TEXT, TEXT, tc, 32, 0, torch.device("cpu"), task=build_task(task_name))
     assert len(seen) > 2 and set(seen) == {mixed}  # the training steps and the validation points
 
@@ -161,7 +161,7 @@ def test_a_task_run_trains_evaluates_resumes_and_reports(compose, tmp_path, text
     assert all(r["examples"] == 8 and 0 <= r["exact"] <= r["token_accuracy"] <= 1 for r in m["task_evaluations"])
     assert {(a["length"], a["layer"], a["head"]) for a in m["attention"]} == {(L, l, h) for L in (32, 64) for l in (0, 1) for h in (0, 1)}
     # the evaluation grid is not part of the run: more examples evaluate again, they do not train again
-    assert run_identity(compose(*args)) == run_identity(compose(*args, "task.eval_examples=16"))
+    assert run_identity(compose(*args).resolved()) == run_identity(compose(*args, "task.eval_examples=16").resolved())
     stamp = (run_dir / "checkpoint.pt").stat().st_mtime_ns
     run(compose(*args, "eval.multiples=[1,2,4]"))
     m = read_metrics(run_dir)
@@ -195,11 +195,10 @@ def test_a_task_run_trains_evaluates_resumes_and_reports(compose, tmp_path, text
     (["eval.attention_examples=0"], "eval.attention_examples must be a positive integer"),
 ])
 def test_bad_task_settings_are_one_line_errors(compose, tmp_path, text_corpus, extra, message):
-    from posbench.config import validate
     from posbench.errors import PosbenchError
 
     with pytest.raises(PosbenchError, match=message.replace("[", r"\[").replace("]", r"\]")):
-        validate(compose(*BASE, *extra, f"data.path={text_corpus}", f"runs_dir={tmp_path}"))
+        (compose(*BASE, *extra, f"data.path={text_corpus}", f"runs_dir={tmp_path}"))
     assert not any(tmp_path.iterdir())
 
 
@@ -209,7 +208,7 @@ def test_the_answer_loss_keeps_the_ids_of_runs_made_before_task_loss(compose, tm
 
     from posbench.results import run_id
 
-    cfg = compose("task=mqar", *BASE, f"data.path={text_corpus}", f"runs_dir={tmp_path}")
+    cfg = compose("task=mqar", *BASE, f"data.path={text_corpus}", f"runs_dir={tmp_path}", raw=True)
     assert cfg.task.loss == "answer"
     before = cfg.copy()
     with open_dict(before):
@@ -222,4 +221,4 @@ def test_the_answer_loss_keeps_the_ids_of_runs_made_before_task_loss(compose, tm
 def test_language_model_runs_keep_their_ids(compose, tmp_path, text_corpus):
     from posbench.results import run_identity
 
-    assert "task" not in run_identity(compose("encoding=rope", *BASE, f"data.path={text_corpus}", f"runs_dir={tmp_path}"))
+    assert "task" not in run_identity(compose("encoding=rope", *BASE, f"data.path={text_corpus}", f"runs_dir={tmp_path}").resolved())

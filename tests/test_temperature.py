@@ -6,10 +6,11 @@ import math
 
 import pytest
 import torch
-from omegaconf import OmegaConf
+
 
 from posbench.evaluate import evaluate_model
 from posbench.model import ModelConfig, build_model
+from posbench.protocols import EvalConfig
 from posbench.variants import base_variant, logit_scale, temperature_of
 
 CFG = ModelConfig(d_model=32, n_layers=2, n_heads=2, mlp_ratio=2, dropout=0.0, vocab_size=256)
@@ -57,10 +58,8 @@ def test_temperature_rows_leave_1x_alone_and_reset(tmp_path):
     torch.manual_seed(0)
     model = build_model(CFG, "alibi", {}, train_len=16)
     val = torch.randint(0, 256, (6000,)).numpy().astype("uint8")
-    eval_cfg = OmegaConf.create({"multiples": [1, 4], "protocols": ["nonoverlapping"], "stride": None,
-                                 "scored_tokens": 512, "first_scored": None, "target_tokens": None, "target_docs": 4,
-                                 "batch_tokens": 4096, "rope_scaling": [], "rope_factor": None, "bca": [],
-                                 "temperature": [0.1, 0.0]})
+    eval_cfg = EvalConfig(multiples=[1, 4], protocols=["nonoverlapping"], scored_tokens=512, target_docs=4,
+                          batch_tokens=4096, bca=[], temperature=[0.1, 0.0])
     records, _ = evaluate_model(model, val, 16, eval_cfg, torch.device("cpu"), progress=False)
     ppl = {(r["variant"], r["multiple"]): r["ppl"] for r in records}
     assert ppl["alibi+temp0.1", 1] == ppl["alibi", 1]  # s = 1: nothing changes at the training length

@@ -119,8 +119,8 @@ class PositionalEncoding(nn.Module):
         ``<name>+bca`` when ``eval.bca`` lists this encoding (blockwise causal attention, the xPos
         paper's inference setting), and ``<name>+temp<c>`` for each c of ``eval.temperature``
         (every logit x (1 + c ln(L / train_len)), YaRN's temperature argument for any encoding)."""
-        bca = [f"{self.name}{BCA_SUFFIX}"] if self.name in (eval_cfg.get("bca") or []) else []
-        return bca + [f"{self.name}{temperature_name(c)}" for c in (eval_cfg.get("temperature") or [])]
+        bca = [f"{self.name}{BCA_SUFFIX}"] if self.name in eval_cfg.bca else []
+        return bca + [f"{self.name}{temperature_name(c)}" for c in eval_cfg.temperature]
 
     def relative_scale(self) -> float:
         """The softmax scale of encodings that compute their own scores (Shaw, Transformer-XL)."""

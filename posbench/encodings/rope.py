@@ -177,4 +177,4 @@ STATIC_SCALINGS = ("linear", "ntk", "yarn")  # one factor at every length
 
 def static_factor(eval_cfg) -> float:
     """s of the static scalings: ``eval.rope_factor``, or the longest evaluated multiple."""
-    return float(eval_cfg.get("rope_factor") or max(1.0, max(eval_cfg.multiples)))
+    return float(eval_cfg.rope_factor or max(1.0, max(eval_cfg.multiples)))

@@ -24,10 +24,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from posbench.config import task_of
 from posbench.errors import PosbenchError
 from posbench.report.stats import ci95_halfwidth
-from posbench.results import read_config
+from posbench.results import read_run_config
 from posbench.tasks import TASKS
 
 DEFAULT_THRESHOLD = 0.8
@@ -55,7 +54,9 @@ def task_frame(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 def _task_of_run(run_dir: str):
     """The task (with the run's parameters) a run trained on; None when its config cannot say."""
     try:
-        return task_of(read_config(run_dir))
+        from posbench.spec import TaskSpec
+
+        return TaskSpec.from_mapping(read_run_config(run_dir).get("task")).build()
     except (ValueError, PosbenchError):
         return None
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from posbench.config import TrainConfig
+from posbench.trainer import TrainConfig
 from posbench.results import read_config
 
 DEFAULT = (TrainConfig().lr, 1.0)  # (train.lr, encoding.lr_mult) of a run with no overrides

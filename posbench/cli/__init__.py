@@ -21,14 +21,13 @@ import logging
 import re
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import hydra
 from hydra import initialize_config_dir
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra._internal.utils import get_args_parser
 from hydra.core.global_hydra import GlobalHydra
-from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException, MissingConfigException, OverrideParseException
 from hydra.types import RunMode
@@ -37,41 +36,53 @@ from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBase
 
 from posbench.config import CONF_DIR, register_configs, schema
 from posbench.errors import PosbenchError, user_errors
+from posbench.hydra_state import in_sweep
 
 log = logging.getLogger("posbench")
-Check = Callable[[list[DictConfig]], None]
-
-
-# -- Hydra state (inside a job) -----------------------------------------------------------------
-
-
-def in_sweep() -> bool:
-    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
-
-
-def job_index() -> int:
-    """This job's number within a Hydra sweep (0 outside one)."""
-    if not HydraConfig.initialized():  # called outside Hydra (tests, notebooks)
-        return 0
-    return int(OmegaConf.select(HydraConfig.get(), "job.num", default=None) or 0)
-
-
-def launch_command(program: str) -> str | None:
-    """The command line that reproduces this Hydra job on its own (``program`` + its overrides),
-    or None outside Hydra. In a sweep it is the one job's command, not the sweep's."""
-
-    if not HydraConfig.initialized():
-        return None
-    return " ".join([program, *HydraConfig.get().overrides.task])
+Convert = Callable[[DictConfig], Any]  # a composed job -> its typed settings (posbench.config)
+Check = Callable[[list[Any]], None]  # every job's settings, before the first runs
 
 
 # -- composing every job before anything runs ---------------------------------------------------
 
 
+def config_dirs(overrides: list[str], conf_dir: str = CONF_DIR) -> list[Path]:
+    """posbench's config folder and the user's, from ``hydra.searchpath=[file://..., pkg://...]``."""
+    dirs = [Path(conf_dir)]
+    for arg in overrides:
+        key, _, value = arg.partition("=")
+        if key.lstrip("+") != "hydra.searchpath":
+            continue
+        for entry in (v.strip().strip("'\"") for v in value.strip("[]").split(",")):
+            if entry.startswith("pkg://"):
+                import importlib.util
+
+                found = importlib.util.find_spec(entry.removeprefix("pkg://"))
+                dirs += [Path(p) for p in (found.submodule_search_locations or [])] if found else []
+            elif entry:
+                dirs.append(Path(entry.removeprefix("file://")).expanduser())
+    return dirs
+
+
+def group_options(overrides: list[str], conf_dir: str = CONF_DIR) -> dict[str, list[str]]:
+    """Every option of every config group: the yaml files of each config folder, and the encodings
+    and tasks of the registries that have no yaml (posbench.config.register_configs)."""
+    from posbench.encodings import ENCODINGS
+    from posbench.tasks import TASKS
+
+    groups: dict[str, set[str]] = {}
+    for d in config_dirs(overrides, conf_dir):
+        for sub in (p for p in d.iterdir() if p.is_dir()) if d.is_dir() else []:
+            groups.setdefault(sub.name, set()).update(f.stem for f in sub.glob("*.yaml"))
+    groups.setdefault("encoding", set()).update(ENCODINGS.names())
+    groups.setdefault("task", set()).update(TASKS.names())
+    return {k: sorted(v) for k, v in groups.items()}
+
+
 def check_group_choices(overrides: list[str], conf_dir: str = CONF_DIR) -> None:
     """Unknown config-group options (``encoding=ropee``, also inside sweeps ``encoding=rope,ropee``)
     get one line naming the value and the valid choices, before Hydra prints its long version."""
-    groups = {p.name: sorted(f.stem for f in p.glob("*.yaml")) for p in Path(conf_dir).iterdir() if p.is_dir()}
+    groups = group_options(overrides, conf_dir)
     for arg in overrides:
         key, sep, value = arg.partition("=")
         key = key.lstrip("~+")
@@ -147,8 +158,9 @@ def _unparsable(parser, override: str) -> bool:
     return False
 
 
-def preflight(argv: list[str], config_name: str, check: Check) -> None:
-    """Compose and check every job of this command line; PosbenchError on the first problem."""
+def preflight(argv: list[str], config_name: str, convert: Convert, check: Check) -> None:
+    """Compose, convert (every value checked) and check every job of this command line;
+    PosbenchError on the first problem."""
     args, _ = get_args_parser().parse_known_args(argv)
     if args.help or args.hydra_help or args.cfg or args.info or args.shell_completion or args.config_dir or args.config_path:
         return  # Hydra prints something instead of running, or looks at another config tree
@@ -156,7 +168,7 @@ def preflight(argv: list[str], config_name: str, check: Check) -> None:
     check_group_choices(overrides)
     try:
         jobs = compose_jobs(config_name, overrides, args.multirun)
-        check(jobs)
+        check([convert(cfg) for cfg in jobs])
     except (HydraException, OmegaConfBaseException) as e:
         raise PosbenchError(hydra_error_line(e, config_name, overrides)) from e
 
@@ -164,13 +176,14 @@ def preflight(argv: list[str], config_name: str, check: Check) -> None:
 # -- the entry point ----------------------------------------------------------------------------
 
 
-def hydra_app(config_name: str, task: Callable[[DictConfig], object], check: Check) -> Callable[[], None]:
-    """``main`` of a Hydra entry point: preflight checks, then Hydra runs ``task`` per job."""
+def hydra_app(config_name: str, convert: Convert, task: Callable[[Any], object], check: Check) -> Callable[[], None]:
+    """``main`` of a Hydra entry point: preflight checks, then Hydra runs ``task`` per job on the
+    job's typed settings (``convert``: DictConfig -> settings; the only place one is read)."""
     @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name=config_name)
     def _job(cfg: DictConfig) -> None:
         with user_errors():
             try:
-                task(cfg)
+                task(convert(cfg))
             except (PosbenchError, KeyboardInterrupt):
                 raise
             except OSError as e:  # a full disk, a folder that became read-only: one line, no traceback
@@ -187,7 +200,7 @@ def hydra_app(config_name: str, task: Callable[[DictConfig], object], check: Che
     def main() -> None:
         register_configs()
         with user_errors():
-            preflight(sys.argv[1:], config_name, check)
+            preflight(sys.argv[1:], config_name, convert, check)
             _job()
 
     return main

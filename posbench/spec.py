@@ -1,0 +1,250 @@
+"""The run spec: everything one run is, typed and frozen, made once from its resolved config.
+
+``RunSpec.from_config(raw)`` is the one way a config becomes settings, for a run about to train
+(``raw``: the composed config, resolved, as ``config.yaml`` will hold it) and for a run trained
+long ago (``raw``: its saved ``config.yaml``, read through ``migrate``). Below it, every part gets
+only its own settings: ``spec.train`` for the trainer, ``spec.data`` for the corpus, ``spec.eval``
+for the evaluator, ``spec.encoding.build(shape)`` for the model.
+
+The run's identity (its id, posbench/results.py) is computed from ``raw`` as saved, never from a
+migrated copy, so that a run keeps the id it was made with.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+from posbench.data import DataConfig
+from posbench.device import Runtime
+from posbench.encodings import ModelShape, PositionalEncoding, encoding_class
+from posbench.errors import PosbenchError
+from posbench.extend import ExtendConfig
+from posbench.model import ModelConfig
+from posbench.params import make_typed
+from posbench.protocols import EvalConfig
+from posbench.settings import from_mapping, to_dict
+from posbench.tasks import LM, Task, task_class
+from posbench.tracking import LoggerConfig
+from posbench.trainer import TrainConfig
+
+# keys of the encoding and task sections that the harness reads; the rest are the plug-in's Params
+ENCODING_KEYS = ("name", "lr_mult", "_target_")
+TASK_KEYS = ("name", "_target_")
+
+
+@dataclass(frozen=True)
+class EncodingSpec:
+    """``encoding.name`` (a built-in, an installed plug-in or a ``module:attr``), its checked
+    Params, the learning-rate multiplier of its own parameters and, for a plug-in named in the
+    config, its ``_target_``."""
+
+    name: str
+    params: Any
+    lr_mult: float = 1.0
+    target: Optional[str] = None
+
+    @classmethod
+    def from_mapping(cls, section: Mapping[str, Any]) -> "EncodingSpec":
+        if not isinstance(section, Mapping) or not section.get("name"):
+            from posbench.encodings import available
+
+            raise PosbenchError(f"encoding config has no 'name'; valid names: {', '.join(available())}")
+        name, target = str(section["name"]), section.get("_target_")
+        try:
+            lr_mult = float(section.get("lr_mult", 1.0))
+        except (TypeError, ValueError):
+            raise PosbenchError(f"encoding.lr_mult must be a number, got {section.get('lr_mult')!r}") from None
+        if not lr_mult > 0:
+            raise PosbenchError(f"encoding.lr_mult must be positive, got {section.get('lr_mult')}")
+        params = {k: v for k, v in section.items() if k not in ENCODING_KEYS}
+        return cls(name, make_typed("encoding", name, encoding_class(name, target).Params, params), lr_mult, target)
+
+    @property
+    def cls(self) -> type[PositionalEncoding]:
+        return encoding_class(self.name, self.target)
+
+    def build(self, shape: ModelShape) -> PositionalEncoding:
+        return self.cls(shape, self.params)
+
+    def section(self) -> dict:
+        """The config section, every parameter present (a plug-in's defaults filled in)."""
+        out = {"name": self.name, **to_dict(self.params)}
+        if self.lr_mult != 1.0:
+            out["lr_mult"] = self.lr_mult
+        if self.target is not None:
+            out["_target_"] = self.target
+        return out
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """``task.name``: ``lm`` (language modelling, scored by perplexity) or a synthetic task."""
+
+    name: str = LM
+    params: Any = None
+    target: Optional[str] = None
+
+    @classmethod
+    def from_mapping(cls, section: Mapping[str, Any] | None) -> "TaskSpec":
+        if section is None:  # runs made before tasks existed
+            return cls()
+        if not isinstance(section, Mapping) or not section.get("name"):
+            from posbench.tasks import available
+
+            raise PosbenchError(f"task config has no 'name'; valid names: {', '.join(available())}")
+        name, target = str(section["name"]), section.get("_target_")
+        params = {k: v for k, v in section.items() if k not in TASK_KEYS}
+        task_cls = task_class(name, target)
+        if task_cls is None:
+            if params:
+                raise PosbenchError(f"task 'lm' has no parameters, got {sorted(params)[0]!r}")
+            return cls()
+        return cls(name, make_typed("task", name, task_cls.Params, params), target)
+
+    @property
+    def is_lm(self) -> bool:
+        return self.name == LM
+
+    def build(self) -> Task | None:
+        """The task object (None for language modelling)."""
+        return None if self.is_lm else task_class(self.name, self.target)(self.params)
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    encoding: EncodingSpec
+    task: TaskSpec
+    model: ModelConfig
+    data: DataConfig
+    train: TrainConfig
+    eval: EvalConfig
+    logger: LoggerConfig
+    extend: ExtendConfig
+    runtime: Runtime
+    train_len: int = 64
+    seed: int = 0
+    runs_dir: str = "runs"
+    evaluate_after_training: bool = True  # a completed run re-run with new eval settings evaluates what is missing
+    retry_diverged: bool = False  # a diverged run is final; true trains it again from step 0
+    raw: dict = field(default_factory=dict, compare=False, repr=False)  # the resolved config, as config.yaml holds it
+
+    # -- conversion -------------------------------------------------------------------------------
+    @classmethod
+    def from_config(cls, raw: Mapping[str, Any]) -> "RunSpec":
+        """The spec of a resolved config (plain mapping; ``hydra`` ignored). Raises PosbenchError
+        with one line for an unknown key or a bad plug-in parameter."""
+        raw = {k: v for k, v in raw.items() if k != "hydra"}
+        m = migrate(raw)
+        top = {f.name for f in fields(cls)} - {"encoding", "task", "runtime", "raw"} | set(RUNTIME_KEYS)
+        if bad := sorted(set(m) - top - {"encoding", "task"}):
+            raise PosbenchError(f"unknown config key {bad[0]!r}; valid keys at the top level: "
+                                f"{', '.join(sorted(top | {'encoding', 'task'}))}")
+        runtime = from_mapping(Runtime, {k: m[k] for k in RUNTIME_KEYS if k in m})
+        return cls(
+            encoding=EncodingSpec.from_mapping(m["encoding"]), task=TaskSpec.from_mapping(m.get("task")),
+            model=from_mapping(ModelConfig, m.get("model"), "model."), data=from_mapping(DataConfig, m.get("data"), "data."),
+            train=from_mapping(TrainConfig, m.get("train"), "train."), eval=from_mapping(EvalConfig, m.get("eval"), "eval."),
+            logger=from_mapping(LoggerConfig, m.get("logger"), "logger."),
+            extend=from_mapping(ExtendConfig, m.get("extend"), "extend."), runtime=runtime,
+            **{k: m[k] for k in ("train_len", "seed", "runs_dir", "evaluate_after_training", "retry_diverged") if k in m},
+            raw=copy.deepcopy(raw),
+        )
+
+    def with_eval(self, eval_cfg: EvalConfig) -> "RunSpec":
+        """The same run, scored with other evaluation settings (posbench-eval)."""
+        from dataclasses import replace
+
+        return replace(self, eval=eval_cfg)
+
+    def parent(self) -> "RunSpec":
+        """The run an extension run continues: this config with ``extend`` at its defaults."""
+        raw = copy.deepcopy(self.raw)
+        raw["extend"] = to_dict(ExtendConfig())
+        return RunSpec.from_config(raw)
+
+    def resolved(self) -> dict:
+        """What the run directory's config.yaml holds: ``raw`` with the encoding and task sections
+        complete (a plug-in's defaults written out, so that the id changes if they do)."""
+        out = copy.deepcopy(self.raw)
+        out["encoding"] = {**out["encoding"], **{k: v for k, v in self.encoding.section().items()
+                                                 if k not in out["encoding"]}}
+        if not self.task.is_lm:
+            out["task"] = {**out["task"], **{k: v for k, v in to_dict(self.task.params).items() if k not in out["task"]}}
+        return out
+
+    # -- checks -----------------------------------------------------------------------------------
+    def check(self) -> None:
+        """Every check of one run that needs no data; PosbenchError with one line. Each settings
+        class checks its own values; here, what involves two of them."""
+        from posbench.results import check_writable_dir
+
+        if self.train_len < 1:
+            raise PosbenchError(f"train_len must be a positive integer, got {self.train_len}")
+        if self.seed < 0:
+            raise PosbenchError(f"seed must be a non-negative integer, got {self.seed}")
+        self.model.check()
+        # building the encoding is cheap and runs its own constraints (e.g. RoPE's even head dimension)
+        self.encoding.build(self.shape)
+        self.check_evaluation()
+        self.data.check()
+        self.logger.check()
+        self.runtime.check()
+        self.train.check(self.train_len)
+        self.extend.check(self)
+        check_writable_dir(self.runs_dir, "runs_dir")
+
+    def check_evaluation(self) -> None:
+        """The evaluation settings for this run: posbench-train checks them before training,
+        posbench-eval before scoring a finished run (the same checks, so the same refusals)."""
+        self.eval.check(self.train_len)
+        task = self.task.build()
+        if task is None:
+            return
+        if self.train_len < task.min_length():
+            raise PosbenchError(f"task {task.name} needs windows of at least {task.min_length()} tokens, got "
+                                f"train_len={self.train_len}")
+        if self.eval.during_training:
+            raise PosbenchError("eval.during_training scores perplexity: set eval.during_training=[] for a task run "
+                                f"(task={task.name})")
+        if self.is_extension:
+            raise PosbenchError(f"extend continues language models: set extend.length=null for a task run (task={task.name})")
+
+    # -- what the parts need to know ----------------------------------------------------------------
+    @property
+    def max_position(self) -> int:
+        """Largest position index + 1 seen in training (random positions reach beyond train_len)."""
+        return max(self.train_len, self.train.random_positions or 0)
+
+    @property
+    def shape(self) -> ModelShape:
+        m = self.model
+        return ModelShape(m.d_model, m.n_heads, m.n_layers, self.train_len, self.max_position)
+
+    @property
+    def is_extension(self) -> bool:
+        return self.extend.length is not None
+
+    @property
+    def run_id(self) -> str:
+        from posbench.results import run_id
+
+        return run_id(self.resolved())
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.runs_dir).expanduser() / self.run_id
+
+
+RUNTIME_KEYS = tuple(f.name for f in fields(Runtime))
+
+
+def migrate(raw: Mapping[str, Any]) -> dict:
+    """A saved config as today's code reads it. Configs from before ``task`` and ``extend`` lack
+    them (their defaults apply); nothing else has been renamed or removed so far. Add a step here,
+    never a special case elsewhere, when a key changes."""
+    m = copy.deepcopy(dict(raw))
+    m.setdefault("task", {"name": LM})
+    return m
