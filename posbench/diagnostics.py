@@ -22,6 +22,7 @@ import torch
 
 from posbench.attention import BiasFn, future_mask, query_chunks
 from posbench.device import autocast
+from posbench.variants.base import AttentionOptions
 
 MAX_ELEMENTS = 1 << 22  # scores held at once (batch x heads x queries x keys)
 
@@ -59,17 +60,15 @@ class AttentionRecorder:
 
 
 @torch.inference_mode()
-def attention_stats(model, inputs: list[torch.Tensor], device, positions: torch.Tensor | None = None) -> list[dict]:
+def attention_stats(model, inputs: list[torch.Tensor], device, positions: torch.Tensor | None = None,
+                    options: AttentionOptions = AttentionOptions()) -> list[dict]:
     """Per layer and head: mean attention distance and entropy over the queries of ``inputs``
-    (batches [B, L] of one length), run through the model as it is set up."""
+    (batches [B, L] of one length), run through the model with ``options`` (the recorder joins
+    them for these forwards only)."""
     recorder = AttentionRecorder(model.cfg.n_layers, model.cfg.n_heads)
-    model.attention_recorder = recorder
-    try:
-        for x in inputs:
-            with autocast(device):
-                model(x.to(device), positions)
-    finally:
-        model.attention_recorder = None
+    for x in inputs:
+        with autocast(device):
+            model(x.to(device), positions, options.replace(recorder=recorder))
     return recorder.records()  # empty for encodings with their own relative attention
 
 

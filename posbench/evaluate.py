@@ -45,7 +45,6 @@ from posbench.protocols import (
     target_tokens,
     token_set,
 )
-from posbench.positions import sample_positions
 from posbench.results import (
     CONFIG,
     check_writable_dir,
@@ -56,8 +55,10 @@ from posbench.results import (
     write_metrics,
     write_per_position,
 )
-from posbench.tasks.score import eval_batches, evaluate_task, merge_task_records, task_record_key
-from posbench.variants import RANDPOS_SUFFIX, row_names, use_variant
+from posbench.tasks.score import eval_batches, evaluate_task
+from posbench.plan import RECORDS, attention_plan, merge, perplexity_plan, record_key
+from posbench.variants import Row
+from posbench.variants.base import AttentionOptions
 
 log = logging.getLogger("posbench")
 
@@ -107,12 +108,15 @@ def evaluate_model(
     doc_separator: str = DOC_SEPARATOR,
     corpus_hash: str = "",
     skip: set | None = None,
+    tag: str = "",
+    options: AttentionOptions = AttentionOptions(),
 ) -> tuple[list[dict], dict[str, np.ndarray]]:
     """Records (one per variant x protocol x length) and per-position mean losses (key
     ``<variant>/<protocol>/L<length>``, NaN where a protocol scores no token) for one model.
     Variants are the encoding's evaluation-time variants (plain, and e.g. RoPE with YaRN), all
     from the same weights. Every record names its ``token_set`` (protocols.token_set); ``skip``
-    holds record keys (``record_key``) already evaluated, which are not computed again."""
+    holds record keys (``record_key``) already evaluated, which are not computed again; ``tag``:
+    an extension run's (its rows' names carry it); ``options``: the trained forward's (the kernel)."""
     model.eval()
     enc = model.encoding
     lengths = eval_lengths(train_len, eval_cfg.multiples)
@@ -127,48 +131,39 @@ def evaluate_model(
     sets = {p: token_set(p, eval_cfg, train_len, n_val, corpus_hash) for p in protocols}
     plans = {(p, L): plan_windows(p, L, eval_cfg, train_len, n_val, doc_ends) for p in protocols for L in lengths}
     stream = torch.from_numpy(np.asarray(val_tokens).astype(np.int64))
-    shown = row_names(enc, eval_cfg)  # variant -> its row's name
-    todo = [(v, L, p) for v in shown for L in lengths for p in protocols
-            if (shown[v], p, L, sets[p]) not in (skip or set())]
+    todo = [c for c in perplexity_plan(enc, eval_cfg, train_len, n_val, corpus_hash, tag) if c.key not in (skip or set())]
     records, per_position = [], {}
-    bar = tqdm(total=sum(len(plans[p, L].ends) * L for _, L, p in todo), unit="tok", desc="eval",
+    bar = tqdm(total=sum(len(plans[c.protocol, c.length].ends) * c.length for c in todo), unit="tok", desc="eval",
                disable=not progress, leave=False)
     try:
-        for variant in dict.fromkeys(v for v, _, _ in todo):
-            bar.set_description(f"eval {shown[variant]}")
-            for L in dict.fromkeys(L for v, L, _ in todo if v == variant):
-                use_variant(model, variant, L, eval_cfg)
-                sampled = variant.endswith(RANDPOS_SUFFIX)
-                for protocol in [p for v, l_, p in todo if v == variant and l_ == L]:
-                    plan = plans[protocol, L]
-                    base = {"variant": shown[variant], "protocol": protocol, "length": L, "multiple": L / train_len,
-                            "token_set": sets[protocol], "min_context": plan.min_context}
-                    reason = enc.undefined_reason(L)
-                    if sampled and L > enc.shape.max_position:
-                        reason = f"randomized positions are drawn from [0, {enc.shape.max_position}), fewer than {L}"
-                    if reason is not None:
-                        bar.update(len(plan.ends) * L)
-                        records.append({**base, "tokens_scored": 0, "loss": None, "ppl": None, "bpb": None, "reason": reason})
-                        continue
-                    pos_loss = score_windows(model, stream, plan, L, eval_cfg.batch_tokens, device, bar,
-                                             enc.shape.max_position if sampled else None)
-                    mean = float(np.nansum(pos_loss[0]) / pos_loss[1].sum())
-                    records.append({**base, "tokens_scored": plan.tokens_scored, "loss": mean, "ppl": math.exp(mean),
-                                    "bpb": mean / math.log(2), "reason": None})
-                    with np.errstate(invalid="ignore", divide="ignore"):
-                        per_position[per_position_key(shown[variant], protocol, L)] = (pos_loss[0] / pos_loss[1]).astype(np.float32)
+        for cell in todo:
+            row, L, protocol = cell.row, cell.length, cell.protocol
+            bar.set_description(f"eval {row.name}")
+            plan = plans[protocol, L]
+            base = {"variant": row.name, "protocol": protocol, "length": L, "multiple": L / train_len,
+                    "token_set": sets[protocol], "min_context": plan.min_context, "row": row.record()}
+            if (reason := row.undefined_reason(enc, L)) is not None:
+                bar.update(len(plan.ends) * L)
+                records.append({**base, "tokens_scored": 0, "loss": None, "ppl": None, "bpb": None, "reason": reason})
+                continue
+            pos_loss = score_windows(model, stream, plan, L, eval_cfg.batch_tokens, device, bar, row,
+                                     row.options(options, L, train_len))
+            mean = float(np.nansum(pos_loss[0]) / pos_loss[1].sum())
+            records.append({**base, "tokens_scored": plan.tokens_scored, "loss": mean, "ppl": math.exp(mean),
+                            "bpb": mean / math.log(2), "reason": None})
+            with np.errstate(invalid="ignore", divide="ignore"):
+                per_position[per_position_key(row.name, protocol, L)] = (pos_loss[0] / pos_loss[1]).astype(np.float32)
     finally:
-        use_variant(model, None, train_len, eval_cfg)  # back to the trained configuration
         bar.close()
     return records, per_position
 
 
 def score_windows(model, stream: torch.Tensor, plan: WindowPlan, L: int, batch_tokens: int, device, bar,
-                  random_positions: int | None = None):
+                  row: Row | None = None, options: AttentionOptions | None = None):
     """Run the plan's windows of length L: (summed loss, count) at each position of the window,
-    counting only the scored (final) positions of each window. ``random_positions``: positions are
-    a sorted sample of L from [0, random_positions), drawn per batch of windows as in training
-    (Ruoss et al. 2023's code samples them at evaluation too), reproducible from (L, batch)."""
+    counting only the scored (final) positions of each window, as ``row`` asks (its forward
+    ``options``; explicit positions per batch of windows for +randpos, as Ruoss et al. 2023's code
+    samples them at evaluation too, reproducible from (L, batch))."""
     ends = torch.as_tensor(plan.ends, dtype=torch.int64)
     scored = torch.as_tensor(plan.scored, dtype=torch.int64)
     offsets = torch.arange(-L, 0)
@@ -180,10 +175,9 @@ def score_windows(model, stream: torch.Tensor, plan: WindowPlan, L: int, batch_t
         idx = ends[s : s + batch, None] + offsets  # input indices [b, L]; targets are one further
         mask = torch.arange(L)[None, :] >= (L - scored[s : s + batch, None])  # the scored final positions
         x, y = stream[idx].to(device), stream[idx + 1].to(device)
-        if random_positions is not None:
-            positions = sample_positions(random_positions, L, seed=L, step=s).to(device)
+        sampled = row.positions(L, model.encoding.shape.max_position, s) if row is not None else None
         with autocast(device):
-            logits = model(x, positions)
+            logits = model(x, positions if sampled is None else sampled.to(device), options)
         loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten(), reduction="none").view_as(y).cpu()
         pos_sum += loss.masked_fill(~mask, 0).sum(0).double()
         pos_count += mask.sum(0).double()
@@ -209,13 +203,14 @@ def probe_steps(fractions, steps: int) -> list[int]:
 
 
 def during_training_probe(val_tokens: np.ndarray, train_len: int, eval_cfg, device: torch.device,
-                          doc_separator: str = DOC_SEPARATOR, corpus_hash: str = ""):
+                          doc_separator: str = DOC_SEPARATOR, corpus_hash: str = "", kernel: str = "auto"):
     """A callable for trainer.train_model's ``probe``: the records of ``probe_settings``."""
     cfg = probe_settings(eval_cfg)
 
     def probe(model: LanguageModel) -> list[dict]:
         records, _ = evaluate_model(model, val_tokens, train_len, cfg, device, progress=False,
-                                    doc_separator=doc_separator, corpus_hash=corpus_hash)
+                                    doc_separator=doc_separator, corpus_hash=corpus_hash,
+                                    options=AttentionOptions(kernel=kernel))
         return [{k: r[k] for k in PROBE_FIELDS} for r in records]
 
     return probe
@@ -242,62 +237,51 @@ def model_from_checkpoint(ckpt: dict, device: torch.device):
     return model.to(device), cfg
 
 
-def record_key(r: dict) -> tuple:
-    """What a record measures: a variant, under a protocol, at a length, on a token set."""
-    return r["variant"], r["protocol"], r["length"], r.get("token_set") or ""
-
-
-def merge_records(old: list[dict], new: list[dict]) -> list[dict]:
-    """New records replace old ones with the same key; records on other token sets are kept beside
-    them (the report compares only records on one set)."""
-    fresh = {record_key(r) for r in new}
-    return sorted([r for r in old if record_key(r) not in fresh] + new, key=record_key)
-
-
 def evaluate_into(metrics: dict, model: LanguageModel, cfg, eval_cfg: EvalConfig, corpus, device: torch.device,
-                  progress: bool = True, only_missing: bool = False, tracker=None) -> tuple[int, dict[str, np.ndarray]]:
+                  progress: bool = True, only_missing: bool = False, tracker=None,
+                  kernel: str = "auto") -> tuple[int, dict[str, np.ndarray]]:
     """Score a trained model of run config ``cfg`` at the settings of ``eval_cfg`` and merge the
     records into ``metrics``: perplexity (``evaluations``) for a language model, accuracy
     (``task_evaluations``) for a task run, and with ``eval.attention_stats`` the attention
     diagnostics (``attention``). ``only_missing``: only what ``metrics`` does not have yet.
-    ``cfg``: the run's RunSpec. Returns (records made, per-position curves to write)."""
-    task = cfg.task.build()
+    ``cfg``: the run's RunSpec; ``kernel``: the attention kernel (Runtime.attention). Returns
+    (records made, per-position curves to write)."""
+    task, tag, options = cfg.task.build(), cfg.extend.tag(cfg.train_len), AttentionOptions(kernel=kernel)
     per_pos: dict[str, np.ndarray] = {}
+    have = {kind: {record_key(kind, r) for r in metrics.get(field) or []} if only_missing else set()
+            for kind, field in RECORDS.items()}
     if task is None:
-        skip = {record_key(r) for r in metrics.get("evaluations", [])} if only_missing else None
         records, per_pos = evaluate_model(model, corpus.val, cfg.train_len, eval_cfg, device, progress,
-                                          cfg.data.doc_separator, corpus.fingerprint["hash"], skip)
-        metrics["evaluations"] = merge_records(metrics.get("evaluations", []), records)
+                                          cfg.data.doc_separator, corpus.fingerprint["hash"], have["perplexity"], tag,
+                                          options)
+        metrics["evaluations"] = merge("perplexity", metrics.get("evaluations", []), records)
         if tracker is not None:
             tracker.log_evaluation(records)
         log_records(records)
     else:
-        skip = {task_record_key(r) for r in metrics.get("task_evaluations", [])} if only_missing else None
-        records = evaluate_task(model, task, corpus.val, eval_cfg, device, corpus.fingerprint["hash"], progress, skip)
-        metrics["task_evaluations"] = merge_task_records(metrics.get("task_evaluations", []), records)
+        records = evaluate_task(model, task, corpus.val, eval_cfg, device, corpus.fingerprint["hash"], progress,
+                                have["task"], tag, options)
+        metrics["task_evaluations"] = merge("task", metrics.get("task_evaluations", []), records)
         if tracker is not None:
             tracker.log_task_evaluation(records)
         log_task_records(records, task.metric)
     made = len(records)
-    if eval_cfg.attention_stats:
-        have = {r["length"] for r in metrics.get("attention", [])} if only_missing else set()
-        stats = attention_records(model, task, corpus.val, cfg.train_len, eval_cfg, device, skip_lengths=have)
-        redone = {r["length"] for r in stats}
-        metrics["attention"] = [r for r in metrics.get("attention", []) if r["length"] not in redone] + stats
+    todo = [p.length for p in attention_plan(model.encoding, eval_cfg, cfg.train_len) if p.key not in have["attention"]]
+    if todo:
+        stats = attention_records(model, task, corpus.val, cfg.train_len, eval_cfg, device, todo, options)
+        metrics["attention"] = merge("attention", metrics.get("attention", []), stats)
         made += len(stats)
     return made, per_pos
 
 
 def attention_records(model: LanguageModel, task, val_tokens: np.ndarray, train_len: int, eval_cfg, device,
-                      skip_lengths: set = frozenset()) -> list[dict]:
-    """posbench.diagnostics.attention_stats at every evaluation length, for the trained encoding:
+                      lengths: list[int], options: AttentionOptions = AttentionOptions()) -> list[dict]:
+    """posbench.diagnostics.attention_stats at ``lengths`` (the plan's), for the trained encoding:
     over ``eval.attention_examples`` windows of the validation text from the first scored token
     (a task run: that many evaluation examples of its middle condition)."""
     out, n = [], eval_cfg.attention_examples
     stream = torch.from_numpy(np.asarray(val_tokens).astype(np.int64))
-    for L in eval_lengths(train_len, eval_cfg.multiples):
-        if L in skip_lengths or model.encoding.undefined_reason(L) is not None:
-            continue
+    for L in lengths:
         if task is None:
             start = min(first_scored(eval_cfg, train_len), len(stream) - L)
             ends = [e for e in range(start + L, len(stream), L)][:n]
@@ -306,7 +290,7 @@ def attention_records(model: LanguageModel, task, val_tokens: np.ndarray, train_
             conditions = task.conditions()
             mid = len(conditions) // 2
             x = eval_batches(task, L, conditions[mid], mid, val_tokens)[0].x[:n]
-        for r in attention_stats(model, [x], device):
+        for r in attention_stats(model, [x], device, options=options):
             out.append({"length": L, "multiple": L / train_len, **r, "source": "text" if task is None else task.name})
     return out
 
@@ -335,9 +319,9 @@ def evaluate_run(run_dir: Path, eval_cfg: EvalConfig, runtime: Runtime = Runtime
         raise PosbenchError(f"{run_dir} has status {metrics['status']!r}: only a completed run can be evaluated")
     device = resolve_device(runtime.device)
     model, cfg = model_from_checkpoint(load_checkpoint(run_dir), device)
-    model.attention = runtime.attention
     corpus = load_corpus(cfg.data)
-    made, per_pos = evaluate_into(metrics, model, cfg, eval_cfg, corpus, device, progress, only_missing)
+    made, per_pos = evaluate_into(metrics, model, cfg, eval_cfg, corpus, device, progress, only_missing,
+                                  kernel=runtime.attention)
     if not made:
         return metrics, 0
     if command:

@@ -101,10 +101,10 @@ def finetune_settings(spec: "RunSpec") -> "TrainConfig":
 
 
 def apply(model, spec: "RunSpec") -> None:
-    """Give a freshly built model of an extension run its method and its rows' names."""
+    """Give a freshly built model of an extension run its method (its rows' names carry
+    ``spec.extend.tag``, passed to the evaluation)."""
     if spec.is_extension:
         model.encoding.extend_to(spec.extend.method, spec.extend.factor(spec.train_len))
-        model.encoding.variant_tag = spec.extend.tag(spec.train_len)
 
 
 def wait_for_parent(parent: "RunSpec", run) -> Path:

@@ -16,6 +16,7 @@ from posbench.attention import biased_causal_attention, causal_attention, distan
 from posbench.encodings import ModelShape, PositionalEncoding, build_encoding
 from posbench.data import VOCAB_SIZE
 from posbench.errors import PosbenchError
+from posbench.variants.base import AttentionOptions
 
 
 @dataclass(frozen=True)
@@ -50,21 +51,21 @@ class CausalSelfAttention(nn.Module):
         self.proj = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
         self.dropout = nn.Dropout(cfg.dropout)
 
-    def forward(self, x, enc: PositionalEncoding, positions, pos_state, flex: bool = False, block: int | None = None,
-                recorder=None):
+    def forward(self, x, enc: PositionalEncoding, positions, pos_state, options: AttentionOptions, flex: bool = False):
         B, L, D = x.shape
         q, k, v = self.qkv(x).view(B, L, 3, self.n_heads, D // self.n_heads).permute(2, 0, 3, 1, 4)
+        block = options.block
         if enc.uses_relative:
-            y = enc.relative_attention(q, k, v, positions, self.layer, block=block)
+            y = enc.relative_attention(q, k, v, positions, self.layer, options)
         else:
             if enc.uses_rotation:
                 q, k = enc.rotate(q, k, pos_state)
-            scale, t = enc.softmax_scale(), enc.logit_scale
+            scale, t = enc.softmax_scale(pos_state), options.logit_scale
             if t != 1.0:  # an attention temperature scales every logit: q.k through the scale, the bias below
                 scale = (scale if scale is not None else q.shape[-1] ** -0.5) * t
             bias_fn = (lambda i, j: enc.bias(i, j, self.layer) * t) if enc.uses_bias else None  # noqa: E731
-            if recorder is not None:  # attention diagnostics (posbench/diagnostics.py), evaluation only
-                recorder.add(self.layer, q, k, scale, bias_fn, positions, block)
+            if options.recorder is not None:  # attention diagnostics (posbench/diagnostics.py), evaluation only
+                options.recorder.add(self.layer, q, k, scale, bias_fn, positions, block)
             if block is not None:  # blockwise causal attention (evaluation only): the masked path
                 y = biased_causal_attention(q, k, v, bias_fn, positions, scale, block=block)
             elif enc.uses_bias:
@@ -98,8 +99,8 @@ class Block(nn.Module):
         self.attn = CausalSelfAttention(cfg, layer)
         self.mlp = MLP(cfg)
 
-    def forward(self, x, enc, positions, pos_state, flex=False, block=None, recorder=None):
-        x = x + self.attn(self.ln1(x), enc, positions, pos_state, flex, block, recorder)
+    def forward(self, x, enc, positions, pos_state, options, flex=False):
+        x = x + self.attn(self.ln1(x), enc, positions, pos_state, options, flex)
         return x + self.mlp(self.ln2(x))
 
 
@@ -114,12 +115,6 @@ class LanguageModel(nn.Module):
         self.ln_f = nn.LayerNorm(cfg.d_model)
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         self.head.weight = self.tok_emb.weight  # weight tying, as in GPT-2
-        # bias encodings: "auto" (flex where attention.use_flex finds it pays), "flex" or "chunked"
-        self.attention = "auto"
-        # blockwise causal attention's block size, set for evaluation only (None: full causal)
-        self.attention_block: int | None = None
-        # set by posbench.diagnostics.attention_stats while it measures attention (None otherwise)
-        self.attention_recorder = None
         # GPT-2 init for the transformer; the encoding keeps its own (it knows what its parameters mean)
         nn.init.normal_(self.tok_emb.weight, std=0.02)
         for name, p in self.blocks.named_parameters():
@@ -131,24 +126,26 @@ class LanguageModel(nn.Module):
     def num_params(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
-    def forward(self, idx: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
-        """idx: [B, L] token ids; positions: [L] (default 0..L-1) -> logits [B, L, vocab]."""
+    def forward(self, idx: torch.Tensor, positions: torch.Tensor | None = None,
+                options: AttentionOptions | None = None) -> torch.Tensor:
+        """idx: [B, L] token ids; positions: [L] (default 0..L-1); options: how attention runs in
+        this forward (default: as trained; evaluation rows pass their own) -> logits [B, L, vocab]."""
         if positions is None:
             positions = torch.arange(idx.shape[1], device=idx.device)
+        options = options or AttentionOptions()
         x = self.encoding.embed(self.tok_emb(idx), positions)
         x = self.drop(x)
-        pos_state = self.encoding.prepare(positions)
+        pos_state = self.encoding.prepare(positions, options)
         enc, L = self.encoding, idx.shape[1]
-        block = self.attention_block
         flex = (
-            block is None
+            options.block is None
             and enc.uses_bias
             and enc.translation_invariant
-            and use_flex(idx.device, L, self.training, self.attention)
+            and use_flex(idx.device, L, self.training, options.kernel)
             and torch.equal(positions, torch.arange(L, device=positions.device))
         )
         for layer in self.blocks:
-            x = layer(x, self.encoding, positions, pos_state, flex, block, self.attention_recorder)
+            x = layer(x, self.encoding, positions, pos_state, options, flex)
         return self.head(self.ln_f(x))
 
 

@@ -60,8 +60,9 @@ class Registry(Generic[T]):
     ``check``: called on every plug-in loaded from outside posbench (its interface, one line)."""
 
     def __init__(self, kind: str, group: str, builtin_package: str | None = None,
-                 check: Callable[[str, Any], None] | None = None):
+                 check: Callable[[str, Any], None] | None = None, sort: bool = True):
         self.kind, self.group, self.builtin_package, self._check = kind, group, builtin_package, check
+        self.sort = sort  # False: built-ins in the order they registered (e.g. a sequence of methods)
         self._builtins: dict[str, T] = {}
         self._external: dict[str, T] = {}
         self._discovered = builtin_package is None
@@ -90,7 +91,7 @@ class Registry(Generic[T]):
     # -- lookups ------------------------------------------------------------------------------------
     def builtins(self) -> list[str]:
         self._discover()
-        return sorted(self._builtins)
+        return sorted(self._builtins) if self.sort else list(self._builtins)
 
     def entry_point_names(self) -> list[str]:
         """Names of installed plug-ins (without importing them)."""

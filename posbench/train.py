@@ -25,7 +25,8 @@ from posbench.errors import PosbenchError
 from posbench.evaluate import during_training_probe, evaluate_into, evaluate_run, probe_steps
 from posbench.hydra_state import in_sweep, job_index, launch_command
 from posbench.model import LanguageModel
-from posbench.protocols import eval_lengths, token_set
+from posbench.plan import evaluation_plan, missing
+from posbench.protocols import eval_lengths
 from posbench.results import (
     clear_resume,
     load_checkpoint,
@@ -41,10 +42,8 @@ from posbench.results import (
 )
 from posbench.settings import to_dict
 from posbench.spec import RunSpec
-from posbench.tasks.score import example_set, task_record_key
 from posbench.tracking import make_tracker
 from posbench.trainer import train_model
-from posbench.variants import row_names
 
 log = logging.getLogger("posbench")
 
@@ -116,27 +115,13 @@ def _settled(spec: RunSpec, rid: str, run_dir: Path) -> bool:
 
 
 def _missing_evaluations(spec: RunSpec, metrics: dict) -> bool:
-    """Whether the eval settings ask for a record the run does not have: more lengths, another
-    protocol or token set (a task run: example set), a new variant (rope_scaling, bca), or
-    attention diagnostics at a length."""
+    """Whether the eval settings ask for a record the run does not have (more lengths, another
+    protocol, token or example set, a new variant, attention diagnostics at a length): the same
+    plan the evaluation scores (posbench/plan.py), on the corpus the run recorded."""
     corpus = metrics.get("corpus") or {}
-    n_val, corpus_hash = corpus.get("val_tokens", 0), corpus.get("hash", "")
-    enc = spec.encoding.build(spec.shape)
-    enc.variant_tag = spec.extend.tag(spec.train_len)
-    variants = row_names(enc, spec.eval).values()
-    lengths = eval_lengths(spec.train_len, spec.eval.multiples)
-    if spec.eval.attention_stats and not enc.uses_relative:
-        have = {r["length"] for r in metrics.get("attention", [])}
-        if any(L not in have and enc.undefined_reason(L) is None for L in lengths):
-            return True
-    task = spec.task.build()
-    if task is not None:
-        have = {task_record_key(r) for r in metrics.get("task_evaluations", [])}
-        eset = example_set(task, corpus_hash)
-        return any((v, L, c, eset) not in have for v in variants for L in lengths for c in task.conditions())
-    have = {(r["variant"], r["protocol"], r["length"], r.get("token_set")) for r in metrics.get("evaluations", [])}
-    return any((v, p, L, token_set(p, spec.eval, spec.train_len, n_val, corpus_hash)) not in have
-               for v in variants for p in spec.eval.protocols for L in lengths)
+    plan = evaluation_plan(spec.encoding.build(spec.shape), spec.task.build(), spec.eval, spec.train_len,
+                           corpus.get("val_tokens", 0), corpus.get("hash", ""), spec.extend.tag(spec.train_len))
+    return bool(missing(plan, metrics))
 
 
 def _evaluate_missing(spec: RunSpec, rid: str, run_dir: Path) -> None:
@@ -156,7 +141,6 @@ def _train_and_evaluate(spec: RunSpec, rid: str, run_dir: Path, corpus, parent: 
         model.load_state_dict(load_checkpoint(parent)["model"])
         extension.apply(model, spec)
     model = model.to(device)
-    model.attention = spec.runtime.attention
     # what trains, at which window: the run's own settings, or the extension's fine-tune
     train_cfg, window = (extension.finetune_settings(spec), spec.extend.length) if parent else (spec.train, spec.train_len)
     resolved = spec.resolved()
@@ -177,7 +161,7 @@ def _train_and_evaluate(spec: RunSpec, rid: str, run_dir: Path, corpus, parent: 
     probe = None
     if spec.eval.during_training:
         probe = during_training_probe(corpus.val, spec.train_len, spec.eval, device, spec.data.doc_separator,
-                                      corpus.fingerprint["hash"])
+                                      corpus.fingerprint["hash"], spec.runtime.attention)
     try:
         if train_cfg.steps > 0:
             result = train_model(
@@ -185,6 +169,7 @@ def _train_and_evaluate(spec: RunSpec, rid: str, run_dir: Path, corpus, parent: 
                 lr_mult=spec.encoding.lr_mult, compile=spec.runtime.compile, tracker=tracker, resume_dir=run_dir,
                 desc=f"train {spec.encoding.name}{spec.extend.tag(spec.train_len)}{' ' + task.name if task else ''} L={window}",
                 probe=probe, probe_steps=probe_steps(spec.eval.during_training, train_cfg.steps), task=task,
+                attention=spec.runtime.attention,
             )
         else:  # an extension run of 0 steps: the parent's weights with the method, evaluated as they are
             result = {"status": "completed", "history": [], "train_steps": 0, "train_tokens": 0, "train_wall_s": 0.0}
@@ -198,7 +183,8 @@ def _train_and_evaluate(spec: RunSpec, rid: str, run_dir: Path, corpus, parent: 
             write_metrics(run_dir, metrics)
             clear_resume(run_dir)  # the final checkpoint supersedes it
             if spec.evaluate_after_training:
-                _, per_pos = evaluate_into(metrics, model, spec, spec.eval, corpus, device, tracker=tracker)
+                _, per_pos = evaluate_into(metrics, model, spec, spec.eval, corpus, device, tracker=tracker,
+                                           kernel=spec.runtime.attention)
                 if per_pos:
                     write_per_position(run_dir, per_pos)
     except Exception as e:

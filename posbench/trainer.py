@@ -36,6 +36,7 @@ from posbench.errors import PosbenchError
 from posbench.positions import sample_positions
 from posbench.results import discard_resume, load_resume, save_resume
 from posbench.tracking import Tracker
+from posbench.variants.base import AttentionOptions
 
 log = logging.getLogger("posbench")
 VALIDATION_SEED = 20_240_229
@@ -138,14 +139,15 @@ def token_loss(logits: torch.Tensor, y: torch.Tensor, scored: torch.Tensor | Non
 
 
 @torch.no_grad()
-def validation_loss(model, val_tokens, tc, train_len: int, device, task: Task | None = None) -> float:
+def validation_loss(model, val_tokens, tc, train_len: int, device, task: Task | None = None,
+                    options: AttentionOptions | None = None) -> float:
     model.eval()
     losses = []
     for i in range(tc.val_batches):
         # fixed windows, so every validation point and every run sees the same text
         x, y, scored = training_batch(val_tokens, tc.batch_size, train_len, VALIDATION_SEED, i, task)
         with autocast(device):
-            logits = model(x.to(device))
+            logits = model(x.to(device), None, options)
         losses.append(token_loss(logits, y.to(device), None if scored is None else scored.to(device),
                                  task is not None and task.mixed_loss).item())
     model.train()
@@ -200,6 +202,7 @@ def train_model(
     probe: Callable[[torch.nn.Module], list[dict]] | None = None,
     probe_steps: Collection[int] = (),
     task: Task | None = None,
+    attention: str = "auto",
 ) -> dict:
     """Train in place for ``tc.steps`` steps; returns status, timing and the history of the run.
 
@@ -224,6 +227,7 @@ def train_model(
     model.train()
     # compiled forward shares the parameters; the plain module is what gets saved and evaluated
     forward = torch.compile(model) if compile else model
+    options = AttentionOptions(kernel=attention)  # the attention kernel for bias encodings (posbench/attention.py)
     # steps that must measure validation loss (and so log), besides every val_every-th
     val_steps = {half_step(tc.steps), tc.steps, *probe_steps}
     t0 = t_log = time.perf_counter()
@@ -236,7 +240,7 @@ def train_model(
         if tc.random_positions:
             positions = sample_positions(tc.random_positions, train_len, seed, step).to(device)
         with autocast(device):
-            logits = forward(x, positions)
+            logits = forward(x, positions, options)
         loss = token_loss(logits, y, scored, mixed_loss)
         loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip)
@@ -259,7 +263,7 @@ def train_model(
                 log.warning("loss became %s at step %d: run marked diverged", st.last_loss, step + 1)
                 break
             if validate:
-                st.val_loss = entry["val_loss"] = validation_loss(model, val_tokens, tc, train_len, device, task)
+                st.val_loss = entry["val_loss"] = validation_loss(model, val_tokens, tc, train_len, device, task, options)
                 t_log = time.perf_counter()  # validation time is not training throughput
             st.history.append(entry)
             tracker.log({k: v for k, v in entry.items() if k != "step"}, step=step + 1)

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from posbench import attention
+from posbench.variants.base import AttentionOptions
 from posbench.model import ModelConfig, build_model
 
 
@@ -29,12 +30,11 @@ def test_flex_attention_matches_the_chunked_float_mask_path(encoding):
     model = build_model(ModelConfig(name="t", d_model=32, n_layers=2, n_heads=4, mlp_ratio=2), encoding, {}, 16, 16).eval()
     x = torch.randint(0, 256, (2, 128))
     with torch.no_grad():
-        model.attention = "chunked"
-        ref = model(x)
-        model.attention = "flex"
-        out = model(x)
+        ref = model(x, None, AttentionOptions(kernel="chunked"))
+        flex = AttentionOptions(kernel="flex")
+        out = model(x, None, flex)
         assert attention._flex_state["broken"] is None, attention._flex_state["broken"]
         torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
         y = x.clone()
         y[:, 100:] = (y[:, 100:] + 1) % 256  # the future changes; the past must not see it
-        torch.testing.assert_close(model(y)[:, :100], out[:, :100], atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(model(y, None, flex)[:, :100], out[:, :100], atol=1e-5, rtol=1e-5)

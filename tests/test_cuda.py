@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from posbench import attention
+from posbench.variants.base import AttentionOptions
 from posbench.trainer import TrainConfig
 from posbench.device import autocast, resolve_device
 from posbench.model import ModelConfig, build_model
@@ -36,8 +37,7 @@ def test_flex_training_step_matches_the_chunked_path_forward_and_backward(encodi
     grads, losses = {}, {}
     for path in ("chunked", "flex"):
         model.zero_grad(set_to_none=True)
-        model.attention = path
-        logits = model(x)
+        logits = model(x, None, AttentionOptions(kernel=path))
         loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1)[:-1], x.flatten()[1:])
         loss.backward()
         losses[path] = loss.item()

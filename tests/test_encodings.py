@@ -7,6 +7,8 @@ import torch
 
 from posbench.attention import biased_causal_attention
 from posbench.protocols import EvalConfig
+from posbench.variants import rows
+from posbench.variants.base import AttentionOptions
 from posbench.encodings import ENCODINGS, ModelShape, available, build_encoding
 from posbench.encodings.alibi import alibi_slopes
 from posbench.encodings.rope import rope_frequencies
@@ -47,8 +49,8 @@ def test_rope_scores_depend_only_on_offset():
     q, k = torch.randn(1, 2, 1, 32, dtype=torch.float64), torch.randn(1, 2, 1, 32, dtype=torch.float64)
 
     def score(m, n):
-        cos_q, sin_q = enc.prepare(torch.tensor([m]))
-        cos_k, sin_k = enc.prepare(torch.tensor([n]))
+        cos_q, sin_q, _ = enc.prepare(torch.tensor([m]), AttentionOptions())
+        cos_k, sin_k, _ = enc.prepare(torch.tensor([n]), AttentionOptions())
         qr, _ = enc.rotate(q, q, (cos_q.double(), sin_q.double()))
         kr, _ = enc.rotate(k, k, (cos_k.double(), sin_k.double()))
         return (qr * kr).sum(-1)
@@ -197,15 +199,20 @@ def test_ntk_and_yarn_known_values():
     assert torch.all(yarn <= plain + 1e-12) and torch.all(yarn >= plain / s - 1e-12)
 
 
+def _row_state(enc, row, length):
+    """What the encoding computes for one forward of ``row`` at windows of ``length``."""
+    return enc.prepare(torch.arange(length), row.options(AttentionOptions(), length, enc.shape.train_len))
+
+
 def test_rope_extension_is_set_at_evaluation_and_never_stored():
     model = tiny_model("rope", train_len=16)
     assert not any("freq" in k for k in model.state_dict())
     eval_cfg = EvalConfig(rope_scaling=["yarn"], rope_factor=None, multiples=[1, 2, 4], bca=[])
-    assert model.encoding.eval_variants(eval_cfg) == ["rope", "rope+yarn@4x"]
-    model.encoding.configure_eval("rope+yarn@4x", 32, eval_cfg)  # 2x: still the one static factor, 4
-    assert model.encoding.softmax_scale() == pytest.approx((0.1 * math.log(4) + 1) ** 2 / math.sqrt(8))
-    model.encoding.configure_eval("rope", 16, eval_cfg)
-    assert model.encoding.softmax_scale() is None
+    plain, yarn = rows(model.encoding, eval_cfg)
+    assert [plain.name, yarn.name] == ["rope", "rope+yarn@4x"]
+    state = _row_state(model.encoding, yarn, 32)  # 2x: still the one static factor, 4
+    assert model.encoding.softmax_scale(state) == pytest.approx((0.1 * math.log(4) + 1) ** 2 / math.sqrt(8))
+    assert model.encoding.softmax_scale(_row_state(model.encoding, plain, 16)) is None
 
 
 def test_static_and_dynamic_ntk_differ_where_the_methods_differ():
@@ -213,12 +220,12 @@ def test_static_and_dynamic_ntk_differ_where_the_methods_differ():
     the current length: the two agree at the longest length only."""
     enc = tiny_model("rope", train_len=16).encoding
     cfg = EvalConfig(rope_scaling=["ntk", "dynamic_ntk"], rope_factor=None, multiples=[1, 2, 4], bca=[])
-    assert enc.eval_variants(cfg) == ["rope", "rope+ntk@4x", "rope+dynamic_ntk"]
+    by_name = {r.name: r for r in rows(enc, cfg)}
+    assert list(by_name) == ["rope", "rope+ntk@4x", "rope+dynamic_ntk"]
     freqs = {}
     for variant in ("rope+ntk@4x", "rope+dynamic_ntk"):
         for L in (16, 32, 64):
-            enc.configure_eval(variant, L, cfg)
-            freqs[variant, L] = enc.inv_freq.clone()
+            freqs[variant, L] = enc.frequencies(by_name[variant].options(AttentionOptions(), L, 16), L)[0]
     assert torch.allclose(freqs["rope+ntk@4x", 64], freqs["rope+dynamic_ntk", 64])
     assert not torch.allclose(freqs["rope+ntk@4x", 32], freqs["rope+dynamic_ntk", 32])
     assert torch.allclose(freqs["rope+dynamic_ntk", 16], rope_frequencies(8)[0])  # s = 1 at 1x: plain RoPE
@@ -276,7 +283,7 @@ def test_transformer_xl_matches_the_paper_formula():
     B, H, L, D = 1, 2, 12, 8
     q, k, v = (torch.randn(B, H, L, D, dtype=torch.float64) for _ in range(3))
     pos = torch.arange(L)
-    got = enc.relative_attention(q, k, v, pos, 0)
+    got = enc.relative_attention(q, k, v, pos, 0, AttentionOptions())
     R = enc.w_r[0](sinusoidal_table(L, 16).double()).view(L, H, D).transpose(0, 1)  # [H, dist, D]
     dist = pos[:, None] - pos[None, :]
     A = torch.zeros(B, H, L, L, dtype=torch.float64)

@@ -12,6 +12,7 @@ from omegaconf import OmegaConf
 from posbench.encodings import ModelShape, build_encoding
 from posbench.model import ModelConfig, build_model
 from posbench.protocols import EvalConfig
+from posbench.variants.base import AttentionOptions
 
 
 def nemo_sandwich(distance: int, head: int, n_heads: int, d: int) -> float:
@@ -106,8 +107,8 @@ def test_xpos_scale_base_follows_the_training_length_and_the_formula():
     torch.manual_seed(0)
     q, k = torch.randn(1, 4, 100, d, dtype=torch.float64), torch.randn(1, 4, 100, d, dtype=torch.float64)
     pos = torch.arange(100)
-    qx, kx = enc.rotate(q.float(), k.float(), enc.prepare(pos))
-    qr, kr = plain.rotate(q.float(), k.float(), plain.prepare(pos))
+    qx, kx = enc.rotate(q.float(), k.float(), enc.prepare(pos, AttentionOptions()))
+    qr, kr = plain.rotate(q.float(), k.float(), plain.prepare(pos, AttentionOptions()))
     zeta = (torch.arange(0, d, 2, dtype=torch.float64) / d + 0.4) / 1.4
     for n, m in [(10, 3), (99, 0), (50, 50)]:
         got = (qx[0, :, n] * kx[0, :, m]).double()
@@ -145,13 +146,12 @@ def test_blockwise_causal_attention_hides_keys_before_the_previous_block():
     cfg = ModelConfig(name="t", d_model=32, n_layers=2, n_heads=4, mlp_ratio=2)
     for name in ("xpos", "alibi", "shaw", "nope"):
         model = build_model(cfg, name, {}, 16).eval()
-        model.attention_block = 8
+        bca = AttentionOptions(block=8)
         x = torch.randint(0, 256, (1, 64))
         y = x.clone()
         y[0, :8] = (y[0, :8] + 1) % 256  # far past of the last query: outside its two blocks in every layer
         with torch.no_grad():
-            assert torch.allclose(model(x)[0, -1], model(y)[0, -1], atol=1e-6), name
-            model.attention_block = None
+            assert torch.allclose(model(x, None, bca)[0, -1], model(y, None, bca)[0, -1], atol=1e-6), name
             assert not torch.allclose(model(x)[0, -1], model(y)[0, -1], atol=1e-6), name
 
 

@@ -11,7 +11,8 @@ import torch
 from posbench.evaluate import evaluate_model
 from posbench.model import ModelConfig, build_model
 from posbench.protocols import EvalConfig
-from posbench.variants import base_variant, logit_scale, temperature_of
+from posbench.variants import base_variant, make_variant, temperature_of
+from posbench.variants.base import AttentionOptions
 
 CFG = ModelConfig(d_model=32, n_layers=2, n_heads=2, mlp_ratio=2, dropout=0.0, vocab_size=256)
 
@@ -41,14 +42,13 @@ def test_temperature_multiplies_every_logit(name):
         for block in model.blocks:
             block.attn.qkv.weight *= 4
     x = torch.randint(0, 256, (2, 64))
-    t = logit_scale(f"{name}+temp0.3", 64, 16)
+    options = make_variant("temperature", {"c": 0.3}).options(AttentionOptions(), 64, 16)
+    t = options.logit_scale
     assert t == pytest.approx(1 + 0.3 * math.log(4))
     twin = _scaled_queries_twin(model, t).eval()
     with torch.no_grad():
-        model.encoding.logit_scale = t
-        got = model(x)
+        got = model(x, None, options)
         want = twin(x)
-        model.encoding.logit_scale = 1.0
         plain = model(x)
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
     assert (got - plain).abs().max() > 1e-2  # it does something
@@ -65,7 +65,7 @@ def test_temperature_rows_leave_1x_alone_and_reset(tmp_path):
     assert ppl["alibi+temp0.1", 1] == ppl["alibi", 1]  # s = 1: nothing changes at the training length
     assert ppl["alibi+temp0", 4] == ppl["alibi", 4]
     assert ppl["alibi+temp0.1", 4] != ppl["alibi", 4]
-    assert model.encoding.logit_scale == 1.0  # back to the trained model after evaluation
+    assert not hasattr(model.encoding, "logit_scale")  # rows never change the model: options per forward
 
 
 def test_variant_names():

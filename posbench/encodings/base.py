@@ -19,7 +19,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from posbench.variants import BCA_SUFFIX, temperature_name
+from posbench.variants.base import AttentionOptions
 
 
 FAMILY_ORDER = ("absolute / none", "rotary", "score bias", "relative (content)")
@@ -60,6 +60,8 @@ class PositionalEncoding(nn.Module):
     uses_relative: bool = False
     # logits depend on positions only through differences (tested: shifting all positions changes nothing)
     translation_invariant: bool = False
+    # rotary frequencies that the RoPE scalings (posbench/variants/rope_scalings.py) can rescale
+    rope_scalable: bool = False
 
     @dataclass
     class Params:
@@ -69,11 +71,6 @@ class PositionalEncoding(nn.Module):
         super().__init__()
         self.shape = shape
         self.params = params
-        # every attention logit (content and position terms) is multiplied by this; set by the
-        # evaluation of an attention-temperature variant (posbench.variants.logit_scale), else 1
-        self.logit_scale = 1.0
-        # an extension run (posbench/extend.py) names its rows "<name><tag>", e.g. "rope+yarn@4x+ft100"
-        self.variant_tag = ""
 
     # -- input -----------------------------------------------------------------------------------
     def embed(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
@@ -81,16 +78,18 @@ class PositionalEncoding(nn.Module):
         return x
 
     # -- rotation --------------------------------------------------------------------------------
-    def prepare(self, positions: torch.Tensor) -> Any:
-        """Per-forward state shared by all layers (e.g. RoPE's cos/sin), computed once."""
+    def prepare(self, positions: torch.Tensor, options: AttentionOptions) -> Any:
+        """Per-forward state shared by all layers (e.g. RoPE's cos/sin), computed once from the
+        positions and the forward's options (e.g. a RoPE scaling asked for by an evaluation row)."""
         return None
 
     def rotate(self, q: torch.Tensor, k: torch.Tensor, state: Any) -> tuple[torch.Tensor, torch.Tensor]:
         """q, k: [B, H, L, Dh] -> rotated q, k."""
         return q, k
 
-    def softmax_scale(self) -> float | None:
-        """Scale of q.k inside softmax; None means the usual 1/sqrt(head_dim)."""
+    def softmax_scale(self, state: Any) -> float | None:
+        """Scale of q.k inside softmax for this forward (``state``: prepare's); None means the usual
+        1/sqrt(head_dim)."""
         return None
 
     # -- bias ------------------------------------------------------------------------------------
@@ -103,32 +102,17 @@ class PositionalEncoding(nn.Module):
         raise NotImplementedError
 
     # -- relative content terms -------------------------------------------------------------------
-    def relative_attention(self, q, k, v, positions, layer: int, block: int | None = None) -> torch.Tensor:
+    def relative_attention(self, q, k, v, positions, layer: int, options: AttentionOptions) -> torch.Tensor:
         """Whole attention for encodings with content-position terms (Shaw, Transformer-XL);
-        ``block``: blockwise causal attention (posbench.attention.future_mask)."""
+        ``options.block``: blockwise causal attention (posbench.attention.future_mask);
+        ``options.logit_scale``: through ``relative_scale``."""
         raise NotImplementedError
 
-    # -- evaluation-time variants -------------------------------------------------------------------
-    def eval_variants(self, eval_cfg) -> list[str]:
-        """Names under which one checkpoint is evaluated (e.g. rope, rope+yarn); default: itself,
-        and itself with blockwise causal attention where ``eval.bca`` names it."""
-        return [self.name] + self.window_variants(eval_cfg)
-
-    def window_variants(self, eval_cfg) -> list[str]:
-        """Variants any encoding can have, each its own report row from the same weights:
-        ``<name>+bca`` when ``eval.bca`` lists this encoding (blockwise causal attention, the xPos
-        paper's inference setting), and ``<name>+temp<c>`` for each c of ``eval.temperature``
-        (every logit x (1 + c ln(L / train_len)), YaRN's temperature argument for any encoding)."""
-        bca = [f"{self.name}{BCA_SUFFIX}"] if self.name in eval_cfg.bca else []
-        return bca + [f"{self.name}{temperature_name(c)}" for c in eval_cfg.temperature]
-
-    def relative_scale(self) -> float:
+    def relative_scale(self, options: AttentionOptions) -> float:
         """The softmax scale of encodings that compute their own scores (Shaw, Transformer-XL)."""
-        return self.logit_scale * self.shape.head_dim ** -0.5
+        return options.logit_scale * self.shape.head_dim ** -0.5
 
-    def configure_eval(self, variant: str, length: int, eval_cfg) -> None:
-        """Set up ``variant`` for windows of ``length`` tokens. Never stored in a checkpoint."""
-
+    # -- context extension (an extension run's training, posbench/extend.py) -------------------------
     def extend_to(self, method: str, factor: float) -> None:
         """Adopt a context-extension ``method`` at ``factor`` = target / train_len for training and
         evaluation (posbench/extend.py). ``none`` (plain continuation) suits every encoding; the

@@ -37,8 +37,8 @@ class Shaw(PositionalEncoding):
         self.rel_k = nn.Parameter(torch.randn(size) * params.init_std)
         self.rel_v = nn.Parameter(torch.randn(size) * params.init_std)
 
-    def relative_attention(self, q, k, v, positions, layer, block=None):
+    def relative_attention(self, q, k, v, positions, layer, options):
         return relative_causal_attention(
             q, k, v, positions, rel_q=q, rel_k=self.rel_k[layer][None].to(q.dtype), rel_v=self.rel_v[layer].to(q.dtype),
-            block=block, scale=self.relative_scale(),
+            block=options.block, scale=self.relative_scale(options),
         )

@@ -46,12 +46,13 @@ class TransformerXL(PositionalEncoding):
         self.u = nn.Parameter(torch.randn(H, Dh) * 0.02)
         self.v = nn.Parameter(torch.randn(H, Dh) * 0.02)
 
-    def relative_attention(self, q, k, v, positions, layer, block=None):
+    def relative_attention(self, q, k, v, positions, layer, options):
         H, Dh = self.shape.n_heads, self.shape.head_dim
         max_dist = int(positions.max() - positions.min())
         R = sinusoidal_table(max_dist + 1, self.shape.d_model, self.params.base).to(q.device, q.dtype)
         rel_k = self.w_r[layer](R).view(max_dist + 1, H, Dh).transpose(0, 1)  # [H, distances, Dh]
         return relative_causal_attention(
             q + self.u[None, :, None].to(q.dtype), k, v, positions,
-            rel_q=q + self.v[None, :, None].to(q.dtype), rel_k=rel_k, block=block, scale=self.relative_scale(),
+            rel_q=q + self.v[None, :, None].to(q.dtype), rel_k=rel_k, block=options.block,
+            scale=self.relative_scale(options),
         )

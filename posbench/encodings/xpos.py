@@ -38,15 +38,14 @@ class XPos(RoPE):
         zeta = (torch.arange(0, d, 2, dtype=torch.float64) / d + params.gamma) / (1 + params.gamma)
         self.zeta = torch.cat((zeta, zeta))  # same factor for both halves of a rotated pair
 
-    def prepare(self, positions):
-        cos, sin = super().prepare(positions)
+    rope_scalable = False  # the RoPE scalings are for plain RoPE only
+
+    def prepare(self, positions, options):
+        cos, sin, attention_scale = super().prepare(positions, options)
         rel = (positions - positions.float().mean().round().long()).to(torch.float64)
         scale = (self.zeta.to(positions.device)[None, :] ** (rel[:, None] / self.scale_base)).float()
-        return cos, sin, scale
+        return cos, sin, scale, attention_scale
 
     def rotate(self, q, k, state):
-        cos, sin, scale = state
+        cos, sin, scale = state[:3]
         return apply_rotation(q, cos * scale, sin * scale), apply_rotation(k, cos / scale, sin / scale)
-
-    def eval_variants(self, eval_cfg):
-        return [self.name] + self.window_variants(eval_cfg)  # the RoPE scalings are for plain RoPE only

@@ -23,11 +23,10 @@ import torch
 from tqdm.auto import tqdm
 
 from posbench.device import autocast
-from posbench.positions import sample_positions
-from posbench.protocols import eval_lengths
 from posbench.results import task_settings
 from posbench.tasks.base import Task
-from posbench.variants import RANDPOS_SUFFIX, row_names, use_variant
+from posbench.plan import task_plan
+from posbench.variants.base import AttentionOptions
 
 EVAL_SEED = 4_242  # examples of evaluation cells; training draws from (run seed, step) instead
 BATCH_TOKENS = 16384
@@ -40,10 +39,6 @@ def example_set(task: Task, corpus_hash: str) -> str:
     return f"{task.name}:{hashlib.sha1((settings + corpus_hash).encode()).hexdigest()[:10]}"
 
 
-def task_record_key(r: dict) -> tuple:
-    return r["variant"], r["length"], r.get("condition"), r["example_set"]
-
-
 def eval_batches(task: Task, length: int, condition, index: int, text: np.ndarray):
     """The evaluation examples of one cell, in batches of about BATCH_TOKENS tokens."""
     n, per = task.params.eval_examples, max(1, BATCH_TOKENS // length)
@@ -53,44 +48,38 @@ def eval_batches(task: Task, length: int, condition, index: int, text: np.ndarra
 
 @torch.inference_mode()
 def evaluate_task(model, task: Task, val_text: np.ndarray, eval_cfg, device, corpus_hash: str = "",
-                  progress: bool = True, skip: set | None = None) -> list[dict]:
+                  progress: bool = True, skip: set | None = None, tag: str = "",
+                  options: AttentionOptions = AttentionOptions()) -> list[dict]:
     """One record per variant x length x condition (``skip``: keys already evaluated)."""
     model.eval()
     enc, train_len = model.encoding, model.encoding.shape.train_len
-    lengths = eval_lengths(train_len, eval_cfg.multiples)
     conditions = task.conditions()
-    shown = row_names(enc, eval_cfg)
-    eset = example_set(task, corpus_hash)
-    todo = [(v, L, i, c) for v in shown for L in lengths for i, c in enumerate(conditions)
-            if (shown[v], L, c, eset) not in (skip or set())]
+    todo = [p for p in task_plan(enc, task, eval_cfg, train_len, corpus_hash, tag) if p.key not in (skip or set())]
     records = []
-    bar = tqdm(total=sum(L * task.params.eval_examples for _, L, _, _ in todo), unit="tok", desc=f"eval {task.name}",
+    bar = tqdm(total=sum(p.length * task.params.eval_examples for p in todo), unit="tok", desc=f"eval {task.name}",
                disable=not progress, leave=False)
     try:
-        for v, L, i, c in todo:
-            use_variant(model, v, L, eval_cfg)
-            base = {"variant": shown[v], "task": task.name, "length": L, "multiple": L / train_len,
-                    "condition": c, "example_set": eset}
-            reason = enc.undefined_reason(L)
-            sampled = v.endswith(RANDPOS_SUFFIX)
-            if sampled and L > enc.shape.max_position:
-                reason = f"randomized positions are drawn from [0, {enc.shape.max_position}), fewer than {L}"
-            if reason is not None:
+        for cell in todo:
+            row, L, c = cell.row, cell.length, cell.condition
+            i = conditions.index(c)
+            opts = row.options(options, L, train_len)
+            base = {"variant": row.name, "task": task.name, "length": L, "multiple": L / train_len,
+                    "condition": c, "example_set": cell.key[-1], "row": row.record()}
+            if (reason := row.undefined_reason(enc, L)) is not None:
                 records.append({**base, "examples": 0, "exact": None, "token_accuracy": None, "reason": reason})
                 bar.update(L * task.params.eval_examples)
                 continue
             exact = tokens = right = examples = 0
             for b_i, b in enumerate(eval_batches(task, L, c, i, val_text)):
-                positions = sample_positions(enc.shape.max_position, L, seed=L, step=b_i).to(device) if sampled else None
+                positions = row.positions(L, enc.shape.max_position, b_i)
                 with autocast(device):
-                    pred = model(b.x.to(device), positions).argmax(-1).cpu()
+                    pred = model(b.x.to(device), None if positions is None else positions.to(device), opts).argmax(-1).cpu()
                 e, r, t = score_predictions(pred, b.y, b.answer)
                 exact, right, tokens, examples = exact + e, right + r, tokens + t, examples + len(b.x)
                 bar.update(b.x.numel())
             records.append({**base, "examples": examples, "exact": exact / examples,
                             "token_accuracy": right / tokens, "reason": None})
     finally:
-        use_variant(model, None, train_len, eval_cfg)
         bar.close()
     return records
 
@@ -102,6 +91,3 @@ def score_predictions(pred: torch.Tensor, y: torch.Tensor, answer: torch.Tensor)
     return int((ok | ~answer).all(-1).sum()), int(ok.sum()), int(answer.sum())
 
 
-def merge_task_records(old: list[dict], new: list[dict]) -> list[dict]:
-    fresh = {task_record_key(r) for r in new}
-    return [r for r in old if task_record_key(r) not in fresh] + new

@@ -1,0 +1,84 @@
+"""What one forward pass is asked to do differently (``AttentionOptions``), and the interface of an
+evaluation variant that asks for it.
+
+A variant scores the same weights another way and is its own report row (``rope+yarn@16x``,
+``xpos+bca``, ``alibi+temp0.1``). It never changes the model or the encoding: it turns the
+trained configuration's options into its own, per forward, so nothing set for one row can leak
+into the next (or into a checkpoint).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Optional
+
+
+@dataclass(frozen=True)
+class AttentionOptions:
+    """Per-forward switches of the attention, passed down to every layer and encoding hook.
+
+    kernel       bias encodings: ``auto`` | ``flex`` | ``chunked`` (posbench/attention.py)
+    block        blockwise causal attention: a query sees keys from the previous block of ``block``
+                 tokens on (Sun et al. 2022); None: full causal attention
+    logit_scale  every attention logit (content and position terms) is multiplied by it
+    rope         (scaling type, factor) for rotary encodings (posbench/variants/rope_scalings.py);
+                 None: the frequencies the model was trained with
+    recorder     attention diagnostics (posbench/diagnostics.py), evaluation only
+    """
+
+    kernel: str = "auto"
+    block: Optional[int] = None
+    logit_scale: float = 1.0
+    rope: Optional[tuple[str, float]] = None
+    recorder: Any = None
+
+    def replace(self, **changes) -> "AttentionOptions":
+        return dataclasses.replace(self, **changes)
+
+
+class Variant:
+    """Base class of an evaluation variant. Subclasses declare ``Params`` (checked like an
+    encoding's), and override what they change:
+
+    * ``suffix()``             the row-name suffix (rendered in one place: Row.name)
+    * ``applies_to(encoding)`` whether an encoding has this row (default: every encoding)
+    * ``options(opts, length, train_len)`` the forward's AttentionOptions at windows of ``length``
+    * ``positions(length, max_position, batch)`` explicit positions, or None for 0..L-1
+
+    and, for the report, ``linestyle`` (a matplotlib line style; the row keeps its encoding's
+    colour) or ``colour`` (a colour of its own, e.g. each RoPE scaling)."""
+
+    name = "variant"
+    linestyle = "-."
+    colour: str | None = None
+
+    @dataclass
+    class Params:
+        pass
+
+    def __init__(self, params: Any = None):
+        self.params = params if params is not None else self.Params()
+
+    def suffix(self) -> str:
+        return f"+{self.name}"
+
+    def applies_to(self, encoding) -> bool:
+        return True
+
+    def options(self, opts: AttentionOptions, length: int, train_len: int) -> AttentionOptions:
+        return opts
+
+    def positions(self, length: int, max_position: int, batch: int):
+        return None
+
+    def undefined_reason(self, length: int, max_position: int) -> str | None:
+        """Why this row cannot be scored at ``length`` (beyond the encoding's own reasons)."""
+        return None
+
+    def record(self) -> dict:
+        """What this variant is, for the records (so that no reader parses a row's name)."""
+        return {"variant": self.name, **dataclasses.asdict(self.params)}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.params})"

@@ -1,0 +1,37 @@
+"""Rows ``rope+<type>@<s>x`` (static) and ``rope+<type>`` (dynamic): a RoPE model evaluated with a
+context-extension scaling (posbench/variants/rope_scalings.py) instead of its trained frequencies."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from posbench.variants import register
+from posbench.variants.base import AttentionOptions, Variant
+from posbench.variants.rope_scalings import ROPE_SCALINGS
+
+
+@register("rope_scaling")
+class RopeScalingVariant(Variant):
+    linestyle = "-"
+
+    @dataclass
+    class Params:
+        type: str = "yarn"
+        factor: Optional[float] = None  # static types: s at every length (None only for a dynamic type)
+
+    @property
+    def colour(self) -> str | None:
+        return ROPE_SCALINGS.get(self.params.type).colour
+
+    def suffix(self) -> str:
+        p = self.params
+        return f"+{p.type}" if ROPE_SCALINGS.get(p.type).dynamic else f"+{p.type}@{p.factor:g}x"
+
+    def applies_to(self, encoding) -> bool:
+        return getattr(encoding, "rope_scalable", False)
+
+    def options(self, opts: AttentionOptions, length: int, train_len: int) -> AttentionOptions:
+        kind = ROPE_SCALINGS.get(self.params.type)
+        factor = max(1.0, length / train_len) if kind.dynamic else self.params.factor
+        return opts.replace(rope=(self.params.type, float(factor)))

@@ -1,0 +1,29 @@
+"""Rows ``<encoding>+bca``: blockwise causal attention (Sun et al. 2022, the xPos paper's inference
+setting): a query sees the keys of its own block and of the previous one (blocks of train_len / 2),
+so between train_len / 2 and train_len keys, whatever the window length. Any encoding listed in
+``eval.bca`` gets the row; it is a control for every encoding (the window, not the encoding, may be
+what keeps a row flat)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List
+
+from posbench.variants import register
+from posbench.variants.base import AttentionOptions, Variant
+
+
+@register("bca")
+class BlockwiseCausal(Variant):
+    @dataclass
+    class Params:
+        encodings: List[str] = field(default_factory=list)  # the encodings evaluated with it (eval.bca)
+
+    def applies_to(self, encoding) -> bool:
+        return encoding.name in self.params.encodings
+
+    def options(self, opts: AttentionOptions, length: int, train_len: int) -> AttentionOptions:
+        return opts.replace(block=max(1, train_len // 2))
+
+    def record(self) -> dict:
+        return {"variant": self.name}  # which encodings asked for it is not part of what a row is
