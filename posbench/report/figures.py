@@ -1,6 +1,8 @@
-"""The report's figures (matplotlib, files only). Every encoding keeps one colour in every figure
-of every report: the palette is fixed by the list of known encodings and RoPE variants, not by
-which runs a report happens to contain."""
+"""The report's figures (matplotlib, files only). Every row keeps one colour in every figure of
+every report: its style comes from its encoding (posbench/report/style.py), not from which runs a
+report happens to contain. Figures draw one family per column, so that no panel holds more than a
+handful of lines (a sweep of every encoding has 19 variants); nope, the baseline, is drawn dashed
+in every family."""
 
 from __future__ import annotations
 
@@ -17,68 +19,27 @@ import pandas as pd
 from matplotlib.colors import LogNorm
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from posbench.report.style import families_in, row_order, row_style
 from posbench.report.tables import completed, multiple_columns
 from posbench.results import atomic_write_bytes, per_position_key, read_history, read_per_position
 from posbench.tasks import TASKS
-from posbench.variants import BCA_SUFFIX, RANDPOS_SUFFIX, base_variant, temperature_of
 
 PANEL = ["model", "train_len"]
 METRIC_WORDS = {"exact": "exact match", "token_accuracy": "token accuracy"}
 PLAIN = FuncFormatter(lambda v, _: f"{v:g}")
-
-
-# tab20 comes in (dark, light) pairs of one hue: related encodings share a hue
-_TAB20 = {hue: i for i, hue in enumerate(["blue", "orange", "green", "red", "purple", "brown", "pink", "grey", "olive", "cyan"])}
-PALETTE = {
-    "rope": ("blue", 0), "rope+yarn": ("blue", 1),
-    "rope+linear": ("orange", 0), "rope+dynamic_ntk": ("orange", 1),
-    "xpos": ("cyan", 0), "rope+ntk": ("cyan", 1),
-    "kerple_log": ("green", 0), "kerple_power": ("green", 1),
-    "alibi": ("red", 0), "sandwich": ("red", 1),
-    "t5": ("purple", 0), "fire": ("purple", 1),
-    "sinusoidal": ("brown", 0), "sinusoidal_concat": ("brown", 1),
-    "learned": ("pink", 0), "conv": ("pink", 1),
-    "nope": ("grey", 0),
-    "shaw": ("olive", 0), "transformer_xl": ("olive", 1),
-}
-
-
-def colour(variant: str):
-    """The fixed colour of a variant in every figure of every report (unknown ones: light grey)."""
-    key = base_variant(variant).split("@")[0]
-    hue, light = PALETTE.get(key, ("grey", 1))
-    return plt.get_cmap("tab20")(2 * _TAB20[hue] + light)
-
-
-# Figures draw one family per column, so that no panel holds more than a handful of lines (a
-# sweep of every encoding has 19 variants). nope, the baseline, is drawn dashed in every family.
-FAMILIES = {
-    "absolute / none": ["nope", "sinusoidal", "sinusoidal_concat", "learned", "conv"],
-    "rotary": ["rope", "rope+linear", "rope+ntk", "rope+dynamic_ntk", "rope+yarn", "xpos"],
-    "score bias": ["alibi", "sandwich", "kerple_log", "kerple_power", "t5", "fire"],
-    "relative (content)": ["shaw", "transformer_xl"],
-}
 BASELINE = "nope"
 
 
-def linestyle(variant: str) -> str:
-    """Evaluation-only variants of an encoding share its colour: +bca and +randpos dash-dotted,
-    attention temperatures (+temp<c>) dotted."""
-    if temperature_of(variant) is not None:
-        return ":"
-    return "-." if variant.endswith((BCA_SUFFIX, RANDPOS_SUFFIX)) else "-"
+def colour(row: str):
+    return row_style(row).colour
 
 
-def family_of(variant: str) -> str:
-    """The family of a variant (a context-extension variant goes with its base: rope+yarn is
-    rotary); unknown ones go to "other"."""
-    base = variant.split("+")[0]
-    return next((name for name, members in FAMILIES.items() if variant in members or base in members), "other")
+def linestyle(row: str) -> str:
+    return row_style(row).linestyle
 
 
-def families_in(variants) -> list[str]:
-    present = {family_of(v) for v in variants}
-    return [f for f in [*FAMILIES, "other"] if f in present]
+def family_of(row: str) -> str:
+    return row_style(row).family
 
 
 def _family_grid(n_rows: int, n_cols: int):
@@ -201,8 +162,7 @@ def plot_ratio_heatmap(table: pd.DataFrame, path: Path) -> str | None:
     ratio = next((c for c in table.columns if c.endswith("/1x")), None)
     if ratio is None:
         return None
-    order = {v: i for i, v in enumerate(m for members in FAMILIES.values() for m in members)}
-    variants = sorted(table["variant"].unique(), key=lambda v: (order.get(v, len(order)), v))
+    variants = sorted(table["variant"].unique(), key=row_order)
     grid = table.pivot_table(index="variant", columns=["protocol", *PANEL], values=ratio, dropna=False).reindex(variants)
     values = grid.to_numpy(dtype=float)
     fig, ax = plt.subplots(figsize=(2.6 + 0.95 * grid.shape[1], 1.0 + 0.3 * grid.shape[0]))
