@@ -3,6 +3,124 @@ files follow), each run's files are read once, rows take their style from their 
 damaged runs or bad flags end in one line, never a traceback. Every report here is built from a
 copy of the shared sweep's seed-0 runs (no training)."""
 
+import os
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from posbench.report.pipeline import build_report, sections
+from posbench.report.section import SECTIONS, Output, Section, SectionOutput
+from posbench.results import read_metrics, write_metrics
+
+
+@pytest.fixture(scope="module")
+def small_runs(sweep, tmp_path_factory) -> Path:
+    """The shared sweep's seed-0 runs (5 encodings, three protocols, probes during training)."""
+    runs, _, _ = sweep
+    copy = tmp_path_factory.mktemp("small") / "runs"
+    shutil.copytree(runs, copy, ignore=shutil.ignore_patterns("*_s1_*"))
+    return copy
+
+
+@pytest.fixture
+def runs(small_runs, tmp_path) -> Path:
+    """A copy of ``small_runs`` this test may damage."""
+    return Path(shutil.copytree(small_runs, tmp_path / "runs"))
+
+
+def report(runs_dir: Path, out: Path, **kw) -> str:
+    return build_report(runs_dir, out, protocols=["nonoverlapping"], **kw).read_text()
+
+
+def files_listed(md: str) -> list[str]:
+    section = md.split("## Files")[1]
+    return [line.split("|")[1].strip() for line in section.splitlines() if line.startswith("| ") and "file " not in line]
+
+
+# -- sections declare what they write ----------------------------------------------------------------
+
+
+def test_the_files_list_is_what_the_report_folder_holds_and_every_file_is_declared(sweep_report):
+    md = (sweep_report / "report.md").read_text()
+    listed = files_listed(md)
+    on_disk = sorted(p.name for p in sweep_report.iterdir() if p.name not in ("report.md", "report.html"))
+    assert sorted(listed) == on_disk
+    declared = [f for s in sections() for f in s.files]
+    assert all(any(f.matches(name) for f in declared) for name in on_disk)
+    for figure in (n for n in on_disk if n.endswith(".png")):
+        assert f"]({figure})" in md  # every figure written is shown
+
+
+class Extra(Section):
+    """A plug-in section: one table, while --tolerance stays below 10%."""
+
+    name = "extra"
+    order = 85  # between loss by position (80) and training curves (90)
+    files = (Output("extra_<n>.csv", "an extra table"),)
+
+    def applies(self, ctx) -> bool:
+        return ctx.options.tolerance < 0.1
+
+    def build(self, ctx, out) -> list:
+        from posbench.report.document import Heading, Para
+
+        out.csv("extra_1.csv", pd.DataFrame({"runs": [len(ctx.completed)]}))
+        return [Heading("Extra"), Para("From another package.")]
+
+
+def test_a_section_from_another_package_and_no_file_outlives_its_section(runs, tmp_path, monkeypatch):
+    monkeypatch.setitem(SECTIONS._external, "extra", Extra)  # as an entry point in posbench.report_sections would
+    out = tmp_path / "rep"
+    md = report(runs, out)
+    assert md.index("## Loss by position") < md.index("## Extra\n") < md.index("## Training curves")
+    assert pd.read_csv(out / "extra_1.csv")["runs"].tolist() == [5]
+    assert {"extra_1.csv", "during_training.png", "during_training.csv"} <= set(files_listed(md))
+    (out / "notes.txt").write_text("the user's")
+    for run_dir in (p.parent for p in runs.glob("*/metrics.json")):  # as if trained without eval.during_training
+        write_metrics(run_dir, {**read_metrics(run_dir), "during_training": []})
+    md = report(runs, out, tolerance=0.2)  # the extra section no longer applies
+    assert "## Extra\n" not in md and "during_training.png" not in md
+    for gone in ("extra_1.csv", "during_training.png", "during_training.csv"):
+        assert not (out / gone).exists(), gone
+    assert (out / "notes.txt").read_text() == "the user's"  # not a file of any section
+
+
+def test_a_section_writes_only_what_it_declares(tmp_path):
+    written = {}
+    out = SectionOutput(tmp_path, Extra(), written)
+    out.text("extra_2.csv", "a\n1\n")
+    assert written == {"extra_2.csv": "an extra table"}
+    with pytest.raises(RuntimeError, match="'extra' writes 'other.csv', which it does not declare"):
+        out.text("other.csv", "")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["extra_2.csv"]
+
+
+# -- each run's files read once -------------------------------------------------------------------
+
+
+def test_each_file_of_a_run_is_read_once(runs, tmp_path, monkeypatch):
+    import builtins
+    import io
+
+    opened: dict[str, int] = {}
+    real = builtins.open
+
+    def counting(file, *args, **kwargs):
+        path = Path(os.fsdecode(file)) if isinstance(file, (str, bytes, os.PathLike)) else None
+        if path is not None and path.parent.parent == runs:
+            opened[str(path.relative_to(runs))] = opened.get(str(path.relative_to(runs)), 0) + 1
+        return real(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", counting)
+    monkeypatch.setattr(io, "open", counting)
+    report(runs, tmp_path / "rep")
+    monkeypatch.undo()
+    expected = {f"{d.name}/{f}": 1 for d in runs.iterdir() if d.is_dir() and not d.name.startswith(".")
+                for f in ("metrics.json", "config.yaml", "history.json", "per_position.npz")}
+    assert len(expected) == 20 and opened == expected
+
 
 # -- style: from the encodings ----------------------------------------------------------------------
 

@@ -2,13 +2,14 @@
 every report: its style comes from its encoding (posbench/report/style.py), not from which runs a
 report happens to contain. Figures draw one family per column, so that no panel holds more than a
 handful of lines (a sweep of every encoding has 19 variants); nope, the baseline, is drawn dashed
-in every family."""
+in every family. The figures receive what they draw (tables, curves); they read no run files."""
 
 from __future__ import annotations
 
 import io
 import warnings
 from pathlib import Path
+from typing import Mapping
 
 import matplotlib
 
@@ -21,7 +22,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from posbench.report.style import families_in, row_order, row_style
 from posbench.report.tables import completed, multiple_columns
-from posbench.results import atomic_write_bytes, per_position_key, read_history, read_per_position
+from posbench.results import atomic_write_bytes, per_position_key
 from posbench.tasks import TASKS
 
 PANEL = ["model", "train_len"]
@@ -110,12 +111,12 @@ def plot_ppl_vs_length(table: pd.DataFrame, path: Path) -> None:
     save(fig, path)
 
 
-def plot_per_position(runs: pd.DataFrame, evals: pd.DataFrame, path: Path) -> None:
+def plot_per_position(evals: pd.DataFrame, per_position: Mapping[str, Mapping[str, np.ndarray]], path: Path) -> None:
     """Mean loss by position at each variant's longest defined length (mean over seeds, moving
-    average); one row per (protocol, model, train_len), one column per family of encodings."""
+    average); one row per (protocol, model, train_len), one column per family of encodings.
+    ``per_position``: each run's curves (per_position.npz), by run id."""
     done = completed(evals)
     done = done[done["ppl"].notna()]
-    run_dirs = dict(zip(runs["run_id"], runs["run_dir"]))
     rows = sorted(done.groupby(["protocol", *PANEL]).groups)
     fams = families_in(done["variant"])
     fig, axes = _family_grid(len(rows), len(fams))
@@ -125,8 +126,9 @@ def plot_per_position(runs: pd.DataFrame, evals: pd.DataFrame, path: Path) -> No
             ax = axes[r][c]
             for variant, g in sub[sub["variant"].map(family_of) == fam].groupby("variant"):
                 L = int(g["length"].max())
-                curves = [_load_curve(run_dirs[rid], per_position_key(variant, protocol, L)) for rid in g[g["length"] == L]["run_id"]]
-                curves = [x for x in curves if x is not None]
+                key = per_position_key(variant, protocol, L)
+                curves = [per_position[rid][key].astype(float) for rid in g[g["length"] == L]["run_id"]
+                          if key in per_position.get(rid, {})]
                 if not curves:
                     continue
                 with np.errstate(all="ignore"), warnings.catch_warnings():
@@ -148,11 +150,6 @@ def plot_per_position(runs: pd.DataFrame, evals: pd.DataFrame, path: Path) -> No
                           "position in window (1-based)", "mean loss (nats)", bool(ax.lines[1:]))
     fig.tight_layout()
     save(fig, path)
-
-
-def _load_curve(run_dir: str, key: str):
-    arrays = read_per_position(Path(run_dir)) or {}  # load_runs has checked that it reads
-    return arrays[key].astype(float) if key in arrays else None
 
 
 def plot_ratio_heatmap(table: pd.DataFrame, path: Path) -> str | None:
@@ -199,9 +196,10 @@ def plot_ratio_heatmap(table: pd.DataFrame, path: Path) -> str | None:
     return ratio
 
 
-def plot_training_curves(runs: pd.DataFrame, path: Path) -> None:
+def plot_training_curves(runs: pd.DataFrame, histories: Mapping[str, pd.DataFrame | None], path: Path) -> None:
     """Training loss against step (mean over seeds, smoothed) and validation loss (dots); one row
-    per (model, train_len), one column per family of encodings."""
+    per (model, train_len), one column per family of encodings. ``histories``: each run's
+    training curve, by run directory."""
     done = runs[runs["status"] == "completed"]
     rows = sorted(done.groupby(PANEL).groups)
     fams = families_in(done["encoding"])
@@ -211,7 +209,7 @@ def plot_training_curves(runs: pd.DataFrame, path: Path) -> None:
         for c, fam in enumerate(fams):
             ax = axes[r][c]
             for encoding, g in sub[sub["encoding"].map(family_of) == fam].groupby("encoding"):
-                hist = [h for h in (_history(d) for d in g["run_dir"]) if h is not None and not h.empty]
+                hist = [h for h in (histories.get(d) for d in g["run_dir"]) if h is not None and not h.empty]
                 if not hist:
                     continue
                 both = pd.concat(hist)
@@ -224,10 +222,6 @@ def plot_training_curves(runs: pd.DataFrame, path: Path) -> None:
                           "step", "loss (nats/byte)", bool(ax.lines))
     fig.tight_layout()
     save(fig, path)
-
-
-def _history(run_dir: str) -> pd.DataFrame | None:
-    return read_history(Path(run_dir))  # load_runs has checked that it reads
 
 
 def plot_during_training(curves: pd.DataFrame, path: Path) -> None:
