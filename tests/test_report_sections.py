@@ -3,6 +3,8 @@ files follow), each run's files are read once, rows take their style from their 
 damaged runs or bad flags end in one line, never a traceback. Every report here is built from a
 copy of the shared sweep's seed-0 runs (no training)."""
 
+import json
+import logging
 import os
 import shutil
 from pathlib import Path
@@ -10,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from posbench.report.load import load_runs
 from posbench.report.pipeline import build_report, sections
 from posbench.report.section import SECTIONS, Output, Section, SectionOutput
 from posbench.results import read_metrics, write_metrics
@@ -120,6 +123,57 @@ def test_each_file_of_a_run_is_read_once(runs, tmp_path, monkeypatch):
     expected = {f"{d.name}/{f}": 1 for d in runs.iterdir() if d.is_dir() and not d.name.startswith(".")
                 for f in ("metrics.json", "config.yaml", "history.json", "per_position.npz")}
     assert len(expected) == 20 and opened == expected
+
+
+# -- damaged runs: skipped with one warning, listed ----------------------------------------------
+
+
+def _edit_json(path: Path, change) -> None:
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+
+
+DAMAGES = {
+    "empty config.yaml": (lambda d: (d / "config.yaml").write_text(""), "config.yaml is empty"),
+    "non-numeric history entry": (lambda d: _edit_json(d / "history.json", lambda h: h[1].update(loss="n/a")),
+                                  "history.json: loss 'n/a' is not a number"),
+    "perplexity as a string": (lambda d: _edit_json(d / "metrics.json", lambda m: m["evaluations"][0].update(ppl="12.5")),
+                               "metrics.json: evaluations record 0 has ppl '12.5', not a number or null"),
+    "multiple null": (lambda d: _edit_json(d / "metrics.json", lambda m: m["evaluations"][0].update(multiple=None)),
+                      "metrics.json: evaluations record 0 has multiple None, not a positive number"),
+    "during-training record without variant": (
+        lambda d: _edit_json(d / "metrics.json", lambda m: m["during_training"][0].pop("variant")),
+        "metrics.json: during_training record 0 has no 'variant'"),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_a_damaged_run_is_skipped_with_one_warning_naming_it(runs, damage, caplog):
+    bad = next(runs.glob("rope_*"))
+    make, reason = DAMAGES[damage]
+    make(bad)
+    with caplog.at_level(logging.WARNING, logger="posbench"):
+        loaded = load_runs(runs)
+    assert [r.getMessage() for r in caplog.records] == [f"skipping run {bad}: {reason}"]
+    assert loaded.skipped == [{"run_dir": str(bad), "reason": reason}]
+    assert str(bad) not in set(loaded.runs["run_dir"]) and len(loaded.runs) == 4
+
+
+def test_a_messy_runs_folder_makes_a_report_that_lists_what_it_left_out(runs, tmp_path, caplog):
+    rope = next(runs.glob("rope_*"))
+    for i, (make, _) in enumerate(DAMAGES.values()):  # one damaged copy of the rope run per damage
+        shutil.copytree(rope, runs / f"broken{i}")
+        make(runs / f"broken{i}")
+    with caplog.at_level(logging.WARNING, logger="posbench"):
+        md = report(runs, tmp_path / "rep")
+    for i in range(len(DAMAGES)):
+        assert sum(f"broken{i}" in r.getMessage() for r in caplog.records) == 1
+    section = md.split("## Runs not in the table")[1].split("##")[0]
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+            for line in section.splitlines() if line.startswith("| ") and "run_id" not in line}
+    assert all(rows[f"broken{i}"][0].startswith("unreadable: ") for i in range(len(DAMAGES)))
+    assert "rope" in set(pd.read_csv(tmp_path / "rep" / "table.csv")["variant"])  # the undamaged original
 
 
 # -- style: from the encodings ----------------------------------------------------------------------

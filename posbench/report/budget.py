@@ -51,6 +51,8 @@ def last_doubling(history: pd.DataFrame | None) -> dict:
     end = val.iloc[-1]
     before = val[val["step"] <= end["step"] / 2]
     start = before.iloc[-1] if not before.empty else val.iloc[0]
+    if not 0 < start["step"] < end["step"]:  # every validation point at one step: no fall to measure
+        return none
     doublings = math.log2(end["step"] / start["step"])
     change = (start["val_loss"] - end["val_loss"]) / start["val_loss"] / doublings
     return {"change": change, "from_step": int(start["step"]), "to_step": int(end["step"]),

@@ -3,8 +3,9 @@
 results.load_runs reads a completed run's config, history and per-position curves to check them
 and drops what it read; the report's sections then read them again (history.json three times:
 training curves, convergence, task budgets; config.yaml four). Here each file is read once and kept
-in a ``RunFiles``: the sections take what they need from it. The checks are results.load_runs':
-a run that fails one is skipped with one warning and listed as unreadable.
+in a ``RunFiles``: the sections take what they need from it. The checks are results.load_runs'
+plus the report's own (posbench/report/checks.py): a run that fails one is skipped with one warning
+and listed as unreadable, never a traceback half way through a report.
 
 The per-position curves of every completed run stay in memory: a few hundred kilobytes per run
 at the default lengths.
@@ -19,8 +20,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
+from posbench.report.checks import check_history, check_per_position, check_records, parse_config
 from posbench.results import (
     CONFIG,
     CONTEXT_COLUMNS,
@@ -62,13 +64,9 @@ def read_run_files(run_dir: Path) -> RunFiles:
         text = (run_dir / CONFIG).read_text()
     except (OSError, UnicodeDecodeError) as e:
         raise ValueError(f"{CONFIG}: {type(e).__name__}") from None
-    try:
-        cfg = OmegaConf.create(text)
-    except Exception as e:  # noqa: BLE001 - a YAML error, or a scalar
-        raise ValueError(f"{CONFIG}: {type(e).__name__}") from None
-    if not isinstance(cfg, DictConfig):
-        raise ValueError(f"{CONFIG} is not a mapping")
-    return RunFiles(cfg, text, read_history(run_dir), read_per_position(run_dir) or {})
+    arrays = read_per_position(run_dir) or {}
+    check_per_position(arrays)
+    return RunFiles(parse_config(text), text, check_history(read_history(run_dir)), arrays)
 
 
 def load_runs(root: Path) -> LoadedRuns:
@@ -77,6 +75,7 @@ def load_runs(root: Path) -> LoadedRuns:
     for run_dir in find_runs(root):
         try:
             m = check_metrics(json.loads((run_dir / METRICS).read_text()))
+            check_records(m)
             if m["status"] == "completed":
                 files[str(run_dir)] = read_run_files(run_dir)
         except (ValueError, OSError) as e:
