@@ -16,12 +16,20 @@ from pathlib import Path
 from posbench.errors import user_errors
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a bad flag reported like every other user error: one line, exit 2."""
+
+    def error(self, message: str):
+        print(f"posbench: error: {message} (posbench-report --help lists the flags)", file=sys.stderr)
+        sys.exit(2)
+
+
 def main(argv: list[str] | None = None) -> None:
     from posbench.report import budget, tasks
     from posbench.report.context import Options
     from posbench.report.pipeline import DEFAULT_TOLERANCE, make_report
 
-    parser = argparse.ArgumentParser(prog="posbench-report", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="posbench-report", description=__doc__.splitlines()[0])
     parser.add_argument("runs_dir", type=Path, help="folder with run directories (searched recursively)")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: RUNS_DIR/report)")
     parser.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE,
@@ -32,7 +40,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--spread", type=float, default=budget.DEFAULT_SPREAD,
                         help="warn when compared encodings' 1x perplexities differ by more than this fraction (default 0.1)")
     parser.add_argument("--threshold", type=float, default=tasks.DEFAULT_THRESHOLD,
-                        help="tasks: effective context length keeps accuracy at or above this fraction (default 0.8)")
+                        help="tasks: effective context length keeps accuracy at or above this fraction, 0 to 1 (default 0.8)")
     parser.add_argument("--protocols", default=None,
                         help="comma-separated evaluation protocols to report (default: every one found)")
     parser.add_argument("--wandb", action="store_true", help="also log the tables and figures to a wandb run (logger settings from WANDB_* variables; offline by default)")

@@ -10,6 +10,8 @@ section that no longer applies are removed.
 from __future__ import annotations
 
 import logging
+import math
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,21 +58,33 @@ def check_options(options: Options) -> None:
     """Each flag's value, in one line naming it (before anything is read or written)."""
     if not 0 <= options.tolerance < 10:
         raise PosbenchError(f"--tolerance must be a fraction such as 0.05, got {options.tolerance}")
-    for name, value in (("--improving", options.improving), ("--spread", options.spread),
-                        ("--threshold", options.threshold)):
+    for name, value in (("--improving", options.improving), ("--spread", options.spread)):
         if not 0 <= value < 10:
             raise PosbenchError(f"{name} must be a fraction such as 0.02, got {value}")
+    if not (0 <= options.threshold <= 1 and math.isfinite(options.threshold)):
+        raise PosbenchError(f"--threshold is an accuracy between 0 and 1 (a fraction such as 0.8), got {options.threshold}")
+
+
+def check_out_dir(out_dir: Path) -> None:
+    """The report folder: created if missing, and writable (one line otherwise, nothing written)."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise PosbenchError(f"cannot create the report folder {str(out_dir)!r}: {e.strerror or e}") from None
+    write_or_fail(out_dir, lambda: tempfile.TemporaryFile(dir=out_dir).close())  # a read-only folder says so here
 
 
 def make_report(runs_dir: Path, out_dir: Path, options: Options) -> Report:
-    """Every check that can refuse the report comes before the first file is written: the flags
-    and the runs (ReportContext.load)."""
+    """Every check that can refuse the report comes before the first file is written: the flags,
+    the runs (ReportContext.load) and the report folder."""
     runs_dir, out_dir = Path(runs_dir), Path(out_dir)
     if not runs_dir.is_dir():
         raise PosbenchError(f"runs directory {str(runs_dir)!r} does not exist")
     check_options(options)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise PosbenchError(f"--out {str(out_dir)!r} is a file; give a folder for the report")
     ctx = ReportContext.load(runs_dir, options)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    check_out_dir(out_dir)
     written: dict[str, str] = {}
     blocks, ran, every = [], [], sections()
     for section in every:
