@@ -8,6 +8,8 @@ import json
 import logging
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -256,6 +258,18 @@ def test_a_read_only_out_folder_or_runs_folder_is_one_line(runs, tmp_path, capsy
     assert (code, err.splitlines()) == (2, [f"posbench: error: cannot create the report folder '{runs / 'report'}': "
                                             "Read-only file system"])
     assert tree(runs) == before
+
+
+def test_an_unwritable_home_gives_no_matplotlib_warnings(small_runs, tmp_path):
+    home = tmp_path / "home"
+    home.write_text("a file: nothing can be created below it")
+    env = {k: v for k, v in os.environ.items() if k not in ("MPLCONFIGDIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")}
+    proc = subprocess.run([sys.executable, "-m", "posbench.report", str(small_runs), "--out", str(tmp_path / "rep"),
+                           "--protocols", "nonoverlapping"], capture_output=True, text=True, env={**env, "HOME": str(home)},
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stderr == "", proc.stderr
+    assert (tmp_path / "rep" / "ppl_vs_length.png").exists()
 
 
 # -- style: from the encodings ----------------------------------------------------------------------

@@ -11,19 +11,23 @@ import warnings
 from pathlib import Path
 from typing import Mapping
 
-import matplotlib
+from posbench.report.mplconfig import use_writable_config_dir
+
+use_writable_config_dir()  # before matplotlib is imported: no warnings about an unwritable HOME
+
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")  # files only, no display needed
-import matplotlib.pyplot as plt
-import numpy as np
-import pandas as pd
-from matplotlib.colors import LogNorm
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.colors import LogNorm  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
-from posbench.report.style import families_in, row_order, row_style
-from posbench.report.tables import completed, multiple_columns
-from posbench.results import atomic_write_bytes, per_position_key
-from posbench.tasks import TASKS
+from posbench.report.style import families_in, row_order, row_style  # noqa: E402
+from posbench.report.tables import completed, multiple_columns  # noqa: E402
+from posbench.results import atomic_write_bytes, per_position_key  # noqa: E402
+from posbench.tasks import TASKS  # noqa: E402
 
 PANEL = ["model", "train_len"]
 METRIC_WORDS = {"exact": "exact match", "token_accuracy": "token accuracy"}
