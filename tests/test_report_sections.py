@@ -169,15 +169,21 @@ def test_a_messy_runs_folder_makes_a_report_that_lists_what_it_left_out(runs, tm
     for i, (make, _) in enumerate(DAMAGES.values()):  # one damaged copy of the rope run per damage
         shutil.copytree(rope, runs / f"broken{i}")
         make(runs / f"broken{i}")
+    (next(runs.glob("alibi_*")) / "metrics.json").unlink()  # killed: config.yaml only
+    task = runs / "task_run"  # a completed run of a synthetic task beside the language models
+    shutil.copytree(next(runs.glob("nope_*")), task)
+    write_metrics(task, {**read_metrics(task), "run_id": "task_run", "task": "passkey", "evaluations": []})
     with caplog.at_level(logging.WARNING, logger="posbench"):
         md = report(runs, tmp_path / "rep")
     for i in range(len(DAMAGES)):
         assert sum(f"broken{i}" in r.getMessage() for r in caplog.records) == 1
+    assert md.splitlines()[2].startswith("5 completed runs (4 language-model runs and 1 task run) from ")
     section = md.split("## Runs not in the table")[1].split("##")[0]
     rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
             for line in section.splitlines() if line.startswith("| ") and "run_id" not in line}
     assert all(rows[f"broken{i}"][0].startswith("unreadable: ") for i in range(len(DAMAGES)))
-    assert "rope" in set(pd.read_csv(tmp_path / "rep" / "table.csv")["variant"])  # the undamaged original
+    killed = next(r for r in rows.values() if r[0] == "incomplete")
+    assert killed[1:] == ["alibi", "16", "0"]  # integers, not 16.0 and 0.0
 
 
 # -- bad flags and folders: one line, exit 2, nothing written ----------------------------------------

@@ -3,6 +3,7 @@ table, so that a run missing from the numbers is never missing silently."""
 
 from __future__ import annotations
 
+import numbers
 from pathlib import Path
 
 import pandas as pd
@@ -24,6 +25,13 @@ def incomplete_row(run_dir: Path) -> dict:
     return {"run_id": run_dir.name, "status": "incomplete", **known}
 
 
+def _whole(v) -> str:
+    """32, not 32.0: a column with a gap (an unreadable run has no train_len) turns to floats."""
+    if v is None or (isinstance(v, numbers.Real) and pd.isna(v)):
+        return ""
+    return str(int(v)) if isinstance(v, numbers.Real) and float(v).is_integer() else str(v)
+
+
 def rows(ctx) -> pd.DataFrame:
     runs = ctx.runs
     other = runs[runs["status"] != "completed"][COLUMNS]
@@ -37,7 +45,11 @@ def rows(ctx) -> pd.DataFrame:
     parts = [t for t in (other, unfinished, unreadable) if not t.empty]
     if not parts:
         return pd.DataFrame()
-    return pd.concat(parts, ignore_index=True).fillna("")
+    table = pd.concat(parts, ignore_index=True)
+    for col in ("train_len", "seed"):
+        if col in table:
+            table[col] = table[col].map(_whole)
+    return table.fillna("")
 
 
 @SECTIONS.register("not_in_tables")
