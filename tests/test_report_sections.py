@@ -170,6 +170,7 @@ def test_a_messy_runs_folder_makes_a_report_that_lists_what_it_left_out(runs, tm
         shutil.copytree(rope, runs / f"broken{i}")
         make(runs / f"broken{i}")
     (next(runs.glob("alibi_*")) / "metrics.json").unlink()  # killed: config.yaml only
+    (next(runs.glob(".hydra/*/multirun.yaml"))).write_text("hydra: [")  # a torn sweep record
     task = runs / "task_run"  # a completed run of a synthetic task beside the language models
     shutil.copytree(next(runs.glob("nope_*")), task)
     write_metrics(task, {**read_metrics(task), "run_id": "task_run", "task": "passkey", "evaluations": []})
@@ -177,6 +178,7 @@ def test_a_messy_runs_folder_makes_a_report_that_lists_what_it_left_out(runs, tm
         md = report(runs, tmp_path / "rep")
     for i in range(len(DAMAGES)):
         assert sum(f"broken{i}" in r.getMessage() for r in caplog.records) == 1
+    assert sum("ignoring unreadable" in r.getMessage() and "multirun.yaml" in r.getMessage() for r in caplog.records) == 1
     assert md.splitlines()[2].startswith("5 completed runs (4 language-model runs and 1 task run) from ")
     section = md.split("## Runs not in the table")[1].split("##")[0]
     rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]

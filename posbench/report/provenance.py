@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from pathlib import Path
 from typing import Mapping
@@ -10,6 +11,8 @@ from typing import Mapping
 import pandas as pd
 import yaml
 from omegaconf import DictConfig, OmegaConf
+
+log = logging.getLogger("posbench")
 
 # keys that differ between runs for reasons that say nothing about the experiment
 NOISE_KEYS = ("runs_dir",)
@@ -96,8 +99,12 @@ def commands(runs_dir: Path, runs: pd.DataFrame) -> list[str]:
     sweep folder), and the per-run command recorded in metrics.json for runs outside a sweep."""
     found = []
     for f in sorted(Path(runs_dir).rglob("multirun.yaml")):
-        task = (OmegaConf.load(f).hydra.overrides.task) or []
-        found.append("posbench-train -m " + " ".join(task))
+        try:
+            task = list(OmegaConf.load(f).hydra.overrides.task or [])
+        except Exception as e:  # noqa: BLE001 - torn or edited by hand: the report goes on without it
+            log.warning("ignoring unreadable %s (%s)", f, type(e).__name__)
+            continue
+        found.append("posbench-train -m " + " ".join(str(t) for t in task))
     for cmds in runs["commands"]:
         found.extend(cmds if isinstance(cmds, list) else [])
     return list(dict.fromkeys(found))  # unique, in order
