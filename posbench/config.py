@@ -79,18 +79,32 @@ SCHEMAS = {
 }
 
 
-def register_configs() -> None:
+PLUGIN_GROUPS = {"encoding": ENCODINGS, "task": TASKS}
+
+
+def register_configs(overrides: list[str] = ()) -> None:
     """The schemas, and a config-group option for every encoding and task that has no yaml of its
-    own (a built-in without one, an installed plug-in): ``encoding=<name>`` works for each, with
-    its Params' defaults. Plug-ins are named here, not imported."""
+    own: a built-in without one, an installed plug-in, and a ``module:attr`` path given on the
+    command line (``encoding=mypkg.enc:MyEnc``). Each gets its Params' defaults. Plug-ins are
+    named here, not imported (a path is imported when the job's settings are made)."""
     cs = ConfigStore.instance()
     cs.store(name="posbench_schema", node=Config)
     cs.store(name="posbench_eval_schema", node=EvaluateConfig)
-    for group, registry in (("encoding", ENCODINGS), ("task", TASKS)):
+    for group, registry in PLUGIN_GROUPS.items():
         have = {p.stem for p in (Path(CONF_DIR) / group).glob("*.yaml")}
-        for name in registry.names():
+        for name in registry.names() + path_choices(overrides, group):
             if name not in have:
                 cs.store(group=group, name=name, node={"name": name})
+
+
+def path_choices(overrides, group: str) -> list[str]:
+    """The ``module:attr`` options of ``group`` on a command line (also inside a sweep: a,b)."""
+    out = []
+    for arg in overrides:
+        key, sep, value = arg.partition("=")
+        if sep and key.lstrip("+~") == group:
+            out += [v.strip() for v in value.removeprefix("choice(").removesuffix(")").split(",") if ":" in v]
+    return out
 
 
 def schema(config_name: str) -> DictConfig:

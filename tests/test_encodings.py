@@ -123,13 +123,21 @@ def test_unknown_encoding_parameter_is_a_clear_error():
         build_encoding("ropee", ModelShape(32, 4, 1, 16))
 
 
-def test_every_registered_encoding_has_a_yaml():
+def test_every_encoding_yaml_names_a_registered_encoding_with_its_params():
+    """A yaml is optional (encoding=<name> works without one, with the Params' defaults); where there
+    is one, it is that encoding's, and it lists every parameter (its run ids stay what they were)."""
+    import dataclasses
     from pathlib import Path
+
+    import yaml
 
     from posbench.config import CONF_DIR
 
-    yamls = {p.stem for p in (Path(CONF_DIR) / "encoding").glob("*.yaml")}
-    assert set(ENCODINGS.builtins()) <= yamls
+    for path in (Path(CONF_DIR) / "encoding").glob("*.yaml"):
+        y = yaml.safe_load(path.read_text())
+        assert y["name"] == path.stem and y["name"] in ENCODINGS.builtins(), path
+        fields = {f.name for f in dataclasses.fields(ENCODINGS.get(y["name"]).Params)}
+        assert set(y) - {"name"} == fields, path
 
 
 TRANSLATION_INVARIANT = sorted(n for n, cls in ENCODINGS.items() if cls.translation_invariant)

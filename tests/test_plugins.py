@@ -127,3 +127,22 @@ def test_a_non_editable_install_runs_a_sweep_and_the_report(tmp_path, text_corpu
         f"runs_dir={runs}", cwd=elsewhere, env=env)
     cli("posbench.report", str(runs), "--out", str(tmp_path / "report"), cwd=elsewhere, env=env)
     assert (tmp_path / "report" / "report.md").is_file()
+
+
+def test_plugins_get_their_own_family_colour_and_line(plugin_runs):
+    """The report styles a plug-in's rows from its classes: the encoding's family and a colour of
+    its own (derived from its name, none of the built-ins'), the variant's colour and line."""
+    site, _, _, env = plugin_runs
+    code = """
+from posbench.encodings import ENCODINGS
+from posbench.report.style import remember_row, row_style
+builtin = {c.colour for _, c in ENCODINGS.items()}
+enc = row_style("demo_bias")
+assert enc.family == "plug-in family" and enc.colour not in builtin, enc
+remember_row("demo_bias+wide1", {"encoding": "demo_bias", "tag": "", "variants": [{"variant": "demo_wide", "blocks": 1}]})
+wide = row_style("demo_bias+wide1")
+assert (wide.family, wide.colour, wide.linestyle) == ("plug-in family", "#123456", "--"), wide
+print("ok")
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, **env})
+    assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr

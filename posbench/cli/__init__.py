@@ -74,8 +74,10 @@ def group_options(overrides: list[str], conf_dir: str = CONF_DIR) -> dict[str, l
     for d in config_dirs(overrides, conf_dir):
         for sub in (p for p in d.iterdir() if p.is_dir()) if d.is_dir() else []:
             groups.setdefault(sub.name, set()).update(f.stem for f in sub.glob("*.yaml"))
-    groups.setdefault("encoding", set()).update(ENCODINGS.names())
-    groups.setdefault("task", set()).update(TASKS.names())
+    from posbench.config import path_choices
+
+    for group, registry in (("encoding", ENCODINGS), ("task", TASKS)):
+        groups.setdefault(group, set()).update(registry.names() + path_choices(overrides, group))
     return {k: sorted(v) for k, v in groups.items()}
 
 
@@ -97,7 +99,7 @@ def check_group_choices(overrides: list[str], conf_dir: str = CONF_DIR) -> None:
 def compose_jobs(config_name: str, overrides: list[str], multirun: bool) -> list[DictConfig]:
     """The config of every job Hydra would run for this command line (Hydra's own composition and
     sweep expansion, so what is checked is exactly what runs)."""
-    register_configs()
+    register_configs(overrides)
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         app = GlobalHydra.instance().hydra
         mode = RunMode.MULTIRUN if multirun else RunMode.RUN
@@ -198,7 +200,7 @@ def hydra_app(config_name: str, convert: Convert, task: Callable[[Any], object],
                 log.exception("run failed; recorded as status=failed, continuing the sweep")
 
     def main() -> None:
-        register_configs()
+        register_configs(sys.argv[1:])
         with user_errors():
             preflight(sys.argv[1:], config_name, convert, check)
             _job()

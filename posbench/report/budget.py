@@ -22,12 +22,11 @@ table:
 from __future__ import annotations
 
 import math
-from pathlib import Path
+from typing import Mapping
 
 import pandas as pd
 
 from posbench.report.prose import join_words
-from posbench.results import read_history
 
 DEFAULT_IMPROVING = 0.02  # a run still improving: 1x validation loss fell by more over its last doubling
 DEFAULT_SPREAD = 0.10  # compared encodings' 1x perplexities differ by more: a warning
@@ -52,18 +51,22 @@ def last_doubling(history: pd.DataFrame | None) -> dict:
     end = val.iloc[-1]
     before = val[val["step"] <= end["step"] / 2]
     start = before.iloc[-1] if not before.empty else val.iloc[0]
+    if not 0 < start["step"] < end["step"]:  # every validation point at one step: no fall to measure
+        return none
     doublings = math.log2(end["step"] / start["step"])
     change = (start["val_loss"] - end["val_loss"]) / start["val_loss"] / doublings
     return {"change": change, "from_step": int(start["step"]), "to_step": int(end["step"]),
             "estimated": not math.isclose(doublings, 1.0)}
 
 
-def convergence(runs: pd.DataFrame, threshold: float = DEFAULT_IMPROVING) -> pd.DataFrame:
-    """One row per completed run: budget, final validation loss, fall over the last doubling, flag."""
+def convergence(runs: pd.DataFrame, histories: Mapping[str, pd.DataFrame | None],
+                threshold: float = DEFAULT_IMPROVING) -> pd.DataFrame:
+    """One row per completed run: budget, final validation loss, fall over the last doubling, flag.
+    ``histories``: each run's training curve, by run directory."""
     done = runs[runs["status"] == "completed"]
     rows = []
     for _, r in done.iterrows():
-        d = last_doubling(read_history(Path(r["run_dir"])))
+        d = last_doubling(histories.get(r["run_dir"]))
         rows.append({"run_id": r["run_id"], "encoding": r["encoding"], "model": r["model"], "train_len": r["train_len"],
                      "seed": r["seed"], "steps": r["train_steps"], "train_tokens": r["train_tokens"],
                      "final_val_loss": r["final_val_loss"], **d,

@@ -1,109 +1,150 @@
-"""What a reader needs besides the numbers: how the runs were made (commands), on what
-(environment, corpus) and with which settings (each run's resolved config)."""
+"""What every report section reads, computed once: the runs (each file read once), the records the
+tables compare, and the frames several sections share (the main table, the convergence of each
+run, the during-training curves).
+
+``ReportContext.load`` does every check that can refuse a report (no runs, an unknown protocol,
+nothing usable) before anything is written. Frames are computed on first use (``cached_property``);
+a plug-in section can keep its own with ``derived``.
+"""
 
 from __future__ import annotations
 
-import math
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
+from typing import Any, Callable
 
+import numpy as np
 import pandas as pd
-import yaml
-from omegaconf import OmegaConf
 
-from posbench.results import CONFIG
-
-# keys that differ between runs for reasons that say nothing about the experiment
-NOISE_KEYS = ("runs_dir",)
-
-
-def flat_config(run_dir: str) -> dict:
-    cfg = OmegaConf.to_container(OmegaConf.load(Path(run_dir) / CONFIG))
-    return {k: v for k, v in _flatten(cfg) if k not in NOISE_KEYS}
+from posbench.errors import PosbenchError
+from posbench.report import budget, tasks
+from posbench.report.load import LoadedRuns, RunFiles, load_runs
+from posbench.report.tables import comparable_records, main_table
+from posbench.report.tuning import choose_settings, split_runs
+from posbench.tasks import LM
 
 
-def _flatten(tree: dict, prefix: str = ""):
-    for key, value in tree.items():
-        if isinstance(value, dict) and value:
-            yield from _flatten(value, f"{prefix}{key}.")
-        else:
-            yield f"{prefix}{key}", value
+@dataclass(frozen=True)
+class Options:
+    """The report's settings (posbench-report's flags)."""
+
+    tolerance: float
+    improving: float
+    spread: float
+    threshold: float
+    protocols: list[str] | None = None
 
 
-def config_split(runs: pd.DataFrame) -> tuple[dict, pd.DataFrame]:
-    """(settings shared by every run, one row per run with the settings that differ). Together
-    they give each run's full resolved config."""
-    flats = {rid: flat_config(d) for rid, d in zip(runs["run_id"], runs["run_dir"]) if (Path(d) / CONFIG).exists()}
-    if not flats:
-        return {}, pd.DataFrame()
-    keys = list(dict.fromkeys(k for flat in flats.values() for k in flat))
-    # shared: present in every run with one value; a key only some encodings have always differs
-    shared = {k: v for k, v in next(iter(flats.values())).items()
-              if all(k in f and repr(f[k]) == repr(v) for f in flats.values())}
-    differing = [k for k in keys if k not in shared]
-    # an encoding's own parameters go into one column: each encoding has different ones
-    params = [k for k in differing if k.startswith("encoding.") and k != "encoding.name"]
-    rows = []
-    for rid, f in flats.items():
-        row = {"run_id": rid, **{k: _text(f[k]) if k in f else "" for k in differing if k not in params}}
-        if params:
-            row["encoding parameters"] = ", ".join(f"{k.removeprefix('encoding.')}={_text(f[k])}" for k in params if k in f)
-        rows.append(row)
-    return shared, pd.DataFrame(rows)
+class ReportContext:
+    """Runs and frames shared by the sections. ``completed``: the completed language-model runs
+    the perplexity sections compare (at the default setting of a learning-rate grid);
+    ``task_runs``: completed runs of synthetic tasks; ``all_completed``: every completed run."""
 
+    def __init__(self, runs_dir: Path, options: Options, loaded: LoadedRuns, evals: pd.DataFrame):
+        self.runs_dir, self.options, self.files, self.skipped = runs_dir, options, loaded.files, loaded.skipped
+        self.runs = loaded.runs  # every readable run (at the default setting of a learning-rate grid)
+        self.all_completed = loaded.runs[loaded.runs["status"] == "completed"]
+        is_lm = self.all_completed["task"].fillna(LM) == LM
+        self.task_runs = self.all_completed[~is_lm]
+        self.lm_runs = self.all_completed[is_lm]  # every completed language model, tuned or not
+        self.has_lm = not evals.empty  # else a report of task runs only: no perplexity sections
+        self.evals, self.left_out = comparable_records(evals) if self.has_lm else (evals, pd.DataFrame())
+        self.completed = self.lm_runs if self.has_lm else self.all_completed
+        self.choices = choose_settings(self.completed, self.configs) if self.has_lm else None
+        self.tuned = None
+        if self.choices is not None:  # a learning-rate grid: the main table keeps the default setting
+            default_ids, chosen_ids = split_runs(self.completed, self.choices, self.configs)
+            self.tuned = main_table(self.evals[self.evals["run_id"].isin(chosen_ids)], options.tolerance)
+            keep = default_ids or chosen_ids
+            self.evals = self.evals[self.evals["run_id"].isin(keep)]
+            self.completed = self.completed[self.completed["run_id"].isin(keep)]
+            if default_ids:
+                self.runs = self.runs[self.runs["run_id"].isin(default_ids) | (self.runs["status"] != "completed")]
+        self._derived: dict[str, Any] = {}
 
-def _text(v) -> str:
-    """A config value as the YAML one would write (null, lists inline)."""
-    if isinstance(v, float) and math.isnan(v):
-        return "null"
-    return yaml.safe_dump(_plain(v), default_flow_style=True).strip().removesuffix("...").strip()
+    @classmethod
+    def load(cls, runs_dir: Path, options: Options) -> ReportContext:
+        """The runs below ``runs_dir``; PosbenchError when they make no report."""
+        loaded = load_runs(runs_dir)
+        if loaded.runs.empty:
+            raise PosbenchError(f"no runs (metrics.json) found below {str(runs_dir)!r}")
+        evals = loaded.evals
+        if options.protocols and not evals.empty:
+            if unknown := sorted(set(options.protocols) - set(evals["protocol"])):
+                raise PosbenchError(f"no evaluations with protocol {unknown[0]!r} below {str(runs_dir)!r}; "
+                                    f"found: {', '.join(sorted(evals['protocol'].unique()))}")
+            evals = evals[evals["protocol"].isin(options.protocols)]
+        ctx = cls(runs_dir, options, loaded, evals)
+        if ctx.all_completed.empty or (evals.empty and ctx.task_records.empty):
+            raise PosbenchError(f"no completed, evaluated runs below {str(runs_dir)!r} ({len(loaded.runs)} runs, "
+                                "none usable)")
+        return ctx
 
+    # -- each run's files, read once (posbench/report/load.py) ------------------------------------
+    @cached_property
+    def configs(self) -> dict[str, Any]:
+        return {d: f.config for d, f in self.files.items()}
 
-def nested_yaml(flat: dict) -> str:
-    """A flat {a.b: v} dict back to nested YAML, for reading."""
-    tree: dict = {}
-    for key, value in sorted(flat.items()):
-        node = tree
-        *parents, leaf = key.split(".")
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[leaf] = _plain(value)
-    return yaml.safe_dump(tree, sort_keys=True, default_flow_style=None)
+    @cached_property
+    def histories(self) -> dict[str, pd.DataFrame | None]:
+        return {d: f.history for d, f in self.files.items()}
 
+    def run_files(self, run_dir: str) -> RunFiles:
+        return self.files[run_dir]
 
-def _plain(v):
-    if hasattr(v, "item"):  # numpy scalar
-        v = v.item()
-    if isinstance(v, float) and math.isnan(v):
-        return None
-    return v
+    def per_position(self, runs: pd.DataFrame) -> dict[str, dict[str, np.ndarray]]:
+        """The per-position curves of ``runs``, by run id."""
+        return {rid: self.files[d].per_position for rid, d in zip(runs["run_id"], runs["run_dir"]) if d in self.files}
 
+    # -- frames several sections share --------------------------------------------------------------
+    @cached_property
+    def table(self) -> pd.DataFrame:
+        """The main table (posbench/report/tables.py)."""
+        return main_table(self.evals, self.options.tolerance)
 
-def run_config_yaml(run_dir: str) -> str:
-    return (Path(run_dir) / CONFIG).read_text()
+    @cached_property
+    def ratio_column(self) -> str | None:
+        """The main table's ``<M>x/1x`` column (None with one multiple, or none at 1x)."""
+        return next((c for c in self.table.columns if c.endswith("/1x")), None)
 
+    @cached_property
+    def convergence(self) -> pd.DataFrame:
+        return budget.convergence(self.completed, self.histories, self.options.improving)
 
-def environment(runs: pd.DataFrame) -> pd.DataFrame:
-    """Distinct (device, torch, python, posbench, corpus) combinations and how many runs used each."""
-    rows = []
-    for _, m in runs.iterrows():
-        corpus = m["corpus"] if isinstance(m["corpus"], dict) else {}
-        rows.append({
-            "device": m["device"], "torch": m["torch_version"], "python": m["python"],
-            "posbench": m["posbench_version"],
-            "corpus": f"{corpus.get('source')} {corpus.get('hash') or corpus.get('fingerprint') or ''}".strip(),
-            "train tokens": corpus.get("train_tokens"), "val tokens": corpus.get("val_tokens"),
-        })
-    env = pd.DataFrame(rows)
-    return env.value_counts(dropna=False).rename("runs").reset_index()
+    @cached_property
+    def during_training(self) -> pd.DataFrame:
+        """Mean 1x perplexity and ratio against training tokens (empty without eval.during_training)."""
+        probe = budget.probe_frame(self.completed)
+        return budget.probe_curves(probe) if not probe.empty else pd.DataFrame()
 
+    @cached_property
+    def _task_frames(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        return tasks.task_frame(self.all_completed, self.configs)
 
-def commands(runs_dir: Path, runs: pd.DataFrame) -> list[str]:
-    """The commands that made these runs: each Hydra sweep's overrides (multirun.yaml in the
-    sweep folder), and the per-run command recorded in metrics.json for runs outside a sweep."""
-    found = []
-    for f in sorted(Path(runs_dir).rglob("multirun.yaml")):
-        task = (OmegaConf.load(f).hydra.overrides.task) or []
-        found.append("posbench-train -m " + " ".join(task))
-    for cmds in runs["commands"]:
-        found.extend(cmds if isinstance(cmds, list) else [])
-    return list(dict.fromkeys(found))  # unique, in order
+    @property
+    def task_records(self) -> pd.DataFrame:
+        """Every task record compared (on its task's most common example set)."""
+        return self._task_frames[0]
+
+    @property
+    def task_left_out(self) -> pd.DataFrame:
+        return self._task_frames[1]
+
+    @cached_property
+    def attention(self) -> pd.DataFrame:
+        return tasks.attention_frame(self.all_completed)
+
+    @cached_property
+    def unevaluated(self) -> pd.DataFrame:
+        """Completed runs with no number in any table (trained, then killed while evaluating)."""
+        if not self.has_lm:
+            return self.completed[self.completed["task_evaluations"].map(lambda t: not t)]
+        return self.completed[~self.completed["run_id"].isin(self.evals["run_id"])]
+
+    def derived(self, key: str, compute: Callable[[], Any]) -> Any:
+        """``compute()`` the first time ``key`` is asked for, the same object after: for frames a
+        section needs both in ``applies`` and in ``build``, or that several sections share."""
+        if key not in self._derived:
+            self._derived[key] = compute()
+        return self._derived[key]

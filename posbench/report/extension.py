@@ -10,12 +10,11 @@ perplexity over seeds comes within the tolerance of it (the PI and YaRN papers' 
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pandas as pd
 
-TAG = re.compile(r"^(?P<encoding>.+?)(?:\+(?P<method>linear|ntk|yarn))?@(?P<factor>[0-9.]+)x\+ft(?P<steps>\d+)$")
+from posbench.report.style import parse_row
+
 KEYS = ["encoding", "method", "model", "train_len", "target"]
 
 
@@ -24,13 +23,13 @@ def extension_frame(evals: pd.DataFrame) -> pd.DataFrame:
     train_len, target, seed, token_set, ppl."""
     rows = []
     for r in evals[evals["ppl"].notna()].itertuples():
-        m = TAG.match(str(r.variant))
-        if m is None:
+        ext = parse_row(str(r.variant)).extension
+        if ext is None:
             continue
-        target = int(round(r.train_len * float(m["factor"])))
+        target = int(round(r.train_len * ext.factor))
         if r.length != target:
             continue
-        rows.append({"encoding": m["encoding"], "method": m["method"] or "plain", "steps": int(m["steps"]),
+        rows.append({"encoding": ext.encoding, "method": ext.method, "steps": ext.steps,
                      "model": r.model, "train_len": int(r.train_len), "target": target, "seed": r.seed,
                      "token_set": r.token_set, "ppl": r.ppl})
     return pd.DataFrame(rows, columns=[*KEYS, "steps", "seed", "token_set", "ppl"])

@@ -1,84 +1,50 @@
-"""The report's figures (matplotlib, files only). Every encoding keeps one colour in every figure
-of every report: the palette is fixed by the list of known encodings and RoPE variants, not by
-which runs a report happens to contain."""
+"""The report's figures (matplotlib, files only). Every row keeps one colour in every figure of
+every report: its style comes from its encoding (posbench/report/style.py), not from which runs a
+report happens to contain. Figures draw one family per column, so that no panel holds more than a
+handful of lines (a sweep of every encoding has 19 variants); nope, the baseline, is drawn dashed
+in every family. The figures receive what they draw (tables, curves); they read no run files."""
 
 from __future__ import annotations
 
 import io
 import warnings
 from pathlib import Path
+from typing import Mapping
 
-import matplotlib
+from posbench.report.mplconfig import use_writable_config_dir
+
+use_writable_config_dir()  # before matplotlib is imported: no warnings about an unwritable HOME
+
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")  # files only, no display needed
-import matplotlib.pyplot as plt
-import numpy as np
-import pandas as pd
-from matplotlib.colors import LogNorm
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.colors import LogNorm  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
-from posbench.report.tables import completed, multiple_columns
-from posbench.results import atomic_write_bytes, per_position_key, read_history, read_per_position
-from posbench.tasks import TASKS
-from posbench.variants import BCA_SUFFIX, RANDPOS_SUFFIX, base_variant, temperature_of
+from posbench.report.style import families_in, row_order, row_style  # noqa: E402
+from posbench.report.tables import completed, multiple_columns  # noqa: E402
+from posbench.results import atomic_write_bytes, per_position_key  # noqa: E402
+from posbench.tasks import TASKS  # noqa: E402
 
 PANEL = ["model", "train_len"]
 METRIC_WORDS = {"exact": "exact match", "token_accuracy": "token accuracy"}
 PLAIN = FuncFormatter(lambda v, _: f"{v:g}")
-
-
-# tab20 comes in (dark, light) pairs of one hue: related encodings share a hue
-_TAB20 = {hue: i for i, hue in enumerate(["blue", "orange", "green", "red", "purple", "brown", "pink", "grey", "olive", "cyan"])}
-PALETTE = {
-    "rope": ("blue", 0), "rope+yarn": ("blue", 1),
-    "rope+linear": ("orange", 0), "rope+dynamic_ntk": ("orange", 1),
-    "xpos": ("cyan", 0), "rope+ntk": ("cyan", 1),
-    "kerple_log": ("green", 0), "kerple_power": ("green", 1),
-    "alibi": ("red", 0), "sandwich": ("red", 1),
-    "t5": ("purple", 0), "fire": ("purple", 1),
-    "sinusoidal": ("brown", 0), "sinusoidal_concat": ("brown", 1),
-    "learned": ("pink", 0), "conv": ("pink", 1),
-    "nope": ("grey", 0),
-    "shaw": ("olive", 0), "transformer_xl": ("olive", 1),
-}
-
-
-def colour(variant: str):
-    """The fixed colour of a variant in every figure of every report (unknown ones: light grey)."""
-    key = base_variant(variant).split("@")[0]
-    hue, light = PALETTE.get(key, ("grey", 1))
-    return plt.get_cmap("tab20")(2 * _TAB20[hue] + light)
-
-
-# Figures draw one family per column, so that no panel holds more than a handful of lines (a
-# sweep of every encoding has 19 variants). nope, the baseline, is drawn dashed in every family.
-FAMILIES = {
-    "absolute / none": ["nope", "sinusoidal", "sinusoidal_concat", "learned", "conv"],
-    "rotary": ["rope", "rope+linear", "rope+ntk", "rope+dynamic_ntk", "rope+yarn", "xpos"],
-    "score bias": ["alibi", "sandwich", "kerple_log", "kerple_power", "t5", "fire"],
-    "relative (content)": ["shaw", "transformer_xl"],
-}
 BASELINE = "nope"
 
 
-def linestyle(variant: str) -> str:
-    """Evaluation-only variants of an encoding share its colour: +bca and +randpos dash-dotted,
-    attention temperatures (+temp<c>) dotted."""
-    if temperature_of(variant) is not None:
-        return ":"
-    return "-." if variant.endswith((BCA_SUFFIX, RANDPOS_SUFFIX)) else "-"
+def colour(row: str):
+    return row_style(row).colour
 
 
-def family_of(variant: str) -> str:
-    """The family of a variant (a context-extension variant goes with its base: rope+yarn is
-    rotary); unknown ones go to "other"."""
-    base = variant.split("+")[0]
-    return next((name for name, members in FAMILIES.items() if variant in members or base in members), "other")
+def linestyle(row: str) -> str:
+    return row_style(row).linestyle
 
 
-def families_in(variants) -> list[str]:
-    present = {family_of(v) for v in variants}
-    return [f for f in [*FAMILIES, "other"] if f in present]
+def family_of(row: str) -> str:
+    return row_style(row).family
 
 
 def _family_grid(n_rows: int, n_cols: int):
@@ -149,12 +115,12 @@ def plot_ppl_vs_length(table: pd.DataFrame, path: Path) -> None:
     save(fig, path)
 
 
-def plot_per_position(runs: pd.DataFrame, evals: pd.DataFrame, path: Path) -> None:
+def plot_per_position(evals: pd.DataFrame, per_position: Mapping[str, Mapping[str, np.ndarray]], path: Path) -> None:
     """Mean loss by position at each variant's longest defined length (mean over seeds, moving
-    average); one row per (protocol, model, train_len), one column per family of encodings."""
+    average); one row per (protocol, model, train_len), one column per family of encodings.
+    ``per_position``: each run's curves (per_position.npz), by run id."""
     done = completed(evals)
     done = done[done["ppl"].notna()]
-    run_dirs = dict(zip(runs["run_id"], runs["run_dir"]))
     rows = sorted(done.groupby(["protocol", *PANEL]).groups)
     fams = families_in(done["variant"])
     fig, axes = _family_grid(len(rows), len(fams))
@@ -164,8 +130,9 @@ def plot_per_position(runs: pd.DataFrame, evals: pd.DataFrame, path: Path) -> No
             ax = axes[r][c]
             for variant, g in sub[sub["variant"].map(family_of) == fam].groupby("variant"):
                 L = int(g["length"].max())
-                curves = [_load_curve(run_dirs[rid], per_position_key(variant, protocol, L)) for rid in g[g["length"] == L]["run_id"]]
-                curves = [x for x in curves if x is not None]
+                key = per_position_key(variant, protocol, L)
+                curves = [per_position[rid][key].astype(float) for rid in g[g["length"] == L]["run_id"]
+                          if key in per_position.get(rid, {})]
                 if not curves:
                     continue
                 with np.errstate(all="ignore"), warnings.catch_warnings():
@@ -189,11 +156,6 @@ def plot_per_position(runs: pd.DataFrame, evals: pd.DataFrame, path: Path) -> No
     save(fig, path)
 
 
-def _load_curve(run_dir: str, key: str):
-    arrays = read_per_position(Path(run_dir)) or {}  # load_runs has checked that it reads
-    return arrays[key].astype(float) if key in arrays else None
-
-
 def plot_ratio_heatmap(table: pd.DataFrame, path: Path) -> str | None:
     """One heatmap: encodings (rows, grouped by family) x (protocol, model, train_len) columns,
     coloured by the longest multiple's ratio to 1x on a log scale centred on 1; returns the ratio
@@ -201,8 +163,7 @@ def plot_ratio_heatmap(table: pd.DataFrame, path: Path) -> str | None:
     ratio = next((c for c in table.columns if c.endswith("/1x")), None)
     if ratio is None:
         return None
-    order = {v: i for i, v in enumerate(m for members in FAMILIES.values() for m in members)}
-    variants = sorted(table["variant"].unique(), key=lambda v: (order.get(v, len(order)), v))
+    variants = sorted(table["variant"].unique(), key=row_order)
     grid = table.pivot_table(index="variant", columns=["protocol", *PANEL], values=ratio, dropna=False).reindex(variants)
     values = grid.to_numpy(dtype=float)
     fig, ax = plt.subplots(figsize=(2.6 + 0.95 * grid.shape[1], 1.0 + 0.3 * grid.shape[0]))
@@ -239,9 +200,10 @@ def plot_ratio_heatmap(table: pd.DataFrame, path: Path) -> str | None:
     return ratio
 
 
-def plot_training_curves(runs: pd.DataFrame, path: Path) -> None:
+def plot_training_curves(runs: pd.DataFrame, histories: Mapping[str, pd.DataFrame | None], path: Path) -> None:
     """Training loss against step (mean over seeds, smoothed) and validation loss (dots); one row
-    per (model, train_len), one column per family of encodings."""
+    per (model, train_len), one column per family of encodings. ``histories``: each run's
+    training curve, by run directory."""
     done = runs[runs["status"] == "completed"]
     rows = sorted(done.groupby(PANEL).groups)
     fams = families_in(done["encoding"])
@@ -251,7 +213,7 @@ def plot_training_curves(runs: pd.DataFrame, path: Path) -> None:
         for c, fam in enumerate(fams):
             ax = axes[r][c]
             for encoding, g in sub[sub["encoding"].map(family_of) == fam].groupby("encoding"):
-                hist = [h for h in (_history(d) for d in g["run_dir"]) if h is not None and not h.empty]
+                hist = [h for h in (histories.get(d) for d in g["run_dir"]) if h is not None and not h.empty]
                 if not hist:
                     continue
                 both = pd.concat(hist)
@@ -264,10 +226,6 @@ def plot_training_curves(runs: pd.DataFrame, path: Path) -> None:
                           "step", "loss (nats/byte)", bool(ax.lines))
     fig.tight_layout()
     save(fig, path)
-
-
-def _history(run_dir: str) -> pd.DataFrame | None:
-    return read_history(Path(run_dir))  # load_runs has checked that it reads
 
 
 def plot_during_training(curves: pd.DataFrame, path: Path) -> None:

@@ -21,28 +21,31 @@ perplexity tables compare one token set.
 
 from __future__ import annotations
 
+from typing import Mapping
+
 import numpy as np
 import pandas as pd
+from omegaconf import DictConfig, OmegaConf
 
 from posbench.errors import PosbenchError
 from posbench.report.stats import ci95_halfwidth
-from posbench.results import read_run_config
 from posbench.tasks import TASKS
 
 DEFAULT_THRESHOLD = 0.8
 KEYS = ["task", "variant", "model", "train_len"]
 
 
-def task_frame(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+def task_frame(runs: pd.DataFrame, configs: Mapping[str, DictConfig]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(records, left out): one row per task record of a completed run (``accuracy``: its task's
-    metric), on its task's most common example set; the records on other sets apart."""
+    metric), on its task's most common example set; the records on other sets apart. ``configs``:
+    the runs' configs by run directory (the task's parameters give its chance level and loss)."""
     frame = _records(runs, "task_evaluations")
     if frame.empty:
         return frame, frame
     metric = frame["task"].map(lambda t: getattr(TASKS.find(t), "metric", "exact"))
     frame["accuracy"] = [r[m] for (_, r), m in zip(frame.iterrows(), metric)]
     scored = set(frame["run_id"])
-    run_task = {r.run_id: _task_of_run(r.run_dir) for r in runs.itertuples() if r.run_id in scored}
+    run_task = {r.run_id: _task_of_run(configs[r.run_dir]) for r in runs.itertuples() if r.run_id in scored}
     frame["chance"] = [np.nan if run_task[rid] is None else run_task[rid].chance(None if pd.isna(c) else c)
                        for rid, c in zip(frame["run_id"], frame["condition"])]
     frame["loss"] = [None if run_task[rid] is None else run_task[rid].params.loss for rid in frame["run_id"]]
@@ -51,12 +54,13 @@ def task_frame(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return frame[keep].reset_index(drop=True), frame[~keep].reset_index(drop=True)
 
 
-def _task_of_run(run_dir: str):
+def _task_of_run(cfg: DictConfig):
     """The task (with the run's parameters) a run trained on; None when its config cannot say."""
     try:
         from posbench.spec import TaskSpec
 
-        return TaskSpec.from_mapping(read_run_config(run_dir).get("task")).build()
+        section = cfg.get("task")
+        return TaskSpec.from_mapping(OmegaConf.to_container(section, resolve=True) if section is not None else None).build()
     except (ValueError, PosbenchError):
         return None
 

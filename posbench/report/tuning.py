@@ -7,28 +7,31 @@ validation loss at train_len; never on extrapolation), with the chosen values be
 
 from __future__ import annotations
 
+from typing import Mapping
+
 import pandas as pd
+from omegaconf import DictConfig
 
 from posbench.trainer import TrainConfig
-from posbench.results import read_config
 
 DEFAULT = (TrainConfig().lr, 1.0)  # (train.lr, encoding.lr_mult) of a run with no overrides
 GROUP = ["encoding", "model", "train_len"]
 
 
-def run_settings(runs: pd.DataFrame) -> pd.DataFrame:
-    """run_id, lr, lr_mult of every run (from its config.yaml)."""
+def run_settings(runs: pd.DataFrame, configs: Mapping[str, DictConfig]) -> pd.DataFrame:
+    """run_id, lr, lr_mult of every run (from its config, ``configs`` by run directory)."""
     rows = []
     for rid, d in zip(runs["run_id"], runs["run_dir"]):
-        cfg = read_config(d)
+        cfg = configs[d]
         rows.append({"run_id": rid, "lr": float(cfg.train.lr), "lr_mult": float(cfg.encoding.get("lr_mult", 1.0))})
     return pd.DataFrame(rows, columns=["run_id", "lr", "lr_mult"])
 
 
-def choose_settings(runs: pd.DataFrame) -> pd.DataFrame | None:
+def choose_settings(runs: pd.DataFrame, configs: Mapping[str, DictConfig]) -> pd.DataFrame | None:
     """Per (encoding, model, train_len): every setting's mean 1x validation loss and the chosen one
     (lowest); None when every run shares one setting (nothing was tuned)."""
-    done = runs[runs["status"] == "completed"].merge(run_settings(runs[runs["status"] == "completed"]), on="run_id")
+    done = runs[runs["status"] == "completed"]
+    done = done.merge(run_settings(done, configs), on="run_id")
     if done.empty or len(done[["lr", "lr_mult"]].drop_duplicates()) < 2:
         return None
     per = done.groupby(GROUP + ["lr", "lr_mult"]).agg(val_loss=("final_val_loss", "mean"), seeds=("seed", "nunique")).reset_index()
@@ -37,9 +40,9 @@ def choose_settings(runs: pd.DataFrame) -> pd.DataFrame | None:
     return per.fillna({"chosen": False})
 
 
-def split_runs(runs: pd.DataFrame, choices: pd.DataFrame) -> tuple[set, set]:
+def split_runs(runs: pd.DataFrame, choices: pd.DataFrame, configs: Mapping[str, DictConfig]) -> tuple[set, set]:
     """(run ids at the default setting, run ids at each encoding's chosen setting)."""
-    settings = runs.merge(run_settings(runs), on="run_id")
+    settings = runs.merge(run_settings(runs, configs), on="run_id")
     default = settings[(settings["lr"] == DEFAULT[0]) & (settings["lr_mult"] == DEFAULT[1])]
     chosen = settings.merge(choices[choices["chosen"]][GROUP + ["lr", "lr_mult"]], on=GROUP + ["lr", "lr_mult"])
     return set(default["run_id"]), set(chosen["run_id"])

@@ -1,0 +1,94 @@
+"""Run directories in: every file of a run read once, checked, and kept for the whole report.
+
+results.load_runs reads a completed run's config, history and per-position curves to check them
+and drops what it read; the report's sections then read them again (history.json three times:
+training curves, convergence, task budgets; config.yaml four). Here each file is read once and kept
+in a ``RunFiles``: the sections take what they need from it. The checks are results.load_runs'
+plus the report's own (posbench/report/checks.py): a run that fails one is skipped with one warning
+and listed as unreadable, never a traceback half way through a report.
+
+The per-position curves of every completed run stay in memory: a few hundred kilobytes per run
+at the default lengths.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from omegaconf import DictConfig
+
+from posbench.report.style import remember_row
+from posbench.report.checks import check_history, check_per_position, check_records, parse_config
+from posbench.results import (
+    CONFIG,
+    CONTEXT_COLUMNS,
+    METRICS,
+    RUN_COLUMNS,
+    check_metrics,
+    find_runs,
+    read_history,
+    read_per_position,
+)
+
+log = logging.getLogger("posbench")
+
+
+@dataclass(frozen=True)
+class RunFiles:
+    """What the report reads of a completed run besides its metrics."""
+
+    config: DictConfig
+    config_text: str  # as written, for the report's "config of <run>" blocks
+    history: pd.DataFrame | None  # None: the run wrote no history.json
+    per_position: dict[str, np.ndarray]  # empty: no per_position.npz
+
+
+@dataclass(frozen=True)
+class LoadedRuns:
+    """One row per readable run, one row per run x variant x protocol x length, the run
+    directories that could not be read ({run_dir, reason}) and each completed run's files (by
+    run directory)."""
+
+    runs: pd.DataFrame
+    evals: pd.DataFrame
+    skipped: list[dict]
+    files: dict[str, RunFiles]
+
+
+def read_run_files(run_dir: Path) -> RunFiles:
+    try:
+        text = (run_dir / CONFIG).read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"{CONFIG}: {type(e).__name__}") from None
+    arrays = read_per_position(run_dir) or {}
+    check_per_position(arrays)
+    return RunFiles(parse_config(text), text, check_history(read_history(run_dir)), arrays)
+
+
+def load_runs(root: Path) -> LoadedRuns:
+    """Every run below ``root`` (results.load_runs' frames, with the files kept)."""
+    runs, evals, skipped, files = [], [], [], {}
+    for run_dir in find_runs(root):
+        try:
+            m = check_metrics(json.loads((run_dir / METRICS).read_text()))
+            check_records(m)
+            if m["status"] == "completed":
+                files[str(run_dir)] = read_run_files(run_dir)
+        except (ValueError, OSError) as e:
+            log.warning("skipping run %s: %s", run_dir, e)
+            skipped.append({"run_dir": str(run_dir), "reason": str(e)})
+            continue
+        row = {k: m.get(k) for k in RUN_COLUMNS + CONTEXT_COLUMNS}
+        row["run_dir"] = str(run_dir)
+        runs.append(row)
+        for e in m.get("evaluations", []):
+            e = dict(e)
+            remember_row(str(e["variant"]), e.pop("row", None))  # what the row is: its style, not a column
+            evals.append({**{k: row[k] for k in ("run_id", "encoding", "model", "train_len", "seed", "status")}, **e})
+    frame = pd.DataFrame(runs, columns=RUN_COLUMNS + CONTEXT_COLUMNS + ["run_dir"])
+    return LoadedRuns(frame, pd.DataFrame(evals), skipped, files)

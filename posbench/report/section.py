@@ -1,0 +1,109 @@
+"""A report section: one module that says when it applies, what it writes and what it shows.
+
+A section declares its files (``files``: each name with a one-line description), and the report
+builds everything that follows from that declaration: the "Files" list at the end of the report
+(from the sections that ran), and the removal of files an earlier report wrote whose section no
+longer applies (a figure must not outlive its data). ``build`` receives the ReportContext, where
+every run was read once, and a ``SectionOutput`` that writes only the files the section declared.
+
+Built-in sections are the modules of posbench/report/sections/, registered with
+``@SECTIONS.register("name")``; another package adds one through the entry-point group
+``posbench.report_sections`` (posbench/registry.py)::
+
+    [project.entry-points."posbench.report_sections"]
+    my_section = "mypkg.report:MySection"
+
+``order`` places a section among the others (the built-ins' orders are 0 to 140, ten apart).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
+
+import pandas as pd
+
+from posbench.errors import PosbenchError
+from posbench.registry import Registry, subclass_check
+from posbench.results import atomic_write_text
+
+if TYPE_CHECKING:
+    from posbench.report.context import ReportContext
+
+
+@dataclass(frozen=True)
+class Output:
+    """A file a section writes beside the report. ``<...>`` in the name stands for a part the
+    section fills in per item (``task_<task>.png``: one figure per task)."""
+
+    name: str
+    description: str
+
+    @property
+    def pattern(self) -> str:
+        return re.sub(r"<[^>]*>", "*", self.name)
+
+    def matches(self, name: str) -> bool:
+        return fnmatch.fnmatchcase(name, self.pattern)
+
+    @property
+    def is_figure(self) -> bool:
+        return self.name.endswith(".png")
+
+
+class Section:
+    """Base of every report section (see the module doc)."""
+
+    name: ClassVar[str]  # set by the registry
+    order: ClassVar[float] = 100.0
+    files: ClassVar[tuple[Output, ...]] = ()
+
+    def applies(self, ctx: ReportContext) -> bool:
+        """Whether the runs of this report have what the section shows."""
+        return True
+
+    def build(self, ctx: ReportContext, out: SectionOutput) -> list:
+        """The section's blocks (posbench/report/document.py), after writing its files with ``out``."""
+        raise NotImplementedError
+
+
+SECTIONS: Registry[type[Section]] = Registry("report section", "posbench.report_sections", "posbench.report.sections",
+                                              subclass_check(Section))
+
+
+class SectionOutput:
+    """Writes one section's files into the report folder; records what was written (name ->
+    description) so that the report lists it and keeps it. A name the section did not declare is
+    a programming error; a folder that cannot be written is the user's, in one line."""
+
+    def __init__(self, folder: Path, section: Section, written: dict[str, str]):
+        self.folder, self.section, self.written = folder, section, written
+
+    def _claim(self, name: str, description: str | None) -> Path:
+        declared = next((f for f in self.section.files if f.matches(name)), None)
+        if declared is None:
+            raise RuntimeError(f"report section {self.section.name!r} writes {name!r}, which it does not declare in files")
+        self.written[name] = description or declared.description
+        return self.folder / name
+
+    def text(self, name: str, text: str) -> None:
+        path = self._claim(name, None)
+        write_or_fail(self.folder, lambda: atomic_write_text(path, text))
+
+    def csv(self, name: str, frame: pd.DataFrame) -> None:
+        self.text(name, frame.to_csv(index=False))
+
+    def figure(self, name: str, plot: Callable[..., Any], *args: Any, description: str | None = None) -> Any:
+        """``plot(*args, path)``, which draws and saves the figure; returns what it returns."""
+        path = self._claim(name, description)
+        return write_or_fail(self.folder, lambda: plot(*args, path))
+
+
+def write_or_fail(folder: Path, write: Callable[[], Any]) -> Any:
+    try:
+        return write()
+    except OSError as e:
+        raise PosbenchError(f"cannot write the report into {str(folder)!r}: {e.strerror or e}") from None

@@ -1,0 +1,21 @@
+"""The built-in report sections, one module each, in the order the report shows them:
+
+    intro (0)            title and what the runs are
+    summary (10)         the training budget in one paragraph and the verdicts of every panel
+    perplexity (20)      the main table (table.csv/.md/.tex, runs.csv, pairs.csv, evaluations.csv) and its figure
+    glance (30)          the ratio heatmap
+    budget (40)          how far each run got in learning (convergence.csv), the spread warnings
+    during_training (45) 1x perplexity and ratio against training tokens (eval.during_training)
+    extension (50)       fine-tuned context extension against steps (extend runs)
+    tasks (60)           synthetic tasks: accuracy, effective length, heatmaps
+    attention (70)       attention distance and entropy (eval.attention_stats)
+    per_position (80)    loss by position at the longest length
+    training_curves (90) training and validation loss against step
+    not_in_tables (100)  diverged, failed, unevaluated, unfinished and unreadable runs
+    tuning (110)         the learning-rate grid's tuned table
+    not_compared (120)   records scored on other tokens
+    provenance (130)     commands, environment and every run's config
+
+Each registers itself with ``@SECTIONS.register(name)`` (posbench/report/section.py); the "Files"
+list that closes a report is made from the sections that ran.
+"""

@@ -1,0 +1,38 @@
+"""Context extension by fine-tuning (extension runs, posbench/extend.py): perplexity at the target
+length against fine-tuning steps, beside the encoding trained from scratch at that length."""
+
+from __future__ import annotations
+
+from posbench.report import extension, figures
+from posbench.report.document import Heading, Image, Para, Table
+from posbench.report.section import SECTIONS, Output, Section
+
+
+def _rows(ctx):
+    return ctx.derived("extension", lambda: extension.extension_frame(ctx.evals))
+
+
+@SECTIONS.register("extension")
+class Extension(Section):
+    order = 50
+    files = (Output("extension.csv", "perplexity at the target length after each number of fine-tuning steps"),
+             Output("extension.png", "perplexity at the target length against fine-tuning steps"))
+
+    def applies(self, ctx) -> bool:
+        return ctx.has_lm and not _rows(ctx).empty
+
+    def build(self, ctx, out) -> list:
+        ext, tolerance = _rows(ctx), ctx.options.tolerance
+        scratch = extension.scratch_frame(ctx.evals, ext)
+        table = extension.extension_table(ext, scratch, tolerance)
+        out.csv("extension.csv", table)
+        out.figure("extension.png", figures.plot_extension, extension.curves(ext), scratch)
+        return [Heading("Context extension by fine-tuning"),
+                Para("Models trained at `train_len`, continued at a longer target length (`extend`: rows "
+                     "`<encoding>[+<method>]@<s>x+ft<steps>`; 0 steps is the parent's weights with the method, the "
+                     "zero-shot point), scored at the target length against the number of fine-tuning steps; dashed, "
+                     "the same encoding trained from scratch at the target length, on the same tokens. "
+                     f"`steps to within {tolerance:.0%}`: the fewest steps whose mean perplexity over seeds comes within "
+                     f"{tolerance:.0%} of it (`extension.csv`)."),
+                Image("extension.png", self.files[1].description),
+                Table(table.round(2).fillna(""))]

@@ -1,0 +1,32 @@
+"""The title and what the runs are: how many, from where, and how to read the numbers."""
+
+from __future__ import annotations
+
+from posbench.report.document import Heading, Para
+from posbench.report.prose import protocol_note
+from posbench.report.section import SECTIONS, Section
+
+
+@SECTIONS.register("intro")
+class Intro(Section):
+    order = 0
+
+    def build(self, ctx, out) -> list:
+        title = Heading("posbench report", 1)
+        if not ctx.has_lm:
+            return [title, Para(f"{len(ctx.completed)} completed runs from `{ctx.runs_dir}`: byte-level models trained "
+                                "on synthetic tasks at windows of `train_len` tokens and scored at multiples of it.")]
+        # every completed run is counted: language models at every setting of a learning-rate grid, and task runs
+        n_lm, n_tasks = len(ctx.lm_runs), len(ctx.task_runs)
+        runs = f"{n_lm} completed runs" if not n_tasks else \
+            f"{n_lm + n_tasks} completed runs ({_runs(n_lm, 'language-model')} and {_runs(n_tasks, 'task')})"
+        tasks = " The task runs are scored by accuracy, in their own section." if n_tasks else ""
+        return [title,
+                Para(f"{runs} from `{ctx.runs_dir}`: byte-level language models trained on windows of `train_len` "
+                     "tokens and evaluated at multiples of it. Lower perplexity is better; an encoding that "
+                     "extrapolates keeps its 1x perplexity (ratio near 1) at lengths it never saw in training. "
+                     + protocol_note(ctx.evals) + tasks)]
+
+
+def _runs(n: int, kind: str) -> str:
+    return f"{n} {kind} run{'' if n == 1 else 's'}"

@@ -1,0 +1,24 @@
+"""Records not compared: within a panel only numbers scored on the same tokens are compared; the
+records on another token set are listed here instead of being ranked against the others."""
+
+from __future__ import annotations
+
+from posbench.report.document import Heading, Para, Table
+from posbench.report.section import SECTIONS, Section
+
+
+@SECTIONS.register("not_compared")
+class NotCompared(Section):
+    order = 120
+
+    def applies(self, ctx) -> bool:
+        return ctx.has_lm and not ctx.left_out.empty
+
+    def build(self, ctx, out) -> list:
+        return [Heading("Records not compared"),
+                Para("Within a protocol, model and train_len the report compares only numbers scored on the same "
+                     "tokens: the token set with the most records. These records were scored on another set (other "
+                     "`eval.scored_tokens`, `eval.first_scored` or fixed-target settings, or made before token sets "
+                     "were recorded), so they are in no table or figure. Re-evaluate the runs with the settings of "
+                     "the others to include them."),
+                Table(ctx.left_out.rename(columns={"token_set": "scored on", "compared_set": "the panel compares"}))]

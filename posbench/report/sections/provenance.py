@@ -1,0 +1,32 @@
+"""How these runs were made: the commands, the environment and corpus, the settings shared by
+every run and those that differ, and each run's full config (posbench/report/provenance.py)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from posbench.report.document import Code, Heading, Para, Table
+from posbench.report.provenance import commands, config_split, environment, nested_yaml
+from posbench.report.section import SECTIONS, Section
+
+
+@SECTIONS.register("provenance")
+class Provenance(Section):
+    order = 130
+
+    def build(self, ctx, out) -> list:
+        runs = ctx.completed if ctx.task_runs.empty or not ctx.has_lm else pd.concat([ctx.completed, ctx.task_runs])
+        shared, differing = config_split(runs, ctx.configs)
+        cmds = commands(ctx.runs_dir, runs)
+        blocks = [Heading("How these runs were made"),
+                  Para("Commands (from each Hydra sweep's `multirun.yaml` and each run's `metrics.json`):"),
+                  Code("\n".join(cmds) if cmds else "(not recorded)"),
+                  Para("Environment (runs per combination; `corpus`: source and content hash of the training data):"),
+                  Table(environment(runs)),
+                  Para("Settings shared by every run (resolved config):"),
+                  Code(nested_yaml(shared), "shared config")]
+        if not differing.empty:
+            blocks += [Para("Settings that differ between runs (with the shared ones, each run's full config):"),
+                       Table(differing)]
+        blocks += [Code(ctx.run_files(d).config_text, f"config of {rid}") for rid, d in zip(runs["run_id"], runs["run_dir"])]
+        return blocks

@@ -1,0 +1,79 @@
+"""Do the models use far context? Synthetic tasks (posbench/tasks): accuracy per length, the
+effective context length, whether the task runs had finished learning, and per task the
+length x condition heatmap (passkey depth, MQAR pairs)."""
+
+from __future__ import annotations
+
+from posbench.report import budget, figures, tasks
+from posbench.report.document import Heading, Image, Para, Table
+from posbench.report.section import SECTIONS, Output, Section
+from posbench.tasks import TASKS
+
+HEATMAP = "task_{}.png"  # one per task
+
+
+@SECTIONS.register("tasks")
+class Tasks(Section):
+    order = 60
+    files = (Output("tasks.csv", "the task table: accuracy per length, chance, effective length"),
+             Output("task_records.csv", "every task record"),
+             Output("task_accuracy.png", "task accuracy against evaluation length"),
+             Output(HEATMAP.format("<task>"), "one task's accuracy by evaluation length and condition"))
+
+    def applies(self, ctx) -> bool:
+        return not ctx.task_records.empty
+
+    def build(self, ctx, out) -> list:
+        records, threshold, improving = ctx.task_records, ctx.options.threshold, ctx.options.improving
+        table = tasks.task_table(records, threshold)
+        out.csv("tasks.csv", table)
+        out.csv("task_records.csv", records)
+        out.figure("task_accuracy.png", figures.plot_task_accuracy, table)
+        scored = ctx.all_completed[ctx.all_completed["run_id"].isin(set(records["run_id"]))]
+        blocks = [Heading("Do the models use far context? Synthetic tasks"),
+                  Para("Models trained on a synthetic task at `train_len` and scored at multiples of it "
+                       "(`task.loss`: `answer` trains the answer positions only, `mixed` adds the language-model "
+                       "loss on every token; each run's setting is under \"How these runs were made\"). Accuracy "
+                       "in %: for passkey exact match, the fraction of examples whose every key digit is the "
+                       "model's argmax given the true tokens before it (what greedy decoding would produce); for "
+                       "MQAR and copy the fraction of answer tokens right (queried values, copied bytes). Mean over the task's grid (passkey: needle depths; MQAR: "
+                       "numbers of pairs) and over seeds, ± half-width of the 95% t-interval over seeds. "
+                       "`chance`: what answering in the right form without retrieving scores (passkey: guessed "
+                       "digits; MQAR: one of the window's values at random, 1/pairs; copy: a random letter), the "
+                       "level of a model that has not learned the task. `beyond train_len`: mean "
+                       f"over every longer length. `effective length`: the longest length up to which accuracy "
+                       f"(mean over seeds) stays at or above {threshold:.0%} in every cell of the grid (0: not "
+                       "even at train_len)."),
+                  Table(tasks.display_task_table(table)),
+                  *[Para(_task_budget(task, g, ctx.histories, improving,
+                                      (records.loc[records["task"] == task, "loss"] == "mixed").any()))
+                    for task, g in scored.groupby("task")],
+                  Image("task_accuracy.png", self.files[2].description)]
+        for task, g in tasks.heatmap_frame(records).groupby("task"):
+            condition = _condition_name(task)
+            if condition is None:
+                continue
+            name, caption = HEATMAP.format(task), f"{task}: accuracy (%) by evaluation length and {condition}, mean over seeds"
+            out.figure(name, figures.plot_task_heatmaps, g, task, condition, description=caption)
+            blocks.append(Image(name, caption))
+        if not ctx.task_left_out.empty:
+            blocks.append(Para(f"{len(ctx.task_left_out)} task records were scored on another example set (other task "
+                               "settings or corpus) and are in no table or figure."))
+        return blocks
+
+
+def _task_budget(task: str, runs, histories, improving: float, mixed: bool) -> str:
+    """Whether a task's runs had finished learning: their training objective on validation examples
+    (``mixed``: some of them trained with ``loss: mixed``)."""
+    loss = "the validation loss (the training objective on validation examples)"
+    note = ""
+    if mixed:
+        note = (" With `loss: mixed` that objective includes the language-model loss on the text, which keeps "
+                "falling after the answers are learned: read the accuracy at train_len beside it.")
+    return budget.budget_paragraph(budget.convergence(runs, histories, improving), improving, f"Training budget ({task})",
+                                   loss, budget.TASK_CONSEQUENCE) + note
+
+
+def _condition_name(task: str) -> str | None:
+    cls = TASKS.find(task)
+    return cls.condition if cls is not None else None

@@ -1,0 +1,37 @@
+"""Tuned learning rates (``experiment=lr_grid``): each encoding at the setting chosen for it on
+1x validation loss alone, beside the main table's default setting (posbench/report/tuning.py)."""
+
+from __future__ import annotations
+
+from posbench.report.document import Heading, Para, Table
+from posbench.report.section import SECTIONS, Output, Section
+from posbench.report.tables import display_table
+from posbench.report.tuning import DEFAULT, grid_edge_warning
+
+
+@SECTIONS.register("tuning")
+class Tuning(Section):
+    order = 110
+    files = (Output("table_tuned.csv", "the main table at each encoding's tuned learning rate"),
+             Output("tuning.csv", "every learning-rate setting's 1x validation loss, and the one chosen"))
+
+    def applies(self, ctx) -> bool:
+        return ctx.has_lm and ctx.tuned is not None
+
+    def build(self, ctx, out) -> list:
+        choices = ctx.choices
+        out.csv("table_tuned.csv", ctx.tuned)
+        out.csv("tuning.csv", choices)
+        picked = choices[choices["chosen"]][["encoding", "model", "train_len", "lr", "lr_mult", "val_loss", "seeds"]]
+        blocks = [Heading("Tuned learning rates"),
+                  Para("These runs were trained at several learning rates (`train.lr`) and learning-rate multipliers of "
+                       "the encoding's own parameters (`encoding.lr_mult`). The table above shows every encoding at the "
+                       f"default setting (lr {DEFAULT[0]:g}, lr_mult {DEFAULT[1]:g}, one learning rate for every "
+                       "encoding). Below, each encoding at the setting chosen for it on 1x validation loss alone (mean "
+                       "final validation loss over seeds; extrapolation played no part in the choice), and the table "
+                       "at those settings (`table_tuned.csv`; every setting's loss in `tuning.csv`)."),
+                  Table(picked.round({"val_loss": 4}))]
+        if (edge := grid_edge_warning(choices)) is not None:
+            blocks.append(Para(edge))
+        blocks.append(Table(display_table(ctx.tuned)))
+        return blocks
