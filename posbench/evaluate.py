@@ -55,7 +55,6 @@ from posbench.results import (
     write_metrics,
     write_per_position,
 )
-from posbench.tasks.score import eval_batches, evaluate_task
 from posbench.plan import RECORDS, attention_plan, merge, perplexity_plan, record_key
 from posbench.variants import Row
 from posbench.variants.base import AttentionOptions
@@ -247,23 +246,18 @@ def evaluate_into(metrics: dict, model: LanguageModel, cfg, eval_cfg: EvalConfig
     ``cfg``: the run's RunSpec; ``kernel``: the attention kernel (Runtime.attention). Returns
     (records made, per-position curves to write)."""
     task, tag, options = cfg.task.build(), cfg.extend.tag(cfg.train_len), AttentionOptions(kernel=kernel)
-    per_pos: dict[str, np.ndarray] = {}
     have = {kind: {record_key(kind, r) for r in metrics.get(field) or []} if only_missing else set()
             for kind, field in RECORDS.items()}
-    if task is None:
-        records, per_pos = evaluate_model(model, corpus.val, cfg.train_len, eval_cfg, device, progress,
-                                          cfg.data.doc_separator, corpus.fingerprint["hash"], have["perplexity"], tag,
-                                          options)
-        metrics["evaluations"] = merge("perplexity", metrics.get("evaluations", []), records)
-        if tracker is not None:
-            tracker.log_evaluation(records)
+    kind = task.record_kind
+    records, per_pos = task.score(model, corpus.val, cfg.train_len, eval_cfg, device, corpus_hash=corpus.fingerprint["hash"],
+                                  doc_separator=cfg.data.doc_separator, skip=have[kind], tag=tag, options=options,
+                                  progress=progress)
+    metrics[RECORDS[kind]] = merge(kind, metrics.get(RECORDS[kind], []), records)
+    if tracker is not None:
+        tracker.log_records(kind, records)
+    if kind == "perplexity":
         log_records(records)
     else:
-        records = evaluate_task(model, task, corpus.val, eval_cfg, device, corpus.fingerprint["hash"], progress,
-                                have["task"], tag, options)
-        metrics["task_evaluations"] = merge("task", metrics.get("task_evaluations", []), records)
-        if tracker is not None:
-            tracker.log_task_evaluation(records)
         log_task_records(records, task.metric)
     made = len(records)
     todo = [p.length for p in attention_plan(model.encoding, eval_cfg, cfg.train_len) if p.key not in have["attention"]]
@@ -279,19 +273,11 @@ def attention_records(model: LanguageModel, task, val_tokens: np.ndarray, train_
     """posbench.diagnostics.attention_stats at ``lengths`` (the plan's), for the trained encoding:
     over ``eval.attention_examples`` windows of the validation text from the first scored token
     (a task run: that many evaluation examples of its middle condition)."""
-    out, n = [], eval_cfg.attention_examples
-    stream = torch.from_numpy(np.asarray(val_tokens).astype(np.int64))
+    out = []
     for L in lengths:
-        if task is None:
-            start = min(first_scored(eval_cfg, train_len), len(stream) - L)
-            ends = [e for e in range(start + L, len(stream), L)][:n]
-            x = stream[torch.as_tensor(ends)[:, None] + torch.arange(-L, 0)]
-        else:
-            conditions = task.conditions()
-            mid = len(conditions) // 2
-            x = eval_batches(task, L, conditions[mid], mid, val_tokens)[0].x[:n]
+        x = task.attention_inputs(L, eval_cfg.attention_examples, val_tokens, eval_cfg, train_len)
         for r in attention_stats(model, [x], device, options=options):
-            out.append({"length": L, "multiple": L / train_len, **r, "source": "text" if task is None else task.name})
+            out.append({"length": L, "multiple": L / train_len, **r, "source": task.source})
     return out
 
 

@@ -81,11 +81,9 @@ def attention_plan(encoding, eval_cfg, train_len: int) -> list[Planned]:
 
 
 def evaluation_plan(encoding, task, eval_cfg, train_len: int, n_val: int, corpus_hash: str, tag: str = "") -> list[Planned]:
-    """Every record the settings call for: perplexity (language modelling) or the task's accuracy,
-    and the attention diagnostics."""
-    scored = (perplexity_plan(encoding, eval_cfg, train_len, n_val, corpus_hash, tag) if task is None
-              else task_plan(encoding, task, eval_cfg, train_len, corpus_hash, tag))
-    return scored + attention_plan(encoding, eval_cfg, train_len)
+    """Every record the settings call for: the task's (perplexity for language modelling, accuracy
+    for a synthetic task: ``Task.plan``) and the attention diagnostics."""
+    return task.plan(encoding, eval_cfg, train_len, n_val, corpus_hash, tag) + attention_plan(encoding, eval_cfg, train_len)
 
 
 def missing(plan: list[Planned], metrics: dict) -> list[Planned]:

@@ -84,7 +84,7 @@ class TaskSpec:
     """``task.name``: ``lm`` (language modelling, scored by perplexity) or a synthetic task."""
 
     name: str = LM
-    params: Any = None
+    params: Any = None  # None: the task's defaults (language modelling has none)
     target: Optional[str] = None
 
     @classmethod
@@ -97,20 +97,15 @@ class TaskSpec:
             raise PosbenchError(f"task config has no 'name'; valid names: {', '.join(available())}")
         name, target = str(section["name"]), section.get("_target_")
         params = {k: v for k, v in section.items() if k not in TASK_KEYS}
-        task_cls = task_class(name, target)
-        if task_cls is None:
-            if params:
-                raise PosbenchError(f"task 'lm' has no parameters, got {sorted(params)[0]!r}")
-            return cls()
-        return cls(name, make_typed("task", name, task_cls.Params, params), target)
+        return cls(name, make_typed("task", name, task_class(name, target).Params, params), target)
 
     @property
     def is_lm(self) -> bool:
         return self.name == LM
 
-    def build(self) -> Task | None:
-        """The task object (None for language modelling)."""
-        return None if self.is_lm else task_class(self.name, self.target)(self.params)
+    def build(self) -> Task:
+        """The task object (language modelling included)."""
+        return task_class(self.name, self.target)(self.params)
 
 
 @dataclass(frozen=True)
@@ -200,9 +195,9 @@ class RunSpec:
         """The evaluation settings for this run: posbench-train checks them before training,
         posbench-eval before scoring a finished run (the same checks, so the same refusals)."""
         self.eval.check(self.train_len)
-        task = self.task.build()
-        if task is None:
+        if self.task.is_lm:
             return
+        task = self.task.build()
         if self.train_len < task.min_length():
             raise PosbenchError(f"task {task.name} needs windows of at least {task.min_length()} tokens, got "
                                 f"train_len={self.train_len}")

@@ -36,6 +36,10 @@ class Tracker:
     def log(self, metrics: dict, step: int | None = None) -> None:
         pass
 
+    def log_records(self, kind: str, records: list[dict]) -> None:
+        """Evaluation records of one kind (posbench/plan.py): perplexity or task accuracy."""
+        {"perplexity": self.log_evaluation, "task": self.log_task_evaluation}[kind](records)
+
     def log_evaluation(self, records: list[dict]) -> None:
         pass
 

@@ -167,7 +167,7 @@ def _train_and_evaluate(spec: RunSpec, rid: str, run_dir: Path, corpus, parent: 
             result = train_model(
                 model, corpus.train, corpus.val, train_cfg, window, spec.seed, device,
                 lr_mult=spec.encoding.lr_mult, compile=spec.runtime.compile, tracker=tracker, resume_dir=run_dir,
-                desc=f"train {spec.encoding.name}{spec.extend.tag(spec.train_len)}{' ' + task.name if task else ''} L={window}",
+                desc=f"train {spec.encoding.name}{spec.extend.tag(spec.train_len)}{'' if spec.task.is_lm else ' ' + task.name} L={window}",
                 probe=probe, probe_steps=probe_steps(spec.eval.during_training, train_cfg.steps), task=task,
                 attention=spec.runtime.attention,
             )

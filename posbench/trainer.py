@@ -29,8 +29,8 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from posbench.data import sample_batch
 from posbench.tasks import Task
+from posbench.tasks.lm import LanguageModelling
 from posbench.device import autocast
 from posbench.errors import PosbenchError
 from posbench.positions import sample_positions
@@ -117,13 +117,9 @@ def lr_factor(step: int, tc) -> float:
 
 def training_batch(tokens: np.ndarray, batch_size: int, length: int, seed: int, step: int,
                    task: Task | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """(inputs, targets, scored) of one step: windows of the corpus (every target scored: None),
-    or a synthetic task's examples with their filler from ``tokens`` (``scored``: the answers).
-    Both depend only on (seed, step)."""
-    if task is None:
-        return (*sample_batch(tokens, batch_size, length, seed, step), None)
-    b = task.batch(np.random.default_rng([seed, step]), batch_size, length, tokens, train=True)
-    return b.x, b.y, b.answer
+    """(inputs, targets, scored) of one step, from (seed, step) alone: the task's (None: language
+    modelling, windows of the corpus with every target scored)."""
+    return (task or LanguageModelling()).training_batch(tokens, batch_size, length, seed, step)
 
 
 def token_loss(logits: torch.Tensor, y: torch.Tensor, scored: torch.Tensor | None, mixed: bool = False) -> torch.Tensor:
@@ -148,8 +144,8 @@ def validation_loss(model, val_tokens, tc, train_len: int, device, task: Task | 
         x, y, scored = training_batch(val_tokens, tc.batch_size, train_len, VALIDATION_SEED, i, task)
         with autocast(device):
             logits = model(x.to(device), None, options)
-        losses.append(token_loss(logits, y.to(device), None if scored is None else scored.to(device),
-                                 task is not None and task.mixed_loss).item())
+        losses.append((task or LanguageModelling()).loss(logits, y.to(device),
+                                                         None if scored is None else scored.to(device)).item())
     model.train()
     return sum(losses) / len(losses)
 
@@ -221,7 +217,7 @@ def train_model(
         opt = make_optimizer(model, tc, lr_mult)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, tc))
     positions = torch.arange(train_len, device=device)
-    mixed_loss = task is not None and task.mixed_loss
+    task = task or LanguageModelling()  # None: language modelling on the corpus
     status = "completed"
     tokens_per_step = tc.batch_size * train_len
     model.train()
@@ -241,7 +237,7 @@ def train_model(
             positions = sample_positions(tc.random_positions, train_len, seed, step).to(device)
         with autocast(device):
             logits = forward(x, positions, options)
-        loss = token_loss(logits, y, scored, mixed_loss)
+        loss = task.loss(logits, y, scored)
         loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip)
         opt.step()

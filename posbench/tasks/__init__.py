@@ -27,25 +27,20 @@ register = TASKS.register
 
 
 def available() -> list[str]:
-    return [LM, *TASKS.names()]
+    """Every task name, language modelling first."""
+    return [LM, *(n for n in TASKS.names() if n != LM)]
 
 
-def task_class(name: str, target: str | None = None) -> type[Task] | None:
-    """The class of a synthetic task (None for ``lm``); PosbenchError for an unknown name."""
-    if name == LM:
-        return None
+def task_class(name: str, target: str | None = None) -> type[Task]:
+    """The class of task ``name`` (``lm``: language modelling); PosbenchError for an unknown name."""
     if name not in TASKS.names() and ":" not in name and target is None:
         raise PosbenchError(f"unknown task {name!r}; valid: {', '.join(available())}")
     return TASKS.get(name, target)
 
 
-def build_task(name: str, params: Mapping[str, Any] | None = None, target: str | None = None) -> Task | None:
-    """The task of ``task.name`` with its checked parameters; None for language modelling."""
+def build_task(name: str, params: Mapping[str, Any] | None = None, target: str | None = None) -> Task:
+    """The task of ``task.name`` with its checked parameters."""
     cls = task_class(name, target)
-    if cls is None:
-        if params:
-            raise PosbenchError(f"task 'lm' has no parameters, got {sorted(params)[0]!r}")
-        return None
     return cls(make_typed("task", name, cls.Params, params or {}))
 
 

@@ -62,12 +62,56 @@ class Task:
             if self.loss not in LOSSES:
                 raise PosbenchError(f"task.loss must be one of {', '.join(LOSSES)}, got {self.loss!r}")
 
+    # which records it makes (posbench/plan.py): "task" (accuracy per length x condition) or
+    # "perplexity" (language modelling)
+    record_kind = "task"
+
     def __init__(self, params: Any):
         self.params = params
 
     @property
     def mixed_loss(self) -> bool:
         return self.params.loss == "mixed"
+
+    # -- training and scoring (language modelling overrides these: posbench/tasks/lm.py) ---------------
+    def training_batch(self, tokens: np.ndarray, batch_size: int, length: int, seed: int,
+                       step: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """(inputs, targets, scored) of one training step, from (seed, step) alone: examples with
+        their filler from ``tokens`` (``scored``: the answers)."""
+        b = self.batch(np.random.default_rng([seed, step]), batch_size, length, tokens, train=True)
+        return b.x, b.y, b.answer
+
+    def loss(self, logits: torch.Tensor, y: torch.Tensor, scored: torch.Tensor | None) -> torch.Tensor:
+        """The training objective (``loss``: the answers, or ``mixed``: plus every token)."""
+        from posbench.trainer import token_loss
+
+        return token_loss(logits, y, scored, self.mixed_loss)
+
+    def plan(self, encoding, eval_cfg, train_len: int, n_val: int, corpus_hash: str, tag: str = "") -> list:
+        """The records this task's evaluation calls for (posbench/plan.py)."""
+        from posbench.plan import task_plan
+
+        return task_plan(encoding, self, eval_cfg, train_len, corpus_hash, tag)
+
+    def score(self, model, val_tokens: np.ndarray, train_len: int, eval_cfg, device, *, corpus_hash: str,
+              doc_separator: str, skip: set, tag: str, options, progress: bool) -> tuple[list[dict], dict]:
+        """(records, per-position curves) of a trained model, for the planned records not in ``skip``."""
+        from posbench.tasks.score import evaluate_task
+
+        return evaluate_task(model, self, val_tokens, eval_cfg, device, corpus_hash, progress, skip, tag, options), {}
+
+    def attention_inputs(self, length: int, n: int, val_tokens: np.ndarray, eval_cfg, train_len: int) -> torch.Tensor:
+        """[n, length] inputs for the attention diagnostics: examples of the middle condition."""
+        from posbench.tasks.score import eval_batches
+
+        conditions = self.conditions()
+        mid = len(conditions) // 2
+        return eval_batches(self, length, conditions[mid], mid, val_tokens)[0].x[:n]
+
+    @property
+    def source(self) -> str:
+        """What the attention diagnostics were measured on."""
+        return self.name
 
     # -- what subclasses define -------------------------------------------------------------------
     def conditions(self) -> list:
