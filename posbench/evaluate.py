@@ -34,17 +34,7 @@ from posbench.diagnostics import attention_stats
 from posbench.errors import PosbenchError
 from posbench.hydra_state import launch_command
 from posbench.model import LanguageModel
-from posbench.protocols import (
-    EvalConfig,
-    WindowPlan,
-    check_fits,
-    document_targets,
-    eval_lengths,
-    first_scored,
-    plan_windows,
-    target_tokens,
-    token_set,
-)
+from posbench.protocols import PROTOCOLS, EvalConfig, WindowPlan, check_fits, eval_lengths
 from posbench.results import (
     CONFIG,
     check_writable_dir,
@@ -121,14 +111,11 @@ def evaluate_model(
     lengths = eval_lengths(train_len, eval_cfg.multiples)
     protocols = list(eval_cfg.protocols)
     check_fits(len(val_tokens), eval_cfg, train_len)
-    doc_ends = None
-    if "fixed_target" in protocols:
-        m = target_tokens(eval_cfg, train_len)
-        doc_ends = document_targets(val_tokens, doc_separator.encode(), first_scored(eval_cfg, train_len), m,
-                                    eval_cfg.target_docs)
     n_val = len(val_tokens)
-    sets = {p: token_set(p, eval_cfg, train_len, n_val, corpus_hash) for p in protocols}
-    plans = {(p, L): plan_windows(p, L, eval_cfg, train_len, n_val, doc_ends) for p in protocols for L in lengths}
+    handlers = {p: PROTOCOLS.get(p)() for p in protocols}
+    sets = {p: h.token_set(eval_cfg, train_len, n_val, corpus_hash) for p, h in handlers.items()}
+    contexts = {p: h.prepare(val_tokens, eval_cfg, train_len, doc_separator) for p, h in handlers.items()}
+    plans = {(p, L): handlers[p].plan(L, eval_cfg, train_len, n_val, contexts[p]) for p in protocols for L in lengths}
     stream = torch.from_numpy(np.asarray(val_tokens).astype(np.int64))
     todo = [c for c in perplexity_plan(enc, eval_cfg, train_len, n_val, corpus_hash, tag) if c.key not in (skip or set())]
     records, per_position = [], {}

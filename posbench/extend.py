@@ -37,7 +37,14 @@ if TYPE_CHECKING:
 log = logging.getLogger("posbench")
 
 PARENT_WAIT_S = 5.0  # poll interval while another process trains the parent
-EXTEND_METHODS = ("none", "linear", "ntk", "yarn")
+
+
+def extend_methods() -> list[str]:
+    """``none`` (plain continuation, any encoding) and every RoPE scaling that can be fine-tuned
+    with (the registry's: posbench/variants/rope_scalings.py)."""
+    from posbench.variants.rope_scalings import ROPE_SCALINGS
+
+    return ["none", *(n for n in ROPE_SCALINGS.names() if ROPE_SCALINGS.get(n).extends)]
 
 
 @dataclass(frozen=True)
@@ -46,7 +53,7 @@ class ExtendConfig:
     ``length`` null: an ordinary run."""
 
     length: Optional[int] = None  # target window in tokens: a multiple of train_len, longer than it
-    method: str = "none"  # none (plain continuation) | linear | ntk | yarn (RoPE, factor length / train_len)
+    method: str = "none"  # none (plain continuation) | a RoPE scaling: linear, ntk, yarn, ... (factor length / train_len)
     steps: int = 0  # fine-tuning steps at `length` (0: the parent's weights as they are, with the method)
     lr: Optional[float] = None  # null: train.lr x train.min_lr_ratio, where the parent's schedule ended
     warmup_steps: int = 0  # linear warm-up, then constant
@@ -60,8 +67,8 @@ class ExtendConfig:
         if self.length <= L or self.length % L:
             raise PosbenchError(f"extend.length={self.length} must be a multiple of train_len={L} longer than it "
                                 f"(e.g. {4 * L})")
-        if self.method not in EXTEND_METHODS:
-            raise PosbenchError(f"unknown extend.method {self.method!r}; valid: {', '.join(EXTEND_METHODS)}")
+        if self.method not in extend_methods():
+            raise PosbenchError(f"unknown extend.method {self.method!r}; valid: {', '.join(extend_methods())}")
         enc = spec.encoding.build(spec.shape)
         enc.extend_to(self.method, self.length / L)  # refuses a method the encoding does not have
         if (reason := enc.undefined_reason(self.length)) is not None:

@@ -37,6 +37,7 @@ from typing import Any, List, Optional
 import numpy as np
 
 from posbench.errors import PosbenchError
+from posbench.registry import Registry, subclass_check
 
 log = logging.getLogger("posbench")
 
@@ -86,29 +87,6 @@ class EvalConfig:
         check_variant_settings(self)
 
 
-@dataclass(frozen=True)
-class ProtocolInfo:
-    """How the report names and explains a protocol (the one description of each, used everywhere)."""
-
-    words: str  # a few words, for headings and summaries
-    note: str  # one sentence for the report's introduction
-
-
-PROTOCOLS = {
-    "nonoverlapping": ProtocolInfo(
-        "non-overlapping windows",
-        "consecutive windows, every token scored (tokens early in a window have little context)"),
-    "sliding": ProtocolInfo(
-        "sliding windows",
-        "windows advance by a stride and score only their last tokens, so every scored token sees at least "
-        "L - stride tokens of context"),
-    "fixed_target": ProtocolInfo(
-        "fixed final targets under growing context",
-        "the same final tokens of each validation document, scored with the L - m tokens before them as context "
-        "(the targets never change, only context and position do)"),
-}
-
-
 @dataclass
 class WindowPlan:
     ends: np.ndarray  # [n] exclusive end of each window's inputs (= index of its last target)
@@ -150,19 +128,14 @@ def scored_count(eval_cfg, train_len: int, n_val: int) -> int:
 def token_set(protocol: str, eval_cfg, train_len: int, n_val: int, corpus_hash: str = "") -> str:
     """The name of the tokens a protocol scores at every length. Two records are comparable (same
     targets) exactly when their token sets are equal; nonoverlapping and sliding share theirs."""
-    S0 = first_scored(eval_cfg, train_len)
-    prefix = f"{corpus_hash}:" if corpus_hash else ""
-    if protocol == "fixed_target":
-        return f"{prefix}doc-ends[from {S0}: last {target_tokens(eval_cfg, train_len)} of {eval_cfg.target_docs} docs]"
-    return f"{prefix}val[{S0}:{S0 + scored_count(eval_cfg, train_len, n_val)}]"
+    return PROTOCOLS.get(protocol)().token_set(eval_cfg, train_len, n_val, corpus_hash)
 
 
 def check_fits(n_val: int, eval_cfg, train_len: int) -> None:
     """The validation split holds the history and at least one training window of scored tokens."""
     S0 = first_scored(eval_cfg, train_len)
-    protocols = list(eval_cfg.protocols)
     max_len = max(eval_lengths(train_len, eval_cfg.multiples))
-    if max_len > S0 and ("sliding" in protocols or "fixed_target" in protocols):
+    if max_len > S0 and any(PROTOCOLS.get(p).needs_history for p in eval_cfg.protocols):
         raise PosbenchError(
             f"the longest evaluation window ({max_len} tokens) is longer than the history before the scored tokens "
             f"(eval.first_scored={S0}); set eval.first_scored >= {max_len} (it changes which tokens are scored, at every length)")
@@ -197,26 +170,112 @@ def document_targets(val: np.ndarray, separator: bytes, first: int, target_token
     return np.unique(ends)
 
 
-def plan_windows(protocol: str, length: int, eval_cfg, train_len: int, n_val: int,
-                 doc_ends: np.ndarray | None = None) -> WindowPlan:
-    """The windows of one protocol at length L over a validation split of n_val tokens. The scored
-    targets depend only on the settings and the split (``token_set``), never on L or on the other
-    lengths: stream protocols score targets [S0, S0 + T), fixed_target the last m tokens of the
-    documents in ``doc_ends``."""
-    L, S0, T = length, first_scored(eval_cfg, train_len), scored_count(eval_cfg, train_len, n_val)
-    if protocol in ("nonoverlapping", "sliding"):
+def plan_windows(protocol: str, length: int, eval_cfg, train_len: int, n_val: int, context=None) -> WindowPlan:
+    """The windows of one protocol at length L over a validation split of n_val tokens
+    (``context``: what the protocol's ``prepare`` found in the split, e.g. fixed_target's document
+    ends). The scored targets depend only on the settings and the split (``token_set``), never on L."""
+    return PROTOCOLS.get(protocol)().plan(length, eval_cfg, train_len, n_val, context)
+
+
+# -- the protocols ------------------------------------------------------------------------------
+
+
+class Protocol:
+    """An evaluation protocol: which windows a model reads at length L and which of their tokens
+    count. ``words`` and ``note`` are how the report names and explains it; ``needs_history``:
+    its windows reach back before their targets, so the history before S0 must hold the longest."""
+
+    name = "protocol"
+    words = ""
+    note = ""
+    needs_history = False
+
+    def check(self, eval_cfg, train_len: int) -> None:
+        """One-line errors for settings of this protocol."""
+
+    def prepare(self, val_tokens: np.ndarray, eval_cfg, train_len: int, doc_separator: str):
+        """What the plans need from the validation split (once per evaluation); None: nothing."""
+        return None
+
+    def token_set(self, eval_cfg, train_len: int, n_val: int, corpus_hash: str = "") -> str:
+        raise NotImplementedError
+
+    def plan(self, length: int, eval_cfg, train_len: int, n_val: int, context) -> WindowPlan:
+        raise NotImplementedError
+
+
+PROTOCOLS: Registry[type[Protocol]] = Registry("eval protocol", "posbench.protocols", check=subclass_check(Protocol),
+                                               sort=False)
+
+
+class _Stream(Protocol):
+    """The stream protocols score the validation targets [S0, S0 + T) at every length."""
+
+    stride_of = staticmethod(lambda length, eval_cfg: length)
+
+    def token_set(self, eval_cfg, train_len, n_val, corpus_hash=""):
+        S0 = first_scored(eval_cfg, train_len)
+        prefix = f"{corpus_hash}:" if corpus_hash else ""
+        return f"{prefix}val[{S0}:{S0 + scored_count(eval_cfg, train_len, n_val)}]"
+
+    def plan(self, length, eval_cfg, train_len, n_val, context):
         # a window ending at e reads stream[e - L : e] and predicts targets stream[e - L + 1 : e + 1]
-        S = L if protocol == "nonoverlapping" else stride_for(L, eval_cfg.stride)
+        L, S0, T = length, first_scored(eval_cfg, train_len), scored_count(eval_cfg, train_len, n_val)
+        S = self.stride_of(L, eval_cfg)
         last_target = S0 + np.minimum(np.arange(1, -(-T // S) + 1) * S, T) - 1
         scored = np.diff(np.concatenate([[S0 - 1], last_target]))
         # a final partial non-overlapping window reads the L tokens before its end, like sliding
-        return WindowPlan(last_target, scored, 0 if protocol == "nonoverlapping" else L - S)
-    if protocol == "fixed_target":
-        if doc_ends is None:
-            raise ValueError("the fixed_target protocol needs the document ends (document_targets)")
+        return WindowPlan(last_target, scored, L - S)
+
+
+@PROTOCOLS.register("nonoverlapping")
+class NonOverlapping(_Stream):
+    words = "non-overlapping windows"
+    note = "consecutive windows, every token scored (tokens early in a window have little context)"
+
+
+@PROTOCOLS.register("sliding")
+class Sliding(_Stream):
+    words = "sliding windows"
+    note = ("windows advance by a stride and score only their last tokens, so every scored token sees at least "
+            "L - stride tokens of context")
+    needs_history = True
+    stride_of = staticmethod(lambda length, eval_cfg: stride_for(length, eval_cfg.stride))
+
+    def check(self, eval_cfg, train_len):
+        shortest = min(eval_lengths(train_len, eval_cfg.multiples))
+        if eval_cfg.stride is not None and not 1 <= eval_cfg.stride <= shortest:
+            raise PosbenchError(f"eval.stride={eval_cfg.stride} must be between 1 and the shortest evaluation length "
+                                f"{shortest} (or null for L/2)")
+
+
+@PROTOCOLS.register("fixed_target")
+class FixedTarget(Protocol):
+    words = "fixed final targets under growing context"
+    note = ("the same final tokens of each validation document, scored with the L - m tokens before them as context "
+            "(the targets never change, only context and position do)")
+    needs_history = True
+
+    def check(self, eval_cfg, train_len):
+        shortest, m = min(eval_lengths(train_len, eval_cfg.multiples)), eval_cfg.target_tokens
+        if m is not None and not 1 <= m <= shortest:
+            raise PosbenchError(f"eval.target_tokens={m} must be between 1 and the shortest evaluation length {shortest} "
+                                "(or null for half of train_len)")
+
+    def prepare(self, val_tokens, eval_cfg, train_len, doc_separator):
+        return document_targets(val_tokens, doc_separator.encode(), first_scored(eval_cfg, train_len),
+                                target_tokens(eval_cfg, train_len), eval_cfg.target_docs)
+
+    def token_set(self, eval_cfg, train_len, n_val, corpus_hash=""):
+        prefix = f"{corpus_hash}:" if corpus_hash else ""
+        return (f"{prefix}doc-ends[from {first_scored(eval_cfg, train_len)}: last {target_tokens(eval_cfg, train_len)} "
+                f"of {eval_cfg.target_docs} docs]")
+
+    def plan(self, length, eval_cfg, train_len, n_val, context):
+        if context is None:
+            raise ValueError("the fixed_target protocol needs the document ends (its prepare)")
         m = target_tokens(eval_cfg, train_len)
-        return WindowPlan(np.asarray(doc_ends), np.full(len(doc_ends), m), L - m)
-    raise PosbenchError(f"unknown eval protocol {protocol!r}; valid: {', '.join(PROTOCOLS)}")
+        return WindowPlan(np.asarray(context), np.full(len(context), m), length - m)
 
 
 def eval_lengths(train_len: int, multiples) -> list[int]:
@@ -239,20 +298,15 @@ def check_multiples(multiples, train_len: int) -> None:
 
 
 def check_eval(eval_cfg, train_len: int) -> None:
-    """One-line errors for evaluation settings that types cannot express."""
+    """One-line errors for evaluation settings that types cannot express (each protocol checks its own)."""
     check_multiples(eval_cfg.multiples, train_len)
     protocols = list(eval_cfg.protocols)
     if not protocols:
-        raise PosbenchError(f"eval.protocols is empty; give any of {', '.join(PROTOCOLS)}")
-    if bad := [p for p in protocols if p not in PROTOCOLS]:
-        raise PosbenchError(f"unknown eval protocol {bad[0]!r}; valid: {', '.join(PROTOCOLS)}")
-    shortest = min(eval_lengths(train_len, eval_cfg.multiples))
-    if "sliding" in protocols and eval_cfg.stride is not None and not 1 <= eval_cfg.stride <= shortest:
-        raise PosbenchError(f"eval.stride={eval_cfg.stride} must be between 1 and the shortest evaluation length {shortest} (or null for L/2)")
-    m = eval_cfg.target_tokens
-    if "fixed_target" in protocols and m is not None and not 1 <= m <= shortest:
-        raise PosbenchError(f"eval.target_tokens={m} must be between 1 and the shortest evaluation length {shortest} "
-                            "(or null for half of train_len)")
+        raise PosbenchError(f"eval.protocols is empty; give any of {', '.join(PROTOCOLS.names())}")
+    if bad := [p for p in protocols if p not in PROTOCOLS.names() and ":" not in p]:
+        raise PosbenchError(f"unknown eval protocol {bad[0]!r}; valid: {', '.join(PROTOCOLS.names())}")
+    for p in protocols:
+        PROTOCOLS.get(p)().check(eval_cfg, train_len)
     if eval_cfg.first_scored is not None and eval_cfg.first_scored < 1:
         raise PosbenchError(f"eval.first_scored must be positive (or null for 16 x train_len), got {eval_cfg.first_scored}")
     for key in ("scored_tokens", "target_docs", "batch_tokens"):

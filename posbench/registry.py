@@ -105,6 +105,12 @@ class Registry(Generic[T]):
         self._discover()
         return name in self._builtins
 
+    def __iter__(self):
+        return iter(self.names())
+
+    def __getitem__(self, name: str) -> T:
+        return self.get(name)
+
     def __contains__(self, name: str) -> bool:
         try:
             self.get(name)

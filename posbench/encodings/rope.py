@@ -84,9 +84,10 @@ class RoPE(PositionalEncoding):
 
     def extend_to(self, method, factor):
         """Train and evaluate with a static scaling at one factor, as PI and YaRN fine-tune."""
-        extending = [n for n in ROPE_SCALINGS.names() if ROPE_SCALINGS.get(n).extends]
-        if method != "none" and method not in extending:
-            raise PosbenchError(f"extend.method={method!r}; valid for rope: none, {', '.join(extending)}")
+        from posbench.extend import extend_methods
+
+        if method not in extend_methods():
+            raise PosbenchError(f"extend.method={method!r}; valid for rope: {', '.join(extend_methods())}")
         self.extension = None if method == "none" else (method, float(factor))
 
     def frequencies(self, options: AttentionOptions, length: int) -> tuple[torch.Tensor, float]:

@@ -1,0 +1,69 @@
+"""Typed settings: one conversion from the composed config, the same checks for both commands,
+frozen values, and saved configs of older runs read through the one migration."""
+
+import dataclasses
+
+import pytest
+
+from posbench.protocols import EvalConfig
+from posbench.settings import hydra_schema
+from posbench.spec import RunSpec
+from posbench.trainer import TrainConfig
+
+TINY = ["model=tiny", "train=smoke", "train_len=16"]
+
+
+@pytest.fixture
+def trained_run(sweep, tmp_path):
+    import shutil
+
+    runs, _, _ = sweep
+    run_dir = tmp_path / "run"
+    shutil.copytree(next(runs.glob("alibi_*s0_*")), run_dir)
+    return run_dir
+
+
+@pytest.mark.parametrize("override", [
+    "eval.rope_factor=0.5", "eval.bca=[xpso]", "eval.attention_examples=0", "eval.temperature=[11]",
+    "eval.rope_scaling=[yarm]", "eval.during_training=[2]", "eval.stride=0", "eval.first_scored=0",
+    "eval.protocols=[]", "eval.multiples=[1,1.3]", "eval.scored_tokens=0", "eval.variants=[nosuchvariant]",
+])
+def test_posbench_eval_refuses_what_posbench_train_refuses(entry, trained_run, tmp_path, monkeypatch, override):
+    """The same line from both commands: they check evaluation settings through the same code."""
+    monkeypatch.chdir(tmp_path)
+    code_train, err_train = entry("train", *TINY, override, f"runs_dir={tmp_path / 'runs'}")
+    code_eval, err_eval = entry("eval", f"run_dir={trained_run}", override)
+    assert code_train == code_eval == 2
+    assert len(err_train.strip().splitlines()) == 1 and err_train.startswith("posbench: error: ")
+    assert err_eval == err_train
+    assert not (tmp_path / "runs").exists()
+
+
+def test_settings_are_frozen_and_typed(compose, tmp_path):
+    spec = compose(*TINY, "train.lr=3e-3", f"runs_dir={tmp_path}")
+    assert isinstance(spec.train, TrainConfig) and spec.train.lr == 3e-3 and spec.train_len == 16
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        spec.train.lr = 1.0
+    assert spec.encoding.params.base == 10000.0  # rope's Params, typed
+
+
+def test_hydra_schemas_are_derived_from_the_settings_classes():
+    """One place for fields and defaults: Hydra's mutable twin has the settings class's own."""
+    for cls in (TrainConfig, EvalConfig):
+        twin = hydra_schema(cls)()
+        assert dataclasses.asdict(twin) == dataclasses.asdict(cls())
+
+
+def test_a_config_saved_before_tasks_and_extend_reads_as_language_modelling(compose, tmp_path):
+    saved = compose(*TINY, f"runs_dir={tmp_path}").resolved()
+    old = {k: v for k, v in saved.items() if k not in ("task", "extend")}  # what runs saved before those existed
+    spec = RunSpec.from_config(old)
+    assert spec.task.is_lm and not spec.is_extension
+    assert spec.run_id == RunSpec.from_config(saved).run_id
+
+
+def test_an_unknown_saved_key_is_one_line():
+    from posbench.errors import PosbenchError
+
+    with pytest.raises(PosbenchError, match=r"^unknown config key 'train.stpes'; valid keys of train: "):
+        RunSpec.from_config({"encoding": {"name": "nope"}, "train": {"stpes": 5}})
