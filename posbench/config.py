@@ -3,7 +3,7 @@ composed ``DictConfig`` into typed settings (``to_spec``, ``to_eval_request``).
 
 The schemas are derived from the frozen settings classes that live beside their owners
 (posbench/settings.py), so Hydra checks every type (``train_len=abc`` fails) against the same
-fields and defaults the code reads. Nothing below this module and posbench/cli.py sees a
+fields and defaults the code reads. Nothing below this module and posbench/cli/ sees a
 ``DictConfig``: posbench-train hands a ``RunSpec`` (posbench/spec.py) to posbench.train.run,
 posbench-eval an ``EvalRequest`` to posbench.evaluate.run; both check values through the settings
 classes' own ``check`` methods, so the two commands refuse the same values.
@@ -29,7 +29,7 @@ from posbench.extend import ExtendConfig
 from posbench.model import ModelConfig
 from posbench.protocols import EvalConfig
 from posbench.settings import from_mapping, hydra_schema
-from posbench.spec import RunSpec
+from posbench.spec import RUN_KEYS, RUNTIME_KEYS, RunSpec
 from posbench.tasks import TASKS
 from posbench.tracking import LoggerConfig
 from posbench.trainer import TrainConfig
@@ -45,8 +45,6 @@ def _top_level(cls: type, names: tuple[str, ...]) -> list[tuple]:
     return [(f.name, hints[f.name], field(default=f.default)) for f in dataclasses.fields(cls) if f.name in names]
 
 
-RUN_KEYS = ("train_len", "seed", "runs_dir", "evaluate_after_training", "retry_diverged")
-RUNTIME_KEYS = tuple(f.name for f in dataclasses.fields(Runtime))
 EVAL_RUNTIME_KEYS = ("device", "threads", "attention")  # posbench-eval does not train: no compile
 
 # posbench-train: every group is filled by its yaml (``???`` until then); the runtime keys are top-level

@@ -102,7 +102,7 @@ def evaluate_model(
 ) -> tuple[list[dict], dict[str, np.ndarray]]:
     """Records (one per variant x protocol x length) and per-position mean losses (key
     ``<variant>/<protocol>/L<length>``, NaN where a protocol scores no token) for one model.
-    Variants are the encoding's evaluation-time variants (plain, and e.g. RoPE with YaRN), all
+    Rows are the model's own and its evaluation-time variants' (posbench.variants.rows: plain, and e.g. RoPE with YaRN), all
     from the same weights. Every record names its ``token_set`` (protocols.token_set); ``skip``
     holds record keys (``record_key``) already evaluated, which are not computed again; ``tag``:
     an extension run's (its rows' names carry it); ``options``: the trained forward's (the kernel)."""
@@ -293,6 +293,7 @@ def evaluate_run(run_dir: Path, eval_cfg: EvalConfig, runtime: Runtime = Runtime
     device = resolve_device(runtime.device)
     model, cfg = model_from_checkpoint(load_checkpoint(run_dir), device)
     corpus = load_corpus(cfg.data)
+    cfg.with_eval(eval_cfg).check_corpus(corpus, evaluated=True)  # every window asked for fits, before anything is scored
     made, per_pos = evaluate_into(metrics, model, cfg, eval_cfg, corpus, device, progress, only_missing,
                                   kernel=runtime.attention)
     if not made:
@@ -329,7 +330,7 @@ def run(request: EvalRequest) -> None:
 
 
 def main() -> None:
-    """``posbench-eval`` (the console script; its command line is posbench/cli.py's)."""
+    """``posbench-eval`` (the console script; its command line is posbench/cli/'s)."""
     from posbench.cli.evaluate import main as cli_main
 
     cli_main()

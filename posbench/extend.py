@@ -79,12 +79,6 @@ class ExtendConfig:
             raise PosbenchError(f"extend.lr must be positive (or null), got {self.lr:g}")
         if self.batch_size is not None and self.batch_size < 1:
             raise PosbenchError(f"extend.batch_size must be a positive integer (or null), got {self.batch_size}")
-        if spec.eval.rope_scaling:
-            raise PosbenchError("an extension run is evaluated with its own method: set eval.rope_scaling=[] "
-                                f"(got {list(spec.eval.rope_scaling)})")
-        if spec.eval.during_training:
-            raise PosbenchError("eval.during_training is for training from scratch: set eval.during_training=[] "
-                                "for an extension run")
         if spec.train.random_positions is not None:
             raise PosbenchError("extend does not combine with train.random_positions; set train.random_positions=null")
 

@@ -1,5 +1,5 @@
-"""One registry per plug-in kind: encodings, tasks, evaluation variants, RoPE scalings, protocols,
-report sections. Each finds a name in three places, in this order:
+"""One registry per plug-in kind: encodings, tasks, evaluation variants, RoPE scalings, evaluation
+protocols, report sections. Each finds a name in three places, in this order:
 
 1. **built-ins**: classes in posbench that register themselves with ``@REGISTRY.register("name")``
    (the modules of a built-in package are imported on first use, so adding one is one file);
@@ -13,8 +13,9 @@ report sections. Each finds a name in three places, in this order:
 3. **a path**: a ``module:attr`` (or dotted ``module.attr``) string given as the name, or as
    ``_target_`` beside it in a config (``encoding.name=myenc encoding._target_=mypkg.enc:MyEnc``).
 
-Built-ins win a name clash: an entry point or a ``_target_`` that reuses a built-in's name is
-ignored with a warning, so an installed package can never change what a built-in name measures.
+Built-ins win a name clash: an entry point that reuses a built-in's name is never loaded for it,
+and a ``_target_`` beside a built-in's name is ignored with a warning, so an installed package can
+never change what a built-in name measures.
 This follows lm-evaluation-harness's registry (decorators, entry points, lazy loading).
 """
 
@@ -99,11 +100,8 @@ class Registry(Generic[T]):
 
     def names(self) -> list[str]:
         """Every name this kind can take: built-ins, then installed plug-ins, then loaded paths."""
-        return self.builtins() + [n for n in self.entry_point_names() + sorted(self._external) if n not in self._builtins]
-
-    def is_builtin(self, name: str) -> bool:
-        self._discover()
-        return name in self._builtins
+        loaded = sorted({name for name, _ in self._external})
+        return self.builtins() + [n for n in dict.fromkeys(self.entry_point_names() + loaded) if n not in self._builtins]
 
     def __iter__(self):
         return iter(self.names())
@@ -126,8 +124,8 @@ class Registry(Generic[T]):
                 log.warning("%s %r is a built-in: ignoring _target_=%s (choose another name for your own)",
                             self.kind, name, target)
             return self._builtins[name]
-        if name in self._external:
-            return self._external[name]
+        if (name, target) in self._external:
+            return self._external[name, target]
         path = target or (name if is_path(name) else None)
         if path is None:
             eps = [ep for ep in metadata.entry_points(group=self.group) if ep.name == name]
@@ -145,7 +143,7 @@ class Registry(Generic[T]):
             self._check(name, obj)
         if isinstance(obj, type) and not obj.__dict__.get("name"):
             obj.name = name
-        self._external[name] = obj
+        self._external[name, target] = obj
         return obj
 
     def find(self, name: str) -> T | None:
@@ -159,7 +157,8 @@ class Registry(Generic[T]):
     def items(self) -> list[tuple[str, T]]:
         """Built-ins and whatever has been loaded so far (installed plug-ins load when asked for)."""
         self._discover()
-        return sorted({**self._external, **self._builtins}.items())
+        loaded = {name: obj for (name, _), obj in self._external.items()}
+        return sorted({**loaded, **self._builtins}.items())
 
 
 def subclass_check(base: type) -> Callable[[str, Any], None]:

@@ -419,26 +419,3 @@ RUN_COLUMNS = ["run_id", "status", "encoding", "model", "train_len", "seed", "pa
 # how and where a run was made, kept for the report so that it reads each metrics.json once
 CONTEXT_COLUMNS = ["device", "torch_version", "python", "posbench_version", "corpus", "commands", "during_training",
                    "task", "task_evaluations", "attention"]
-
-
-def load_runs(root: Path) -> tuple[pd.DataFrame, pd.DataFrame, list[dict]]:
-    """(runs, evals, skipped): one row per readable run, one row per run x variant x protocol x
-    length, and {run_dir, reason} for every run directory that could not be read (with a warning)."""
-    runs, evals, skipped = [], [], []
-    for run_dir in find_runs(root):
-        try:
-            m = check_metrics(json.loads((run_dir / METRICS).read_text()))
-            if m["status"] == "completed":  # what the report reads of a run besides its metrics
-                read_config(run_dir)
-                read_history(run_dir)
-                read_per_position(run_dir)
-        except (ValueError, OSError) as e:
-            log.warning("skipping run %s: %s", run_dir, e)
-            skipped.append({"run_dir": str(run_dir), "reason": str(e)})
-            continue
-        row = {k: m.get(k) for k in RUN_COLUMNS + CONTEXT_COLUMNS}
-        row["run_dir"] = str(run_dir)
-        runs.append(row)
-        for e in m.get("evaluations", []):
-            evals.append({**{k: row[k] for k in ("run_id", "encoding", "model", "train_len", "seed", "status")}, **e})
-    return pd.DataFrame(runs, columns=RUN_COLUMNS + CONTEXT_COLUMNS + ["run_dir"]), pd.DataFrame(evals), skipped

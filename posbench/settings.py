@@ -2,7 +2,7 @@
 
 Every part of posbench receives only the settings it uses (the trainer a ``TrainConfig``, the
 data loader a ``DataConfig``, ...), as frozen dataclasses: attribute access, no ``DictConfig``
-below the command-line layer (posbench/config.py, posbench/cli.py), nothing a callee can change
+below the command-line layer (posbench/config.py, posbench/cli/), nothing a callee can change
 under its caller. A settings class's defaults are the only defaults (the yaml in conf/ chooses
 between presets, it does not repeat them), and its ``check`` holds every test of its values, so
 ``posbench-train`` and ``posbench-eval`` refuse the same values through the same code.

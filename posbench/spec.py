@@ -69,16 +69,6 @@ class EncodingSpec:
     def build(self, shape: ModelShape) -> PositionalEncoding:
         return self.cls(shape, self.params)
 
-    def section(self) -> dict:
-        """The config section, every parameter present (a plug-in's defaults filled in)."""
-        out = {"name": self.name, **to_dict(self.params)}
-        if self.lr_mult != 1.0:
-            out["lr_mult"] = self.lr_mult
-        if self.target is not None:
-            out["_target_"] = self.target
-        return out
-
-
 @dataclass(frozen=True)
 class TaskSpec:
     """``task.name``: ``lm`` (language modelling, scored by perplexity) or a synthetic task."""
@@ -144,7 +134,7 @@ class RunSpec:
             train=from_mapping(TrainConfig, m.get("train"), "train."), eval=from_mapping(EvalConfig, m.get("eval"), "eval."),
             logger=from_mapping(LoggerConfig, m.get("logger"), "logger."),
             extend=from_mapping(ExtendConfig, m.get("extend"), "extend."), runtime=runtime,
-            **{k: m[k] for k in ("train_len", "seed", "runs_dir", "evaluate_after_training", "retry_diverged") if k in m},
+            **{k: m[k] for k in RUN_KEYS if k in m},
             raw=copy.deepcopy(raw),
         )
 
@@ -164,7 +154,8 @@ class RunSpec:
         """What the run directory's config.yaml holds: ``raw`` with the encoding and task sections
         complete (a plug-in's defaults written out, so that the id changes if they do)."""
         out = copy.deepcopy(self.raw)
-        out["encoding"] = {**out["encoding"], **{k: v for k, v in self.encoding.section().items()
+        # only the Params' defaults are added: what a migration moved (e.g. lr_mult) stays where it was saved
+        out["encoding"] = {**out["encoding"], **{k: v for k, v in to_dict(self.encoding.params).items()
                                                  if k not in out["encoding"]}}
         if not self.task.is_lm:
             out["task"] = {**out["task"], **{k: v for k, v in to_dict(self.task.params).items() if k not in out["task"]}}
@@ -195,6 +186,13 @@ class RunSpec:
         """The evaluation settings for this run: posbench-train checks them before training,
         posbench-eval before scoring a finished run (the same checks, so the same refusals)."""
         self.eval.check(self.train_len)
+        if self.is_extension:
+            if self.eval.rope_scaling:
+                raise PosbenchError("an extension run is evaluated with its own method: set eval.rope_scaling=[] "
+                                    f"(got {list(self.eval.rope_scaling)})")
+            if self.eval.during_training:
+                raise PosbenchError("eval.during_training is for training from scratch: set eval.during_training=[] "
+                                    "for an extension run")
         if self.task.is_lm:
             return
         task = self.task.build()
@@ -206,6 +204,21 @@ class RunSpec:
                                 f"(task={task.name})")
         if self.is_extension:
             raise PosbenchError(f"extend continues language models: set extend.length=null for a task run (task={task.name})")
+
+    def check_corpus(self, corpus, evaluated: bool | None = None) -> None:
+        """The corpus holds the windows this run trains on and, when it is evaluated (``evaluated``;
+        None: as ``evaluate_after_training`` says), every window its evaluation asks for (a task's
+        filler comes from the validation split)."""
+        from posbench.data import check_corpus_fits
+        from posbench.protocols import eval_lengths
+
+        evaluated = self.evaluate_after_training if evaluated is None else evaluated
+        check_corpus_fits(corpus, self.train_len, self.eval if evaluated and self.task.is_lm else None)
+        if not self.task.is_lm and evaluated:
+            longest = max(eval_lengths(self.train_len, self.eval.multiples))
+            if len(corpus.val) < longest + 2:
+                raise PosbenchError(f"task {self.task.name} at {longest} tokens needs filler from a validation split of "
+                                    f"more than {longest + 1} tokens; it has {len(corpus.val)}: lower eval.multiples")
 
     # -- what the parts need to know ----------------------------------------------------------------
     @property
@@ -233,13 +246,32 @@ class RunSpec:
         return Path(self.runs_dir).expanduser() / self.run_id
 
 
-RUNTIME_KEYS = tuple(f.name for f in fields(Runtime))
+RUNTIME_KEYS = tuple(f.name for f in fields(Runtime))  # top-level keys of the config, grouped as spec.runtime
+RUN_KEYS = ("train_len", "seed", "runs_dir", "evaluate_after_training", "retry_diverged")  # the spec's own top-level keys
+
+
+# keys early runs saved that no longer exist: their eval section is never used to score (posbench-eval
+# scores with the settings it is given), so the retired evaluation keys are dropped
+RETIRED_EVAL_KEYS = ("protocol", "windows_at_max")
 
 
 def migrate(raw: Mapping[str, Any]) -> dict:
-    """A saved config as today's code reads it. Configs from before ``task`` and ``extend`` lack
-    them (their defaults apply); nothing else has been renamed or removed so far. Add a step here,
-    never a special case elsewhere, when a key changes."""
+    """A saved config as today's code reads it. Add a step here, never a special case elsewhere,
+    when a key changes:
+
+    * configs from before ``task`` and ``extend`` lack them (their defaults apply);
+    * ``eval.protocol`` and ``eval.windows_at_max`` (before ``eval.protocols`` and the token sets)
+      are dropped;
+    * ``train.position_lr_mult`` (before ``encoding.lr_mult``) becomes ``encoding.lr_mult``.
+
+    The run id is computed from the config as saved, never from this (posbench/results.py)."""
     m = copy.deepcopy(dict(raw))
     m.setdefault("task", {"name": LM})
+    if isinstance(m.get("eval"), dict):
+        for key in RETIRED_EVAL_KEYS:
+            m["eval"].pop(key, None)
+    if isinstance(m.get("train"), dict) and "position_lr_mult" in m["train"]:
+        mult = m["train"].pop("position_lr_mult")
+        if isinstance(m.get("encoding"), dict):
+            m["encoding"].setdefault("lr_mult", mult)
     return m

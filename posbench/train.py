@@ -1,9 +1,10 @@
-"""``posbench-train``: compose -> check -> train -> evaluate -> write the run directory.
+"""One run, from its RunSpec: train -> evaluate -> write the run directory (``posbench-train``'s job;
+its command line is posbench/cli/train.py).
 
     posbench-train encoding=alibi model=small train_len=64
     posbench-train -m encoding=nope,sinusoidal,learned,rope,alibi train_len=64,128
 
-Every job of the command line is checked before the first starts (posbench.cli). One run = one
+Every job of the command line is converted and checked before the first starts. One run = one
 directory ``<runs_dir>/<run_id>`` (posbench.results); the run id is a hash of the config that
 determines the weights, so re-running a sweep skips the runs that are complete, and resumes the
 ones that were killed. After training, the run is evaluated (posbench.evaluate) unless
@@ -19,14 +20,12 @@ from pathlib import Path
 import torch
 from posbench import __version__
 from posbench import extend as extension
-from posbench.data import check_corpus_fits, corpus_stats, load_corpus
+from posbench.data import corpus_stats, load_corpus
 from posbench.device import describe, resolve_device
-from posbench.errors import PosbenchError
 from posbench.evaluate import during_training_probe, evaluate_into, evaluate_run, probe_steps
 from posbench.hydra_state import in_sweep, job_index, launch_command
 from posbench.model import LanguageModel
 from posbench.plan import evaluation_plan, missing
-from posbench.protocols import eval_lengths
 from posbench.results import (
     clear_resume,
     load_checkpoint,
@@ -55,18 +54,7 @@ def check_jobs(jobs: list[RunSpec]) -> None:
     for spec in jobs:
         if spec.data not in corpora:
             corpora[spec.data] = load_corpus(spec.data)
-        lm = spec.task.is_lm
-        check_corpus_fits(corpora[spec.data], spec.train_len, spec.eval if spec.evaluate_after_training and lm else None)
-        if not lm and spec.evaluate_after_training:
-            check_task_fits(corpora[spec.data], spec)
-
-
-def check_task_fits(corpus, spec: RunSpec) -> None:
-    """A task's filler comes from the validation split: it must hold the longest evaluation window."""
-    longest = max(eval_lengths(spec.train_len, spec.eval.multiples))
-    if len(corpus.val) < longest + 2:
-        raise PosbenchError(f"task {spec.task.name} at {longest} tokens needs filler from a validation split of more "
-                            f"than {longest + 1} tokens; it has {len(corpus.val)}: lower eval.multiples")
+        spec.check_corpus(corpora[spec.data])
 
 
 def run(spec: RunSpec) -> Path:
@@ -200,7 +188,7 @@ def _train_and_evaluate(spec: RunSpec, rid: str, run_dir: Path, corpus, parent: 
 
 
 def main() -> None:
-    """``posbench-train`` (the console script; its command line is posbench/cli.py's)."""
+    """``posbench-train`` (the console script; its command line is posbench/cli/'s)."""
     from posbench.cli.train import main as cli_main
 
     cli_main()

@@ -78,7 +78,7 @@ class Extra(Section):
 
 
 def test_a_section_from_another_package_and_no_file_outlives_its_section(runs, tmp_path, monkeypatch):
-    monkeypatch.setitem(SECTIONS._external, "extra", Extra)  # as an entry point in posbench.report_sections would
+    monkeypatch.setitem(SECTIONS._external, ("extra", None), Extra)  # as an entry point in posbench.report_sections would
     out = tmp_path / "rep"
     md = report(runs, out)
     assert md.index("## Loss by position") < md.index("## Extra\n") < md.index("## Training curves")

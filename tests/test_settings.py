@@ -67,3 +67,23 @@ def test_an_unknown_saved_key_is_one_line():
 
     with pytest.raises(PosbenchError, match=r"^unknown config key 'train.stpes'; valid keys of train: "):
         RunSpec.from_config({"encoding": {"name": "nope"}, "train": {"stpes": 5}})
+
+
+def test_posbench_eval_of_an_extension_run_refuses_a_rope_scaling(compose, tmp_path):
+    """posbench-train refuses eval.rope_scaling on an extension run; so does posbench-eval."""
+    from posbench.errors import PosbenchError
+
+    spec = compose(*TINY, "extend.length=32", "extend.method=yarn", f"runs_dir={tmp_path}")
+    with pytest.raises(PosbenchError, match="an extension run is evaluated with its own method"):
+        spec.with_eval(EvalConfig(rope_scaling=["yarn"])).check_evaluation()
+
+
+def test_configs_of_early_runs_still_read(compose, tmp_path):
+    """Keys early runs saved and that no longer exist are migrated; their run id is the saved one."""
+    from posbench.results import run_id
+
+    saved = compose(*TINY, f"runs_dir={tmp_path}").resolved()
+    saved["eval"] |= {"protocol": "nonoverlapping", "windows_at_max": 32}
+    saved["train"]["position_lr_mult"] = 10.0
+    spec = RunSpec.from_config(saved)
+    assert spec.encoding.lr_mult == 10.0 and spec.run_id == run_id(saved)

@@ -29,11 +29,6 @@ def encoding_class(name: str, target: str | None = None) -> type[PositionalEncod
     return ENCODINGS.get(name, target)
 
 
-def make_params(name: str, params: Mapping[str, Any], target: str | None = None) -> Any:
-    """The encoding's ``Params`` from its yaml, every key, type and value checked (posbench.params)."""
-    return make_typed("encoding", name, encoding_class(name, target).Params, params)
-
-
 def build_encoding(name: str, shape: ModelShape, params: Mapping[str, Any] | None = None,
                    target: str | None = None) -> PositionalEncoding:
     cls = encoding_class(name, target)  # raises a clear error for an unknown name first

@@ -137,11 +137,20 @@ def attention_frame(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def _records(runs: pd.DataFrame, column: str) -> pd.DataFrame:
-    """The record lists in ``column`` of the runs (loaded by results.load_runs), one row per record
-    with the run's id, encoding, model, train_len and seed."""
+    """The record lists in ``column`` of the runs (loaded by report/load.py), one row per record
+    with the run's id, encoding, model, train_len and seed. A record's ``row`` (what the row is)
+    goes to the style (report/style.py), not into a column."""
+    from posbench.report.style import remember_row
+
     facts = ["run_id", "encoding", "model", "train_len", "seed"]
-    return pd.DataFrame([{**{k: getattr(r, k) for k in facts}, **rec}
-                         for r in runs.itertuples() for rec in (getattr(r, column) if isinstance(getattr(r, column), list) else [])])
+    out = []
+    for r in runs.itertuples():
+        for rec in getattr(r, column) if isinstance(getattr(r, column), list) else []:
+            rec = dict(rec)
+            if "row" in rec:
+                remember_row(str(rec.get("variant")), rec.pop("row"))
+            out.append({**{k: getattr(r, k) for k in facts}, **rec})
+    return pd.DataFrame(out)
 
 
 def attention_table(att: pd.DataFrame) -> pd.DataFrame:

@@ -1,6 +1,6 @@
 """Scoring a model on a synthetic task at multiples of its training length.
 
-Per variant (the encoding's evaluation-time rows, as for perplexity), length L and condition
+Per row (the model's own and its evaluation-time variants', as for perplexity: posbench.plan), length L and condition
 (passkey depth, MQAR pairs): ``eval_examples`` examples, the same for every run (they depend on the
 task's settings, the validation split and the cell, never on the run). Recorded per cell:
 

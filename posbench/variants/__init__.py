@@ -61,10 +61,10 @@ class Row:
         return None
 
     def undefined_reason(self, encoding, length: int) -> str | None:
-        """Why this row has no score at ``length``: the encoding's reason, or a variant's."""
-        if (reason := encoding.undefined_reason(length)) is not None:
-            return reason
-        return next((r for v in self.variants if (r := v.undefined_reason(length, encoding.shape.max_position))), None)
+        """Why this row has no score at ``length``: a variant's reason (it changes what the
+        encoding is asked), else the encoding's."""
+        reason = next((r for v in self.variants if (r := v.undefined_reason(length, encoding.shape.max_position))), None)
+        return reason if reason is not None else encoding.undefined_reason(length)
 
     def record(self) -> dict:
         """What the row is, stored beside its name in every record (the report reads this)."""
@@ -84,9 +84,12 @@ def requested(eval_cfg) -> list[Variant]:
         out.append(make_variant("bca", {"encodings": list(eval_cfg.bca)}))
     out += [make_variant("temperature", {"c": float(c)}) for c in eval_cfg.temperature]
     for entry in eval_cfg.variants:
-        name, params = (entry, {}) if isinstance(entry, str) else (entry.get("name"), {k: v for k, v in entry.items() if k != "name"})
-        if not name:
-            raise PosbenchError(f"eval.variants entry {entry!r} has no name; give a name or {{name: ..., <settings>}}")
+        if isinstance(entry, str):
+            name, params = entry, {}
+        elif isinstance(entry, Mapping) and isinstance(entry.get("name"), str):
+            name, params = entry["name"], {k: v for k, v in entry.items() if k != "name"}
+        else:
+            raise PosbenchError(f"eval.variants entry {entry!r} is neither a variant's name nor {{name: ..., <settings>}}")
         out.append(make_variant(name, params))
     return out
 
@@ -99,13 +102,13 @@ def static_factor(eval_cfg) -> float:
 def rows(encoding, eval_cfg, tag: str = "") -> list[Row]:
     """The rows a model of ``encoding`` is scored as: its own, then one per variant that applies
     to it (each variant alone, as every row so far), then +randpos for a model trained on
-    randomized positions."""
+    randomized positions. A row asked for twice is scored once."""
     out = [Row(encoding.name, (), tag)]
     out += [Row(encoding.name, (v,), tag) for v in requested(eval_cfg) if v.applies_to(encoding)]
     randpos = make_variant("randpos")
     if randpos.applies_to(encoding):
         out.append(Row(encoding.name, (randpos,), tag))
-    return out
+    return list({row.name: row for row in reversed(out)}.values())[::-1]  # the first of equal names
 
 
 def check_variant_settings(eval_cfg) -> None:
@@ -120,9 +123,13 @@ def check_variant_settings(eval_cfg) -> None:
         raise PosbenchError(f"eval.rope_factor must be at least 1 (or null), got {eval_cfg.rope_factor:g}")
     if bad := [e for e in eval_cfg.bca if e not in available() and ":" not in e]:
         raise PosbenchError(f"unknown encoding in eval.bca: {bad[0]!r}; valid: {', '.join(available())}")
-    for v in requested(eval_cfg):
-        if isinstance(v, VARIANTS.get("rope_scaling")) and v.params.factor is not None:
-            ROPE_SCALINGS.get(v.params.type).validate(v.params.factor)
+    seen: dict[str, Variant] = {}
+    for v in requested(eval_cfg):  # each variant's Params.check ran when it was made
+        suffix = v.suffix()  # also what a row's name is made of: renders, or refuses, here
+        if suffix in seen and seen[suffix].record() != v.record():
+            raise PosbenchError(f"two evaluation variants make the same rows ({suffix}): {seen[suffix].record()} "
+                                f"and {v.record()}; give them settings that differ in their names")
+        seen[suffix] = v
 
 
 # -- names of extension runs, and reading old records ----------------------------------------------
@@ -159,12 +166,6 @@ def parse_row(name: str) -> dict:
 BCA_SUFFIX, RANDPOS_SUFFIX = "+bca", "+randpos"
 
 
-def row_of(record: Mapping[str, Any]) -> dict:
-    """A record's row: the ``row`` it was stored with, else parsed from its name."""
-    row = record.get("row")
-    return row if isinstance(row, Mapping) else parse_row(str(record["variant"]))
-
-
 def base_variant(name: str) -> str:
     """The row without evaluation-only variants (bca, temperature, randpos): ``alibi+temp0.1`` ->
     ``alibi``, ``rope+yarn@16x+bca`` -> ``rope+yarn@16x``."""
@@ -177,6 +178,6 @@ def temperature_of(name: str) -> float | None:
     return float(m.group(1)) if m else None
 
 
-__all__ = ["BCA_SUFFIX", "RANDPOS_SUFFIX", "base_variant", "row_of", "temperature_of",
+__all__ = ["BCA_SUFFIX", "RANDPOS_SUFFIX", "base_variant", "temperature_of",
            "AttentionOptions", "Row", "VARIANTS", "Variant", "check_variant_settings", "extension_tag", "make_variant",
            "parse_row", "register", "requested", "rows", "static_factor"]

@@ -20,6 +20,17 @@ class RopeScalingVariant(Variant):
         type: str = "yarn"
         factor: Optional[float] = None  # static types: s at every length (None only for a dynamic type)
 
+        def check(self) -> None:
+            from posbench.errors import PosbenchError
+
+            kind = ROPE_SCALINGS.find(self.type)
+            if kind is None:
+                raise PosbenchError(f"unknown RoPE scaling {self.type!r}; valid: {', '.join(ROPE_SCALINGS.names())}")
+            if not kind.dynamic:
+                if self.factor is None:
+                    raise PosbenchError(f"RoPE scaling {self.type} is static: give its factor (eval.rope_factor)")
+                kind.validate(self.factor)
+
     @property
     def colour(self) -> str | None:
         return ROPE_SCALINGS.get(self.params.type).colour

@@ -19,6 +19,13 @@ class BlockwiseCausal(Variant):
     class Params:
         encodings: List[str] = field(default_factory=list)  # the encodings evaluated with it (eval.bca)
 
+        def check(self) -> None:
+            from posbench.encodings import available
+            from posbench.errors import PosbenchError
+
+            if bad := [e for e in self.encodings if e not in available() and ":" not in e]:
+                raise PosbenchError(f"unknown encoding in eval.bca: {bad[0]!r}; valid: {', '.join(available())}")
+
     def applies_to(self, encoding) -> bool:
         return encoding.name in self.params.encodings
 
