@@ -163,9 +163,10 @@ class _State:
         self.probes: list[dict] = []
 
 
-def _restore(run_dir: Path, model, opt, sched, state: _State) -> bool:
-    """Apply a saved resume state; on any mismatch put the model back as it was and start over."""
-    saved = load_resume(run_dir)
+def _restore(run_dir: Path, model, opt, sched, state: _State, steps: int | None = None) -> bool:
+    """Apply a saved resume state (checked against a budget of ``steps``); on any mismatch put the
+    model back as it was and start over."""
+    saved = load_resume(run_dir, steps)
     if saved is None:
         return False
     fresh = copy.deepcopy(model.state_dict())
@@ -216,7 +217,7 @@ def train_model(
     opt = make_optimizer(model, tc, lr_mult)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, tc))
     st = _State()
-    if resume_dir is not None and not _restore(resume_dir, model, opt, sched, st):
+    if resume_dir is not None and not _restore(resume_dir, model, opt, sched, st, tc.steps):
         # a failed restore may have touched the optimiser: start it (and its schedule) afresh
         opt = make_optimizer(model, tc, lr_mult)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, tc))
