@@ -220,16 +220,24 @@ def check_metrics(m: Any) -> dict:
     return m
 
 
-def read_metrics(run_dir: Path, warn: bool = True) -> dict | None:
-    """The run's metrics, or None when missing, or unreadable (with a warning naming the file)."""
+def load_metrics(run_dir: Path) -> dict | None:
+    """The run's metrics, or None when there are none; ValueError saying why when unreadable."""
     path = Path(run_dir) / METRICS
     if not path.exists():
         return None
     try:
         return check_metrics(json.loads(path.read_text()))
-    except (ValueError, OSError) as e:
+    except OSError as e:
+        raise ValueError(e.strerror or str(e)) from None
+
+
+def read_metrics(run_dir: Path, warn: bool = True) -> dict | None:
+    """The run's metrics, or None when missing, or unreadable (with a warning naming the file)."""
+    try:
+        return load_metrics(run_dir)
+    except ValueError as e:
         if warn:
-            log.warning("skipping unreadable %s: %s", path, e)
+            log.warning("skipping unreadable %s: %s", Path(run_dir) / METRICS, e)
         return None
 
 
@@ -399,17 +407,22 @@ def clear_resume(run_dir: Path) -> None:
 
 
 @contextlib.contextmanager
-def run_lock(run_dir: Path) -> Iterator[bool]:
+def run_lock(run_dir: Path, wait: bool = False) -> Iterator[bool]:
     """Hold the run's lock while working on it; yields False (holding nothing) when another process
-    has it, so that two terminals or a requeued cluster job never train the same run twice."""
+    has it, so that two terminals or a requeued cluster job never train the same run twice. With
+    ``wait``, wait for the other process instead (saying so), and yield True once the lock is ours:
+    posbench-eval does, so that two evaluations of one run add their records one after the other."""
     make_dirs(run_dir)
     fd = os.open(Path(run_dir) / LOCK, os.O_RDWR | os.O_CREAT, 0o666)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            yield False
-            return
+            if not wait:
+                yield False
+                return
+            log.info("waiting for the process (pid %s) working on %s to finish", lock_holder(run_dir), run_dir)
+            fcntl.flock(fd, fcntl.LOCK_EX)
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         try:
