@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from posbench import extend as extension
-from posbench.data import DOC_SEPARATOR, load_corpus
+from posbench.data import DOC_SEPARATOR, check_same_corpus, load_corpus
 from posbench.device import Runtime, autocast, resolve_device
 from posbench.diagnostics import attention_stats
 from posbench.errors import PosbenchError
@@ -326,6 +326,7 @@ def evaluate_run(run_dir: Path, eval_cfg: EvalConfig, runtime: Runtime = Runtime
     device = resolve_device(runtime.device)
     model, cfg = model_from_checkpoint(load_checkpoint(run_dir), device)
     corpus = load_corpus(cfg.data)
+    check_same_corpus(run_dir, corpus)  # scored on the text it was trained on, or not at all
     made, per_pos = evaluate_into(metrics, model, cfg, eval_cfg, corpus, device, progress, only_missing,
                                   kernel=runtime.attention)
     if not made:

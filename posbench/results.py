@@ -8,6 +8,7 @@ A run directory ``<runs_dir>/<run_id>`` holds:
     metrics.json       status, run facts and one record per (variant, protocol, length); SCHEMA_VERSION
     per_position.npz   mean loss by position within the window, key ``<variant>/<protocol>/L<length>``
     resume.pt          (while training) state to continue a killed run from, bit for bit
+    corpus.json        the fingerprint of the corpus the run trains on (written before training)
     .lock              held (flock) by the process working on the run
 
 Every file is written to a temporary name in the same folder and renamed into place, so a reader
@@ -44,6 +45,7 @@ CHECKPOINT = "checkpoint.pt"
 HISTORY = "history.json"
 CONFIG = "config.yaml"
 RESUME = "resume.pt"  # training state of an unfinished run; removed when training completes
+CORPUS = "corpus.json"  # the corpus a run trains on, recorded before its first step
 LOCK = ".lock"
 STATUSES = ("completed", "diverged", "failed")
 
@@ -239,6 +241,24 @@ def read_metrics(run_dir: Path, warn: bool = True) -> dict | None:
         if warn:
             log.warning("skipping unreadable %s: %s", Path(run_dir) / METRICS, e)
         return None
+
+
+def write_corpus(run_dir: Path, fingerprint: dict) -> None:
+    write_json(Path(run_dir) / CORPUS, fingerprint)
+
+
+def recorded_corpus(run_dir: Path) -> dict | None:
+    """The fingerprint of the corpus a run was trained on: its metrics' ``corpus``, else (a run
+    killed before its metrics were written) ``corpus.json``; None when neither says."""
+    run_dir = Path(run_dir)
+    m = read_metrics(run_dir, warn=False)
+    if m is not None and isinstance(m.get("corpus"), dict) and m["corpus"].get("hash"):
+        return m["corpus"]
+    try:
+        c = json.loads((run_dir / CORPUS).read_text())
+    except (OSError, ValueError):
+        return None
+    return c if isinstance(c, dict) and c.get("hash") else None
 
 
 def is_complete(run_dir: Path) -> bool:

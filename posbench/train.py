@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 from posbench import __version__
 from posbench import extend as extension
-from posbench.data import check_corpus_fits, corpus_stats, load_corpus
+from posbench.data import check_corpus_fits, check_same_corpus, corpus_stats, load_corpus, remove_cache
 from posbench.device import describe, resolve_device
 from posbench.errors import PosbenchError
 from posbench.evaluate import during_training_probe, evaluate_into, evaluate_run, probe_steps
@@ -36,6 +36,7 @@ from posbench.results import (
     run_lock,
     save_checkpoint,
     write_config,
+    write_corpus,
     write_history,
     write_metrics,
     write_per_position,
@@ -50,15 +51,26 @@ log = logging.getLogger("posbench")
 
 def check_jobs(jobs: list[RunSpec]) -> None:
     """Everything about every job, before any trains (their values were checked when they were
-    converted): whether each corpus holds the windows its jobs need (this may build a token cache)."""
+    converted): whether each corpus holds the windows its jobs need (this may build a token cache,
+    removed again when the command is refused), whether a run that exists already was trained on
+    the corpus the command gives now."""
     corpora: dict[object, object] = {}
-    for spec in jobs:
-        if spec.data not in corpora:
-            corpora[spec.data] = load_corpus(spec.data)
-        lm = spec.task.is_lm
-        check_corpus_fits(corpora[spec.data], spec.train_len, spec.eval if spec.evaluate_after_training and lm else None)
-        if not lm and spec.evaluate_after_training:
-            check_task_fits(corpora[spec.data], spec)
+    try:
+        for spec in jobs:
+            if spec.data not in corpora:
+                corpora[spec.data] = load_corpus(spec.data)
+            corpus, lm = corpora[spec.data], spec.task.is_lm
+            check_corpus_fits(corpus, spec.train_len, spec.eval if spec.evaluate_after_training and lm else None)
+            if not lm and spec.evaluate_after_training:
+                check_task_fits(corpus, spec)
+            # skipping, resuming or evaluating a run made from other text would mix two corpora in one run
+            check_same_corpus(spec.run_dir, corpus)
+            if spec.is_extension:  # and an extension run continues its parent's weights
+                check_same_corpus(spec.parent().run_dir, corpus)
+    except PosbenchError:
+        for corpus in corpora.values():
+            remove_cache(corpus)
+        raise
 
 
 def check_task_fits(corpus, spec: RunSpec) -> None:
@@ -133,6 +145,7 @@ def _evaluate_missing(spec: RunSpec, rid: str, run_dir: Path) -> None:
 
 def _train_and_evaluate(spec: RunSpec, rid: str, run_dir: Path, corpus, parent: Path | None = None) -> None:
     """Train from scratch, or (``parent``: an extension run's parent directory) continue its final weights."""
+    check_same_corpus(run_dir, corpus)  # a killed or failed run resumes on the corpus it started on
     spec.runtime.apply_threads()
     device = resolve_device(spec.runtime.device, job_index())
     torch.manual_seed(spec.seed)
@@ -145,6 +158,7 @@ def _train_and_evaluate(spec: RunSpec, rid: str, run_dir: Path, corpus, parent: 
     train_cfg, window = (extension.finetune_settings(spec), spec.extend.length) if parent else (spec.train, spec.train_len)
     resolved = spec.resolved()
     write_config(run_dir, resolved)
+    write_corpus(run_dir, corpus_stats(corpus))  # what a resume after a kill checks the corpus against
     log.info("run %s: %s, %d parameters, %s", rid, spec.encoding.name, model.num_params(), describe(device))
     tracker = make_tracker(spec.logger, rid, run_dir, resolved)
     task = spec.task.build()

@@ -5,13 +5,19 @@
 The request is checked against the run it names with the same checks posbench-train applies to
 its evaluation settings (posbench.spec.RunSpec.check_evaluation)."""
 
+from pathlib import Path
+
 from posbench.cli import hydra_app
 from posbench.config import to_eval_request
+from posbench.data import check_runs_corpora
 from posbench.evaluate import run
 
 
 def _check(requests) -> None:
-    """Every request was checked when it was converted; nothing more before scoring."""
+    """Every request was checked when it was converted; here, what needs the runs' corpora: each
+    run is scored on the corpus it was trained on (or refused, saying what changed)."""
+    specs = [r.run_spec() for r in requests]
+    check_runs_corpora([(Path(r.run_dir).expanduser(), spec.data) for r, spec in zip(requests, specs)])
 
 
 main = hydra_app("evaluate", to_eval_request, run, _check)
