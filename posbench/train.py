@@ -42,7 +42,7 @@ from posbench.results import (
     write_per_position,
 )
 from posbench.settings import to_dict
-from posbench.spec import RunSpec
+from posbench.spec import RunSpec, check_variant_rows
 from posbench.tracking import make_tracker
 from posbench.trainer import train_model
 
@@ -53,7 +53,7 @@ def check_jobs(jobs: list[RunSpec]) -> None:
     """Everything about every job, before any trains (their values were checked when they were
     converted): whether each corpus holds the windows its jobs need (this may build a token cache,
     removed again when the command is refused), whether a run that exists already was trained on
-    the corpus the command gives now."""
+    the corpus the command gives now, and whether every evaluation variant asked for gives a row."""
     corpora: dict[object, object] = {}
     try:
         for spec in jobs:
@@ -67,6 +67,7 @@ def check_jobs(jobs: list[RunSpec]) -> None:
             check_same_corpus(spec.run_dir, corpus)
             if spec.is_extension:  # and an extension run continues its parent's weights
                 check_same_corpus(spec.parent().run_dir, corpus)
+        check_variant_rows(jobs)
     except PosbenchError:
         for corpus in corpora.values():
             remove_cache(corpus)
