@@ -118,15 +118,18 @@ def files_fingerprint(root: Path, files: list[Path], extra: dict) -> dict:
         undecodable += _undecodable_bytes(data)
         h.update(f"{f.relative_to(root).as_posix()}\t{len(data)}\n".encode())
         h.update(hashlib.sha256(data).digest())
-    if undecodable:
+    digest = h.hexdigest()[:16]
+    if undecodable and (root, digest) not in _TOLD:  # once per process (a command loads a corpus more than once)
+        _TOLD.add((root, digest))
         # a few stray bytes (the stdlib has test files in Latin-1) are noise; a real share is a warning
         share = undecodable / max(total, 1)
         log.log(logging.WARNING if share > 1e-3 else logging.DEBUG,
                 "%.2f%% of the bytes under %s are not UTF-8 text (%d bytes%s); each is read as U+FFFD",
                 100 * share, root, undecodable, ": binary files?" if share > 0.01 else "")
-    return {**extra, "documents": len(files), "bytes": total, "hash": h.hexdigest()[:16]}
+    return {**extra, "documents": len(files), "bytes": total, "hash": digest}
 
 
+_TOLD: set[tuple[Path, str]] = set()  # corpora whose undecodable bytes were reported
 
 
 def _undecodable_bytes(data: bytes) -> int:

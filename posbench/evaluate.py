@@ -136,7 +136,7 @@ def evaluate_model(
     todo = [c for c in perplexity_plan(enc, eval_cfg, train_len, n_val, corpus_hash, tag) if c.key not in (skip or set())]
     records, per_position = [], {}
     bar = tqdm(total=sum(len(plans[c.protocol, c.length].ends) * c.length for c in todo), unit="tok", desc="eval",
-               disable=not progress, leave=False)
+               disable=None if progress else True, leave=False)
     try:
         for cell in todo:
             row, L, protocol = cell.row, cell.length, cell.protocol

@@ -89,6 +89,12 @@ def run(spec: RunSpec) -> Path:
     not have yet is evaluated from its checkpoint (so a kill during evaluation loses no training).
     A diverged run is final unless ``retry_diverged=true``; a failed or killed one resumes."""
     spec.check()  # again, for callers that did not come through the command line (cheap)
+    run_dir = _run(spec)
+    log.info("run directory: %s", run_dir)
+    return run_dir
+
+
+def _run(spec: RunSpec) -> Path:
     rid, run_dir = spec.run_id, spec.run_dir
     if _settled(spec, rid, run_dir):
         return run_dir
@@ -116,8 +122,10 @@ def _settled(spec: RunSpec, rid: str, run_dir: Path) -> bool:
     if m is None:
         return False
     if m["status"] == "diverged" and not spec.retry_diverged:
+        loss = m.get("final_train_loss")  # NaN and inf are stored as null
         log.warning("skipping %s: it diverged (loss %s at step %s); runs that diverge are final "
-                    "(retry_diverged=true trains it again)", rid, m.get("final_train_loss"), m.get("train_steps"))
+                    "(retry_diverged=true trains it again)", rid, "not finite" if loss is None else f"{loss:.4g}",
+                    m.get("train_steps"))
         return True
     if m["status"] != "completed":
         return False

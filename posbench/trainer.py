@@ -233,7 +233,8 @@ def train_model(
     val_steps = {half_step(tc.steps), tc.steps, *probe_steps}
     t0 = t_log = time.perf_counter()
     logged_step = st.start
-    bar = tqdm(range(st.start, tc.steps), initial=st.start, total=tc.steps, desc=desc, unit="step", leave=False)
+    bar = tqdm(range(st.start, tc.steps), initial=st.start, total=tc.steps, desc=desc, unit="step", leave=False,
+               disable=None)  # a bar on a terminal only; none in a log file or pipe
     for step in bar:
         x, y, scored = training_batch(train_tokens, tc.batch_size, train_len, seed, step, task)
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
