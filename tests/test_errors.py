@@ -359,3 +359,17 @@ def test_help_s_defaults_are_the_settings_classes_own():
     from posbench.trainer import TrainConfig
 
     assert f"train.lr={TrainConfig().lr:g}" in help_text("config")
+
+
+def test_a_sweep_mixing_encodings_gets_one_note_for_the_rows_some_do_not_get(compose, caplog, tmp_path, monkeypatch):
+    import logging
+
+    from posbench.spec import check_variant_rows
+
+    monkeypatch.chdir(tmp_path)
+    specs = [compose("model=tiny", f"encoding={e}", "eval.rope_scaling=[yarn,linear]", "eval.temperature=[0.1]")
+             for e in ("rope", "alibi", "nope", "rope")]
+    with caplog.at_level(logging.WARNING, logger="posbench"):
+        check_variant_rows(specs)  # not refused: rope gets the rows
+    assert [r.getMessage() for r in caplog.records] == [
+        "note: eval.rope_scaling=[yarn,linear] adds rows for rope only; alibi, nope get no such rows"]
