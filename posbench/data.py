@@ -33,7 +33,7 @@ import torch
 
 from posbench.errors import PosbenchError
 from posbench.protocols import check_fits
-from posbench.results import make_dirs, private_tempdir
+from posbench.results import make_dirs, private_tempdir, recorded_corpus
 
 log = logging.getLogger("posbench")
 
@@ -77,6 +77,8 @@ class Corpus:
     train: np.ndarray  # uint8 tokens (bytes)
     val: np.ndarray
     fingerprint: dict
+    cache: Optional[Path] = None  # its token cache folder
+    built: bool = False  # this load built the cache (a refused command removes it again: remove_cache)
 
 
 # -- file lists and fingerprints ----------------------------------------------------------------
@@ -116,13 +118,18 @@ def files_fingerprint(root: Path, files: list[Path], extra: dict) -> dict:
         undecodable += _undecodable_bytes(data)
         h.update(f"{f.relative_to(root).as_posix()}\t{len(data)}\n".encode())
         h.update(hashlib.sha256(data).digest())
-    if undecodable:
+    digest = h.hexdigest()[:16]
+    if undecodable and (root, digest) not in _TOLD:  # once per process (a command loads a corpus more than once)
+        _TOLD.add((root, digest))
         # a few stray bytes (the stdlib has test files in Latin-1) are noise; a real share is a warning
         share = undecodable / max(total, 1)
         log.log(logging.WARNING if share > 1e-3 else logging.DEBUG,
                 "%.2f%% of the bytes under %s are not UTF-8 text (%d bytes%s); each is read as U+FFFD",
                 100 * share, root, undecodable, ": binary files?" if share > 0.01 else "")
-    return {**extra, "documents": len(files), "bytes": total, "hash": h.hexdigest()[:16]}
+    return {**extra, "documents": len(files), "bytes": total, "hash": digest}
+
+
+_TOLD: set[tuple[Path, str]] = set()  # corpora whose undecodable bytes were reported
 
 
 def _undecodable_bytes(data: bytes) -> int:
@@ -261,7 +268,8 @@ def load_corpus(cfg) -> Corpus:
         build, field = (lambda tmp: _load_files(root, files, cfg.val_fraction, tmp / "hf")), "text"
     fingerprint = {"name": cfg.name, **fingerprint}
     cache = Path(cfg.cache_dir).expanduser() / f"{cfg.name}-{fingerprint['hash']}"
-    if not (cache / "fingerprint.json").exists():
+    built = not (cache / "fingerprint.json").exists()
+    if built:
         log.info("building the token cache of corpus %r in %s (once)", cfg.name, cache)
         try:
             _build_cache(cache, build, field, cfg, fingerprint)
@@ -270,7 +278,14 @@ def load_corpus(cfg) -> Corpus:
                                 "set data.cache_dir to a writable folder") from None
     train = np.memmap(cache / "train.bin", dtype=np.uint8, mode="r")
     val = np.memmap(cache / "val.bin", dtype=np.uint8, mode="r")
-    return Corpus(train=train, val=val, fingerprint=fingerprint)
+    return Corpus(train=train, val=val, fingerprint=fingerprint, cache=cache, built=built)
+
+
+def remove_cache(corpus: Corpus) -> None:
+    """Remove the token cache that loading ``corpus`` built, when the command that loaded it is
+    refused: a refused command leaves nothing behind (a cache it did not build stays)."""
+    if corpus.built and corpus.cache is not None:
+        shutil.rmtree(corpus.cache, ignore_errors=True)
 
 
 def _build_cache(cache: Path, build, field: str, cfg, fingerprint: dict) -> None:
@@ -313,6 +328,48 @@ def check_corpus_fits(corpus: Corpus, train_len: int, eval_cfg=None) -> None:
         raise PosbenchError(f"train_len={train_len} is longer than the validation split allows ({len(corpus.val)} tokens)")
     if eval_cfg is not None:
         check_fits(len(corpus.val), eval_cfg, train_len)
+
+
+def corpus_change(recorded: dict, now: dict) -> str | None:
+    """None when ``recorded`` (a run's corpus fingerprint) is the corpus ``now`` is; else what
+    changed, in words (``Python 3.11.4 -> 3.12.1``, ``documents 40 -> 41, bytes ... -> ...``)."""
+    if recorded.get("hash") == now.get("hash"):
+        return None
+    changes = [f"{'Python' if k == 'python' else k} {recorded[k]} -> {now.get(k)}"
+               for k in ("python", "path", "hub_name", "hub_config", "documents", "bytes") if k in recorded and recorded[k] != now.get(k)]
+    return ", ".join(changes) or ("same size, other content" if "documents" in recorded else "other settings")
+
+
+def check_same_corpus(run_dir: Path, corpus: Corpus) -> None:
+    """A run's results belong to the corpus it was trained on: skipping, resuming or evaluating it
+    with another (a local file edited since, another Python's standard library) would mix the two
+    under one run id. PosbenchError saying what changed and what to do; runs that recorded no
+    corpus pass."""
+    recorded = recorded_corpus(run_dir)
+    if recorded is None or (change := corpus_change(recorded, corpus.fingerprint)) is None:
+        return
+    now = corpus.fingerprint
+    what = {"local": f"data.path={now.get('path')}", "hub": f"data.hub_name={now.get('hub_name')}"}.get(
+        now.get("source"), f"the standard library of Python {now.get('python')}")
+    raise PosbenchError(
+        f"run {Path(run_dir).name} was trained on corpus {now.get('name')!r} with hash {recorded['hash']}; "
+        f"{what} now gives hash {now['hash']} ({change}); its results belong to the old corpus: train it in a new "
+        f"runs_dir, or delete {run_dir} to train it again")
+
+
+def check_runs_corpora(runs: list[tuple[Path, DataConfig]]) -> None:
+    """``check_same_corpus`` for each (run directory, its data settings), each corpus loaded once;
+    a token cache built here is removed again when a run is refused."""
+    corpora: dict[DataConfig, Corpus] = {}
+    try:
+        for run_dir, data in runs:
+            if data not in corpora:
+                corpora[data] = load_corpus(data)
+            check_same_corpus(run_dir, corpora[data])
+    except PosbenchError:
+        for corpus in corpora.values():
+            remove_cache(corpus)
+        raise
 
 
 def corpus_stats(corpus: Corpus) -> dict:

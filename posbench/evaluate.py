@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from posbench import extend as extension
-from posbench.data import DOC_SEPARATOR, load_corpus
+from posbench.data import DOC_SEPARATOR, check_same_corpus, load_corpus
 from posbench.device import Runtime, autocast, resolve_device
 from posbench.diagnostics import attention_stats
 from posbench.errors import PosbenchError
@@ -40,8 +40,10 @@ from posbench.results import (
     check_writable_dir,
     load_checkpoint,
     per_position_key,
+    METRICS,
+    load_metrics,
     read_run_config,
-    read_metrics,
+    run_lock,
     write_metrics,
     write_per_position,
 )
@@ -120,7 +122,7 @@ def evaluate_model(
     todo = [c for c in perplexity_plan(enc, eval_cfg, train_len, n_val, corpus_hash, tag) if c.key not in (skip or set())]
     records, per_position = [], {}
     bar = tqdm(total=sum(len(plans[c.protocol, c.length].ends) * c.length for c in todo), unit="tok", desc="eval",
-               disable=not progress, leave=False)
+               disable=None if progress else True, leave=False)
     try:
         for cell in todo:
             row, L, protocol = cell.row, cell.length, cell.protocol
@@ -285,14 +287,19 @@ def evaluate_run(run_dir: Path, eval_cfg: EvalConfig, runtime: Runtime = Runtime
     """Evaluate a trained run at the settings of ``eval_cfg`` and merge the records into its files;
     with ``only_missing``, only the records it does not have yet. Returns (metrics, records made)."""
     run_dir = Path(run_dir)
-    metrics = read_metrics(run_dir)
+    try:
+        metrics = load_metrics(run_dir)
+    except ValueError as e:
+        raise PosbenchError(f"{run_dir / METRICS} is unreadable ({e}); posbench-train with the run's config trains "
+                            "it again") from None
     if metrics is None:
-        raise PosbenchError(f"{run_dir} is not a run directory with a readable metrics.json")
+        raise PosbenchError(f"{run_dir} has no {METRICS}: its training has not finished (posbench-train resumes it)")
     if metrics["status"] != "completed":
         raise PosbenchError(f"{run_dir} has status {metrics['status']!r}: only a completed run can be evaluated")
     device = resolve_device(runtime.device)
     model, cfg = model_from_checkpoint(load_checkpoint(run_dir), device)
     corpus = load_corpus(cfg.data)
+    check_same_corpus(run_dir, corpus)  # scored on the text it was trained on, or not at all
     cfg.with_eval(eval_cfg).check_corpus(corpus, evaluated=True)  # every window asked for fits, before anything is scored
     made, per_pos = evaluate_into(metrics, model, cfg, eval_cfg, corpus, device, progress, only_missing,
                                   kernel=runtime.attention)
@@ -316,10 +323,13 @@ def log_records(records: list[dict]) -> None:
 
 
 def run(request: EvalRequest) -> None:
-    """posbench-eval's job: score the run, merge the records into its files, print them."""
+    """posbench-eval's job: score the run, merge the records into its files, print them. It holds
+    the run's lock (waiting for another process working on the run), so that two evaluations of a
+    run at once each add their records: the second reads the first's before it writes."""
     request.runtime.apply_threads()
-    metrics, _ = evaluate_run(Path(request.run_dir).expanduser(), request.eval, request.runtime,
-                              command=launch_command("posbench-eval"))
+    run_dir = Path(request.run_dir).expanduser()
+    with run_lock(run_dir, wait=True):
+        metrics, _ = evaluate_run(run_dir, request.eval, request.runtime, command=launch_command("posbench-eval"))
     for r in metrics["evaluations"]:
         ppl = "n/d (" + r["reason"] + ")" if r["ppl"] is None else f"{r['ppl']:.3f}"
         print(f"{r['variant']:>12} {r['protocol']:>15} L={r['length']:<6} ppl={ppl}")

@@ -24,6 +24,7 @@ from __future__ import annotations
 import importlib
 import logging
 import pkgutil
+import threading
 from importlib import metadata
 from typing import Any, Callable, Generic, TypeVar
 
@@ -67,6 +68,7 @@ class Registry(Generic[T]):
         self._builtins: dict[str, T] = {}
         self._external: dict[str, T] = {}
         self._discovered = builtin_package is None
+        self._discovering, self._discovery = False, threading.RLock()
 
     # -- built-ins ----------------------------------------------------------------------------------
     def register(self, name: str) -> Callable[[T], T]:
@@ -83,11 +85,19 @@ class Registry(Generic[T]):
     def _discover(self) -> None:
         if self._discovered:
             return
-        self._discovered = True
-        package = importlib.import_module(self.builtin_package)
-        for mod in pkgutil.iter_modules(package.__path__):
-            if not mod.name.startswith("_"):
-                importlib.import_module(f"{self.builtin_package}.{mod.name}")
+        # another thread waits until the built-ins are imported (it would see none); the importing
+        # thread itself may come back here from a module it imports, and goes on
+        with self._discovery:
+            if self._discovered or self._discovering:
+                return
+            self._discovering = True
+            try:
+                package = importlib.import_module(self.builtin_package)
+                for mod in pkgutil.iter_modules(package.__path__):
+                    if not mod.name.startswith("_"):
+                        importlib.import_module(f"{self.builtin_package}.{mod.name}")
+            finally:
+                self._discovering, self._discovered = False, True
 
     # -- lookups ------------------------------------------------------------------------------------
     def builtins(self) -> list[str]:

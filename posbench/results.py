@@ -8,6 +8,7 @@ A run directory ``<runs_dir>/<run_id>`` holds:
     metrics.json       status, run facts and one record per (variant, protocol, length); SCHEMA_VERSION
     per_position.npz   mean loss by position within the window, key ``<variant>/<protocol>/L<length>``
     resume.pt          (while training) state to continue a killed run from, bit for bit
+    corpus.json        the fingerprint of the corpus the run trains on (written before training)
     .lock              held (flock) by the process working on the run
 
 Every file is written to a temporary name in the same folder and renamed into place, so a reader
@@ -44,6 +45,7 @@ CHECKPOINT = "checkpoint.pt"
 HISTORY = "history.json"
 CONFIG = "config.yaml"
 RESUME = "resume.pt"  # training state of an unfinished run; removed when training completes
+CORPUS = "corpus.json"  # the corpus a run trains on, recorded before its first step
 LOCK = ".lock"
 STATUSES = ("completed", "diverged", "failed")
 
@@ -220,17 +222,43 @@ def check_metrics(m: Any) -> dict:
     return m
 
 
-def read_metrics(run_dir: Path, warn: bool = True) -> dict | None:
-    """The run's metrics, or None when missing, or unreadable (with a warning naming the file)."""
+def load_metrics(run_dir: Path) -> dict | None:
+    """The run's metrics, or None when there are none; ValueError saying why when unreadable."""
     path = Path(run_dir) / METRICS
     if not path.exists():
         return None
     try:
         return check_metrics(json.loads(path.read_text()))
-    except (ValueError, OSError) as e:
+    except OSError as e:
+        raise ValueError(e.strerror or str(e)) from None
+
+
+def read_metrics(run_dir: Path, warn: bool = True) -> dict | None:
+    """The run's metrics, or None when missing, or unreadable (with a warning naming the file)."""
+    try:
+        return load_metrics(run_dir)
+    except ValueError as e:
         if warn:
-            log.warning("skipping unreadable %s: %s", path, e)
+            log.warning("skipping unreadable %s: %s", Path(run_dir) / METRICS, e)
         return None
+
+
+def write_corpus(run_dir: Path, fingerprint: dict) -> None:
+    write_json(Path(run_dir) / CORPUS, fingerprint)
+
+
+def recorded_corpus(run_dir: Path) -> dict | None:
+    """The fingerprint of the corpus a run was trained on: its metrics' ``corpus``, else (a run
+    killed before its metrics were written) ``corpus.json``; None when neither says."""
+    run_dir = Path(run_dir)
+    m = read_metrics(run_dir, warn=False)
+    if m is not None and isinstance(m.get("corpus"), dict) and m["corpus"].get("hash"):
+        return m["corpus"]
+    try:
+        c = json.loads((run_dir / CORPUS).read_text())
+    except (OSError, ValueError):
+        return None
+    return c if isinstance(c, dict) and c.get("hash") else None
 
 
 def is_complete(run_dir: Path) -> bool:
@@ -318,9 +346,10 @@ def save_resume(run_dir: Path, state: dict) -> None:
     atomic_torch_save(Path(run_dir) / RESUME, state)
 
 
-def load_resume(run_dir: Path) -> dict | None:
-    """The saved training state, or None when there is none or it is unusable (unreadable, or not
-    what save_resume writes): then a warning, the file is discarded and the run starts over."""
+def load_resume(run_dir: Path, steps: int | None = None) -> dict | None:
+    """The saved training state, or None when there is none or it is unusable (unreadable, not
+    what save_resume writes, or not a state of a run of ``steps`` steps): then a warning, the file
+    is discarded and the run starts over."""
     import torch
 
     path = Path(run_dir) / RESUME
@@ -328,13 +357,59 @@ def load_resume(run_dir: Path) -> dict | None:
         return None
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
-        if not isinstance(state, dict) or (missing := [k for k in RESUME_KEYS if k not in state]):
-            raise ValueError(f"no {missing[0]!r}" if isinstance(state, dict) else "not a dict")
-        if not isinstance(state["next_step"], int) or state["next_step"] < 0:
-            raise ValueError(f"next_step {state['next_step']!r}")
+        check_resume(state, steps)
     except Exception as e:  # noqa: BLE001 - a torn disk or another tool's file: start over, say so
         discard_resume(run_dir, f"{type(e).__name__}: {e}")
         return None
+    return state
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _records(x: Any, what: str, next_step: int) -> None:
+    """A list of records with integer steps, in order, none past the step the state resumes at."""
+    if not isinstance(x, list) or not all(isinstance(r, dict) for r in x):
+        raise ValueError(f"{what} is not a list of records ({type(x).__name__})")
+    steps = [r.get("step") for r in x]
+    if not all(isinstance(s, int) and not isinstance(s, bool) and 1 <= s <= next_step for s in steps):
+        raise ValueError(f"{what} has a record without a step in 1..{next_step}")
+    if steps != sorted(steps):
+        raise ValueError(f"{what} is not in step order")
+
+
+def check_resume(state: Any, steps: int | None = None) -> dict:
+    """The shape and values train_model relies on (ValueError naming the first problem): every key
+    of the right type, ``next_step`` inside this run's budget (a state written after step k has
+    next_step k, 1 <= k < steps) and equal to the schedule's step count, the history and probes
+    lists of records up to it."""
+    import torch
+
+    if not isinstance(state, dict):
+        raise ValueError(f"not a dict ({type(state).__name__})")
+    if missing := [k for k in RESUME_KEYS if k not in state]:
+        raise ValueError(f"no {missing[0]!r}")
+    for key in ("model", "optimizer", "scheduler"):
+        if not isinstance(state[key], dict):
+            raise ValueError(f"{key} is not a state dict ({type(state[key]).__name__})")
+    if not isinstance(state["torch_rng"], torch.Tensor) or state["torch_rng"].dtype != torch.uint8:
+        raise ValueError("torch_rng is not a torch RNG state")
+    n = state["next_step"]
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise ValueError(f"next_step {n!r} is not a step count")
+    if steps is not None and n >= steps:
+        raise ValueError(f"next_step {n} is not inside this run's train.steps={steps}")
+    if state["scheduler"].get("last_epoch", n) != n:
+        raise ValueError(f"next_step {n} does not match the schedule's step {state['scheduler'].get('last_epoch')!r}")
+    _records(state["history"], "history", n)
+    _records(state.get("probes", []), "probes", n)
+    if not _number(state["last_loss"]):
+        raise ValueError(f"last_loss {state['last_loss']!r} is not a number")
+    if state["val_loss"] is not None and not _number(state["val_loss"]):
+        raise ValueError(f"val_loss {state['val_loss']!r} is not a number")
+    if not _number(state["train_wall_s"]) or not 0 <= state["train_wall_s"] < float("inf"):
+        raise ValueError(f"train_wall_s {state['train_wall_s']!r} is not a duration")
     return state
 
 
@@ -352,17 +427,22 @@ def clear_resume(run_dir: Path) -> None:
 
 
 @contextlib.contextmanager
-def run_lock(run_dir: Path) -> Iterator[bool]:
+def run_lock(run_dir: Path, wait: bool = False) -> Iterator[bool]:
     """Hold the run's lock while working on it; yields False (holding nothing) when another process
-    has it, so that two terminals or a requeued cluster job never train the same run twice."""
+    has it, so that two terminals or a requeued cluster job never train the same run twice. With
+    ``wait``, wait for the other process instead (saying so), and yield True once the lock is ours:
+    posbench-eval does, so that two evaluations of one run add their records one after the other."""
     make_dirs(run_dir)
     fd = os.open(Path(run_dir) / LOCK, os.O_RDWR | os.O_CREAT, 0o666)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            yield False
-            return
+            if not wait:
+                yield False
+                return
+            log.info("waiting for the process (pid %s) working on %s to finish", lock_holder(run_dir), run_dir)
+            fcntl.flock(fd, fcntl.LOCK_EX)
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         try:

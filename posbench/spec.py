@@ -275,3 +275,51 @@ def migrate(raw: Mapping[str, Any]) -> dict:
         if isinstance(m.get("encoding"), dict):
             m["encoding"].setdefault("lr_mult", mult)
     return m
+
+
+def check_variant_rows(specs: list[RunSpec]) -> None:
+    """Evaluation settings that would add no row: refused when no job of the command gets a row
+    from one (a single run: ``eval.rope_scaling=[yarn]`` on ``encoding=alibi``); one note naming the
+    encodings without such rows when some jobs get them (a preset that sweeps the RoPE scalings
+    across every encoding). The variants decide which encodings they apply to (Variant.applies_to)."""
+    import logging
+
+    from posbench.variants import settings_without_rows
+
+    asked: dict[str, dict[str, bool]] = {}  # setting -> encoding -> gets a row
+    first: dict[str, RunSpec] = {}  # setting -> the first job asking for it (for the message)
+    for spec in specs:
+        keys = [k for k in ("rope_scaling", "temperature", "variants") if getattr(spec.eval, k)]
+        lacking = settings_without_rows(spec.encoding.build(spec.shape), spec.eval) if keys else []
+        for key in keys:
+            rows, _ = asked.setdefault(key, {}), first.setdefault(key, spec)
+            rows[spec.encoding.name] = rows.get(spec.encoding.name, False) or key not in lacking
+    for key, rows in asked.items():
+        without = [e for e, has in rows.items() if not has]
+        if not without:
+            continue
+        value = f"eval.{key}=[{','.join(str(v) for v in getattr(first[key].eval, key))}]"
+        if len(without) == len(rows):
+            applies = _applies_to(key, first[key])
+            raise PosbenchError(
+                f"{value} adds no row for encoding {', '.join(without)}"
+                f"{f' (it applies to {applies})' if applies else ''}; set eval.{key}=[] or use an encoding it applies to")
+        logging.getLogger("posbench").warning(
+            "note: %s adds rows for %s only; %s get no such rows", value,
+            ", ".join(e for e, has in rows.items() if has), ", ".join(without))
+
+
+def _applies_to(key: str, spec: RunSpec) -> str:
+    """The built-in and installed encodings that get rows from setting ``key`` (for a message)."""
+    from posbench.encodings import available, encoding_class
+    from posbench.variants import settings_without_rows
+
+    names = []
+    for name in available():
+        try:
+            cls = encoding_class(name)
+            if key not in settings_without_rows(cls(spec.shape, cls.Params()), spec.eval):
+                names.append(name)
+        except Exception:  # noqa: BLE001 - an encoding that cannot be built at this shape: not named
+            continue
+    return ", ".join(names)

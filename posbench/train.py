@@ -20,8 +20,9 @@ from pathlib import Path
 import torch
 from posbench import __version__
 from posbench import extend as extension
-from posbench.data import corpus_stats, load_corpus
+from posbench.data import check_same_corpus, corpus_stats, load_corpus, remove_cache
 from posbench.device import describe, resolve_device
+from posbench.errors import PosbenchError
 from posbench.evaluate import during_training_probe, evaluate_into, evaluate_run, probe_steps
 from posbench.hydra_state import in_sweep, job_index, launch_command
 from posbench.model import LanguageModel
@@ -35,12 +36,13 @@ from posbench.results import (
     run_lock,
     save_checkpoint,
     write_config,
+    write_corpus,
     write_history,
     write_metrics,
     write_per_position,
 )
 from posbench.settings import to_dict
-from posbench.spec import RunSpec
+from posbench.spec import RunSpec, check_variant_rows
 from posbench.tracking import make_tracker
 from posbench.trainer import train_model
 
@@ -49,12 +51,24 @@ log = logging.getLogger("posbench")
 
 def check_jobs(jobs: list[RunSpec]) -> None:
     """Everything about every job, before any trains (their values were checked when they were
-    converted): whether each corpus holds the windows its jobs need (this may build a token cache)."""
+    converted): whether each corpus holds the windows its jobs need (this may build a token cache,
+    removed again when the command is refused), whether a run that exists already was trained on
+    the corpus the command gives now, and whether every evaluation variant asked for gives a row."""
     corpora: dict[object, object] = {}
-    for spec in jobs:
-        if spec.data not in corpora:
-            corpora[spec.data] = load_corpus(spec.data)
-        spec.check_corpus(corpora[spec.data])
+    try:
+        for spec in jobs:
+            if spec.data not in corpora:
+                corpora[spec.data] = load_corpus(spec.data)
+            spec.check_corpus(corpora[spec.data])
+            # skipping, resuming or evaluating a run made from other text would mix two corpora in one run
+            check_same_corpus(spec.run_dir, corpora[spec.data])
+            if spec.is_extension:  # and an extension run continues its parent's weights
+                check_same_corpus(spec.parent().run_dir, corpora[spec.data])
+        check_variant_rows(jobs)
+    except PosbenchError:
+        for corpus in corpora.values():
+            remove_cache(corpus)
+        raise
 
 
 def run(spec: RunSpec) -> Path:
@@ -64,6 +78,12 @@ def run(spec: RunSpec) -> Path:
     not have yet is evaluated from its checkpoint (so a kill during evaluation loses no training).
     A diverged run is final unless ``retry_diverged=true``; a failed or killed one resumes."""
     spec.check()  # again, for callers that did not come through the command line (cheap)
+    run_dir = _run(spec)
+    log.info("run directory: %s", run_dir)
+    return run_dir
+
+
+def _run(spec: RunSpec) -> Path:
     rid, run_dir = spec.run_id, spec.run_dir
     if _settled(spec, rid, run_dir):
         return run_dir
@@ -91,8 +111,10 @@ def _settled(spec: RunSpec, rid: str, run_dir: Path) -> bool:
     if m is None:
         return False
     if m["status"] == "diverged" and not spec.retry_diverged:
+        loss = m.get("final_train_loss")  # NaN and inf are stored as null
         log.warning("skipping %s: it diverged (loss %s at step %s); runs that diverge are final "
-                    "(retry_diverged=true trains it again)", rid, m.get("final_train_loss"), m.get("train_steps"))
+                    "(retry_diverged=true trains it again)", rid, "not finite" if loss is None else f"{loss:.4g}",
+                    m.get("train_steps"))
         return True
     if m["status"] != "completed":
         return False
@@ -121,6 +143,7 @@ def _evaluate_missing(spec: RunSpec, rid: str, run_dir: Path) -> None:
 
 def _train_and_evaluate(spec: RunSpec, rid: str, run_dir: Path, corpus, parent: Path | None = None) -> None:
     """Train from scratch, or (``parent``: an extension run's parent directory) continue its final weights."""
+    check_same_corpus(run_dir, corpus)  # a killed or failed run resumes on the corpus it started on
     spec.runtime.apply_threads()
     device = resolve_device(spec.runtime.device, job_index())
     torch.manual_seed(spec.seed)
@@ -133,6 +156,7 @@ def _train_and_evaluate(spec: RunSpec, rid: str, run_dir: Path, corpus, parent: 
     train_cfg, window = (extension.finetune_settings(spec), spec.extend.length) if parent else (spec.train, spec.train_len)
     resolved = spec.resolved()
     write_config(run_dir, resolved)
+    write_corpus(run_dir, corpus_stats(corpus))  # what a resume after a kill checks the corpus against
     log.info("run %s: %s, %d parameters, %s", rid, spec.encoding.name, model.num_params(), describe(device))
     tracker = make_tracker(spec.logger, rid, run_dir, resolved)
     task = spec.task.build()

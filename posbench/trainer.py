@@ -159,9 +159,10 @@ class _State:
         self.probes: list[dict] = []
 
 
-def _restore(run_dir: Path, model, opt, sched, state: _State) -> bool:
-    """Apply a saved resume state; on any mismatch put the model back as it was and start over."""
-    saved = load_resume(run_dir)
+def _restore(run_dir: Path, model, opt, sched, state: _State, steps: int | None = None) -> bool:
+    """Apply a saved resume state (checked against a budget of ``steps``); on any mismatch put the
+    model back as it was and start over."""
+    saved = load_resume(run_dir, steps)
     if saved is None:
         return False
     fresh = copy.deepcopy(model.state_dict())
@@ -212,7 +213,7 @@ def train_model(
     opt = make_optimizer(model, tc, lr_mult)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, tc))
     st = _State()
-    if resume_dir is not None and not _restore(resume_dir, model, opt, sched, st):
+    if resume_dir is not None and not _restore(resume_dir, model, opt, sched, st, tc.steps):
         # a failed restore may have touched the optimiser: start it (and its schedule) afresh
         opt = make_optimizer(model, tc, lr_mult)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, tc))
@@ -228,7 +229,8 @@ def train_model(
     val_steps = {half_step(tc.steps), tc.steps, *probe_steps}
     t0 = t_log = time.perf_counter()
     logged_step = st.start
-    bar = tqdm(range(st.start, tc.steps), initial=st.start, total=tc.steps, desc=desc, unit="step", leave=False)
+    bar = tqdm(range(st.start, tc.steps), initial=st.start, total=tc.steps, desc=desc, unit="step", leave=False,
+               disable=None)  # a bar on a terminal only; none in a log file or pipe
     for step in bar:
         x, y, scored = training_batch(train_tokens, tc.batch_size, train_len, seed, step, task)
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)

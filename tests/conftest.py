@@ -1,6 +1,7 @@
 """Shared fixtures. Tests never touch the network or a wandb account, and use their own cache."""
 
 import importlib
+import logging
 import os
 import random
 import subprocess
@@ -82,8 +83,15 @@ def entry(monkeypatch, capsys):
         module = importlib.import_module({"train": "posbench.train", "eval": "posbench.evaluate"}[program])
         monkeypatch.setattr(sys, "argv", [f"posbench-{program}", *argv])
         capsys.readouterr()
-        with pytest.raises(SystemExit) as exc:
-            module.main()
+        # a job that starts configures logging with handlers on this test's captured stderr: put the
+        # root logger back, or later tests' log lines go to a closed stream ("--- Logging error ---")
+        root = logging.getLogger()
+        handlers, level = root.handlers[:], root.level
+        try:
+            with pytest.raises(SystemExit) as exc:
+                module.main()
+        finally:
+            root.handlers[:], root.level = handlers, level
         return exc.value.code, capsys.readouterr().err
 
     return _run

@@ -51,6 +51,7 @@ TRAIN_CASES = [
     # values that types cannot catch
     ("model.n_heads=3", "model.d_model=128 is not divisible by model.n_heads=3"),
     ("train_len=0", "train_len must be a positive integer, got 0"),
+    ("seed=-1", "seed must be a non-negative integer, got -1"),
     ("eval.multiples=[1,-2]", "eval.multiples must be positive, got -2; e.g. [1,2,4,8,16]"),
     ("eval.multiples=[1.5]", "eval.multiples=[1.5] must include 1 (the training length, the baseline of every ratio); "
      "e.g. [1,2,4,8,16]"),
@@ -66,12 +67,32 @@ TRAIN_CASES = [
     ("attention=fast", "unknown attention 'fast'; valid: auto, flex, chunked"),
     ("logger.mode=onlin", "unknown logger.mode 'onlin'; valid: offline, online, disabled"),
     ("data.doc_separator=ab", "data.doc_separator must be one byte (or empty), got 'ab'"),
+    # a variant that gives this run no row
+    ("encoding=alibi eval.rope_scaling=[yarn]", "eval.rope_scaling=[yarn] adds no row for encoding alibi (it applies to rope); "
+     "set eval.rope_scaling=[] or use an encoding it applies to"),
+    # Hydra's grammar wants quotes around a value with non-ASCII characters
+    ("runs_dir=runs/été", "cannot parse override 'runs_dir=runs/été': Hydra's override grammar needs quotes around a value "
+     """with non-ASCII characters; write 'runs_dir="runs/été"' (the outer single quotes are for the shell)"""),
+    # argparse's usage errors
+    ("--foo", "unrecognized arguments: --foo (posbench-train --help lists the flags)"),
+    ("--cfg", "argument --cfg/-c: expected one argument (posbench-train --help lists the flags)"),
+    ("--info bogus", "argument --info/-i: invalid choice: 'bogus' (choose from 'all', 'config', 'defaults', "
+     "'defaults-tree', 'plugins', 'searchpath') (posbench-train --help lists the flags)"),
 ]
 
 
 @pytest.mark.parametrize("override, expected", TRAIN_CASES, ids=[c[0] for c in TRAIN_CASES])
 def test_bad_train_input_is_one_line_and_writes_nothing(entry, places, override, expected):
-    assert_refused(entry("train", override, f"runs_dir={places[0]}"), expected, places)
+    assert_refused(entry("train", f"runs_dir={places[0]}", *override.split()), expected, places)
+
+
+@pytest.mark.parametrize("argv", [["-m", "seed=0,-1"], ["seed=0,-1", "-m"], ["train_len=16", "-m", "seed=0,-1"]],
+                         ids=["-m first", "-m last", "-m between"])
+def test_a_bad_seed_refuses_the_sweep_wherever_the_flag_is(entry, places, argv):
+    """Flags and overrides in any order: every override is checked (before, an override after -m
+    was left out of the check and Hydra then printed its usage)."""
+    assert_refused(entry("train", *argv, *TINY[:2], f"runs_dir={places[0]}"), "seed must be a non-negative integer, got -1",
+                   places)
 
 
 @pytest.mark.parametrize("launcher", ["basic", "local_parallel"])
@@ -164,10 +185,12 @@ def test_train_len_longer_than_the_validation_data_allows(entry, tmp_path, cache
     monkeypatch.chdir(tmp_path)
     corpus = tmp_path / "small.txt"
     corpus.write_text("tiny corpus " * 200)  # 2,400 bytes: validation gets the last 5%
+    before = tree(cache_dir)
     code, err = entry("train", "data=local", f"data.path={corpus}", "train_len=512", f"runs_dir={tmp_path / 'runs'}")
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert err.startswith("posbench: error: train_len=512 is longer than the validation split allows (121 tokens)")
     assert not (tmp_path / "runs").exists()
+    assert tree(cache_dir) == before  # the token cache the check built is gone with the refusal
 
 
 # -- posbench-eval --------------------------------------------------------------------------------
@@ -191,6 +214,9 @@ def trained_run(sweep, tmp_path):
     ("+eval.stried=4", "unknown config key 'eval.stried'; valid keys of eval: attention_examples, attention_stats, batch_tokens, bca, "
      "during_training, first_scored, "
      "multiples, protocols, rope_factor, rope_scaling, scored_tokens, stride, target_docs, target_tokens, temperature, variants"),
+    ("eval.rope_scaling=[yarn]", "eval.rope_scaling=[yarn] adds no row for encoding alibi (it applies to rope); "
+     "set eval.rope_scaling=[] or use an encoding it applies to"),
+    ("--foo", "unrecognized arguments: --foo (posbench-eval --help lists the flags)"),
 ])
 def test_bad_eval_input_is_one_line_and_changes_nothing(entry, trained_run, tmp_path, monkeypatch, override, expected):
     if "cuda" in override:
@@ -212,6 +238,16 @@ def test_eval_of_a_folder_that_is_not_a_run(entry, tmp_path, monkeypatch):
     assert code == 2 and err.strip() == (f"posbench: error: run_dir={tmp_path} is not a run directory (no config.yaml); "
                                          "give a folder that posbench-train made, e.g. runs/<run_id>")
     assert os.listdir(tmp_path) == []
+
+
+def test_eval_of_a_torn_metrics_file_is_one_line(entry, trained_run, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (trained_run / "metrics.json").write_text('{"status": "compl')
+    code, err = entry("eval", f"run_dir={trained_run}", "eval.multiples=[1]")
+    assert code == 2, err
+    assert err.splitlines() == [f"posbench: error: {trained_run / 'metrics.json'} is unreadable (Unterminated string starting "
+                                "at: line 1 column 12 (char 11)); posbench-train with the run's config trains it again"]
+    assert (trained_run / "metrics.json").read_text() == '{"status": "compl'
 
 
 def test_malformed_but_loadable_checkpoint_is_one_line(entry, trained_run, tmp_path, monkeypatch):
@@ -280,3 +316,61 @@ def test_unwritable_home_is_one_line(tmp_path, text_corpus):
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert proc.stderr.strip() == (f"posbench: error: cannot write the token cache in '{home}/.cache/posbench' "
                                    "(Not a directory); set data.cache_dir to a writable folder")
+
+
+# -- --help and --version: posbench's own pages ------------------------------------------------------
+
+
+@pytest.mark.parametrize("program", ["train", "eval"])
+def test_help_and_version_are_posbench_s(program, monkeypatch, capsys, cache_dir, tmp_path):
+    import importlib
+    import sys
+
+    import torch
+
+    from posbench import __version__
+
+    monkeypatch.chdir(tmp_path)
+    module = importlib.import_module({"train": "posbench.train", "eval": "posbench.evaluate"}[program])
+
+    def run(*argv) -> tuple[int, str]:
+        monkeypatch.setattr(sys, "argv", [f"posbench-{program}", *argv])
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as exc:
+            module.main()
+        return exc.value.code, capsys.readouterr().out
+
+    code, out = run("--version")
+    assert code == 0 and out.startswith(f"posbench {__version__} (torch {torch.__version__}, Python ") and "device: " in out
+    code, out = run("--help")
+    assert code == 0 and out.startswith(f"posbench-{program}: ") and "Hydra" not in out.splitlines()[0]
+    assert "examples:" in out and "docs/" in out and "eval.multiples=[1,2,4,8,16]" in out  # EvalConfig's default
+    if program == "train":
+        assert "train.steps=600" in out and "encoding        rope;" in out and "model           small;" in out
+    else:  # the config groups of posbench-train are not posbench-eval's
+        assert "encoding" not in out and "experiment" not in out and "run_dir=<required>" in out
+    assert os.listdir(tmp_path) == []
+    # Hydra's own pages stay (through an interpreter of its own: Hydra configures this process's logging)
+    proc = cli({"train": "posbench.train", "eval": "posbench.evaluate"}[program], "--hydra-help", cwd=tmp_path)
+    assert proc.stdout.startswith("Hydra (")
+
+
+def test_help_s_defaults_are_the_settings_classes_own():
+    from posbench.cli.help import help_text
+    from posbench.trainer import TrainConfig
+
+    assert f"train.lr={TrainConfig().lr:g}" in help_text("config")
+
+
+def test_a_sweep_mixing_encodings_gets_one_note_for_the_rows_some_do_not_get(compose, caplog, tmp_path, monkeypatch):
+    import logging
+
+    from posbench.spec import check_variant_rows
+
+    monkeypatch.chdir(tmp_path)
+    specs = [compose("model=tiny", f"encoding={e}", "eval.rope_scaling=[yarn,linear]", "eval.temperature=[0.1]")
+             for e in ("rope", "alibi", "nope", "rope")]
+    with caplog.at_level(logging.WARNING, logger="posbench"):
+        check_variant_rows(specs)  # not refused: rope gets the rows
+    assert [r.getMessage() for r in caplog.records] == [
+        "note: eval.rope_scaling=[yarn,linear] adds rows for rope only; alibi, nope get no such rows"]

@@ -121,11 +121,17 @@ def test_files_and_folders_follow_the_umask(tmp_path, text_corpus):
         assert f.stat().st_mode & 0o777 == 0o664, f  # group-readable and -writable, as the umask says
 
 
-def test_divergence_is_recorded_not_raised(compose, tmp_path, text_corpus):
+def test_divergence_is_recorded_not_raised(compose, tmp_path, text_corpus, caplog):
     cfg = compose("model=tiny", "train=smoke", "train_len=16", "train.lr=1e12", "train.warmup_steps=1", "train.grad_clip=1e30",
                   "data=local", f"data.path={text_corpus}", f"runs_dir={tmp_path}")
     m = read_metrics(run(cfg))
     assert m["status"] == "diverged" and m["evaluations"] == []
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="posbench"):
+        run(cfg)  # again: skipped, saying why in numbers (the NaN loss is stored as null)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"skipping {cfg.run_id}: it diverged (loss not finite at step {m['train_steps']}); runs that diverge are final "
+        "(retry_diverged=true trains it again)"]
 
 
 @pytest.mark.parametrize("damage", ["no config.yaml", "corrupt per_position.npz", "corrupt history.json",
@@ -154,3 +160,119 @@ def test_report_skips_an_unreadable_run_and_lists_it(sweep, tmp_path, damage, ca
     assert "rope" not in set(__import__("pandas").read_csv(tmp_path / "rep" / "table.csv")["variant"])
     section = md.split("## Runs not in the table")[1]
     assert bad.name in section and "unreadable" in section
+
+
+# -- the corpus a run was made from ---------------------------------------------------------------
+
+
+def test_a_run_of_a_corpus_edited_since_is_refused_not_skipped(entry, compose, tmp_path, cache_dir, monkeypatch):
+    """The identical command after an edit of the corpus: one line naming both hashes and what to
+    do, for the complete run (posbench-train would skip it, posbench-eval score it on the new
+    text) and for a run killed before its metrics (it would resume on the new text)."""
+    import re
+
+    from conftest import tree, write_text_corpus
+
+    monkeypatch.chdir(tmp_path)
+    docs = write_text_corpus(tmp_path / "docs", n_docs=20)
+    args = [*SMALL, "train.steps=5", f"data.path={docs}", f"runs_dir={tmp_path / 'runs'}"]
+    cfg = compose(*args)
+    run(cfg)
+    old = read_metrics(cfg.run_dir)["corpus"]["hash"]
+    text = (docs / "doc003.txt").read_text()
+    (docs / "doc003.txt").write_text(text.replace("alpha", "ALPHA"))  # same size, other content
+    files = {p: p.read_bytes() for p in cfg.run_dir.iterdir() if p.is_file() and p.name != ".lock"}
+    cache = tree(cache_dir)
+    expected = re.compile(
+        rf"posbench: error: run {cfg.run_id} was trained on corpus 'local' with hash {old}; data.path={docs} now gives "
+        rf"hash (?!{old})[0-9a-f]{{16}} \(same size, other content\); its results belong to the old corpus: train it in "
+        rf"a new runs_dir, or delete {re.escape(str(cfg.run_dir))} to train it again")
+    for program, argv in [("train", args), ("eval", [f"run_dir={cfg.run_dir}", "eval.multiples=[1]"])]:
+        code, err = entry(program, *argv)
+        assert code == 2 and len(err.splitlines()) == 1 and expected.fullmatch(err.strip()), (program, err)
+    assert {p: p.read_bytes() for p in cfg.run_dir.iterdir() if p.is_file() and p.name != ".lock"} == files
+    assert tree(cache_dir) == cache  # the new corpus's token cache, built to compare, is removed with the refusal
+    (cfg.run_dir / "metrics.json").unlink()  # killed before the end: its corpus.json says what it started on
+    code, err = entry("train", *args)
+    assert code == 2 and expected.fullmatch(err.strip()), err
+    (docs / "doc003.txt").write_text(text)  # the corpus as it was: the run trains (resumes) again
+    assert read_metrics(run(cfg))["corpus"]["hash"] == old
+
+
+def test_a_stdlib_run_of_another_python_is_refused(tmp_path):
+    from posbench.data import Corpus, check_same_corpus
+    from posbench.errors import PosbenchError
+    from posbench.results import write_corpus
+
+    write_corpus(tmp_path, {"name": "stdlib", "source": "stdlib", "python": "3.10.4", "documents": 1890, "hash": "a" * 16})
+    now = Corpus(np.zeros(4, np.uint8), np.zeros(4, np.uint8),
+                 {"name": "stdlib", "source": "stdlib", "python": "3.11.7", "documents": 1890, "hash": "b" * 16})
+    with pytest.raises(PosbenchError) as e:
+        check_same_corpus(tmp_path, now)
+    assert str(e.value) == (f"run {tmp_path.name} was trained on corpus 'stdlib' with hash {'a' * 16}; the standard library "
+                            f"of Python 3.11.7 now gives hash {'b' * 16} (Python 3.10.4 -> 3.11.7); its results belong to the "
+                            f"old corpus: train it in a new runs_dir, or delete {tmp_path} to train it again")
+    check_same_corpus(tmp_path, Corpus(now.train, now.val, {**now.fingerprint, "hash": "a" * 16}))  # the same: passes
+
+
+# -- two evaluations of one run at once -------------------------------------------------------------
+
+
+def test_two_evaluations_of_one_run_at_once_keep_both_records(sweep, tmp_path, monkeypatch):
+    import threading
+
+    import posbench.evaluate as ev
+    from posbench.device import Runtime
+    from posbench.protocols import EvalConfig
+    from posbench.results import write_metrics
+
+    runs, _, _ = sweep
+    run_dir = tmp_path / "run"
+    shutil.copytree(next(runs.glob("rope_*s0_*")), run_dir)
+    write_metrics(run_dir, {**read_metrics(run_dir), "evaluations": []})
+    real = ev.evaluate_into
+
+    def slow(*args, **kwargs):  # both have read metrics.json before either writes it
+        out = real(*args, **kwargs)
+        time.sleep(1.0)
+        return out
+
+    monkeypatch.setattr(ev, "evaluate_into", slow)
+    errors = []
+
+    def evaluate(protocol):
+        try:
+            ev.run(ev.EvalRequest(EvalConfig(multiples=[1, 2], protocols=[protocol], scored_tokens=512), str(run_dir), Runtime()))
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=evaluate, args=(p,)) for p in ("nonoverlapping", "sliding")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors
+    m = read_metrics(run_dir)
+    assert sorted({(e["protocol"], e["length"]) for e in m["evaluations"]}) == [
+        ("nonoverlapping", 16), ("nonoverlapping", 32), ("sliding", 16), ("sliding", 32)]
+    assert {k.split("/")[1] for k in np.load(run_dir / "per_position.npz").files} >= {"nonoverlapping", "sliding"}
+
+
+# -- what a command says, where ---------------------------------------------------------------------
+
+
+def test_a_sweep_on_a_pipe_keeps_stdout_for_results_and_says_each_thing_once(tmp_path, cache_dir):
+    """Hydra's lines go to stderr with the rest; no progress bars in a pipe; the non-UTF-8 share
+    is told once per command (not once per load of the corpus); each run names its directory."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(6):
+        (docs / f"text{i}.txt").write_text("plain text, and more of it. " * 120)
+    (docs / "blob.txt").write_bytes(bytes(range(128, 256)) * 20)
+    proc = cli("posbench.train", "-m", "seed=0,1", *SMALL, "train.steps=2", f"data.path={docs}", f"runs_dir={tmp_path / 'runs'}")
+    assert proc.stdout == ""
+    assert "[HYDRA] Launching 2 jobs locally" in proc.stderr
+    assert proc.stderr.count("are not UTF-8 text") == 1
+    assert "step/s" not in proc.stderr and "tok/s" not in proc.stderr and "\r" not in proc.stderr
+    dirs = [line.split("run directory: ")[1] for line in proc.stderr.splitlines() if "run directory: " in line]
+    assert sorted(dirs) == sorted(str(p) for p in (tmp_path / "runs").iterdir() if not p.name.startswith("."))

@@ -58,3 +58,69 @@ def test_kill_minus_nine_twice_then_resume_gives_identical_results(tmp_path, tex
     wa = torch.load(a.parent / "checkpoint.pt", weights_only=True)["model"]
     wb = torch.load(b.parent / "checkpoint.pt", weights_only=True)["model"]
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
+
+
+# -- a resume state that does not fit the run -------------------------------------------------------
+
+SMALL = ["model=tiny", "train_len=16", "train.batch_size=4", "train.warmup_steps=2", "train.log_every=5",
+         "train.val_every=20", "train.val_batches=1", "train.steps=10", "eval.multiples=[1,2]",
+         "eval.scored_tokens=128", "data=local"]
+
+
+def loadable_state(cfg, changes: dict) -> dict:
+    """A resume state train_model could apply after 5 steps (this run's model, optimiser and
+    schedule), with ``changes`` (``schedule_step``: the schedule's step count, else next_step's)."""
+    from posbench.model import LanguageModel
+    from posbench.trainer import lr_factor, make_optimizer
+
+    changes = dict(changes)
+    next_step = changes.get("next_step", 5)
+    schedule_step = changes.pop("schedule_step", next_step)
+    model = LanguageModel(cfg.model, cfg.encoding.build(cfg.shape))
+    opt = make_optimizer(model, cfg.train)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg.train))
+    state = {"model": model.state_dict(), "optimizer": opt.state_dict(),
+             "scheduler": {**sched.state_dict(), "last_epoch": schedule_step}, "torch_rng": torch.get_rng_state(),
+             "next_step": next_step, "history": [{"step": 5, "loss": 3.0}], "last_loss": 3.0, "val_loss": None,
+             "probes": [], "train_wall_s": 1.0}
+    return {**state, **changes}
+
+
+BAD_STATES = {  # what is wrong -> the reason the warning gives
+    "next_step beyond the budget": ({"next_step": 400, "history": []}, "next_step 400 is not inside this run's train.steps=10"),
+    "next_step not the schedule's": ({"next_step": 7, "schedule_step": 5}, "next_step 7 does not match the schedule's step 5"),
+    "history not a list": ({"history": 5}, "history is not a list of records (int)"),
+    "history records without steps": ({"history": [{"loss": 1.0}]}, "history has a record without a step in 1..5"),
+    "probes not a list": ({"probes": "x"}, "probes is not a list of records (str)"),
+    "val_loss a string": ({"val_loss": "low"}, "val_loss 'low' is not a number"),
+    "rng of another type": ({"torch_rng": torch.zeros(3)}, "torch_rng is not a torch RNG state"),
+}
+
+
+def test_a_resume_state_that_does_not_fit_the_run_is_discarded_and_the_run_is_bit_identical(compose, tmp_path,
+                                                                                              text_corpus, caplog):
+    import logging
+
+    from posbench.results import RESUME, read_metrics
+    from posbench.train import run
+
+    clean = compose(*SMALL, f"data.path={text_corpus}", f"runs_dir={tmp_path / 'clean'}")
+    run(clean)
+    want = read_metrics(clean.run_dir)
+    weights = torch.load(clean.run_dir / "checkpoint.pt", weights_only=True)["model"]
+    for i, (damage, (changes, reason)) in enumerate(BAD_STATES.items()):
+        cfg = compose(*SMALL, f"data.path={text_corpus}", f"runs_dir={tmp_path / str(i)}")
+        cfg.run_dir.mkdir(parents=True)
+        torch.save(loadable_state(cfg, changes), cfg.run_dir / RESUME)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="posbench"):
+            run(cfg)
+        warnings = [r.getMessage() for r in caplog.records if "resume state" in r.getMessage()]
+        assert warnings == [f"discarding unusable resume state {cfg.run_dir / RESUME} (ValueError: {reason}); "
+                            "training from step 0"], damage
+        got = read_metrics(cfg.run_dir)
+        assert got["status"] == "completed" and not (cfg.run_dir / RESUME).exists(), damage
+        for key in ("evaluations", "final_train_loss", "final_val_loss", "train_steps", "train_tokens"):
+            assert got[key] == want[key], (damage, key)
+        w = torch.load(cfg.run_dir / "checkpoint.pt", weights_only=True)["model"]
+        assert all(torch.equal(weights[k], w[k]) for k in weights), damage

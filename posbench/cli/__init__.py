@@ -17,9 +17,11 @@
 
 from __future__ import annotations
 
+import argparse
 import logging
 import re
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
@@ -145,6 +147,10 @@ def hydra_error_line(e: Exception, config_name: str, overrides: list[str]) -> st
             return f"bad value for {c.full_key}: {str(c).splitlines()[0]}"
     if isinstance(e, OverrideParseException):
         bad = next((o for o in overrides if _unparsable(OverridesParser.create(), o)), overrides[0] if overrides else "")
+        key, sep, val = bad.partition("=")
+        if sep and not val.isascii() and not _unparsable(OverridesParser.create(), f'{key}="{val}"'):
+            return (f"cannot parse override {bad!r}: Hydra's override grammar needs quotes around a value with non-ASCII "
+                    f"""characters; write '{key}="{val}"' (the outer single quotes are for the shell)""")
         why = str(e.__cause__ or e).splitlines()[0].removeprefix(f"Error parsing override '{bad}'").strip() or "syntax error"
         return f"cannot parse override {bad!r} ({why}); overrides look like key=value, sweeps like key=a,b"
     if isinstance(e, MissingConfigException):
@@ -160,10 +166,34 @@ def _unparsable(parser, override: str) -> bool:
     return False
 
 
+PROGRAMS = {"config": "posbench-train", "evaluate": "posbench-eval"}
+
+
+def parse_command_line(argv: list[str], program: str) -> tuple[argparse.Namespace, list[str]]:
+    """Hydra's flags and the overrides, in any order (``seed=0,1 -m encoding=rope``): the parsed
+    arguments, and ``argv`` with the flags first, the order Hydra's own parser reads. A usage
+    error (an unknown flag, a flag without its value) is a PosbenchError of one line."""
+    parser = get_args_parser()
+
+    def error(message: str):
+        raise PosbenchError(f"{message} ({program} --help lists the flags)")
+
+    parser.error = error  # argparse prints the usage and exits; one line instead
+    args = parser.parse_intermixed_args(argv)
+    pending = Counter(args.overrides)
+    flags = []
+    for arg in argv:
+        if pending[arg]:
+            pending[arg] -= 1
+        else:
+            flags.append(arg)
+    return args, [*flags, *args.overrides]
+
+
 def preflight(argv: list[str], config_name: str, convert: Convert, check: Check) -> None:
     """Compose, convert (every value checked) and check every job of this command line;
     PosbenchError on the first problem."""
-    args, _ = get_args_parser().parse_known_args(argv)
+    args, _ = parse_command_line(argv, PROGRAMS.get(config_name, "posbench"))
     if args.help or args.hydra_help or args.cfg or args.info or args.shell_completion or args.config_dir or args.config_path:
         return  # Hydra prints something instead of running, or looks at another config tree
     overrides = list(args.overrides)
@@ -200,9 +230,19 @@ def hydra_app(config_name: str, convert: Convert, task: Callable[[Any], object],
                 log.exception("run failed; recorded as status=failed, continuing the sweep")
 
     def main() -> None:
-        register_configs(sys.argv[1:])
+        from posbench.cli.help import help_text, version_text
+
         with user_errors():
-            preflight(sys.argv[1:], config_name, convert, check)
+            if "--version" in sys.argv[1:]:  # posbench's, not Hydra's
+                print(version_text())
+                sys.exit(0)
+            args, argv = parse_command_line(sys.argv[1:], PROGRAMS.get(config_name, "posbench"))
+            if args.help and not args.hydra_help:  # posbench's page; --hydra-help is Hydra's
+                print(help_text(config_name), end="")
+                sys.exit(0)
+            sys.argv[1:] = argv  # flags first: Hydra's parser does not take them after the overrides
+            register_configs(argv)
+            preflight(argv, config_name, convert, check)
             _job()
 
     return main

@@ -3,15 +3,25 @@
     posbench-eval run_dir=runs/<run_id> eval.multiples=[1,2,4,8,16]
 
 The request is checked against the run it names with the same checks posbench-train applies to
-its evaluation settings (posbench.spec.RunSpec.check_evaluation)."""
+its evaluation settings (posbench.spec.RunSpec.check_evaluation), and a variant setting that adds
+no row to the run (eval.rope_scaling on a run without rotary frequencies) is refused."""
+
+from pathlib import Path
 
 from posbench.cli import hydra_app
 from posbench.config import to_eval_request
+from posbench.data import check_runs_corpora
 from posbench.evaluate import run
+from posbench.spec import check_variant_rows
 
 
 def _check(requests) -> None:
-    """Every request was checked when it was converted; nothing more before scoring."""
+    """Every request was checked when it was converted; here, what needs the runs' corpora and
+    what involves the runs together: each run is scored on the corpus it was trained on (or
+    refused, saying what changed), and every variant setting asked for gives a row."""
+    specs = [r.run_spec() for r in requests]
+    check_variant_rows(specs)
+    check_runs_corpora([(Path(r.run_dir).expanduser(), spec.data) for r, spec in zip(requests, specs)])
 
 
 main = hydra_app("evaluate", to_eval_request, run, _check)

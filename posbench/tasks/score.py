@@ -57,7 +57,7 @@ def evaluate_task(model, task: Task, val_text: np.ndarray, eval_cfg, device, cor
     todo = [p for p in task_plan(enc, task, eval_cfg, train_len, corpus_hash, tag) if p.key not in (skip or set())]
     records = []
     bar = tqdm(total=sum(p.length * task.params.eval_examples for p in todo), unit="tok", desc=f"eval {task.name}",
-               disable=not progress, leave=False)
+               disable=None if progress else True, leave=False)  # None: only on a terminal
     try:
         for cell in todo:
             row, L, c = cell.row, cell.length, cell.condition

@@ -71,18 +71,19 @@ class Row:
         return {"encoding": self.encoding, "tag": self.tag, "variants": [v.record() for v in self.variants]}
 
 
-def requested(eval_cfg) -> list[Variant]:
-    """The variants the evaluation settings ask for, in row order: RoPE scalings, blockwise causal
-    attention, temperatures, then ``eval.variants`` (randomized positions are added per model)."""
-    out: list[Variant] = []
+def requested_by_setting(eval_cfg) -> dict[str, list[Variant]]:
+    """The variants each evaluation setting asks for (``rope_scaling``, ``bca``, ``temperature``,
+    ``variants``: the keys of ``eval``), in row order; settings that ask for none are left out."""
+    out: dict[str, list[Variant]] = {}
     for s in eval_cfg.rope_scaling:
         from posbench.variants.rope_scalings import ROPE_SCALINGS
 
         factor = None if ROPE_SCALINGS.get(s).dynamic else static_factor(eval_cfg)
-        out.append(make_variant("rope_scaling", {"type": s, "factor": factor}))
+        out.setdefault("rope_scaling", []).append(make_variant("rope_scaling", {"type": s, "factor": factor}))
     if eval_cfg.bca:
-        out.append(make_variant("bca", {"encodings": list(eval_cfg.bca)}))
-    out += [make_variant("temperature", {"c": float(c)}) for c in eval_cfg.temperature]
+        out["bca"] = [make_variant("bca", {"encodings": list(eval_cfg.bca)})]
+    if eval_cfg.temperature:
+        out["temperature"] = [make_variant("temperature", {"c": float(c)}) for c in eval_cfg.temperature]
     for entry in eval_cfg.variants:
         if isinstance(entry, str):
             name, params = entry, {}
@@ -90,8 +91,26 @@ def requested(eval_cfg) -> list[Variant]:
             name, params = entry["name"], {k: v for k, v in entry.items() if k != "name"}
         else:
             raise PosbenchError(f"eval.variants entry {entry!r} is neither a variant's name nor {{name: ..., <settings>}}")
-        out.append(make_variant(name, params))
+        out.setdefault("variants", []).append(make_variant(name, params))
     return out
+
+
+def requested(eval_cfg) -> list[Variant]:
+    """The variants the evaluation settings ask for, in row order: RoPE scalings, blockwise causal
+    attention, temperatures, then ``eval.variants`` (randomized positions are added per model)."""
+    return [v for variants in requested_by_setting(eval_cfg).values() for v in variants]
+
+
+# eval.bca names the encodings it is for (the default names xpos): the others get no row by design
+NAMES_ITS_ENCODINGS = ("bca",)
+
+
+def settings_without_rows(encoding, eval_cfg) -> list[str]:
+    """The evaluation settings (``rope_scaling``, ``temperature``, ``variants``) that ask for
+    variants of which none applies to ``encoding``: they would add no row to its run
+    (``eval.rope_scaling=[yarn]`` on alibi). The variants decide (``Variant.applies_to``)."""
+    return [key for key, variants in requested_by_setting(eval_cfg).items()
+            if key not in NAMES_ITS_ENCODINGS and not any(v.applies_to(encoding) for v in variants)]
 
 
 def static_factor(eval_cfg) -> float:
@@ -180,4 +199,4 @@ def temperature_of(name: str) -> float | None:
 
 __all__ = ["BCA_SUFFIX", "RANDPOS_SUFFIX", "base_variant", "temperature_of",
            "AttentionOptions", "Row", "VARIANTS", "Variant", "check_variant_settings", "extension_tag", "make_variant",
-           "parse_row", "register", "requested", "rows", "static_factor"]
+           "parse_row", "register", "requested", "requested_by_setting", "rows", "settings_without_rows", "static_factor"]
