@@ -128,3 +128,14 @@ def sweep_report(sweep, tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
     cli("posbench.report", str(runs), "--out", str(out))
     return out
+
+
+@pytest.fixture
+def trained_run(sweep, tmp_path):
+    """A copy of one completed run of the shared sweep (alibi, seed 0), to evaluate again or damage."""
+    import shutil
+
+    runs, _, _ = sweep
+    run_dir = tmp_path / "run"
+    shutil.copytree(next(runs.glob("alibi_*s0_*")), run_dir)
+    return run_dir

@@ -142,7 +142,7 @@ def test_every_experiment_preset_runs_a_few_steps(preset, tmp_path, text_corpus,
     if preset in ("all_encodings", "rope_extension"):
         (rope,) = [m for m in metrics if m["encoding"] == "rope"]
         variants = {e["variant"] for e in rope["evaluations"]}
-        assert variants == {"rope", "rope+linear", "rope+ntk", "rope+dynamic_ntk", "rope+yarn"}
+        assert variants == {"rope", "rope+linear@2x", "rope+ntk@2x", "rope+dynamic_ntk", "rope+yarn@2x"}  # static: one factor, the longest multiple
     if preset == "all_encodings":
         from posbench.encodings import available
 

@@ -196,16 +196,6 @@ def test_train_len_longer_than_the_validation_data_allows(entry, tmp_path, cache
 # -- posbench-eval --------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def trained_run(sweep, tmp_path):
-    import shutil
-
-    runs, _, _ = sweep
-    run_dir = tmp_path / "run"
-    shutil.copytree(next(runs.glob("alibi_*s0_*")), run_dir)
-    return run_dir
-
-
 @pytest.mark.parametrize("override, expected", [
     ("device=gpu", "unknown device 'gpu'; valid: auto, cpu, cuda, cuda:N"),
     ("device=cuda:0", "device 'cuda:0' asked for, but this torch build sees no CUDA device; use device=cpu or auto"),

@@ -13,16 +13,6 @@ from posbench.trainer import TrainConfig
 TINY = ["model=tiny", "train=smoke", "train_len=16"]
 
 
-@pytest.fixture
-def trained_run(sweep, tmp_path):
-    import shutil
-
-    runs, _, _ = sweep
-    run_dir = tmp_path / "run"
-    shutil.copytree(next(runs.glob("alibi_*s0_*")), run_dir)
-    return run_dir
-
-
 @pytest.mark.parametrize("override", [
     "eval.rope_factor=0.5", "eval.bca=[xpso]", "eval.attention_examples=0", "eval.temperature=[11]",
     "eval.rope_scaling=[yarm]", "eval.during_training=[2]", "eval.stride=0", "eval.first_scored=0",
