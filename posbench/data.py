@@ -15,6 +15,7 @@ so adding a file never moves another file between splits.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -25,7 +26,7 @@ import sys
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Iterator, Optional
 from urllib.parse import urlparse
 
 import numpy as np
@@ -357,19 +358,31 @@ def check_same_corpus(run_dir: Path, corpus: Corpus) -> None:
         f"runs_dir, or delete {run_dir} to train it again")
 
 
-def check_runs_corpora(runs: list[tuple[Path, DataConfig]]) -> None:
-    """``check_same_corpus`` for each (run directory, its data settings), each corpus loaded once;
-    a token cache built here is removed again when a run is refused."""
+@contextlib.contextmanager
+def corpora_for_checks() -> Iterator[Callable[[DataConfig], Corpus]]:
+    """A loader for a command's checks before it runs: each corpus is loaded once, and a token
+    cache loaded (built) here is removed again when a check refuses the command, so a refused
+    command leaves nothing behind."""
     corpora: dict[DataConfig, Corpus] = {}
+
+    def corpus_of(data: DataConfig) -> Corpus:
+        if data not in corpora:
+            corpora[data] = load_corpus(data)
+        return corpora[data]
+
     try:
-        for run_dir, data in runs:
-            if data not in corpora:
-                corpora[data] = load_corpus(data)
-            check_same_corpus(run_dir, corpora[data])
+        yield corpus_of
     except PosbenchError:
         for corpus in corpora.values():
             remove_cache(corpus)
         raise
+
+
+def check_runs_corpora(runs: list[tuple[Path, DataConfig]]) -> None:
+    """``check_same_corpus`` for each (run directory, its data settings)."""
+    with corpora_for_checks() as corpus_of:
+        for run_dir, data in runs:
+            check_same_corpus(run_dir, corpus_of(data))
 
 
 def corpus_stats(corpus: Corpus) -> dict:

@@ -20,9 +20,8 @@ from pathlib import Path
 import torch
 from posbench import __version__
 from posbench import extend as extension
-from posbench.data import check_same_corpus, corpus_stats, load_corpus, remove_cache
+from posbench.data import check_same_corpus, corpora_for_checks, corpus_stats, load_corpus
 from posbench.device import describe, resolve_device
-from posbench.errors import PosbenchError
 from posbench.evaluate import during_training_probe, evaluate_into, evaluate_run, probe_steps
 from posbench.hydra_state import in_sweep, job_index, launch_command
 from posbench.model import LanguageModel
@@ -54,21 +53,15 @@ def check_jobs(jobs: list[RunSpec]) -> None:
     converted): whether each corpus holds the windows its jobs need (this may build a token cache,
     removed again when the command is refused), whether a run that exists already was trained on
     the corpus the command gives now, and whether every evaluation variant asked for gives a row."""
-    corpora: dict[object, object] = {}
-    try:
+    with corpora_for_checks() as corpus_of:
         for spec in jobs:
-            if spec.data not in corpora:
-                corpora[spec.data] = load_corpus(spec.data)
-            spec.check_corpus(corpora[spec.data])
+            corpus = corpus_of(spec.data)
+            spec.check_corpus(corpus)
             # skipping, resuming or evaluating a run made from other text would mix two corpora in one run
-            check_same_corpus(spec.run_dir, corpora[spec.data])
+            check_same_corpus(spec.run_dir, corpus)
             if spec.is_extension:  # and an extension run continues its parent's weights
-                check_same_corpus(spec.parent().run_dir, corpora[spec.data])
+                check_same_corpus(spec.parent().run_dir, corpus)
         check_variant_rows(jobs)
-    except PosbenchError:
-        for corpus in corpora.values():
-            remove_cache(corpus)
-        raise
 
 
 def run(spec: RunSpec) -> Path:
