@@ -321,14 +321,14 @@ def _build_cache(cache: Path, build, field: str, cfg, fingerprint: dict) -> None
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def check_corpus_fits(corpus: Corpus, train_len: int, eval_cfg=None) -> None:
+def check_corpus_fits(corpus: Corpus, train_len: int, eval_cfg=None, separator: str = DOC_SEPARATOR) -> None:
     """The splits hold training windows, and (with ``eval_cfg``) every evaluation window asked for."""
     if len(corpus.train) < train_len + 2:
         raise PosbenchError(f"train_len={train_len} is longer than the training split allows ({len(corpus.train)} tokens)")
     if len(corpus.val) < train_len + 2:
         raise PosbenchError(f"train_len={train_len} is longer than the validation split allows ({len(corpus.val)} tokens)")
     if eval_cfg is not None:
-        check_fits(len(corpus.val), eval_cfg, train_len)
+        check_fits(corpus.val, eval_cfg, train_len, separator)
 
 
 def corpus_change(recorded: dict, now: dict) -> str | None:

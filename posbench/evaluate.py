@@ -1,13 +1,17 @@
 """Perplexity at many lengths: the heart of the benchmark.
 
-Each protocol of ``eval.protocols`` (``nonoverlapping``, ``sliding``, ``fixed_target``; see
-posbench/protocols.py) is a plan of windows and of the final positions scored in each; every
-length of a protocol scores the same tokens, so its numbers differ only by how much context (and
-which positions) the model is given. One routine, ``score_windows``, runs every plan.
+Each protocol of ``eval.protocols`` (``nonoverlapping``, ``sliding``, ``press_sliding``,
+``fixed_target``; see posbench/protocols.py) is a plan of windows and of the final positions
+scored in each; every length of a protocol scores the same tokens, so its numbers differ only by
+how much context (and which positions) the model is given. One routine, ``score_plans``, runs the
+plans of one row and length together: a window two protocols share (every other L/2-sliding window
+is a non-overlapping one) is run once.
 
 Reported per protocol and length: mean loss in nats, perplexity exp(loss), bits per byte loss / ln 2 (tokens
-are bytes), and the mean loss at each position within the window. A length the encoding cannot
-represent (a learned table past its size) gets ``null`` with the reason.
+are bytes), the summed loss of each validation document scored (``doc_nats``, in the order of the
+token set's documents, ``metrics["token_sets"]``: what the report bootstraps over), and the mean
+loss at each position within the window. A length the encoding cannot represent (a learned table
+past its size) gets ``null`` with the reason.
 
 Stand-alone use on a finished run, e.g. with longer lengths::
 
@@ -88,6 +92,25 @@ class EvalRequest:
         return spec
 
 
+@dataclass
+class Scores:
+    """What one plan's windows scored: summed loss and count at each window position, and the
+    summed loss of each document (``docs``, ascending) of the token set."""
+
+    pos_sum: np.ndarray
+    pos_count: np.ndarray
+    doc_nats: np.ndarray
+    docs: np.ndarray
+    doc_tokens: np.ndarray
+
+
+def token_set_documents(plan: WindowPlan) -> tuple[np.ndarray, np.ndarray]:
+    """(documents, scored tokens of each) of a plan's token set, documents ascending."""
+    unit_tokens = np.bincount(plan.units, weights=plan.scored, minlength=len(plan.unit_docs))
+    docs, inverse = np.unique(plan.unit_docs, return_inverse=True)
+    return docs, np.bincount(inverse, weights=unit_tokens, minlength=len(docs)).astype(np.int64)
+
+
 @torch.inference_mode()
 def evaluate_model(
     model: LanguageModel,
@@ -112,7 +135,7 @@ def evaluate_model(
     enc = model.encoding
     lengths = eval_lengths(train_len, eval_cfg.multiples)
     protocols = list(eval_cfg.protocols)
-    check_fits(len(val_tokens), eval_cfg, train_len)
+    check_fits(val_tokens, eval_cfg, train_len, doc_separator)
     n_val = len(val_tokens)
     handlers = {p: PROTOCOLS.get(p)() for p in protocols}
     sets = {p: h.token_set(eval_cfg, train_len, n_val, corpus_hash) for p, h in handlers.items()}
@@ -120,57 +143,99 @@ def evaluate_model(
     plans = {(p, L): handlers[p].plan(L, eval_cfg, train_len, n_val, contexts[p]) for p in protocols for L in lengths}
     stream = torch.from_numpy(np.asarray(val_tokens).astype(np.int64))
     todo = [c for c in perplexity_plan(enc, eval_cfg, train_len, n_val, corpus_hash, tag) if c.key not in (skip or set())]
+    groups: dict[tuple, list] = {}  # the cells of one row and length run their windows together
+    for c in todo:
+        groups.setdefault((c.row.name, c.length), []).append(c)
     records, per_position = [], {}
-    bar = tqdm(total=sum(len(plans[c.protocol, c.length].ends) * c.length for c in todo), unit="tok", desc="eval",
-               disable=None if progress else True, leave=False)
+    total = sum(len(np.unique(np.concatenate([plans[c.protocol, c.length].ends for c in cells]))) * cells[0].length
+                for cells in groups.values())
+    bar = tqdm(total=total, unit="tok", desc="eval", disable=None if progress else True, leave=False)
     try:
-        for cell in todo:
-            row, L, protocol = cell.row, cell.length, cell.protocol
+        for cells in groups.values():
+            row, L = cells[0].row, cells[0].length
             bar.set_description(f"eval {row.name}")
-            plan = plans[protocol, L]
-            base = {"variant": row.name, "protocol": protocol, "length": L, "multiple": L / train_len,
-                    "token_set": sets[protocol], "min_context": plan.min_context, "row": row.record()}
+            bases = [{"variant": row.name, "protocol": c.protocol, "length": L, "multiple": L / train_len,
+                      "token_set": sets[c.protocol], "min_context": plans[c.protocol, L].min_context,
+                      "row": row.record()} for c in cells]
             if (reason := row.undefined_reason(enc, L)) is not None:
-                bar.update(len(plan.ends) * L)
-                records.append({**base, "tokens_scored": 0, "loss": None, "ppl": None, "bpb": None, "reason": reason})
+                bar.update(len(np.unique(np.concatenate([plans[c.protocol, L].ends for c in cells]))) * L)
+                records += [{**base, "tokens_scored": 0, "loss": None, "ppl": None, "bpb": None, "reason": reason}
+                            for base in bases]
                 continue
-            pos_loss = score_windows(model, stream, plan, L, eval_cfg.batch_tokens, device, bar, row,
-                                     row.options(options, L, train_len))
-            mean = float(np.nansum(pos_loss[0]) / pos_loss[1].sum())
-            records.append({**base, "tokens_scored": plan.tokens_scored, "loss": mean, "ppl": math.exp(mean),
-                            "bpb": mean / math.log(2), "reason": None})
-            with np.errstate(invalid="ignore", divide="ignore"):
-                per_position[per_position_key(row.name, protocol, L)] = (pos_loss[0] / pos_loss[1]).astype(np.float32)
+            scores = score_plans(model, stream, [plans[c.protocol, L] for c in cells], L, eval_cfg.batch_tokens,
+                                 device, bar, row, row.options(options, L, train_len))
+            for base, c, sc in zip(bases, cells, scores):
+                mean = float(sc.pos_sum.sum() / sc.pos_count.sum())
+                records.append({**base, "tokens_scored": plans[c.protocol, L].tokens_scored, "loss": mean,
+                                "ppl": math.exp(mean), "bpb": mean / math.log(2), "reason": None,
+                                "doc_nats": [round(float(x), 4) for x in sc.doc_nats]})
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    per_position[per_position_key(row.name, c.protocol, L)] = (sc.pos_sum / sc.pos_count).astype(np.float32)
     finally:
         bar.close()
     return records, per_position
 
 
-def score_windows(model, stream: torch.Tensor, plan: WindowPlan, L: int, batch_tokens: int, device, bar,
-                  row: Row | None = None, options: AttentionOptions | None = None):
-    """Run the plan's windows of length L: (summed loss, count) at each position of the window,
-    counting only the scored (final) positions of each window, as ``row`` asks (its forward
-    ``options``; explicit positions per batch of windows for +randpos, as Ruoss et al. 2023's code
-    samples them at evaluation too, reproducible from (L, batch))."""
-    ends = torch.as_tensor(plan.ends, dtype=torch.int64)
-    scored = torch.as_tensor(plan.scored, dtype=torch.int64)
+def token_sets_of(val_tokens: np.ndarray, eval_cfg, train_len: int, doc_separator: str = DOC_SEPARATOR,
+                  corpus_hash: str = "") -> dict[str, dict]:
+    """Each protocol's token set: the validation documents it scores, the tokens scored in each
+    (the weights of the report's bootstrap over documents), and the documents in the split."""
+    from posbench.protocols import documents
+
+    out, n_val = {}, len(val_tokens)
+    n_docs = len(documents(np.asarray(val_tokens), doc_separator.encode())[0])
+    for p in eval_cfg.protocols:
+        h = PROTOCOLS.get(p)()
+        plan = h.plan(train_len, eval_cfg, train_len, n_val, h.prepare(val_tokens, eval_cfg, train_len, doc_separator))
+        docs, tokens = token_set_documents(plan)
+        out[h.token_set(eval_cfg, train_len, n_val, corpus_hash)] = {
+            "docs": docs.tolist(), "doc_tokens": tokens.tolist(), "tokens": int(tokens.sum()), "documents_in_split": n_docs}
+    return out
+
+
+def score_plans(model, stream: torch.Tensor, plans: list[WindowPlan], L: int, batch_tokens: int, device, bar,
+                row: Row | None = None, options: AttentionOptions | None = None) -> list[Scores]:
+    """Run the windows of several plans at length L, each distinct window once (two protocols
+    often share windows): per plan, (summed loss, count) at each position of the window, counting
+    only the scored (final) positions of each of its windows, and the summed loss of each document,
+    as ``row`` asks (its forward ``options``; explicit positions per batch of windows for
+    +randpos, as Ruoss et al. 2023's code samples them at evaluation too, reproducible from
+    (L, batch))."""
+    ends = np.unique(np.concatenate([p.ends for p in plans]))
+    where = [np.searchsorted(ends, p.ends) for p in plans]  # each plan's windows among the distinct ones (sorted)
     offsets = torch.arange(-L, 0)
-    pos_sum = torch.zeros(L, dtype=torch.float64)
-    pos_count = torch.zeros(L, dtype=torch.float64)
+    pos_sum = [torch.zeros(L, dtype=torch.float64) for _ in plans]
+    pos_count = [torch.zeros(L, dtype=torch.float64) for _ in plans]
+    window_nats = [np.zeros(len(p.ends)) for p in plans]
     batch = max(1, batch_tokens // L)
     positions = torch.arange(L, device=device)
+    all_ends = torch.as_tensor(ends, dtype=torch.int64)
     for s in range(0, len(ends), batch):
-        idx = ends[s : s + batch, None] + offsets  # input indices [b, L]; targets are one further
-        mask = torch.arange(L)[None, :] >= (L - scored[s : s + batch, None])  # the scored final positions
+        idx = all_ends[s : s + batch, None] + offsets  # input indices [b, L]; targets are one further
         x, y = stream[idx].to(device), stream[idx + 1].to(device)
         sampled = row.positions(L, model.encoding.shape.max_position, s) if row is not None else None
         with autocast(device):
             logits = model(x, positions if sampled is None else sampled.to(device), options)
-        loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten(), reduction="none").view_as(y).cpu()
-        pos_sum += loss.masked_fill(~mask, 0).sum(0).double()
-        pos_count += mask.sum(0).double()
+        loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten(), reduction="none").view_as(y).double().cpu()
+        for k, plan in enumerate(plans):
+            lo, hi = np.searchsorted(where[k], [s, s + len(idx)])  # this plan's windows in the batch
+            if lo == hi:
+                continue
+            rows_ = torch.as_tensor(where[k][lo:hi] - s)
+            scored = torch.as_tensor(plan.scored[lo:hi], dtype=torch.int64)
+            mask = torch.arange(L)[None, :] >= (L - scored[:, None])  # the scored final positions
+            masked = loss[rows_].masked_fill(~mask, 0)
+            pos_sum[k] += masked.sum(0)
+            pos_count[k] += mask.sum(0).double()
+            window_nats[k][lo:hi] = masked.sum(1).numpy()
         bar.update(x.numel())
-    return pos_sum.numpy(), pos_count.numpy()
+    out = []
+    for k, plan in enumerate(plans):
+        docs, tokens = token_set_documents(plan)
+        unit_nats = np.bincount(plan.units, weights=window_nats[k], minlength=len(plan.unit_docs))
+        doc_nats = np.bincount(np.searchsorted(docs, plan.unit_docs), weights=unit_nats, minlength=len(docs))
+        out.append(Scores(pos_sum[k].numpy(), pos_count[k].numpy(), doc_nats, docs, tokens))
+    return out
 
 
 # -- during training ---------------------------------------------------------------------------
@@ -242,6 +307,9 @@ def evaluate_into(metrics: dict, model: LanguageModel, cfg, eval_cfg: EvalConfig
                                   doc_separator=cfg.data.doc_separator, skip=have[kind], tag=tag, options=options,
                                   progress=progress)
     metrics[RECORDS[kind]] = merge(kind, metrics.get(RECORDS[kind], []), records)
+    if kind == "perplexity" and records:  # which documents each token set scores, for the report's bootstrap
+        metrics["token_sets"] = {**metrics.get("token_sets", {}), **token_sets_of(
+            corpus.val, eval_cfg, cfg.train_len, cfg.data.doc_separator, corpus.fingerprint["hash"])}
     if tracker is not None:
         tracker.log_records(kind, records)
     if kind == "perplexity":

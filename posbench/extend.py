@@ -12,8 +12,14 @@ run of its own (directory, resume, skip, sweeps) whose config is its parent's pl
   the method at factor s = length / train_len (RoPE: linear, ntk or yarn frequencies; ``none``:
   plain continuation for any encoding), and trains ``extend.steps`` steps on windows of ``length``
   tokens, by default with as many tokens per step as the parent (``batch_size x train_len /
-  length`` windows), at a constant learning rate after ``extend.warmup_steps`` (by default the
-  rate at which the parent's cosine schedule ended; no encoding gets a private rate);
+  length`` windows), at a constant learning rate (by default the rate at which the parent's cosine
+  schedule ended; no encoding gets a private rate) after a linear warm-up of ``extend.warmup_steps``
+  (by default 10% of the steps: the restart's fresh Adam moments otherwise take full-size first
+  steps, which made ALiBi and KERPLE worse after 25 steps in the first extension results);
+* ``extend.length = train_len`` with method ``none`` is the control: the parent continued at its
+  own length for the same steps and tokens, so that a method's gain at the target can be read net
+  of "more training" (the fine-tune at 4x also improved 1x perplexity by 5-6% for ALiBi and
+  KERPLE);
 * it is evaluated like its parent, at multiples of the parent's train_len and on the same tokens,
   with its rows named ``<encoding><tag>``: ``rope+yarn@4x+ft100``, ``alibi@4x+ft0`` (0 steps: the
   parent's weights with the method, the zero-shot point).
@@ -52,11 +58,11 @@ class ExtendConfig:
     """Continue a finished run (the parent: this config without ``extend``) at a longer window.
     ``length`` null: an ordinary run."""
 
-    length: Optional[int] = None  # target window in tokens: a multiple of train_len, longer than it
+    length: Optional[int] = None  # target window: a multiple of train_len, longer than it (= train_len: the control)
     method: str = "none"  # none (plain continuation) | a RoPE scaling: linear, ntk, yarn, ... (factor length / train_len)
     steps: int = 0  # fine-tuning steps at `length` (0: the parent's weights as they are, with the method)
     lr: Optional[float] = None  # null: train.lr x train.min_lr_ratio, where the parent's schedule ended
-    warmup_steps: int = 0  # linear warm-up, then constant
+    warmup_steps: Optional[int] = None  # linear warm-up, then constant; null: 10% of the steps
     batch_size: Optional[int] = None  # windows per step; null: as many tokens per step as the parent
 
     def check(self, spec: "RunSpec") -> None:
@@ -64,16 +70,19 @@ class ExtendConfig:
         if self.length is None:
             return
         L = spec.train_len
-        if self.length <= L or self.length % L:
+        if self.length < L or self.length % L:
             raise PosbenchError(f"extend.length={self.length} must be a multiple of train_len={L} longer than it "
-                                f"(e.g. {4 * L})")
+                                f"(e.g. {4 * L}), or train_len itself for the continued-training control")
         if self.method not in extend_methods():
             raise PosbenchError(f"unknown extend.method {self.method!r}; valid: {', '.join(extend_methods())}")
+        if self.length == L and self.method != "none":
+            raise PosbenchError(f"extend.length=train_len={L} is the continued-training control: it takes "
+                                f"extend.method=none, not {self.method!r}")
         enc = spec.encoding.build(spec.shape)
         enc.extend_to(self.method, self.length / L)  # refuses a method the encoding does not have
         if (reason := enc.undefined_reason(self.length)) is not None:
             raise PosbenchError(f"{spec.encoding.name} cannot be extended to {self.length} tokens: {reason}")
-        if self.steps < 0 or self.warmup_steps < 0:
+        if self.steps < 0 or (self.warmup_steps or 0) < 0:
             raise PosbenchError(f"extend.steps and extend.warmup_steps must be >= 0, got {self.steps} and {self.warmup_steps}")
         if self.lr is not None and not self.lr > 0:
             raise PosbenchError(f"extend.lr must be positive (or null), got {self.lr:g}")
@@ -84,6 +93,12 @@ class ExtendConfig:
 
     def factor(self, train_len: int) -> float:
         return self.length / train_len
+
+    def warmup(self) -> int:
+        """Warm-up steps of the restart: ``warmup_steps``, or 10% of the steps (at least 1)."""
+        if self.warmup_steps is not None:
+            return self.warmup_steps
+        return max(1, round(0.1 * self.steps)) if self.steps > 0 else 0
 
     def tag(self, train_len: int) -> str:
         """The row-name tag of an extension run ('' for an ordinary run)."""
@@ -97,7 +112,7 @@ def finetune_settings(spec: "RunSpec") -> "TrainConfig":
     batch = x.batch_size or max(1, t.batch_size * spec.train_len // x.length)
     lr = x.lr if x.lr is not None else t.lr * t.min_lr_ratio
     steps = max(1, x.steps)
-    return replace(t, steps=x.steps, batch_size=batch, lr=lr, warmup_steps=x.warmup_steps, min_lr_ratio=1.0,
+    return replace(t, steps=x.steps, batch_size=batch, lr=lr, warmup_steps=x.warmup(), min_lr_ratio=1.0,
                    val_every=min(t.val_every, steps), checkpoint_every=min(t.checkpoint_every, steps))
 
 

@@ -213,7 +213,8 @@ class RunSpec:
         from posbench.protocols import eval_lengths
 
         evaluated = self.evaluate_after_training if evaluated is None else evaluated
-        check_corpus_fits(corpus, self.train_len, self.eval if evaluated and self.task.is_lm else None)
+        check_corpus_fits(corpus, self.train_len, self.eval if evaluated and self.task.is_lm else None,
+                          self.data.doc_separator)
         if not self.task.is_lm and evaluated:
             longest = max(eval_lengths(self.train_len, self.eval.multiples))
             if len(corpus.val) < longest + 2:

@@ -38,7 +38,7 @@ def test_a_report_never_compares_numbers_scored_on_different_tokens(sweep, tmp_p
     assert table.loc[table["variant"] == "rope", "1x"].item() == pytest.approx(kept[0])
     md = (out / "report.md").read_text()
     section = md.split("## Records not compared")[1].split("##")[0]
-    assert rope.name in section and "val[" in section and "16, 32, 64" in section
+    assert rope.name in section and "segments[" in section and "16, 32, 64" in section
 
 
 def test_not_evaluated_is_not_called_not_defined(sweep, tmp_path):
@@ -60,9 +60,9 @@ def test_not_evaluated_is_not_called_not_defined(sweep, tmp_path):
     learned = [c.strip() for c in rows["learned"].split("|")]
     assert learned[7] == "n/d" and learned[8] == "n/d"  # 2x, 4x: the table has 16 positions
     summary = md.split("## Summary")[1].split("##")[0]
-    assert "`nope` (not evaluated past 32 tokens)" in summary
-    assert "`learned` (not defined past 16 tokens)" in summary
-    assert "nope` (not defined" not in summary
+    assert "not evaluated at 4x: `nope`" in summary
+    assert "not defined at 4x: `learned`" in summary
+    assert "not defined at 4x: `nope`" not in summary and "`nope` 1." not in summary  # no verdict claimed
 
 
 def test_rerunning_a_complete_run_with_new_eval_settings_evaluates_what_is_missing(compose, tmp_path, text_corpus, caplog):

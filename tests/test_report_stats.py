@@ -8,7 +8,7 @@ import pytest
 
 from posbench.report.stats import ci95_halfwidth, paired_pvalue
 from posbench.report.prose import summary_paragraphs
-from posbench.report.tables import display_table, extrapolation_length, main_table
+from posbench.report.tables import comparisons, display_table, extrapolation_length, main_table
 
 
 def test_ci95_halfwidth_known_values():
@@ -39,26 +39,87 @@ def fake_evals(spec):
             for mult, ppl in zip([1.0, 2.0], ppls):
                 rows.append(dict(run_id=f"{variant}{seed}", encoding=variant, variant=variant, model="m", train_len=8,
                                  seed=seed, status="completed", protocol="nonoverlapping", length=int(8 * mult),
-                                 multiple=mult, ppl=ppl))
+                                 multiple=mult, ppl=ppl, token_set="t"))
     return pd.DataFrame(rows)
 
 
-def test_main_table_marks_the_best_and_tests_the_others_against_it():
+def test_without_per_document_losses_the_table_falls_back_to_seeds_and_holm_corrects_the_tests():
     evals = fake_evals({
         "flat": [[5.0, 5.0], [5.2, 5.1], [4.9, 5.0]],
         "close": [[5.03, 9.0], [5.15, 9.5], [4.95, 8.0]],  # 1x: behind `flat` on two seeds, ahead on one
         "bad": [[6.0, 12.0], [6.3, 13.0], [5.9, 11.0]],  # 1x: clearly behind on every seed
     })
     table = main_table(evals, 0.05).set_index("variant")
+    assert set(table["interval"]) == {"seeds only"}
     assert table.loc["flat", "1x_best"] and table.loc["flat", "2x_best"]
-    assert table.loc["bad", "1x_p_vs_best"] < 0.05
+    mean, h = np.mean([5.0, 5.2, 4.9]), ci95_halfwidth([5.0, 5.2, 4.9])
+    assert (table.loc["flat", "1x_lo"], table.loc["flat", "1x_hi"]) == pytest.approx((mean - h, mean + h))
+    p_bad = paired_pvalue([6.0, 6.3, 5.9], [5.0, 5.2, 4.9])
+    assert table.loc["bad", "1x_p_vs_best"] == pytest.approx(p_bad)
+    # Holm over the panel's 4 comparisons (close and bad, at 1x and 2x): the smallest p times 4, ...
+    ps = sorted(table[["1x_p_vs_best", "2x_p_vs_best"]].stack().tolist())
+    assert table[["1x_p_holm", "2x_p_holm"]].stack().min() == pytest.approx(min(1, 4 * ps[0]))
     assert table.loc["close", "1x_p_vs_best"] >= 0.05
     shown = display_table(table.reset_index()).set_index("variant")
-    assert shown.loc["flat", "1x"].startswith("**5.03 ± ") and shown.loc["close", "1x"].endswith(" ≈")
-    assert not shown.loc["bad", "1x"].endswith("≈")
+    assert shown.loc["flat", "1x"].startswith("**5.03 [") and shown.loc["close", "1x"].endswith(" ≈")
     assert table.loc["close", "2x/1x"] == pytest.approx(np.mean([9.0 / 5.03, 9.5 / 5.15, 8.0 / 4.95]))
     assert table.loc["flat", "extrapolation_len"] == 16 and table.loc["close", "extrapolation_len"] == 8
+    assert table.loc["flat", "verdict"] == "flat" and table.loc["bad", "verdict"] == "broken"
+    pairs = comparisons(table.reset_index())
+    assert len(pairs) == 4 and pairs["correction"].str.startswith("Holm over the 4 comparisons").all()
+
+
+def doc_evals(spec, docs=40, seeds=3, spread=0.3, seed=0):
+    """Records with per-document losses: spec {variant: (loss at 1x, loss at 2x)} in nats per
+    token; each document's loss varies by ``spread`` around it (the same documents for every row,
+    as in a real token set), each seed adds a small shift."""
+    rng = np.random.default_rng(seed)
+    tokens = rng.integers(50, 150, size=docs)
+    doc_effect = rng.normal(0, spread, size=docs)
+    longer = rng.normal(0, 0.05, size=docs)  # how much harder each document gets at 2x: the ratio depends on the text
+    longer -= (longer * tokens).sum() / tokens.sum()  # ... with no effect on the whole token set
+    rows = []
+    for variant, losses in spec.items():
+        for s in range(seeds):
+            shift = rng.normal(0, 0.01)
+            for mult, loss in zip([1.0, 2.0], losses):
+                nats = (loss + shift + doc_effect + (mult > 1) * longer) * tokens
+                mean = nats.sum() / tokens.sum()
+                rows.append(dict(run_id=f"{variant}{s}", encoding=variant, variant=variant, model="m", train_len=8,
+                                 seed=s, status="completed", protocol="nonoverlapping", length=int(8 * mult),
+                                 multiple=mult, ppl=math.exp(mean), loss=mean, token_set="t", doc_nats=nats.tolist()))
+    return pd.DataFrame(rows), {"t": {"doc_tokens": tokens.tolist()}}
+
+
+def test_intervals_cover_the_text_and_a_straddling_interval_reads_undecided():
+    """A row whose 2x/1x interval crosses the flat/mild border (1.05) is "undecided", never flat or mild;
+    the intervals over text are wider than the spread of seeds alone."""
+    evals, sets = doc_evals({"border": (1.0, 1.0 + math.log(1.05)), "clear": (1.0, 1.0 + math.log(1.6)),
+                             "flat": (1.0, 1.0 + math.log(0.9))})
+    table = main_table(evals, 0.05, sets, replicates=400).set_index("variant")
+    assert set(table["interval"]) == {"text and seeds"}
+    lo, hi = table.loc["border", "2x/1x_lo"], table.loc["border", "2x/1x_hi"]
+    assert lo < 1.05 < hi and table.loc["border", "verdict"] == "undecided"
+    assert table.loc["clear", "verdict"] == "broken" and table.loc["flat", "verdict"] == "flat"
+    seed_only = main_table(evals.drop(columns="doc_nats"), 0.05).set_index("variant")
+    assert (table["1x_hi"] - table["1x_lo"]).min() > (seed_only["1x_hi"] - seed_only["1x_lo"]).max()
     text = " ".join(summary_paragraphs(table.reset_index(), 0.05))
-    assert "`flat` stayed within 5% of their 1x perplexity up to 2x (16 tokens)" in text
-    assert "`close` at 2x" in text and "`bad` at 2x" in text
-    assert "Lowest at 1x: `flat`" in text
+    assert "**undecided** (interval across a border): `border`" in text and "**broken**" in text
+
+
+def test_interval_verdict_classes():
+    from posbench.report.budget import interval_verdict
+
+    assert interval_verdict(0.97, 1.04, 1.0, 0.05) == "flat"
+    assert interval_verdict(1.06, 1.29, 1.1, 0.05) == "mild"
+    assert interval_verdict(1.31, 2.0, 1.5, 0.05) == "broken"
+    assert interval_verdict(1.01, 1.07, 1.04, 0.05) == "undecided"
+    assert interval_verdict(1.25, 1.35, 1.3, 0.05) == "undecided"
+    assert interval_verdict(float("nan"), float("nan"), 1.02, 0.05) == "flat, no interval"
+
+
+def test_holm_matches_the_step_down_definition():
+    from posbench.report.bootstrap import holm
+
+    assert holm([0.01, 0.04, 0.03, 0.5]) == pytest.approx([0.04, 0.09, 0.09, 0.5])
+    assert math.isnan(holm([float("nan"), 0.2])[0]) and holm([float("nan"), 0.2])[1] == pytest.approx(0.2)

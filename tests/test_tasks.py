@@ -1,5 +1,6 @@
 """Synthetic tasks (posbench/tasks), their scoring, attention diagnostics, and task runs end to end."""
 
+import math
 import numpy as np
 import pandas as pd
 import pytest
@@ -29,16 +30,32 @@ def test_passkey_hides_the_key_at_its_depth_and_scores_only_the_key(depth):
     assert bytes(tokens[1:][answer]) == key
 
 
-def test_mqar_queries_ask_for_the_values_of_the_pairs():
+def test_mqar_follows_zoology_values_without_replacement_answers_only_as_labels_random_filler():
     task = build_task("mqar", {"pairs": 4, "eval_pairs": [4]})
-    tokens, answer = task.example(np.random.default_rng(2), 40, 4, TEXT)
+    tokens, answer, targets = task.example(np.random.default_rng(2), 40, 4, TEXT)
     pairs = dict(zip(tokens[0:8:2], tokens[1:8:2]))
     assert set(pairs) <= set(KEYS) and set(pairs.values()) <= set(VALUES) and len(pairs) == 4
-    assert (tokens[8:-8] == 0).all()  # the gap
-    queries = tokens[-8:]
-    assert sorted(queries[0::2]) == sorted(pairs)  # every key asked once
-    assert [pairs[k] for k in queries[0::2]] == list(queries[1::2])
-    assert list(tokens[1:][answer]) == list(queries[1::2]) and answer.sum() == 4
+    assert len(set(pairs.values())) == 4  # values without replacement
+    filler = np.delete(tokens[8:], np.arange(len(tokens) - 8 - 8, len(tokens) - 8, 2))
+    assert ((filler >= 1) & (filler < 128)).all() and len(set(filler)) > 5  # random non-query tokens
+    queries = tokens[-8::2]
+    assert sorted(queries) == sorted(pairs)  # every key asked once, closing the window
+    assert list(targets[answer]) == [pairs[k] for k in queries] and answer.sum() == 4
+    assert not set(tokens[8:]) & set(VALUES)  # no value after the pairs: the answer is a label only
+    assert (targets[~answer] == tokens[1:][~answer]).all()  # elsewhere the targets are the next inputs
+    batch = task.batch(np.random.default_rng(2), 2, 40, TEXT, condition=4)
+    assert (batch.y[batch.answer] >= 192).all() and not (batch.x[:, 8:] >= 192).any()
+
+
+def test_mqar_no_binding_baseline_is_what_a_model_answering_unused_window_values_scores():
+    """The issue's check: a model that answers each query with a random value of the window it has
+    not used yet (54% on average on the old generator) scores the baseline the report shows, 1/n."""
+    from posbench.tasks.mqar import no_binding_accuracy
+
+    task = build_task("mqar")
+    for n in (2, 4, 8):
+        simulated = no_binding_accuracy(task, 64, n, examples=4000, seed=n)
+        assert simulated == pytest.approx(task.chance(n), abs=3 * math.sqrt(task.chance(n) / (4000 * n)) + 0.005)
 
 
 def test_copy_repeats_the_string_after_the_separator():
@@ -99,7 +116,7 @@ def test_training_and_validation_use_the_task_loss(monkeypatch, task_name, mixed
 
 def test_chance_levels():
     assert build_task("mqar").chance(1) == 1.0  # one pair: its value is the only one to pick
-    assert build_task("mqar").chance(8) == pytest.approx((1 + 7 / 64) / 8)
+    assert build_task("mqar").chance(8) == pytest.approx(1 / 8)
     assert build_task("passkey", {"digits": 2}).chance(0.5) == pytest.approx(0.01)
     assert build_task("copy").chance(None) == pytest.approx(1 / 26)
 

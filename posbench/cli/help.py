@@ -45,7 +45,7 @@ usage: posbench-eval run_dir=<run directory> [eval.key=value ...]
 """
 
 EVAL_EXAMPLES = """\
-  posbench-eval run_dir=runs/<run_id> eval.multiples=[1,2,4,8,16,32] eval.first_scored=2048   # train_len 64
+  posbench-eval run_dir=runs/<run_id> eval.multiples=[1,2,4,8,16,32] eval.first_scored=2048 eval.segment=2048   # train_len 64
   posbench-eval run_dir=runs/<run_id> eval.rope_scaling=[linear,ntk,dynamic_ntk,yarn] eval.temperature=[0.1]
   posbench-eval run_dir=runs/<run_id> eval.protocols=[fixed_target] eval.attention_stats=true
 """
@@ -135,7 +135,7 @@ def help_text(config_name: str) -> str:
     keys = [*defaults(RunSpec, "", RUN_KEYS), *defaults(Runtime),
             *defaults(TrainConfig, "train.", ("steps", "batch_size", "lr", "warmup_steps", "min_lr_ratio", "checkpoint_every")),
             *defaults(ModelConfig, "model.", ("d_model", "n_layers", "n_heads")),
-            *defaults(EvalConfig, "eval.", ("multiples", "protocols", "scored_tokens", "first_scored", "rope_scaling", "bca",
+            *defaults(EvalConfig, "eval.", ("multiples", "protocols", "scored_tokens", "segment", "first_scored", "rope_scaling", "bca",
                                             "temperature", "during_training", "attention_stats")),
             *defaults(DataConfig, "data.", ("path", "cache_dir"))]
     return (f"{TRAIN}\nconfig groups (group=option; the default first):\n" + "\n".join(groups) +

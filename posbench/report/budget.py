@@ -40,6 +40,26 @@ def verdict(ratio: float, tolerance: float) -> str:
     return "flat" if ratio <= 1 + tolerance else "mild" if ratio <= MILD_LIMIT else "broken"
 
 
+UNDECIDED = "undecided"
+
+
+def interval_verdict(lo: float, hi: float, mean: float, tolerance: float) -> str:
+    """The verdict a ratio's 95% interval [lo, hi] supports: flat (the whole interval within
+    ``tolerance`` of 1x, or better), mild (inside (1 + tolerance, 1.3]), broken (above 1.3), else
+    ``undecided`` (the interval straddles a border). Without an interval (one seed and no
+    per-document losses), the mean's class."""
+    if pd.isna(lo) or pd.isna(hi):
+        return "n/a" if pd.isna(mean) else f"{verdict(mean, tolerance)}, no interval"
+    flat_top = 1 + tolerance
+    if hi <= flat_top:
+        return "flat"
+    if lo > flat_top and hi <= MILD_LIMIT:
+        return "mild"
+    if lo > MILD_LIMIT:
+        return "broken"
+    return UNDECIDED
+
+
 def last_doubling(history: pd.DataFrame | None) -> dict:
     """The relative fall of validation loss over the run's last doubling of steps (see module doc)."""
     none = {"change": math.nan, "from_step": None, "to_step": None, "estimated": False}

@@ -43,6 +43,7 @@ class ReportContext:
 
     def __init__(self, runs_dir: Path, options: Options, loaded: LoadedRuns, evals: pd.DataFrame):
         self.runs_dir, self.options, self.files, self.skipped = runs_dir, options, loaded.files, loaded.skipped
+        self.token_sets = loaded.token_sets
         self.runs = loaded.runs  # every readable run (at the default setting of a learning-rate grid)
         self.all_completed = loaded.runs[loaded.runs["status"] == "completed"]
         is_lm = self.all_completed["task"].fillna(LM) == LM
@@ -55,7 +56,7 @@ class ReportContext:
         self.tuned = None
         if self.choices is not None:  # a learning-rate grid: the main table keeps the default setting
             default_ids, chosen_ids = split_runs(self.completed, self.choices, self.configs)
-            self.tuned = main_table(self.evals[self.evals["run_id"].isin(chosen_ids)], options.tolerance)
+            self.tuned = main_table(self.evals[self.evals["run_id"].isin(chosen_ids)], options.tolerance, self.token_sets)
             keep = default_ids or chosen_ids
             self.evals = self.evals[self.evals["run_id"].isin(keep)]
             self.completed = self.completed[self.completed["run_id"].isin(keep)]
@@ -101,7 +102,7 @@ class ReportContext:
     @cached_property
     def table(self) -> pd.DataFrame:
         """The main table (posbench/report/tables.py)."""
-        return main_table(self.evals, self.options.tolerance)
+        return main_table(self.evals, self.options.tolerance, self.token_sets)
 
     @cached_property
     def ratio_column(self) -> str | None:

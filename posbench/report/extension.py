@@ -6,6 +6,12 @@ train_len with YaRN frequencies; its number here is its perplexity at that targe
 reference is the plain encoding trained at the target length (a run with train_len = target),
 scored on the same tokens; "steps to within 5%" is the fewest fine-tuning steps whose mean
 perplexity over seeds comes within the tolerance of it (the PI and YaRN papers' question).
+
+The control (``<encoding>@1x+ft<steps>``, method ``continued at train_len``) is the same parent
+continued at its own train_len for the same steps and tokens: fine-tuning at any length is also
+more training. Its row shows its perplexity at the target length, and every method's row its gain
+net of it after s steps, ``1 - ppl_method / ppl_control`` at the target, paired by seed (mean over
+seeds with the 95% t-interval).
 """
 
 from __future__ import annotations
@@ -13,25 +19,30 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from posbench.report.stats import ci95_halfwidth
 from posbench.report.style import parse_row
 
 KEYS = ["encoding", "method", "model", "train_len", "target"]
+CONTROL = "continued at train_len"
 
 
 def extension_frame(evals: pd.DataFrame) -> pd.DataFrame:
     """One row per extension record at its target length: encoding, method, factor, steps, model,
-    train_len, target, seed, token_set, ppl."""
-    rows = []
+    train_len, target, seed, token_set, ppl. A control run (continued at train_len) has a record at
+    each target length of the other extension runs of its model and train_len."""
+    rows, controls = [], []
     for r in evals[evals["ppl"].notna()].itertuples():
         ext = parse_row(str(r.variant)).extension
         if ext is None:
             continue
-        target = int(round(r.train_len * ext.factor))
-        if r.length != target:
-            continue
-        rows.append({"encoding": ext.encoding, "method": ext.method, "steps": ext.steps,
-                     "model": r.model, "train_len": int(r.train_len), "target": target, "seed": r.seed,
-                     "token_set": r.token_set, "ppl": r.ppl})
+        row = {"encoding": ext.encoding, "method": ext.method, "steps": ext.steps, "model": r.model,
+               "train_len": int(r.train_len), "seed": r.seed, "token_set": r.token_set, "ppl": r.ppl}
+        if ext.factor == 1:
+            controls.append({**row, "method": CONTROL, "target": int(r.length)})
+        elif r.length == int(round(r.train_len * ext.factor)):
+            rows.append({**row, "target": int(r.length)})
+    targets = {(r["model"], r["train_len"], r["target"]) for r in rows}
+    rows += [c for c in controls if (c["model"], c["train_len"], c["target"]) in targets]
     return pd.DataFrame(rows, columns=[*KEYS, "steps", "seed", "token_set", "ppl"])
 
 
@@ -63,6 +74,26 @@ def extension_table(ext: pd.DataFrame, scratch: pd.DataFrame, tolerance: float) 
         ok = [s for s in steps if r[f"ft {s}"] <= (1 + tolerance) * r["from scratch"]]
         needed.append(str(ok[0]) if ok else f"> {steps[-1]}")
     out[f"steps to within {tolerance:.0%}"] = needed
+    net = net_gains(ext)
+    for step in steps:
+        col = f"net of control ft {step}"
+        out[col] = [net.get((*k, step), "") for k in zip(*(out[c] for c in KEYS))]
+    return out
+
+
+def net_gains(ext: pd.DataFrame) -> dict[tuple, str]:
+    """Per (encoding, method, model, train_len, target, steps): "-12.3% ± 2.1" = mean over seeds of
+    1 - ppl_method / ppl_control at the target after the same steps, with the t-interval's half
+    width (a negative gain: the method is worse than continuing at train_len)."""
+    control = ext[ext["method"] == CONTROL].set_index(["encoding", "model", "train_len", "target", "steps", "seed"])["ppl"]
+    out = {}
+    for key, g in ext[ext["method"] != CONTROL].groupby([*KEYS, "steps"]):
+        enc, method, model, train_len, target, steps = key
+        gains = [1 - r.ppl / control[(enc, model, train_len, target, steps, r.seed)] for r in g.itertuples()
+                 if (enc, model, train_len, target, steps, r.seed) in control.index]
+        if gains:
+            h = ci95_halfwidth(gains)
+            out[key] = f"{100 * np.mean(gains):+.1f}%" + ("" if np.isnan(h) else f" ± {100 * h:.1f}")
     return out
 
 

@@ -89,13 +89,15 @@ def plot_ppl_vs_length(table: pd.DataFrame, path: Path) -> None:
             baseline = sub[sub["variant"] == BASELINE] if fam != family_of(BASELINE) else sub.iloc[0:0]
             for _, row in pd.concat([members, baseline]).iterrows():
                 mean = row[cols].to_numpy(dtype=float)
-                half = row[[f"{m}_ci95" for m in cols]].to_numpy(dtype=float)
+                lo = row[[f"{m}_lo" for m in cols]].to_numpy(dtype=float)
+                hi = row[[f"{m}_hi" for m in cols]].to_numpy(dtype=float)
                 ok = ~np.isnan(mean)
                 dashed = row["variant"] == BASELINE and fam != family_of(BASELINE)
                 ax.plot(lengths[ok], mean[ok], marker="o", ms=3, color=colour(row["variant"]), label=row["variant"],
                         linestyle="--" if dashed else linestyle(row["variant"]), lw=1 if dashed else 1.5)
-                if row["seeds"] > 1 and not dashed:
-                    ax.fill_between(lengths[ok], (mean - half)[ok], (mean + half)[ok], color=colour(row["variant"]), alpha=0.2, lw=0)
+                band = ok & ~np.isnan(lo) & ~np.isnan(hi)
+                if band.any() and not dashed:
+                    ax.fill_between(lengths[band], lo[band], hi[band], color=colour(row["variant"]), alpha=0.2, lw=0)
             ax.axvline(train_len, color="grey", linestyle=":", linewidth=1)
             ax.set(xscale="log", yscale="log", title=f"{fam}\n{protocol}, {model}, trained at {train_len}")
             ax.title.set_fontsize(9)
@@ -261,15 +263,21 @@ def plot_during_training(curves: pd.DataFrame, path: Path) -> None:
 def plot_extension(curves: pd.DataFrame, scratch: pd.DataFrame, path: Path) -> None:
     """Perplexity at the target length against fine-tuning steps (symlog x: 0 steps is the
     zero-shot point), one line per encoding and method, one panel per (model, train_len, target);
-    dashed: the encoding trained from scratch at the target length."""
+    dashed: the encoding trained from scratch at the target length; dotted: the control, continued
+    at train_len for the same steps."""
+    from posbench.report.extension import CONTROL
+
     panels = sorted(curves.groupby(["model", "train_len", "target"]).groups)
     fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.2), squeeze=False)
     for ax, (model, train_len, target) in zip(axes[0], panels):
         sub = curves[(curves["model"] == model) & (curves["train_len"] == train_len) & (curves["target"] == target)]
         for (enc, method), g in sub.groupby(["encoding", "method"]):
-            name = enc if method == "plain" else f"{enc}+{method}"
+            control = method == CONTROL
+            name = enc if method in ("plain", CONTROL) else f"{enc}+{method}"
             g = g.sort_values("steps")
-            ax.plot(g["steps"], g["ppl"], marker="o", ms=3, color=colour(name), label=f"{name} (fine-tuned)", lw=1.4)
+            ax.plot(g["steps"], g["ppl"], marker="x" if control else "o", ms=3, color=colour(name), lw=1 if control else 1.4,
+                    linestyle=":" if control else "-",
+                    label=f"{name} continued at {train_len} (control)" if control else f"{name} (fine-tuned)")
         ref = scratch[(scratch["model"] == model) & (scratch["target"] == target)].groupby("encoding")["ppl"].mean()
         for enc, ppl in ref.items():
             ax.axhline(ppl, color=colour(enc), linestyle="--", lw=1, label=f"{enc} trained at {target}")

@@ -58,6 +58,7 @@ class LoadedRuns:
     evals: pd.DataFrame
     skipped: list[dict]
     files: dict[str, RunFiles]
+    token_sets: dict[str, dict]  # each token set's scored documents and their tokens (metrics["token_sets"])
 
 
 def read_run_files(run_dir: Path) -> RunFiles:
@@ -72,7 +73,7 @@ def read_run_files(run_dir: Path) -> RunFiles:
 
 def load_runs(root: Path) -> LoadedRuns:
     """Every run below ``root`` (results.load_runs' frames, with the files kept)."""
-    runs, evals, skipped, files = [], [], [], {}
+    runs, evals, skipped, files, token_sets = [], [], [], {}, {}
     for run_dir in find_runs(root):
         try:
             m = check_metrics(json.loads((run_dir / METRICS).read_text()))
@@ -86,9 +87,23 @@ def load_runs(root: Path) -> LoadedRuns:
         row = {k: m.get(k) for k in RUN_COLUMNS + CONTEXT_COLUMNS}
         row["run_dir"] = str(run_dir)
         runs.append(row)
+        token_sets.update(m.get("token_sets") or {})
         for e in m.get("evaluations", []):
             e = dict(e)
-            remember_row(str(e["variant"]), e.pop("row", None))  # what the row is: its style, not a column
+            what = e.pop("row", None)
+            remember_row(str(e["variant"]), what)  # what the row is: its style, not a column
+            e["windowed"] = is_windowed(what)
             evals.append({**{k: row[k] for k in ("run_id", "encoding", "model", "train_len", "seed", "status")}, **e})
     frame = pd.DataFrame(runs, columns=RUN_COLUMNS + CONTEXT_COLUMNS + ["run_dir"])
-    return LoadedRuns(frame, pd.DataFrame(evals), skipped, files)
+    return LoadedRuns(frame, pd.DataFrame(evals), skipped, files, token_sets)
+
+
+def is_windowed(row: dict | None) -> bool:
+    """Whether a record's row is scored with an evaluation-time window (a variant whose class says
+    ``window = True``, e.g. +bca): a control, shown apart from the unwindowed rows."""
+    from posbench.variants import VARIANTS
+
+    if not isinstance(row, dict):
+        return False
+    return any(getattr(VARIANTS.find(str(v.get("variant"))), "window", False) for v in row.get("variants") or []
+               if isinstance(v, dict))

@@ -34,6 +34,32 @@ def protocol_note(evals: pd.DataFrame) -> str:
     return text
 
 
+def scored_text_note(evals: pd.DataFrame, token_sets: dict) -> str:
+    """Which text the compared records score: per token set, the documents and tokens (bytes)."""
+    parts = []
+    for name in sorted(evals["token_set"].dropna().unique()) if "token_set" in evals else []:
+        info = token_sets.get(name)
+        if not info:
+            parts.append(f"`{name}` (made before scored documents were recorded)")
+            continue
+        where = f"{len(info['docs'])} of the {info['documents_in_split']} validation documents"
+        parts.append(f"`{name}`: {info['tokens']:,} bytes from {where} "
+                     f"(documents {_doc_ranges(info['docs'])}, numbered in the split's order)")
+    return ("Scored text: " + "; ".join(parts) + ".") if parts else ""
+
+
+def _doc_ranges(docs: list[int]) -> str:
+    """[0, 1, 2, 5, 7, 8] -> "0-2, 5, 7-8"."""
+    out, start = [], None
+    for i, d in enumerate(docs):
+        if start is None:
+            start = d
+        if i + 1 == len(docs) or docs[i + 1] != d + 1:
+            out.append(str(start) if start == d else f"{start}-{d}")
+            start = None
+    return ", ".join(out)
+
+
 def join_words(items) -> str:
     """"a", "a and b", "a, b and c"."""
     items = [str(x) for x in items]
@@ -44,46 +70,69 @@ def _names(items: list[str]) -> str:
     return join_words(f"`{x}`" for x in items)
 
 
+VERDICTS = ("flat", "mild", "broken", "undecided")
+
+
+def verdict_entry(r: pd.Series, ratio: str, n: int) -> str:
+    """"`rope` 1.80 [1.62, 2.01] (1x 8.04, rank 4/15)": a row's ratio with its interval, beside
+    its absolute 1x perplexity and where that ranks in the panel (so a row bad at 1x is never
+    called flat without saying so)."""
+    span = f" [{r[f'{ratio}_lo']:.2f}, {r[f'{ratio}_hi']:.2f}]" if pd.notna(r.get(f"{ratio}_lo")) else " (no interval)"
+    rank = f", rank {int(r['rank_1x'])}/{n}" if pd.notna(r.get("rank_1x")) else ""
+    return f"`{r['variant']}` {r[ratio]:.2f}{span} (1x {r['1x']:.2f}{rank})"
+
+
 def describe_panel(sub: pd.DataFrame, tolerance: float) -> str:
-    """One paragraph for one (protocol, model, train_len) panel of the main table."""
+    """One paragraph for one (protocol, model, train_len) panel of the main table: the verdict of
+    every unwindowed row from its ratio's interval (flat / mild / broken only when the interval lies
+    in one class, else undecided), the ranking by mean log-perplexity over the lengths, the best at
+    1x and at the longest multiple with their Holm-corrected tests, then the windowed controls apart."""
+    from posbench.report.budget import MILD_LIMIT
+
     # only the multiples this panel has numbers (or "not defined") for: nothing is claimed about the rest
     cols = [c for c in multiple_columns(sub) if sub[c].notna().any() or (sub[f"{c}_note"] == NOT_DEFINED).any()]
     first = sub.iloc[0]
     protocol, model, train_len, seeds = first["protocol"], first["model"], int(first["train_len"]), int(sub["seeds"].max())
     longest = cols[-1]
     max_len = round(train_len * float(longest[:-1]))
+    ratio = f"{longest}/1x"
+    over = first.get("interval", "seeds")
     head = (f"**train_len {train_len}, model {model}, {PROTOCOLS[protocol].words if protocol in PROTOCOLS else protocol}** "
-            f"({'mean of ' + str(seeds) + ' seeds' if seeds > 1 else 'one seed'}): ")
-    flat, broke, undefined, unevaluated = [], [], [], []
-    for _, r in sub.sort_values(longest, na_position="last").iterrows():
-        ext = r.get("extrapolation_len")
-        if pd.isna(r["1x"]):
-            continue
-        if pd.notna(ext) and ext >= max_len:
-            flat.append(r["variant"])
-            continue
-        after = next((c for c in cols if round(train_len * float(c[:-1])) > (ext if pd.notna(ext) else 0)), None)
-        if after is not None and pd.isna(r[after]) and r[f"{after}_note"] == NOT_DEFINED:
-            undefined.append(f"`{r['variant']}` (not defined past {fmt_len(ext)} tokens)")
-        elif after is not None and pd.isna(r[after]):
-            unevaluated.append(f"`{r['variant']}` (not evaluated past {fmt_len(ext)} tokens)")
-        elif after is not None:
-            at_longest = f"; {r[longest] / r['1x']:.2f}× 1x at {longest}" if pd.notna(r[longest]) else ""
-            broke.append(f"`{r['variant']}` at {after} ({r['1x']:.2f} → {r[after]:.2f}{at_longest})")
+            f"({str(seeds) + ' seeds' if seeds > 1 else 'one seed'}; 95% intervals over {over}): ")
+    windowed = sub["windowed"].fillna(False).astype(bool) if "windowed" in sub else pd.Series(False, index=sub.index)
+    plain, controls = sub[~windowed], sub[windowed]
     parts = []
-    if flat:
-        parts.append(f"{_names(flat)} stayed within {tolerance:.0%} of their 1x perplexity up to {longest} ({max_len} tokens)")
-    else:
-        parts.append(f"no encoding stayed within {tolerance:.0%} of its 1x perplexity up to {longest}")
-    if broke:
-        parts.append("broke (first multiple past the tolerance): " + "; ".join(broke))
-    if undefined:
-        parts.append(", ".join(undefined))
-    if unevaluated:
-        parts.append(", ".join(unevaluated))
-    text = head + "; ".join(parts) + ". "
+    if ratio in sub and len(cols) > 1:
+        n = int(plain["1x"].notna().sum())
+        classes = {v: [] for v in VERDICTS}
+        undefined, unevaluated = [], []
+        for _, r in plain.sort_values(ratio, na_position="last").iterrows():
+            if pd.isna(r["1x"]):
+                continue
+            if pd.isna(r[ratio]):
+                note = r.get(f"{longest}_note")
+                (undefined if note == NOT_DEFINED else unevaluated).append(f"`{r['variant']}`")
+                continue
+            classes.setdefault(str(r["verdict"]).split(",")[0], []).append(verdict_entry(r, ratio, n))
+        limits = {"flat": f"interval within {1 + tolerance:g}", "mild": f"interval inside ({1 + tolerance:g}, {MILD_LIMIT:g}]",
+                  "broken": f"interval above {MILD_LIMIT:g}", "undecided": "interval across a border"}
+        parts.append(f"{ratio} ({max_len} tokens against {train_len}): " + "; ".join(
+            f"**{v}** ({limits[v]}): " + ", ".join(entries) for v, entries in classes.items() if entries and v in limits))
+        if undefined:
+            parts.append(f"not defined at {longest}: {', '.join(undefined)}")
+        if unevaluated:
+            parts.append(f"not evaluated at {longest}: {', '.join(unevaluated)}")
+    text = head + ". ".join(parts) + (". " if parts else "")
+    ranked = plain.dropna(subset=["mean_log_ppl"]).sort_values("mean_log_ppl") if "mean_log_ppl" in plain else plain.iloc[:0]
+    if len(ranked) > 1:
+        text += (f"Ranked by mean log-perplexity over {cols[0]} ... {longest}: "
+                 + ", ".join(f"`{r['variant']}` ({r['mean_log_ppl']:.3f})" for _, r in ranked.iterrows()) + ". ")
     for col in dict.fromkeys(["1x", longest]):
-        text += _best_sentence(sub, col)
+        text += _best_sentence(plain, col)
+    if not controls.empty and ratio in controls:
+        text += ("Windowed controls (an evaluation-time window limits what each query sees; not in the verdicts above): "
+                 + ", ".join(f"{verdict_entry(r, ratio, len(controls))} {r['verdict']}" for _, r in
+                             controls.sort_values(ratio).iterrows() if pd.notna(r[ratio])) + ". ")
     return text.strip()
 
 
@@ -95,12 +144,12 @@ def _best_sentence(sub: pd.DataFrame, col: str) -> str:
     s = f"Lowest at {col}: `{best['variant']}` ({best[col]:.2f})"
     if len(ranked) > 1:
         runner = ranked.iloc[1]
-        p = runner.get(f"{col}_p_vs_best")
+        p = runner.get(f"{col}_p_holm")
         if pd.notna(p):
             verdict = "significantly" if p < ALPHA else "not significantly"
-            s += f", {verdict} ahead of `{runner['variant']}` ({runner[col]:.2f}, paired p = {p:.3f})"
+            s += f", {verdict} ahead of `{runner['variant']}` ({runner[col]:.2f}, Holm-adjusted p = {p:.3f})"
         else:
-            s += f", ahead of `{runner['variant']}` ({runner[col]:.2f}; one seed, no test)"
+            s += f", ahead of `{runner['variant']}` ({runner[col]:.2f}; no test)"
     return s + ". "
 
 

@@ -9,13 +9,13 @@ Summary metrics of one run (per variant and protocol):
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
 import pandas as pd
 
-from posbench.report.stats import ALPHA, ci95_halfwidth, paired_pvalue
+from posbench.report import bootstrap
+from posbench.report.stats import ALPHA
 
 NOT_DEFINED = "n/d"  # evaluated, and the encoding cannot represent the length (a learned table past its size)
 NOT_EVALUATED = "n/e"  # no record (for some seed) at that length on the compared token set
@@ -112,123 +112,150 @@ def run_summary(evals: pd.DataFrame, tolerance: float) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def main_table(evals: pd.DataFrame, tolerance: float) -> pd.DataFrame:
-    """One row per cell (protocol, variant, model, train_len), aggregated over seeds.
+def main_table(evals: pd.DataFrame, tolerance: float, token_sets: dict | None = None,
+               replicates: int = bootstrap.REPLICATES) -> pd.DataFrame:
+    """One row per cell (protocol, variant, model, train_len), aggregated over seeds, with
+    intervals over text and seeds (posbench/report/bootstrap.py; ``token_sets``: each token set's
+    ``doc_tokens``; without them, or for records without ``doc_nats``, over seeds alone).
 
-    Columns: ``seeds``; for each multiple ``<m>x`` (mean ppl), ``<m>x_std``, ``<m>x_ci95`` (half
-    width of the 95% t-interval) and ``<m>x_p_vs_best`` (paired t-test against the lowest mean of
-    the column in the same panel; NaN for the best itself or without shared seeds);
-    ``<M>x/1x`` (mean over seeds of the longest multiple's ratio) with its ``_ci95``; and
-    ``extrapolation_len`` (from the mean curve) and ``extrapolation_len_min`` (worst seed).
-    """
+    Columns: ``seeds``, ``interval`` (what the intervals cover), ``windowed`` (an evaluation-time
+    window: a control, never in the same verdict list as the unwindowed rows); for each multiple
+    ``<m>x`` (mean ppl over seeds), ``<m>x_lo`` / ``<m>x_hi`` (95% interval), ``<m>x_p_vs_best``
+    (against the lowest mean of the column in the same panel) and ``<m>x_p_holm`` (Holm-adjusted
+    over the panel's comparisons), ``<m>x_best``; ``<M>x/1x`` (mean over seeds of the longest
+    multiple's ratio) with ``_lo`` / ``_hi`` and ``verdict`` (flat / mild / broken when the interval
+    lies inside one class, else undecided); ``mean_log_ppl`` (mean log-perplexity over the evaluated
+    lengths) with ``_lo`` / ``_hi``; ``rank_1x`` and ``rank_mean_log_ppl`` within the panel;
+    ``extrapolation_len`` (from the mean curve) and ``extrapolation_len_min`` (worst seed)."""
+    from posbench.report.budget import interval_verdict
+
     summary = run_summary(evals, tolerance)
     ms = multiples(evals)
-    wide = per_seed_ppl(evals)
     notes = cell_notes(evals)
-    rows = []
-    for cell, g in summary.groupby(CELL_KEYS, sort=True):
-        row = dict(zip(CELL_KEYS, cell))
-        row["seeds"] = g["seed"].nunique()
-        means = []
-        for m in ms:
-            v = g[f"ppl@{fmt_multiple(m)}"].to_numpy(dtype=float)
-            mean = float(np.mean(v)) if not np.isnan(v).any() else math.nan
-            means.append(mean)
-            row[fmt_multiple(m)] = mean
-            row[f"{fmt_multiple(m)}_note"] = "" if not np.isnan(mean) else notes.get((*cell, m), NOT_EVALUATED)
-            row[f"{fmt_multiple(m)}_std"] = float(np.std(v, ddof=1)) if len(v) > 1 and not np.isnan(mean) else math.nan
-            row[f"{fmt_multiple(m)}_ci95"] = ci95_halfwidth(v) if not np.isnan(mean) else math.nan
-        if len(ms) > 1 and ms[0] == 1.0:
-            ratio_col = f"ratio@{fmt_multiple(ms[-1])}"
-            v = g[ratio_col].to_numpy(dtype=float)
-            row[f"{fmt_multiple(ms[-1])}/1x"] = float(np.mean(v)) if not np.isnan(v).any() else math.nan
-            row[f"{fmt_multiple(ms[-1])}/1x_ci95"] = ci95_halfwidth(v)
-            lengths = [round(cell[3] * m) for m in ms]
-            row["extrapolation_len"] = extrapolation_length(lengths, np.array(means), tolerance)
-            row["extrapolation_len_min"] = g["extrapolation_len"].min()
-        rows.append(row)
+    done = completed(evals)
+    token_sets = token_sets or {}
+    rows, reps = [], {}
+    for panel, pg in done.groupby(PANEL_KEYS, sort=True):
+        sets = pg["token_set"].dropna().unique() if "token_set" in pg else []
+        doc_tokens = np.asarray(token_sets[sets[0]]["doc_tokens"]) if len(sets) == 1 and sets[0] in token_sets else None
+        n_seeds = int(pg.groupby("variant")["seed"].nunique().max())
+        draws = bootstrap.panel_draws(n_seeds, len(doc_tokens), replicates) if doc_tokens is not None else None
+        for variant, g in pg.groupby("variant", sort=True):
+            cell = dict(zip(PANEL_KEYS, panel), variant=variant)
+            key = tuple(cell[k] for k in CELL_KEYS)
+            c = bootstrap.cell_replicates(g, ms, doc_tokens, draws)
+            reps[key] = c
+            row = {k: cell[k] for k in CELL_KEYS}
+            row["seeds"] = g["seed"].nunique()
+            row["interval"] = bootstrap.BOTH if c.text else bootstrap.SEEDS_ONLY
+            row["windowed"] = bool(g["windowed"].fillna(False).any()) if "windowed" in g else False
+            means = []
+            for k, m in enumerate(ms):
+                col = fmt_multiple(m)
+                mean, lo, hi = bootstrap.ppl_stats(c, k)
+                means.append(mean)
+                row[col], row[f"{col}_lo"], row[f"{col}_hi"] = mean, lo, hi
+                row[f"{col}_note"] = "" if not np.isnan(mean) else notes.get((*key, m), NOT_EVALUATED)
+            if len(ms) > 1 and ms[0] == 1.0:
+                ratio = f"{fmt_multiple(ms[-1])}/1x"
+                row[ratio], row[f"{ratio}_lo"], row[f"{ratio}_hi"] = bootstrap.ratio_stats(c, len(ms) - 1)
+                row["verdict"] = interval_verdict(row[f"{ratio}_lo"], row[f"{ratio}_hi"], row[ratio], tolerance)
+                lengths = [round(key[3] * m) for m in ms]
+                row["extrapolation_len"] = extrapolation_length(lengths, np.array(means), tolerance)
+                row["extrapolation_len_min"] = summary.loc[
+                    (summary[CELL_KEYS] == pd.Series(key, index=CELL_KEYS)).all(axis=1), "extrapolation_len"].min()
+            row["mean_log_ppl"], row["mean_log_ppl_lo"], row["mean_log_ppl_hi"] = bootstrap.mean_log_stats(c)
+            rows.append(row)
     table = pd.DataFrame(rows)
-    _mark_best(table, wide, ms)
+    if table.empty:
+        return table
+    for col in ("1x", "mean_log_ppl"):
+        if col in table:
+            name = "rank_1x" if col == "1x" else "rank_mean_log_ppl"
+            table[name] = table.groupby(PANEL_KEYS)[col].rank(method="min")
+    _mark_best(table, reps, ms)
     return table
 
 
-def _mark_best(table: pd.DataFrame, wide: pd.DataFrame, ms: list[float]) -> None:
-    """Fill ``<m>x_p_vs_best``: each cell's paired test against the best cell of its panel."""
+def _mark_best(table: pd.DataFrame, reps: dict, ms: list[float]) -> None:
+    """Fill ``<m>x_best``, ``<m>x_p_vs_best`` (each cell against the best cell of its column in its
+    panel) and ``<m>x_p_holm`` (Holm over all of a panel's comparisons, every multiple)."""
     for m in ms:
         col = fmt_multiple(m)
         table[f"{col}_p_vs_best"] = math.nan
+        table[f"{col}_p_holm"] = math.nan
         table[f"{col}_best"] = False
-        for _, idx in table.groupby(PANEL_KEYS).groups.items():
+    key = lambda i: tuple(table.loc[i, k] for k in CELL_KEYS)  # noqa: E731
+    for _, idx in table.groupby(PANEL_KEYS).groups.items():
+        family = []  # (row index, column, p)
+        for k, m in enumerate(ms):
+            col = fmt_multiple(m)
             sub = table.loc[idx]
             if sub[col].notna().sum() == 0:
                 continue
             best = sub[col].idxmin()
             table.loc[best, f"{col}_best"] = True
-            best_ppl = _seed_series(wide, table.loc[best], m)
             for i in idx:
                 if i != best and pd.notna(table.loc[i, col]):
-                    a, b = _align(_seed_series(wide, table.loc[i], m), best_ppl)
-                    table.loc[i, f"{col}_p_vs_best"] = paired_pvalue(a, b)
+                    family.append((i, col, bootstrap.p_versus(reps[key(i)], reps[key(best)], k)))
+        for (i, col, _), adjusted in zip(family, bootstrap.holm([p for *_, p in family])):
+            table.loc[i, f"{col}_p_vs_best"] = next(p for j, c, p in family if j == i and c == col)
+            table.loc[i, f"{col}_p_holm"] = adjusted
 
 
-def _seed_series(wide: pd.DataFrame, row: pd.Series, m: float) -> pd.Series:
-    return wide.loc[tuple(row[k] for k in CELL_KEYS)][m]
-
-
-def _align(a: pd.Series, b: pd.Series):
-    common = a.index.intersection(b.index)
-    return a.loc[common].to_numpy(dtype=float), b.loc[common].to_numpy(dtype=float)
-
-
-def pairwise_tests(evals: pd.DataFrame) -> pd.DataFrame:
-    """Every pair of variants in a panel, at every multiple, over their shared seeds: the mean
-    ratio of perplexities (geometric over seeds) and the paired t-test's p-value."""
-    wide = per_seed_ppl(evals)
+def comparisons(table: pd.DataFrame) -> pd.DataFrame:
+    """The pre-declared comparisons (``pairs.csv``): every row of a panel against the best (lowest
+    mean) of each column, with the raw and Holm-adjusted p-values and the correction named."""
     rows = []
-    for panel, g in wide.groupby(level=PANEL_KEYS):
-        variants = sorted(g.index.get_level_values("variant").unique())
-        for a, b in itertools.combinations(variants, 2):
-            ga = g.xs(a, level="variant").droplevel(PANEL_KEYS)
-            gb = g.xs(b, level="variant").droplevel(PANEL_KEYS)
-            for m in wide.columns:
-                x, y = _align(ga[m], gb[m])
-                ok = ~(np.isnan(x) | np.isnan(y))
-                if not ok.any():
-                    continue
-                p = paired_pvalue(x, y)
-                rows.append({**dict(zip(PANEL_KEYS, panel)), "multiple": m, "a": a, "b": b, "seeds": int(ok.sum()),
-                             "ppl_ratio_a_over_b": float(np.exp(np.mean(np.log(x[ok]) - np.log(y[ok])))),
-                             "p_value": p, "significant": bool(p < ALPHA)})
+    for panel, sub in table.groupby(PANEL_KEYS, sort=True):
+        family = int(sum(sub[f"{c}_p_vs_best"].notna().sum() for c in multiple_columns(sub)))
+        for col in multiple_columns(sub):
+            best = sub[sub[f"{col}_best"]]
+            if best.empty:
+                continue
+            b = best.iloc[0]
+            for _, r in sub[sub[f"{col}_p_vs_best"].notna()].iterrows():
+                rows.append({**dict(zip(PANEL_KEYS, panel)), "multiple": float(col[:-1]), "a": r["variant"],
+                             "b (best)": b["variant"], "seeds": int(r["seeds"]), "interval": r["interval"],
+                             "ppl_a": r[col], "ppl_b": b[col], "ppl_ratio_a_over_b": r[col] / b[col],
+                             "p_value": r[f"{col}_p_vs_best"], "p_holm": r[f"{col}_p_holm"],
+                             "significant": bool(r[f"{col}_p_holm"] < ALPHA),
+                             "correction": f"Holm over the {family} comparisons of this panel (each row against the "
+                                           "best of each column)"})
     return pd.DataFrame(rows)
 
 
 def display_table(table: pd.DataFrame, markdown: bool = True) -> pd.DataFrame:
-    """The main table as text cells: mean (± 95% half-width), **best** of each column in bold and
-    ``≈`` on cells not significantly different from it."""
+    """The main table as text cells: mean [95% interval], **best** of each column in bold and ``≈``
+    on cells not significantly different from it (Holm-adjusted); the ratio with its interval and
+    verdict; the mean log-perplexity over lengths with the row's rank in its panel."""
     ms = multiple_columns(table)
     out = table[CELL_KEYS + ["seeds"]].copy()
     bold = (lambda s: f"**{s}**") if markdown else (lambda s: f"\\textbf{{{s}}}")
-    pm = "±" if markdown else "$\\pm$"
     approx = " ≈" if markdown else " $\\approx$"
+    span = lambda r, c, f: (f" [{r[f'{c}_lo']:{f}}, {r[f'{c}_hi']:{f}}]"  # noqa: E731
+                            if pd.notna(r.get(f"{c}_lo")) and pd.notna(r.get(f"{c}_hi")) else "")
     for col in ms:
         cells = []
         for _, r in table.iterrows():
             if pd.isna(r[col]):
                 cells.append(r.get(f"{col}_note") or NOT_EVALUATED)
                 continue
-            s = f"{r[col]:.2f}"
-            if pd.notna(r.get(f"{col}_ci95")):
-                s += f" {pm} {r[f'{col}_ci95']:.2f}"
+            s = f"{r[col]:.2f}" + span(r, col, ".2f")
             if r.get(f"{col}_best"):
                 s = bold(s)
-            elif pd.notna(r.get(f"{col}_p_vs_best")) and r[f"{col}_p_vs_best"] >= ALPHA:
+            elif pd.notna(r.get(f"{col}_p_holm")) and r[f"{col}_p_holm"] >= ALPHA:
                 s += approx
             cells.append(s)
         out[col] = cells
-    ratio = [c for c in table.columns if c.endswith("/1x")]
-    for col in ratio:
+    for col in [c for c in table.columns if c.endswith("/1x")]:
         longest = col.split("/")[0]
-        out[col] = [(r.get(f"{longest}_note") or NOT_EVALUATED) if pd.isna(r[col]) else f"{r[col]:.2f}" for _, r in table.iterrows()]
+        out[col] = [(r.get(f"{longest}_note") or NOT_EVALUATED) if pd.isna(r[col])
+                    else f"{r[col]:.2f}{span(r, col, '.2f')} {r['verdict']}" for _, r in table.iterrows()]
+    if "mean_log_ppl" in table:
+        out["mean log-ppl (rank)"] = ["-" if pd.isna(r["mean_log_ppl"]) else
+                                      f"{r['mean_log_ppl']:.3f}{span(r, 'mean_log_ppl', '.3f')} ({int(r['rank_mean_log_ppl'])})"
+                                      for _, r in table.iterrows()]
     if "extrapolation_len" in table:
         out["extrap. len"] = ["-" if pd.isna(v) else f"{int(v)}" for v in table["extrapolation_len"]]
     return out

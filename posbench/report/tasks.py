@@ -11,9 +11,9 @@ and train_len:
                                 above the threshold (default 80%) in every condition of every length
                                 (0 when it fails already at train_len)
     beyond training             mean accuracy over lengths longer than train_len (and conditions, seeds)
-    chance                      the accuracy of answering in the right form without retrieving
-                                (Task.chance: MQAR 1/n, a value of the window at random), mean over
-                                the grid: what a model that has not learned the task scores
+    chance                      the baseline: the best accuracy without retrieving (Task.chance: MQAR
+                                1/n, the best without binding keys to values), mean over the grid:
+                                what a model that has not learned the task scores
 
 Only records on one example set per task are compared (the set with the most records), as the
 perplexity tables compare one token set.

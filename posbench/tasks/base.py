@@ -122,9 +122,11 @@ class Task:
         """The condition of one training example (drawn per example)."""
         return None
 
-    def example(self, rng: np.random.Generator, length: int, condition, text: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(tokens [length + 1] uint8, answer [length] bool) for windows of ``length`` tokens;
-        ``text``: a byte stream for filler (the training or the validation split)."""
+    def example(self, rng: np.random.Generator, length: int, condition, text: np.ndarray) -> tuple:
+        """(tokens [length + 1] uint8, answer [length] bool) for windows of ``length`` tokens, the
+        targets being tokens[1:]; or (tokens, answer, targets [length]) where an answer is a label
+        only, not the next input (MQAR, as Zoology); ``text``: a byte stream for filler (the
+        training or the validation split)."""
         raise NotImplementedError
 
     def min_length(self) -> int:
@@ -139,14 +141,16 @@ class Task:
     # -- batching ---------------------------------------------------------------------------------
     def batch(self, rng: np.random.Generator, batch_size: int, length: int, text: np.ndarray,
               condition=None, train: bool = False) -> TaskBatch:
-        seqs, masks = [], []
+        seqs, masks, targets = [], [], []
         for _ in range(batch_size):
             c = self.train_condition(rng, length) if train else condition
-            s, m = self.example(rng, length, c, text)
+            s, m, *t = self.example(rng, length, c, text)
             seqs.append(s)
             masks.append(m)
+            targets.append(t[0] if t else s[1:])
         tokens = torch.from_numpy(np.stack(seqs).astype(np.int64))
-        return TaskBatch(tokens[:, :-1], tokens[:, 1:], torch.from_numpy(np.stack(masks)))
+        return TaskBatch(tokens[:, :-1], torch.from_numpy(np.stack(targets).astype(np.int64)),
+                         torch.from_numpy(np.stack(masks)))
 
 
 def text_window(rng: np.random.Generator, text: np.ndarray, n: int) -> np.ndarray:

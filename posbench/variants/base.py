@@ -47,11 +47,13 @@ class Variant:
     * ``positions(length, max_position, batch)`` explicit positions, or None for 0..L-1
 
     and, for the report, ``linestyle`` (a matplotlib line style; the row keeps its encoding's
-    colour) or ``colour`` (a colour of its own, e.g. each RoPE scaling)."""
+    colour) or ``colour`` (a colour of its own, e.g. each RoPE scaling), and ``window`` (True for a
+    variant that limits what a query sees: its rows are controls, listed apart from the others)."""
 
     name = "variant"
     linestyle = "-."
     colour: str | None = None
+    window = False  # an evaluation-time attention window: its rows are controls, reported apart
 
     @dataclass
     class Params:

@@ -33,6 +33,10 @@ class Extension(Section):
                      "zero-shot point), scored at the target length against the number of fine-tuning steps; dashed, "
                      "the same encoding trained from scratch at the target length, on the same tokens. "
                      f"`steps to within {tolerance:.0%}`: the fewest steps whose mean perplexity over seeds comes within "
-                     f"{tolerance:.0%} of it (`extension.csv`)."),
+                     f"{tolerance:.0%} of it (`extension.csv`). The control row (`{extension.CONTROL}`) is the same "
+                     "parent continued at its own train_len for the same steps and tokens, scored at the target: "
+                     "fine-tuning is also more training. `net of control ft <s>`: each method's gain over it at the "
+                     "target after the same steps, 1 - ppl(method) / ppl(control), mean over seeds ± the 95% "
+                     "t-interval's half width."),
                 Image("extension.png", self.files[1].description),
                 Table(table.round(2).fillna(""))]

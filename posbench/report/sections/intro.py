@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from posbench.report.document import Heading, Para
-from posbench.report.prose import protocol_note
+from posbench.report.prose import protocol_note, scored_text_note
 from posbench.report.section import SECTIONS, Section
 
 
@@ -25,7 +25,7 @@ class Intro(Section):
                 Para(f"{runs} from `{ctx.runs_dir}`: byte-level language models trained on windows of `train_len` "
                      "tokens and evaluated at multiples of it. Lower perplexity is better; an encoding that "
                      "extrapolates keeps its 1x perplexity (ratio near 1) at lengths it never saw in training. "
-                     + protocol_note(ctx.evals) + tasks)]
+                     + protocol_note(ctx.evals) + " " + scored_text_note(ctx.evals, ctx.token_sets) + tasks)]
 
 
 def _runs(n: int, kind: str) -> str:

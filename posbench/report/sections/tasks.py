@@ -38,9 +38,10 @@ class Tasks(Section):
                        "model's argmax given the true tokens before it (what greedy decoding would produce); for "
                        "MQAR and copy the fraction of answer tokens right (queried values, copied bytes). Mean over the task's grid (passkey: needle depths; MQAR: "
                        "numbers of pairs) and over seeds, ± half-width of the 95% t-interval over seeds. "
-                       "`chance`: what answering in the right form without retrieving scores (passkey: guessed "
-                       "digits; MQAR: one of the window's values at random, 1/pairs; copy: a random letter), the "
-                       "level of a model that has not learned the task. `beyond train_len`: mean "
+                       "`chance`: the baseline, the best score without retrieving (passkey: guessed digits; MQAR: "
+                       "the best score without binding keys to values, 1/pairs, since the values are distinct and no "
+                       "answer is in the input, checked by simulation in posbench/tasks/mqar.py; copy: a random "
+                       "letter): read accuracy against it, per cell. `beyond train_len`: mean "
                        f"over every longer length. `effective length`: the longest length up to which accuracy "
                        f"(mean over seeds) stays at or above {threshold:.0%} in every cell of the grid (0: not "
                        "even at train_len)."),
