@@ -72,6 +72,9 @@ def test_rope_trains_and_evaluates_with_the_methods_frequencies(compose, tmp_pat
     (["encoding=learned", "extend.length=64"], "learned cannot be extended to 64 tokens"),
     (["encoding=rope", "extend.length=64", "extend.steps=-1"], "extend.steps and extend.warmup_steps must be >= 0"),
     (["encoding=rope", "extend.length=64", "eval.rope_scaling=[yarn]"], "set eval.rope_scaling=[]"),
+    (["encoding=rope", "extend.length=16", "extend.method=yarn"],
+     "extend.length=train_len=16 is the continued-training control: it takes extend.method=none, not 'yarn'"),
+    (["encoding=rope", "extend.length=8"], "extend.length=8 must be a multiple of train_len=16"),
 ])
 def test_bad_extension_settings_are_one_line_errors(compose, tmp_path, text_corpus, extra, message):
     from posbench.errors import PosbenchError
@@ -89,20 +92,39 @@ def test_ordinary_runs_keep_their_ids(compose, tmp_path, text_corpus):
     assert "extend" not in run_identity(cfg.resolved())
 
 
-def test_the_report_compares_fine_tunes_with_a_model_trained_at_the_target(compose, tmp_path, text_corpus):
+def test_the_restart_warms_up_for_a_tenth_of_the_steps_by_default(compose, tmp_path, text_corpus):
+    from posbench.extend import finetune_settings
+
+    spec = compose("encoding=rope", *BASE, *ext("extend.steps=40"), f"data.path={text_corpus}", f"runs_dir={tmp_path}")
+    assert finetune_settings(spec).warmup_steps == 4
+    spec = compose("encoding=rope", *BASE, *ext("extend.steps=40", "extend.warmup_steps=0"), f"data.path={text_corpus}",
+                   f"runs_dir={tmp_path}")
+    assert finetune_settings(spec).warmup_steps == 0
+
+
+def test_the_report_compares_fine_tunes_with_a_model_trained_at_the_target_and_the_control(compose, tmp_path, text_corpus):
+    """The extension table has the control's row (the parent continued at train_len for the same
+    steps, scored at the target) and each method's gain net of it, paired by seed."""
     from posbench.report.pipeline import build_report
 
     runs = tmp_path / "runs"
-    shared = [*BASE, "eval.first_scored=256", f"data.path={text_corpus}", f"runs_dir={runs}"]  # one token set for 16 and 64
+    # one token set for train_len 16 and 64: the same first scored target and segment length
+    shared = [*BASE, "eval.first_scored=256", "eval.segment=256", f"data.path={text_corpus}", f"runs_dir={runs}"]
     for steps in (0, 4):
         run(compose("encoding=alibi", *shared, *ext(f"extend.steps={steps}")))
+        run(compose("encoding=alibi", *shared, "extend.length=16", f"extend.steps={steps}"))  # the control
     scratch = read_metrics(run(compose("encoding=alibi", *shared, "train_len=64", "train.batch_size=2")))
     build_report(runs, tmp_path / "rep")
     table = pd.read_csv(tmp_path / "rep" / "table.csv")
-    assert set(table["variant"]) == {"alibi", "alibi@4x+ft0", "alibi@4x+ft4"}
+    assert set(table["variant"]) == {"alibi", "alibi@4x+ft0", "alibi@4x+ft4", "alibi@1x+ft0", "alibi@1x+ft4"}
     ext_table = pd.read_csv(tmp_path / "rep" / "extension.csv")
-    assert len(ext_table) == 1
-    row = ext_table.iloc[0]
+    assert len(ext_table) == 2
+    control = ext_table[ext_table["method"] == "continued at train_len"].iloc[0]
+    at_target = lambda v: table.loc[(table["variant"] == v) & (table["train_len"] == 16), "4x"].item()  # noqa: E731
+    assert control["target"] == 64 and control["ft 4"] == pytest.approx(at_target("alibi@1x+ft4"))
+    row = ext_table[ext_table["method"] == "plain"].iloc[0]
+    net = 100 * (1 - at_target("alibi@4x+ft4") / at_target("alibi@1x+ft4"))  # one seed: no interval
+    assert row["net of control ft 4"] == f"{net:+.1f}%"
     at_target = lambda v: table.loc[(table["variant"] == v) & (table["train_len"] == 16), "4x"].item()  # noqa: E731
     assert row["method"] == "plain" and row["target"] == 64
     assert row["ft 0"] == pytest.approx(at_target("alibi@4x+ft0"))
@@ -123,10 +145,13 @@ def test_the_preset_pairs_each_fine_tune_with_a_model_trained_at_the_target(cach
     jobs = compose_jobs("config", ["experiment=extension"], multirun=True)
     kinds = Counter((c.encoding.name, c.train_len, c.extend.length, c.extend.method) for c in jobs)
     assert {k for k in kinds if k[2] == 256} == {("rope", 64, 256, "linear"), ("rope", 64, 256, "ntk"),
-                                                 ("rope", 64, 256, "yarn"), ("alibi", 64, 256, "none"),
+                                                 ("rope", 64, 256, "yarn"), ("rope", 64, 256, "none"),
+                                                 ("alibi", 64, 256, "none"),
                                                  ("nope", 64, 256, "none"), ("kerple_log", 64, 256, "none")}
+    # the control: every encoding continued at its own train_len for the same steps
+    assert {k for k in kinds if k[2] == 64} == {(e, 64, 64, "none") for e in ("rope", "alibi", "nope", "kerple_log")}
     scratch = [c for c in jobs if c.extend.length is None]
     assert {(c.encoding.name, c.train_len) for c in scratch} == {(e, 256) for e in ("rope", "alibi", "nope", "kerple_log")}
     # the same tokens per step as the parents (32 x 64), and one token set for both train_lens
     assert {c.train.batch_size * c.train_len for c in jobs} == {32 * 64}
-    assert {c.eval.first_scored for c in jobs} == {16 * 256}
+    assert {c.eval.first_scored for c in jobs} == {16 * 256} and {c.eval.segment for c in jobs} == {1024}

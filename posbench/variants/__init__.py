@@ -133,15 +133,12 @@ def rows(encoding, eval_cfg, tag: str = "") -> list[Row]:
 def check_variant_settings(eval_cfg) -> None:
     """The variant keys of the evaluation settings: known names, values in range (building each
     variant runs its own checks)."""
-    from posbench.encodings import available
     from posbench.variants.rope_scalings import ROPE_SCALINGS
 
     if bad := [s for s in eval_cfg.rope_scaling if s not in ROPE_SCALINGS.names() and ":" not in s]:
         raise PosbenchError(f"unknown eval.rope_scaling {bad[0]!r}; valid: {', '.join(ROPE_SCALINGS.names())}")
     if eval_cfg.rope_factor is not None and eval_cfg.rope_factor < 1:
         raise PosbenchError(f"eval.rope_factor must be at least 1 (or null), got {eval_cfg.rope_factor:g}")
-    if bad := [e for e in eval_cfg.bca if e not in available() and ":" not in e]:
-        raise PosbenchError(f"unknown encoding in eval.bca: {bad[0]!r}; valid: {', '.join(available())}")
     seen: dict[str, Variant] = {}
     for v in requested(eval_cfg):  # each variant's Params.check ran when it was made
         suffix = v.suffix()  # also what a row's name is made of: renders, or refuses, here
