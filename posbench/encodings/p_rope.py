@@ -39,6 +39,7 @@ class PartialRoPE(RoPE):
 
     @dataclass
     class Params:
+        ZERO_OK = ("fraction",)
         base: float = 10000.0
         fraction: float = 0.75  # share of rotary pairs that turn (p of p-RoPE; rotary_pct of GPT-NeoX)
         mode: str = "truncate"  # truncate: zero the lowest frequencies (p-RoPE) | neox: rotate the first channels
