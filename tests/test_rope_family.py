@@ -47,7 +47,7 @@ def test_llama3_at_toy_scale_keeps_interpolates_and_ramps_bands():
     torch.testing.assert_close(inv[wavelen > 64], plain[wavelen > 64] / 4)
     assert llama3_bands(32, 10000.0, 64) == {"kept": 2, "ramped": 3, "interpolated": 11}
     assert scale == 1.0
-    assert torch.equal(ROPE_SCALINGS.get("llama3").compute(32, 10000.0, 1.0, 64, 64)[0], plain)
+    torch.testing.assert_close(ROPE_SCALINGS.get("llama3").compute(32, 10000.0, 1.0, 64, 64)[0], plain)
 
 
 def test_abf_and_drope():
@@ -123,6 +123,14 @@ def test_the_factor_search_improves_on_its_yarn_start(table):
     assert s["best_loss"] <= s["init_loss"] and s["evaluations"] <= 4 + 2 * 4 and s["window_tokens"] == 64
     assert yarn_init(32, 10000.0, 16, 4.0)[0] == pytest.approx(1.0) and yarn_init(32, 10000.0, 16, 4.0)[-1] == 4.0
     assert not hasattr(model.encoding, "frequencies") or "frequencies" not in vars(model.encoding)
+
+
+def test_the_tests_never_write_the_committed_table(table):
+    from posbench.variants import longrope
+
+    assert longrope.TABLE == table and longrope.read_table() == {}
+    committed = json.loads((__import__("pathlib").Path(longrope.__file__).with_name("longrope_factors.json")).read_text())
+    assert set(committed) == {"d32_base10000_L64_x4", "d32_base10000_L64_x16"}
 
 
 def test_the_committed_factors_fit_the_presets():

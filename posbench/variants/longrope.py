@@ -57,7 +57,8 @@ def table_key(head_dim: int, base: float, train_len: int, factor: float) -> str:
     return f"d{head_dim}_base{base:g}_L{train_len}_x{factor:g}"
 
 
-def read_table(path: Path = TABLE) -> dict:
+def read_table(path: Path | None = None) -> dict:
+    path = path or TABLE  # read at call time (tests point TABLE elsewhere)
     if not path.exists():
         return {}
     return json.loads(path.read_text())
@@ -208,7 +209,8 @@ def search_factors(model, tokens: np.ndarray, train_len: int, factor: float, bud
                        "best_loss": round(best_loss, 5), "best_loss_by_iteration": [round(v, 5) for v in curve]}}
 
 
-def write_entry(key: str, entry: dict, path: Path = TABLE, replace: bool = False) -> None:
+def write_entry(key: str, entry: dict, path: Path | None = None, replace: bool = False) -> None:
+    path = path or TABLE
     table = read_table(path)
     if key in table and not replace:
         raise PosbenchError(f"{path.name} already holds {key}; committed factors are not changed (--replace to do so)")

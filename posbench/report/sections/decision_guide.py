@@ -43,7 +43,8 @@ def guide_frame(evals: pd.DataFrame) -> pd.DataFrame:
     if evals.empty:
         return pd.DataFrame(columns=COLUMNS)
     rope = evals[(evals["encoding"] == ENCODING) & evals["ppl"].notna()]
-    rope = rope[[parse_row(str(v)).window is None and parse_row(str(v)).temperature is None for v in rope["variant"]]]
+    plain_attention = [parse_row(str(v)).window is None and parse_row(str(v)).temperature is None for v in rope["variant"]]
+    rope = rope.loc[pd.Series(plain_attention, index=rope.index, dtype=bool)]
     out = []
     for (model, L), panel in rope.groupby(["model", "train_len"]):
         targets = {int(round(ext.factor * L)) for v in panel["variant"].unique()
