@@ -186,3 +186,44 @@ def relative_causal_attention(
             y = y + per_distance.scatter_add_(-1, dist, attn) @ rel_v.to(attn.dtype)
         out.append(y)
     return out[0] if len(out) == 1 else torch.cat(out, dim=2)
+
+
+# -- piecewise rotary attention (training-free extenders) ---------------------------------------------
+
+RotateFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (x [B, H, n, Dh], positions [n]) -> rotated x
+WhereFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (query idx [c, 1], key idx [1, e]) -> bool [c, e]
+
+
+def piecewise_rotary_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    rotate: RotateFn,
+    pieces: list[tuple[torch.Tensor, torch.Tensor, WhereFn | None]],
+    scale: float,
+    max_elements: int = MAX_SCORE_ELEMENTS,
+) -> torch.Tensor:
+    """Causal attention whose rotary logit for a pair (i, j) comes from one of several position maps:
+
+        logit_ij = rotate(q_i, qpos_p[i]) . rotate(k_j, kpos_p[j]) * scale
+
+    with p the last piece whose ``where(i, j)`` holds (the first piece's where is None: every pair).
+    ReRoPE, SelfExtend and DCA are such maps (posbench/variants/). q, k: [B, H, L, Dh] not yet
+    rotated; each piece: (qpos [L], kpos [L], where). Keys are rotated once per piece ([B, H, L, Dh]
+    each); scores are built one block of queries at a time (as ``biased_causal_attention``), so no
+    heads x L x L matrix is held for a whole long window.
+    """
+    B, H, L, _ = q.shape
+    keys = [rotate(k, kpos) for _, kpos, _ in pieces]
+    out = []
+    for start, end in query_chunks(q.shape, max(1, max_elements // (len(pieces) + 2))):
+        i = torch.arange(start, end, device=q.device)[:, None]
+        j = torch.arange(end, device=q.device)[None, :]
+        scores = None
+        for (qpos, _, where), k_rot in zip(pieces, keys):
+            s = rotate(q[:, :, start:end], qpos[start:end]) @ k_rot[:, :, :end].transpose(-1, -2)
+            scores = s if scores is None else torch.where(where(i, j), s, scores)
+        scores = (scores * scale).masked_fill(j > i, float("-inf"))
+        attn = scores.softmax(-1, dtype=torch.promote_types(scores.dtype, torch.float32)).to(v.dtype)
+        out.append(attn @ v[:, :, :end])
+    return out[0] if len(out) == 1 else torch.cat(out, dim=2)

@@ -20,6 +20,9 @@ run of its own (directory, resume, skip, sweeps) whose config is its parent's pl
   own length for the same steps and tokens, so that a method's gain at the target can be read net
   of "more training" (the fine-tune at 4x also improved 1x perplexity by 5-6% for ALiBi and
   KERPLE);
+* PoSE and DroPE (``pose``, ``pose_yarn``, ``drope``: RopeScaling.finetune_at_train_len) fine-tune on
+  windows of train_len instead, with as many windows per step as the parent (PoSE on skip-wise
+  positions reaching the target: RopeScaling.training_positions, posbench/variants/pose.py);
 * it is evaluated like its parent, at multiples of the parent's train_len and on the same tokens,
   with its rows named ``<encoding><tag>``: ``rope+yarn@4x+ft100``, ``alibi@4x+ft0`` (0 steps: the
   parent's weights with the method, the zero-shot point).
@@ -105,11 +108,33 @@ class ExtendConfig:
         return "" if self.length is None else extension_tag(self.method, self.factor(train_len), self.steps)
 
 
+def _method(spec: "RunSpec"):
+    """The extension's RoPE scaling (None for ``none``)."""
+    from posbench.variants.rope_scalings import ROPE_SCALINGS
+
+    return None if spec.extend.method == "none" else ROPE_SCALINGS.get(spec.extend.method)
+
+
+def finetune_window(spec: "RunSpec") -> int:
+    """The windows the fine-tune trains on: the target length, or train_len for PoSE and DroPE."""
+    kind = _method(spec)
+    return spec.train_len if kind is not None and kind.finetune_at_train_len else spec.extend.length
+
+
+def training_positions(spec: "RunSpec"):
+    """step -> the positions of that fine-tuning step's windows (PoSE), or None (0..window-1)."""
+    kind = _method(spec)
+    if kind is None or kind.training_positions is None:
+        return None
+    fn, L, target, seed = kind.training_positions, spec.train_len, spec.extend.length, spec.seed
+    return lambda step: fn(L, target, seed, step)
+
+
 def finetune_settings(spec: "RunSpec") -> "TrainConfig":
     """The ``train`` settings of the fine-tune: the parent's, with the extension's steps, windows per
     step and learning rate, constant after the warm-up (min_lr_ratio 1)."""
     t, x = spec.train, spec.extend
-    batch = x.batch_size or max(1, t.batch_size * spec.train_len // x.length)
+    batch = x.batch_size or max(1, t.batch_size * spec.train_len // finetune_window(spec))
     lr = x.lr if x.lr is not None else t.lr * t.min_lr_ratio
     steps = max(1, x.steps)
     return replace(t, steps=x.steps, batch_size=batch, lr=lr, warmup_steps=x.warmup(), min_lr_ratio=1.0,

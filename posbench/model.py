@@ -57,6 +57,9 @@ class CausalSelfAttention(nn.Module):
         block = options.block
         if enc.uses_relative:
             y = enc.relative_attention(q, k, v, positions, self.layer, options)
+        elif options.attention is not None and enc.uses_rotation:
+            # a training-free extender (ReRoPE, SelfExtend, DCA: posbench/variants/) rotates q and k itself
+            y = options.attention(q, k, v, enc, positions, options)
         else:
             if enc.uses_rotation:
                 q, k = enc.rotate(q, k, pos_state)

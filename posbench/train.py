@@ -146,7 +146,7 @@ def _train_and_evaluate(spec: RunSpec, rid: str, run_dir: Path, corpus, parent: 
         extension.apply(model, spec)
     model = model.to(device)
     # what trains, at which window: the run's own settings, or the extension's fine-tune
-    train_cfg, window = (extension.finetune_settings(spec), spec.extend.length) if parent else (spec.train, spec.train_len)
+    train_cfg, window = (extension.finetune_settings(spec), extension.finetune_window(spec)) if parent else (spec.train, spec.train_len)
     resolved = spec.resolved()
     write_config(run_dir, resolved)
     write_corpus(run_dir, corpus_stats(corpus))  # what a resume after a kill checks the corpus against
@@ -174,7 +174,7 @@ def _train_and_evaluate(spec: RunSpec, rid: str, run_dir: Path, corpus, parent: 
                 lr_mult=spec.encoding.lr_mult, compile=spec.runtime.compile, tracker=tracker, resume_dir=run_dir,
                 desc=f"train {spec.encoding.name}{spec.extend.tag(spec.train_len)}{'' if spec.task.is_lm else ' ' + task.name} L={window}",
                 probe=probe, probe_steps=probe_steps(spec.eval.during_training, train_cfg.steps), task=task,
-                attention=spec.runtime.attention,
+                attention=spec.runtime.attention, positions_at=extension.training_positions(spec) if parent else None,
             )
         else:  # an extension run of 0 steps: the parent's weights with the method, evaluated as they are
             result = {"status": "completed", "history": [], "train_steps": 0, "train_tokens": 0, "train_wall_s": 0.0}

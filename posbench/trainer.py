@@ -200,6 +200,7 @@ def train_model(
     probe_steps: Collection[int] = (),
     task: Task | None = None,
     attention: str = "auto",
+    positions_at: Callable[[int], torch.Tensor] | None = None,
 ) -> dict:
     """Train in place for ``tc.steps`` steps; returns status, timing and the history of the run.
 
@@ -208,7 +209,8 @@ def train_model(
     continues from it. ``probe(model)`` runs after each step of ``probe_steps`` (1-based, like the
     history); its records get the step and the tokens trained so far. ``task``: train on a synthetic
     task (posbench/tasks), its filler from the token splits, the loss on its answers (plus the
-    language-model loss on every token with the task's ``loss: mixed``)."""
+    language-model loss on every token with the task's ``loss: mixed``). ``positions_at(step)``: the
+    positions of that step's windows (an extension method's, e.g. PoSE's; None: 0..train_len-1)."""
     tracker = tracker or Tracker()
     opt = make_optimizer(model, tc, lr_mult)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, tc))
@@ -235,7 +237,9 @@ def train_model(
         x, y, scored = training_batch(train_tokens, tc.batch_size, train_len, seed, step, task)
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
         scored = None if scored is None else scored.to(device, non_blocking=True)
-        if tc.random_positions:
+        if positions_at is not None:
+            positions = positions_at(step).to(device)
+        elif tc.random_positions:
             positions = sample_positions(tc.random_positions, train_len, seed, step).to(device)
         with autocast(device):
             logits = forward(x, positions, options)

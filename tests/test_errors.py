@@ -8,7 +8,7 @@ import os
 import pytest
 
 from posbench.protocols import PROTOCOLS
-from posbench.variants.rope_scalings import ROPE_SCALINGS
+from posbench.variants.rope_scaling import evaluable_scalings
 
 from conftest import cli, tree
 from posbench.errors import PosbenchError
@@ -57,7 +57,7 @@ TRAIN_CASES = [
      "e.g. [1,2,4,8,16]"),
     ("eval.multiples=[1,1.3]", "eval.multiples: 1.3 x train_len=64 is 83.2 tokens, not a whole length; use multiples "
      "that give whole lengths, e.g. [1,2,4,8,16]"),
-    ("eval.rope_scaling=[yarm]", f"unknown eval.rope_scaling 'yarm'; valid: {', '.join(ROPE_SCALINGS.names())}"),
+    ("eval.rope_scaling=[yarm]", f"unknown eval.rope_scaling 'yarm'; valid: {', '.join(evaluable_scalings())}"),
     ("eval.rope_factor=0.5", "eval.rope_factor must be at least 1 (or null), got 0.5"),
     ("+encoding.bsae=2", "encoding 'rope' has no parameter 'bsae'; valid: base"),
     ("encoding.base=abc", "encoding.base must be a number, got 'abc'"),
@@ -68,7 +68,7 @@ TRAIN_CASES = [
     ("logger.mode=onlin", "unknown logger.mode 'onlin'; valid: offline, online, disabled"),
     ("data.doc_separator=ab", "data.doc_separator must be one byte (or empty), got 'ab'"),
     # a variant that gives this run no row
-    ("encoding=alibi eval.rope_scaling=[yarn]", "eval.rope_scaling=[yarn] adds no row for encoding alibi (it applies to rope); "
+    ("encoding=alibi eval.rope_scaling=[yarn]", "eval.rope_scaling=[yarn] adds no row for encoding alibi (it applies to p_rope, rope); "
      "set eval.rope_scaling=[] or use an encoding it applies to"),
     # Hydra's grammar wants quotes around a value with non-ASCII characters
     ("runs_dir=runs/été", "cannot parse override 'runs_dir=runs/été': Hydra's override grammar needs quotes around a value "
@@ -204,7 +204,7 @@ def test_train_len_longer_than_the_validation_data_allows(entry, tmp_path, cache
     ("+eval.stried=4", "unknown config key 'eval.stried'; valid keys of eval: attention_examples, attention_stats, batch_tokens, bca, "
      "during_training, first_scored, "
      "multiples, press_stride, protocols, rope_factor, rope_scaling, scored_tokens, segment, stride, target_docs, target_tokens, temperature, variants"),
-    ("eval.rope_scaling=[yarn]", "eval.rope_scaling=[yarn] adds no row for encoding alibi (it applies to rope); "
+    ("eval.rope_scaling=[yarn]", "eval.rope_scaling=[yarn] adds no row for encoding alibi (it applies to p_rope, rope); "
      "set eval.rope_scaling=[] or use an encoding it applies to"),
     ("--foo", "unrecognized arguments: --foo (posbench-eval --help lists the flags)"),
 ])

@@ -145,7 +145,10 @@ def test_the_preset_pairs_each_fine_tune_with_a_model_trained_at_the_target(cach
     jobs = compose_jobs("config", ["experiment=extension"], multirun=True)
     kinds = Counter((c.encoding.name, c.train_len, c.extend.length, c.extend.method) for c in jobs)
     assert {k for k in kinds if k[2] == 256} == {("rope", 64, 256, "linear"), ("rope", 64, 256, "ntk"),
-                                                 ("rope", 64, 256, "yarn"), ("rope", 64, 256, "none"),
+                                                 ("rope", 64, 256, "yarn"), ("rope", 64, 256, "llama3"),
+                                                 ("rope", 64, 256, "longrope"), ("rope", 64, 256, "abf"),
+                                                 ("rope", 64, 256, "pose"), ("rope", 64, 256, "drope"),
+                                                 ("rope", 64, 256, "none"),
                                                  ("alibi", 64, 256, "none"),
                                                  ("nope", 64, 256, "none"), ("kerple_log", 64, 256, "none")}
     # the control: every encoding continued at its own train_len for the same steps

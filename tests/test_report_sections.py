@@ -310,7 +310,9 @@ def test_built_in_rows_keep_their_colours_families_and_order():
     for family, members in OLD_FAMILIES.items():
         assert [row_style(m).family for m in members] == [family] * len(members)
         assert sorted(members, key=row_order) == members  # the order within the family
-    assert sorted(m for ms in OLD_FAMILIES.values() for m in ms if "+" not in m) == available()
+    later = {"p_rope"}  # issue 25's encoding, after the palette was fixed: a colour derived from its name
+    assert sorted(m for ms in OLD_FAMILIES.values() for m in ms if "+" not in m) == [e for e in available() if e not in later]
+    assert row_style("p_rope").family == "rotary" and row_style("p_rope").colour not in TAB20
     assert families_in(["shaw", "alibi", "rope", "nope"]) == list(OLD_FAMILIES)
     # evaluation-only rows and extension runs: the encoding's colour and family, their own line style
     for row, (like, style) in {"xpos+bca": ("xpos", "-."), "learned+randpos": ("learned", "-."),

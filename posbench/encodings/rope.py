@@ -88,7 +88,16 @@ class RoPE(PositionalEncoding):
 
         if method not in extend_methods():
             raise PosbenchError(f"extend.method={method!r}; valid for rope: {', '.join(extend_methods())}")
+        kind = None if method == "none" else ROPE_SCALINGS.get(method)
+        if kind is not None and kind.unavailable is not None:
+            if reason := kind.unavailable(self.rotary_dim, self.params.base, float(factor), self.shape.train_len):
+                raise PosbenchError(f"extend.method={method}: {reason}")
         self.extension = None if method == "none" else (method, float(factor))
+
+    @property
+    def rotary_dim(self) -> int:
+        """Channels per head that rotate (all of them; partial RoPE rotates fewer)."""
+        return self.shape.head_dim
 
     def frequencies(self, options: AttentionOptions, length: int) -> tuple[torch.Tensor, float]:
         """(inverse frequencies, factor on the logits) for a forward with ``options`` at ``length``:

@@ -63,7 +63,7 @@ class Row:
     def undefined_reason(self, encoding, length: int) -> str | None:
         """Why this row has no score at ``length``: a variant's reason (it changes what the
         encoding is asked), else the encoding's."""
-        reason = next((r for v in self.variants if (r := v.undefined_reason(length, encoding.shape.max_position))), None)
+        reason = next((r for v in self.variants if (r := v.undefined_for(encoding, length))), None)
         return reason if reason is not None else encoding.undefined_reason(length)
 
     def record(self) -> dict:
@@ -133,10 +133,10 @@ def rows(encoding, eval_cfg, tag: str = "") -> list[Row]:
 def check_variant_settings(eval_cfg) -> None:
     """The variant keys of the evaluation settings: known names, values in range (building each
     variant runs its own checks)."""
-    from posbench.variants.rope_scalings import ROPE_SCALINGS
+    from posbench.variants.rope_scaling import evaluable_scalings
 
-    if bad := [s for s in eval_cfg.rope_scaling if s not in ROPE_SCALINGS.names() and ":" not in s]:
-        raise PosbenchError(f"unknown eval.rope_scaling {bad[0]!r}; valid: {', '.join(ROPE_SCALINGS.names())}")
+    if bad := [s for s in eval_cfg.rope_scaling if s not in evaluable_scalings() and ":" not in s]:
+        raise PosbenchError(f"unknown eval.rope_scaling {bad[0]!r}; valid: {', '.join(evaluable_scalings())}")
     if eval_cfg.rope_factor is not None and eval_cfg.rope_factor < 1:
         raise PosbenchError(f"eval.rope_factor must be at least 1 (or null), got {eval_cfg.rope_factor:g}")
     seen: dict[str, Variant] = {}

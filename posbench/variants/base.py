@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,10 @@ class AttentionOptions:
     rope         (scaling type, factor) for rotary encodings (posbench/variants/rope_scalings.py);
                  None: the frequencies the model was trained with
     recorder     attention diagnostics (posbench/diagnostics.py), evaluation only
+    attention    rotary encodings: an evaluation variant's own attention, called instead of
+                 rotate-then-attend as ``attention(q, k, v, encoding, positions, options)`` with q, k not
+                 yet rotated (training-free extenders: ReRoPE, SelfExtend, DCA in posbench/variants/);
+                 None: the usual path
     """
 
     kernel: str = "auto"
@@ -32,6 +36,7 @@ class AttentionOptions:
     logit_scale: float = 1.0
     rope: Optional[tuple[str, float]] = None
     recorder: Any = None
+    attention: Optional[Callable] = None
 
     def replace(self, **changes) -> "AttentionOptions":
         return dataclasses.replace(self, **changes)
@@ -77,6 +82,11 @@ class Variant:
     def undefined_reason(self, length: int, max_position: int) -> str | None:
         """Why this row cannot be scored at ``length`` (beyond the encoding's own reasons)."""
         return None
+
+    def undefined_for(self, encoding, length: int) -> str | None:
+        """The same, for a variant that needs to know the model (its shape, its encoding's Params):
+        by default ``undefined_reason``."""
+        return self.undefined_reason(length, encoding.shape.max_position)
 
     def record(self) -> dict:
         """What this variant is, for the records (so that no reader parses a row's name)."""

@@ -11,6 +11,11 @@ from posbench.variants.base import AttentionOptions, Variant
 from posbench.variants.rope_scalings import ROPE_SCALINGS
 
 
+def evaluable_scalings() -> list[str]:
+    """The RoPE scalings an evaluation row can ask for (PoSE's are training recipes only)."""
+    return [n for n in ROPE_SCALINGS.names() if ROPE_SCALINGS.get(n).evaluates]
+
+
 @register("rope_scaling")
 class RopeScalingVariant(Variant):
     linestyle = "-"
@@ -24,8 +29,8 @@ class RopeScalingVariant(Variant):
             from posbench.errors import PosbenchError
 
             kind = ROPE_SCALINGS.find(self.type)
-            if kind is None:
-                raise PosbenchError(f"unknown RoPE scaling {self.type!r}; valid: {', '.join(ROPE_SCALINGS.names())}")
+            if kind is None or not kind.evaluates:
+                raise PosbenchError(f"unknown RoPE scaling {self.type!r}; valid: {', '.join(evaluable_scalings())}")
             if not kind.dynamic:
                 if self.factor is None:
                     raise PosbenchError(f"RoPE scaling {self.type} is static: give its factor (eval.rope_factor)")
@@ -41,6 +46,14 @@ class RopeScalingVariant(Variant):
 
     def applies_to(self, encoding) -> bool:
         return getattr(encoding, "rope_scalable", False)
+
+    def undefined_for(self, encoding, length: int) -> str | None:
+        """A type without frequencies at this model's size (LongRoPE without searched factors)."""
+        kind, shape = ROPE_SCALINGS.get(self.params.type), encoding.shape
+        if kind.unavailable is None or kind.dynamic:
+            return None
+        return kind.unavailable(getattr(encoding, "rotary_dim", shape.head_dim), encoding.params.base, self.params.factor,
+                                shape.train_len)
 
     def options(self, opts: AttentionOptions, length: int, train_len: int) -> AttentionOptions:
         kind = ROPE_SCALINGS.get(self.params.type)

@@ -1,0 +1,32 @@
+"""PoSE's skip-wise position ids (Zhu et al. 2024, "PoSE: Efficient Context Window Extension of LLMs via
+Positional Skip-wise Training"; dwzhu-pku/PoSE ``src/train_pose.py``, ``train_preprocess_function_pose``).
+
+An extension run with ``extend.method=pose`` (linear frequencies, the paper's main setting) or
+``pose_yarn`` fine-tunes on windows of the training length L whose position ids reach the target T:
+the window is cut in two chunks, the first of r1 ~ U{1, ..., ceil(L / 2)} tokens at positions
+0..r1-1, the second at positions shifted by u ~ U{0, ..., T - L}:
+
+    positions = [0, 1, ..., r1 - 1, r1 + u, ..., L - 1 + u]
+
+(the reference's current revision: the first chunk always starts at 0, "more uniform coverage of
+large relative positions"). Deviations, for toy size: one draw per step shared by the batch (the
+model takes one position tensor per forward, as ``train.random_positions`` does; the reference draws
+per example), from (seed, step) so that a resumed run is bit-identical; and the text is one
+contiguous window, where the reference takes the second chunk from further into a document of up
+to 5 L tokens (so the only change from the "continued training" control is the positions).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+
+def pose_positions(train_len: int, target: int, seed: int, step: int) -> torch.Tensor:
+    """The position ids of one fine-tuning step's windows of ``train_len`` tokens, reaching ``target``."""
+    rng = np.random.default_rng([seed, step, 3])
+    first = int(rng.integers(1, (train_len + 1) // 2 + 1))  # random.randint(1, (len_chunk + 1) // 2)
+    skip = int(rng.integers(0, max(0, target - train_len) + 1))  # random.randint(0, scaled_max - len)
+    positions = np.arange(train_len)
+    positions[first:] += skip
+    return torch.from_numpy(positions)
