@@ -25,6 +25,10 @@ class AttentionOptions:
     rope         (scaling type, factor) for rotary encodings (posbench/variants/rope_scalings.py);
                  None: the frequencies the model was trained with
     recorder     attention diagnostics (posbench/diagnostics.py), evaluation only
+    window       a local window (posbench.attention.Window) for every layer that has none of its own
+    query_scale  a temperature by position: ``f(positions [L], keys_seen [L]) -> [L]`` multiplying
+                 the queries (after rotation) of every layer without a window of its own (Qwen's
+                 logn, Llama 4's floor-log rows; with RNoPE-SWA, logn on its global layers is SWAN-GPT's)
     """
 
     kernel: str = "auto"
@@ -32,6 +36,8 @@ class AttentionOptions:
     logit_scale: float = 1.0
     rope: Optional[tuple[str, float]] = None
     recorder: Any = None
+    window: Any = None
+    query_scale: Any = None
 
     def replace(self, **changes) -> "AttentionOptions":
         return dataclasses.replace(self, **changes)
