@@ -6,7 +6,8 @@ of each layer (the ``at(layer)`` hook), and sliding-window / chunked local atten
 An entry is ``<encoding>`` (full causal attention) or ``<encoding>/<window>``: ``swa`` (a sliding
 window of ``window`` keys, Mistral / Gemma) or ``chunk`` (chunked attention in blocks of ``window``,
 Llama 4), each optionally with its own size (``rope/swa16``). The pattern repeats until every layer
-has an entry; a longer pattern than the model is refused. Each distinct encoding is built once and
+has an entry; a model with fewer layers than the pattern takes its last entries (a 2-layer model of
+``[rope/chunk, rope/chunk, rope/chunk, nope]`` is ``[rope/chunk, nope]``: the global layer stays). Each distinct encoding is built once and
 shared by its layers, which it tells apart by the layer index (as in a plain model), with its
 Params from ``params.<name>`` (defaults otherwise). Any score-bias or rotary encoding can be windowed
 (``encoding=layers encoding.pattern=[alibi/swa]`` is ALiBi with a sliding window in every layer),
@@ -87,10 +88,9 @@ class Layers(PositionalEncoding):
         super().__init__(shape, params)
         if not params.pattern:
             raise PosbenchError(f"{self.name}: encoding.pattern is empty; give one entry per layer (repeated), e.g. [rope/swa, nope]")
-        if len(params.pattern) > shape.n_layers:
-            raise PosbenchError(f"{self.name}: the pattern has {len(params.pattern)} entries for a model of {shape.n_layers} layers")
         self.window_size = params.window or max(1, shape.train_len // 4)
-        entries = [parse_entry(e, self.window_size) for e in params.pattern]
+        # a model with fewer layers than the pattern takes its last entries (the global layer stays)
+        entries = [parse_entry(e, self.window_size) for e in params.pattern][-shape.n_layers:]
         self.parts = nn.ModuleDict()
         for name, window in entries:
             if name not in self.parts:
