@@ -65,7 +65,7 @@ class CausalSelfAttention(nn.Module):
                 q, k = enc.rotate(q, k, pos_state)
             own = enc.window(self.layer)
             window = own or options.window
-            # a row's temperature (logn, floor-log) scales the layers without a window of their own
+            # a row's temperature (logn, floor-log) scales the layers without a window or temperature of their own
             q = temper(q, enc, positions, window, self.layer, options.query_scale if own is None else None)
             scale, t = enc.softmax_scale(pos_state), options.logit_scale
             if t != 1.0:  # an attention temperature scales every logit: q.k through the scale, the bias below
@@ -103,13 +103,14 @@ class CausalSelfAttention(nn.Module):
 
 
 def temper(q, enc: PositionalEncoding, positions, window, layer: int, row_scale=None):
-    """q times the layer's temperature (SSMax, iRoPE's floor-log) and the row's (logn, floor-log:
-    ``row_scale``), each a function of the positions and of how many keys each query sees."""
+    """q times the layer's own temperature (SSMax, iRoPE's floor-log), or where it has none, the
+    row's (logn, floor-log: ``row_scale``); each a function of the positions and of how many keys
+    each query sees."""
     keys = window.keys_seen(len(positions), q.device) if window is not None else torch.arange(1, len(positions) + 1, device=q.device)
-    for scale in (enc.query_scale(positions, keys, layer), row_scale and row_scale(positions, keys)):
-        if scale is not None:
-            q = (q * scale.to(q.dtype)[..., None]).to(q.dtype)
-    return q
+    scale = enc.query_scale(positions, keys, layer)
+    if scale is None and row_scale is not None:
+        scale = row_scale(positions, keys)
+    return q if scale is None else (q * scale.to(q.dtype)[..., None]).to(q.dtype)
 
 
 class MLP(nn.Module):

@@ -16,7 +16,7 @@ from posbench.model import ModelConfig, build_model
 from posbench.variants import make_variant
 from posbench.variants.base import AttentionOptions
 
-MODERN = ["layers", "irope", "rnope_swa", "ssmax", "sink", "gated", "fox", "cope"]
+MODERN = ["layers", "rope_swa", "irope", "rnope_swa", "ssmax", "sink", "gated", "fox", "cope"]
 CFG = ModelConfig(name="t", d_model=32, n_layers=4, n_heads=4, mlp_ratio=2)
 X = torch.Generator().manual_seed(1)
 
@@ -115,6 +115,10 @@ def test_layer_patterns_repeat_and_shorter_models_keep_the_global_layer():
                        (["shaw/swa"], "takes no window"), (["irope"], "cannot hold another pattern"), ([], "empty")]:
         with pytest.raises(PosbenchError, match=match):
             build_encoding("layers", ModelShape(32, 4, 3, 64), {"pattern": bad})
+    with pytest.raises(PosbenchError, match="names 'alibi', which is not in the pattern"):
+        build_encoding("layers", ModelShape(32, 4, 3, 64), {"pattern": ["rope"], "params": {"alibi": {}}})
+    rope = build_encoding("layers", ModelShape(32, 4, 3, 64), {"pattern": ["rope"], "params": {"rope": {"base": 500.0}}})
+    assert rope.at(0).params.base == 500.0
 
 
 @pytest.mark.parametrize("pattern", [["rope/swa6"], ["alibi/chunk8"], ["nope/swa4", "rope"]])
@@ -210,6 +214,15 @@ def test_logn_on_rnope_swa_scales_only_the_global_layers():
     opts = make_variant("logn").options(AttentionOptions(), 48, 16)
     torch.testing.assert_close(attn_output(model, x, 0, opts), attn_output(model, x, 0))  # rope/swa layer
     assert not torch.allclose(attn_output(model, x, 3, opts)[:, 20:], attn_output(model, x, 3)[:, 20:])
+
+
+def test_a_layers_own_temperature_wins_over_a_rows():
+    """Rows add a temperature to layers without one: SSMax's layers and iRoPE's global layers keep theirs."""
+    x = torch.randint(0, 256, (1, 48), generator=X)
+    for name, layer in (("ssmax", 0), ("irope", 3)):
+        model = model_of(name)
+        opts = make_variant("logn").options(AttentionOptions(), 48, 16)
+        torch.testing.assert_close(attn_output(model, x, layer, opts), attn_output(model, x, layer))
 
 
 def test_sink_matches_gpt_oss_eager_attention():

@@ -90,7 +90,11 @@ class Layers(PositionalEncoding):
             raise PosbenchError(f"{self.name}: encoding.pattern is empty; give one entry per layer (repeated), e.g. [rope/swa, nope]")
         self.window_size = params.window or max(1, shape.train_len // 4)
         # a model with fewer layers than the pattern takes its last entries (the global layer stays)
-        entries = [parse_entry(e, self.window_size) for e in params.pattern][-shape.n_layers:]
+        entries = [parse_entry(e, self.window_size) for e in params.pattern]
+        if extra := sorted(set(params.params or {}) - {name for name, _ in entries}):
+            raise PosbenchError(f"{self.name}: encoding.params names {extra[0]!r}, which is not in the pattern "
+                                f"{list(params.pattern)}")
+        entries = entries[-shape.n_layers:]
         self.parts = nn.ModuleDict()
         for name, window in entries:
             if name not in self.parts:

@@ -27,7 +27,7 @@ class AttentionOptions:
     recorder     attention diagnostics (posbench/diagnostics.py), evaluation only
     window       a local window (posbench.attention.Window) for every layer that has none of its own
     query_scale  a temperature by position: ``f(positions [L], keys_seen [L]) -> [L]`` multiplying
-                 the queries (after rotation) of every layer without a window of its own (Qwen's
+                 the queries (after rotation) of every layer without a window or temperature of its own (Qwen's
                  logn, Llama 4's floor-log rows; with RNoPE-SWA, logn on its global layers is SWAN-GPT's)
     """
 

@@ -1,6 +1,7 @@
 """Rows ``<encoding>+floorlog``: Llama 4's floor-log attention temperature at inference, for any encoding.
 
-Each query (after rotation) of every layer without a window of its own is multiplied by
+Each query (after rotation) of every layer without a window or temperature of its own (SSMax's,
+iRoPE's global layers keep theirs) is multiplied by
 1 + beta ln(1 + floor((pos + 1) / floor_scale)). Reference code: HF transformers
 ``models/llama4/modeling_llama4.py`` (``Llama4TextAttention``, ``attn_temperature_tuning``; Llama 4
 trains with it in its NoPE layers: that is ``irope``). Here it is applied to a model trained

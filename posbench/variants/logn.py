@@ -1,6 +1,7 @@
 """Rows ``<encoding>+logn``: Qwen's logn attention at inference, for any encoding.
 
-Each query (after rotation) of every layer without a window of its own is multiplied by
+Each query (after rotation) of every layer without a window or temperature of its own (SSMax's,
+iRoPE's global layers keep theirs) is multiplied by
 log_{train_len}(n) where n = its index + 1 exceeds the training length, 1 otherwise (so the 1x
 window is untouched). Reference code: Qwen-1 ``modeling_qwen.py`` (``use_logn_attn``:
 ``logn_list = [math.log(i, seq_length) if i > seq_length else 1 ...]``, applied to the queries when
