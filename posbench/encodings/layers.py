@@ -75,7 +75,7 @@ class LayerView:
 
 @register("layers")
 class Layers(PositionalEncoding):
-    family, order = "hybrid (per layer)", 0
+    family, colour, order = "hybrid (per layer)", "#393b79", 0
     translation_invariant = False
 
     @dataclass
