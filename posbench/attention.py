@@ -282,7 +282,8 @@ def masked_attention(
     B, H, L, Dh = q.shape
     scale = Dh ** -0.5 if scale is None else scale
     out = []
-    for start, end in query_chunks(q.shape, max_elements):
+    blocks = query_chunks(q.shape, max_elements) if window is None else window_chunks(q.shape, window, max_elements)
+    for start, end in blocks:
         lo = window.first_key(start) if window is not None else 0
         hidden = hidden_pairs(start, end, lo, q.device, window, block)
         s = (q[:, :, start:end] @ k[:, :, lo:end].transpose(-1, -2)) * scale
@@ -300,6 +301,18 @@ def masked_attention(
             on_weights(p, start, end, lo)
         out.append(p.to(v.dtype) @ v[:, :, lo:end])
     return out[0] if len(out) == 1 else torch.cat(out, dim=2)
+
+
+def window_chunks(shape: torch.Size, window: Window, max_elements: int, min_block: int = 128) -> list[tuple[int, int]]:
+    """Blocks of queries for windowed attention: about ``min_block`` queries (a multiple of a chunked
+    window's size, so blocks start at chunk boundaries), so that each block's scores span block +
+    window keys, not the whole prefix: the cost grows as L x (block + window), not L^2."""
+    B, H, L, _ = shape
+    size = window.size
+    block = size * max(1, -(-min_block // size)) if window.kind == "chunked" else max(min_block, size)
+    while block > 1 and B * H * block * (block + size) > max_elements:
+        block //= 2
+    return [(s, min(L, s + block)) for s in range(0, L, block)]
 
 
 def _window_block_mask(length: int, device: torch.device, window: Window):

@@ -75,7 +75,9 @@ class CausalSelfAttention(nn.Module):
             if window is not None or sink is not None or content is not None:
                 # the 2024-2026 hooks: explicit scores per block of queries, only the keys the window reaches
                 y = None
+                # flex with a window block mask: on CUDA (on CPU the blocks below are cheaper than compiling)
                 if flex and window is not None and sink is None and content is None and block is None \
+                        and (q.device.type == "cuda" or options.kernel == "flex") \
                         and (bias_fn is None or enc.translation_invariant):
                     table = enc.bias(positions, positions[:1], self.layer)[:, :, 0] * t if bias_fn else None
                     y = window_attention(q, k, v, window, table, scale)
