@@ -44,7 +44,7 @@ def cope_logits(scores: torch.Tensor, q: torch.Tensor, pos_emb: torch.Tensor, hi
 
 @register("cope")
 class CoPE(PositionalEncoding):
-    family, colour, order = "data-dependent", "#e7ba52", 1
+    family, colour, order = "data-dependent", "#fdae6b", 1
 
     @dataclass
     class Params:

@@ -30,7 +30,7 @@ from posbench.encodings.base import PositionalEncoding
 
 @register("fox")
 class ForgettingTransformer(PositionalEncoding):
-    family, colour, order = "data-dependent", "#637939", 0
+    family, colour, order = "data-dependent", "#9e9ac8", 0
 
     def __init__(self, shape, params):
         super().__init__(shape, params)

@@ -26,7 +26,7 @@ from posbench.errors import PosbenchError
 
 @register("gated")
 class GatedAttention(RoPE):
-    family, colour, order = "softmax / gate", "#7b4173", 2
+    family, colour, order = "softmax / gate", "#74c476", 2
     rope_scalable = False
 
     @dataclass

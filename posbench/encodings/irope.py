@@ -34,7 +34,7 @@ from posbench.temperatures import floor_log_scale
 
 @register("irope")
 class IRoPE(Layers):
-    colour, order = "#8c6d31", 1
+    colour, order = "#3182bd", 1
 
     @dataclass
     class Params(Layers.Params):

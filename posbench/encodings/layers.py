@@ -75,7 +75,7 @@ class LayerView:
 
 @register("layers")
 class Layers(PositionalEncoding):
-    family, colour, order = "hybrid (per layer)", "#393b79", 0
+    family, colour, order = "hybrid (per layer)", "#756bb1", 0
     translation_invariant = False
 
     @dataclass

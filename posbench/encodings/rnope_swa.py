@@ -29,7 +29,7 @@ from posbench.encodings.layers import Layers
 
 @register("rnope_swa")
 class RNoPESWA(Layers):
-    colour, order = "#bd9e39", 2
+    colour, order = "#e6550d", 2
 
     @dataclass
     class Params(Layers.Params):

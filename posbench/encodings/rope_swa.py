@@ -18,7 +18,7 @@ from posbench.encodings.layers import Layers
 
 @register("rope_swa")
 class RoPESWA(Layers):
-    colour, order = "#6b6ecf", 3
+    colour, order = "#31a354", 3
 
     @dataclass
     class Params(Layers.Params):

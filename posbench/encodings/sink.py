@@ -26,7 +26,7 @@ from posbench.encodings.rope import RoPE
 
 @register("sink")
 class Sink(RoPE):
-    family, colour, order = "softmax / gate", "#d6616b", 1
+    family, colour, order = "softmax / gate", "#fd8d3c", 1
     rope_scalable = False
 
     @dataclass

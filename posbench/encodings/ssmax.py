@@ -30,7 +30,7 @@ from posbench.temperatures import ssmax_scale
 
 @register("ssmax")
 class SSMax(RoPE):
-    family, colour, order = "softmax / gate", "#843c39", 0
+    family, colour, order = "softmax / gate", "#6baed6", 0
     rope_scalable = False  # its rows compare the softmax, not RoPE's scalings
 
     @dataclass
