@@ -8,13 +8,21 @@
   block mask, and no score matrix is materialised. Flex runs where ``use_flex`` says so: on CUDA
   for training and evaluation, on CPU (no flex backward in torch 2.13) for evaluation at long
   lengths, where its one-off compilation pays for itself;
-* relative content terms     -> the encoding's own ``relative_attention``.
+* relative content terms     -> the encoding's own ``relative_attention``;
+* a local window, a sink logit or a content-dependent term (the 2024-2026 hooks of
+  posbench/encodings/base.py) -> ``masked_attention``: explicit scores for one block of queries at
+  a time against only the keys its window reaches (sliding or chunked: ``Window``), so a 16x
+  window never holds heads x L x L; a sink joins the softmax denominator, a ``score_mod`` adds a
+  data-dependent term (FoX's forget gates, CoPE's counted positions). Windowed attention without
+  a sink or content term runs through flex attention (``window_attention``, a block mask) where
+  flex runs.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from dataclasses import dataclass
+from typing import Callable, Optional
 
 import torch
 import torch.nn.functional as F
@@ -22,6 +30,9 @@ import torch.nn.functional as F
 log = logging.getLogger("posbench")
 
 BiasFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (q_pos [c], k_pos [e]) -> [H, c, e]
+# (scores [B, H, c, e], start, end, lo, hidden [c, e]) -> scores plus a term, for queries [start, end)
+# and keys [lo, end), ``hidden`` the pairs the mask will remove (future keys, keys outside the window)
+ScoreMod = Callable[[torch.Tensor, int, int, int, torch.Tensor], torch.Tensor]
 
 # Largest score block (batch x heads x queries x keys) materialised at once: 2^24 floats = 64 MiB.
 MAX_SCORE_ELEMENTS = 1 << 24
@@ -227,3 +238,154 @@ def piecewise_rotary_attention(
         attn = scores.softmax(-1, dtype=torch.promote_types(scores.dtype, torch.float32)).to(v.dtype)
         out.append(attn @ v[:, :, :end])
     return out[0] if len(out) == 1 else torch.cat(out, dim=2)
+
+
+# -- local windows, sinks and content-dependent terms ------------------------------------------------
+
+@dataclass(frozen=True)
+class Window:
+    """Local attention by index (as causality): ``sliding`` lets query i see keys i - size < j <= i
+    (Mistral / Gemma sliding windows, HF ``sliding_window``: ``size`` keys, itself included);
+    ``chunked`` lets it see keys of its own chunk, j // size == i // size, j <= i (Llama 4's
+    ``attention_chunk_size``)."""
+
+    kind: str
+    size: int
+
+    KINDS = ("sliding", "chunked")
+
+    def __post_init__(self):
+        from posbench.errors import PosbenchError
+
+        if self.kind not in self.KINDS:
+            raise PosbenchError(f"window kind must be one of {', '.join(self.KINDS)}, got {self.kind!r}")
+        if not isinstance(self.size, int) or self.size < 1:
+            raise PosbenchError(f"a {self.kind} window needs a positive integer size, got {self.size!r}")
+
+    @property
+    def tag(self) -> str:
+        return f"{'swa' if self.kind == 'sliding' else 'chunk'}{self.size}"
+
+    def first_key(self, start: int) -> int:
+        """The first key any query of a block starting at ``start`` can see."""
+        return max(0, start - self.size + 1) if self.kind == "sliding" else (start // self.size) * self.size
+
+    def hidden(self, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        """Pairs (broadcast) outside the window (future keys are the causal mask's)."""
+        if self.kind == "sliding":
+            return keys <= queries - self.size
+        return keys // self.size != queries // self.size
+
+    def keys_seen(self, length: int, device=None) -> torch.Tensor:
+        """[length] number of keys query i sees (i + 1 capped by the window): SSMax's n."""
+        i = torch.arange(length, device=device)
+        return (i.clamp(max=self.size - 1) if self.kind == "sliding" else i % self.size) + 1
+
+
+def hidden_pairs(start: int, end: int, lo: int, device, window: Optional[Window] = None,
+                 block: int | None = None) -> torch.Tensor:
+    """[end - start, end - lo] boolean mask of the keys [lo, end) that queries [start, end) must not
+    see: the future, keys outside the window, and (``block``) keys before the previous block."""
+    keys = torch.arange(lo, end, device=device)[None, :]
+    queries = torch.arange(start, end, device=device)[:, None]
+    mask = keys > queries
+    if window is not None:
+        mask = mask | window.hidden(queries, keys)
+    if block is not None:
+        mask = mask | (keys // block < queries // block - 1)
+    return mask
+
+
+def masked_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    scale: float | None = None,
+    bias: Callable[[int, int, int], torch.Tensor] | None = None,
+    window: Optional[Window] = None,
+    sink: torch.Tensor | None = None,
+    score_mod: ScoreMod | None = None,
+    block: int | None = None,
+    on_weights: Callable[[torch.Tensor, int, int, int], None] | None = None,
+    max_elements: int = MAX_SCORE_ELEMENTS,
+) -> torch.Tensor:
+    """Causal attention with explicit scores, one block of queries [start, end) at a time against
+    the keys [lo, end) its ``window`` reaches (lo = 0 without one):
+
+        logit_ij = score_mod(q_i . k_j * scale) + bias(start, end, lo)[.., i, j]    (j visible to i)
+        out_i    = sum_j exp(logit_ij) v_j / (exp(sink_h) + sum_j exp(logit_ij))
+
+    ``bias``: [H or B x H, c, e] by index ranges; ``sink``: [H] logits of a key that is seen by every
+    query and carries no value (gpt-oss; None: no sink); ``score_mod``: a data-dependent term from
+    the raw scores (posbench.attention.ScoreMod); ``on_weights(p, start, end, lo)``: the attention
+    weights of each block (diagnostics). The softmax runs in at least fp32.
+    """
+    B, H, L, Dh = q.shape
+    scale = Dh ** -0.5 if scale is None else scale
+    out = []
+    blocks = query_chunks(q.shape, max_elements) if window is None else window_chunks(q.shape, window, max_elements)
+    for start, end in blocks:
+        lo = window.first_key(start) if window is not None else 0
+        hidden = hidden_pairs(start, end, lo, q.device, window, block)
+        s = (q[:, :, start:end] @ k[:, :, lo:end].transpose(-1, -2)) * scale
+        if score_mod is not None:
+            s = score_mod(s, start, end, lo, hidden)
+        if bias is not None:
+            s = s + bias(start, end, lo)
+        s = s.masked_fill(hidden, float("-inf"))
+        if sink is not None:
+            s = torch.cat((s, sink.to(s.dtype).view(1, H, 1, 1).expand(s.shape[0], H, end - start, 1)), dim=-1)
+        p = s.softmax(-1, dtype=torch.promote_types(s.dtype, torch.float32))
+        if sink is not None:
+            p = p[..., :-1]  # the sink takes its share of the mass and adds nothing
+        if on_weights is not None:
+            on_weights(p, start, end, lo)
+        out.append(p.to(v.dtype) @ v[:, :, lo:end])
+    return out[0] if len(out) == 1 else torch.cat(out, dim=2)
+
+
+def window_chunks(shape: torch.Size, window: Window, max_elements: int, min_block: int = 128) -> list[tuple[int, int]]:
+    """Blocks of queries for windowed attention: about ``min_block`` queries (a multiple of a chunked
+    window's size, so blocks start at chunk boundaries), so that each block's scores span block +
+    window keys, not the whole prefix: the cost grows as L x (block + window), not L^2."""
+    B, H, L, _ = shape
+    size = window.size
+    block = size * max(1, -(-min_block // size)) if window.kind == "chunked" else max(min_block, size)
+    while block > 1 and B * H * block * (block + size) > max_elements:
+        block //= 2
+    return [(s, min(L, s + block)) for s in range(0, L, block)]
+
+
+def _window_block_mask(length: int, device: torch.device, window: Window):
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    key = (length, str(device), window)
+    if key not in _flex_state["masks"]:
+        size = window.size
+        if window.kind == "sliding":
+            mask = lambda b, h, q_idx, kv_idx: (q_idx >= kv_idx) & (q_idx - kv_idx < size)  # noqa: E731
+        else:
+            mask = lambda b, h, q_idx, kv_idx: (q_idx >= kv_idx) & (q_idx // size == kv_idx // size)  # noqa: E731
+        _flex_state["masks"][key] = create_block_mask(mask, None, None, length, length, device=str(device))
+    return _flex_state["masks"][key]
+
+
+def window_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, window: Window,
+                     table: torch.Tensor | None = None, scale: float | None = None) -> torch.Tensor | None:
+    """Windowed causal attention through compiled flex attention (positions 0..L-1): the window is
+    a block mask, so blocks outside it are skipped; ``table``: an optional [H, L] bias by distance
+    (as ``distance_bias_attention``). None (after a one-line warning) if flex cannot run here."""
+    score_mod = None
+    if table is not None:
+        table = table.to(q.dtype)
+
+        def score_mod(score, b, h, q_idx, kv_idx):
+            return score + table[h, (q_idx - kv_idx).clamp(min=0)]
+
+    try:
+        block_mask = _window_block_mask(q.shape[-2], q.device, window)
+        return _compiled_flex()(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale)
+    except Exception as e:  # noqa: BLE001 - any compiler failure means: use the portable path
+        _flex_state["broken"] = f"{type(e).__name__}: {e}"
+        log.warning("flex attention unavailable, using chunked attention (%s)", str(e).splitlines()[0][:200])
+        return None

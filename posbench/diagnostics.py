@@ -9,7 +9,8 @@ each averaged over the queries of the windows given. An encoding that stays flat
 length by attending locally keeps d small as L grows; one whose attention dilutes shows H rising
 towards ln L. The weights are recomputed from each layer's queries and keys (after rotation, with
 the encoding's bias and the variant's temperature) one block of queries at a time, so no L x L
-matrix is held at long lengths. Encodings with content-position terms (Shaw, Transformer-XL)
+matrix is held at long lengths (layers with a window, a sink or a content-dependent term report
+the weights their kernel computed: ``add_weights``). Encodings with content-position terms (Shaw, Transformer-XL)
 compute attention inside ``relative_attention`` and are not covered.
 """
 
@@ -51,6 +52,17 @@ class AttentionRecorder:
             self.distance[layer] += (p * dist).sum(dim=(-1, -2)).sum(0).double().cpu().numpy()
             self.entropy[layer] -= torch.nan_to_num(p * logp).sum(dim=(-1, -2)).sum(0).double().cpu().numpy()
             self.queries[layer] += B * (end - start)
+
+    @torch.no_grad()
+    def add_weights(self, layer: int, p: torch.Tensor, start: int, end: int, lo: int) -> None:
+        """The same sums from attention weights p [B, H, end - start, end - lo] computed by the kernel
+        itself (posbench.attention.masked_attention: windows, sinks, content-dependent terms), for
+        queries [start, end) and keys [lo, end). With a sink, p sums to less than 1 over the keys."""
+        p = p.float()
+        dist = (torch.arange(start, end, device=p.device)[:, None] - torch.arange(lo, end, device=p.device)[None, :]).clamp(min=0)
+        self.distance[layer] += (p * dist).sum(dim=(-1, -2)).sum(0).double().cpu().numpy()
+        self.entropy[layer] -= torch.nan_to_num(p * p.log()).sum(dim=(-1, -2)).sum(0).double().cpu().numpy()
+        self.queries[layer] += p.shape[0] * (end - start)
 
     def records(self) -> list[dict]:
         n_layers, n_heads = self.distance.shape

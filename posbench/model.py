@@ -1,18 +1,21 @@
 """A toy decoder-only language model (pre-LN GPT, after karpathy/nanoGPT).
 
-The positional encoding is a plug-in: the model calls its hooks (input, rotation, bias, relative)
-and never branches on which encoding it is. Positions are an explicit tensor passed to forward.
+The positional encoding is a plug-in: the model calls its hooks (input, rotation, bias, relative;
+and per layer: window, temperature, sink, output gate, content-dependent bias) and never branches
+on which encoding it is. Positions are an explicit tensor passed to forward.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from posbench.attention import biased_causal_attention, causal_attention, distance_bias_attention, use_flex
+from posbench.attention import (biased_causal_attention, causal_attention, distance_bias_attention, masked_attention,
+                                use_flex, window_attention)
 from posbench.encodings import ModelShape, PositionalEncoding, build_encoding
 from posbench.data import VOCAB_SIZE
 from posbench.errors import PosbenchError
@@ -63,25 +66,56 @@ class CausalSelfAttention(nn.Module):
         else:
             if enc.uses_rotation:
                 q, k = enc.rotate(q, k, pos_state)
+            own = enc.window(self.layer)
+            window = own or options.window
+            # a row's temperature (logn, floor-log) scales the layers without a window or temperature of their own
+            q = temper(q, enc, positions, window, self.layer, options.query_scale if own is None else None)
             scale, t = enc.softmax_scale(pos_state), options.logit_scale
             if t != 1.0:  # an attention temperature scales every logit: q.k through the scale, the bias below
                 scale = (scale if scale is not None else q.shape[-1] ** -0.5) * t
             bias_fn = (lambda i, j: enc.bias(i, j, self.layer) * t) if enc.uses_bias else None  # noqa: E731
-            if options.recorder is not None:  # attention diagnostics (posbench/diagnostics.py), evaluation only
-                options.recorder.add(self.layer, q, k, scale, bias_fn, positions, block)
-            if block is not None:  # blockwise causal attention (evaluation only): the masked path
-                y = biased_causal_attention(q, k, v, bias_fn, positions, scale, block=block)
-            elif enc.uses_bias:
+            sink, content = enc.sink(self.layer), enc.content_bias(x, q, k, self.layer)
+            if window is not None or sink is not None or content is not None:
+                # the 2024-2026 hooks: explicit scores per block of queries, only the keys the window reaches
                 y = None
-                if flex:
-                    # the bias depends on i - j only: one [H, L] table (distances 0..L-1) serves every pair
-                    table = enc.bias(positions, positions[:1], self.layer)[:, :, 0] * t
-                    y = distance_bias_attention(q, k, v, table, scale)
+                # flex with a window block mask: on CUDA (on CPU the blocks below are cheaper than compiling)
+                if flex and window is not None and sink is None and content is None and block is None \
+                        and (q.device.type == "cuda" or options.kernel == "flex") \
+                        and (bias_fn is None or enc.translation_invariant):
+                    table = enc.bias(positions, positions[:1], self.layer)[:, :, 0] * t if bias_fn else None
+                    y = window_attention(q, k, v, window, table, scale)
                 if y is None:
-                    y = biased_causal_attention(q, k, v, bias_fn, positions, scale)
+                    bias = (lambda s, e, lo: bias_fn(positions[s:e], positions[lo:e])) if bias_fn else None  # noqa: E731
+                    weights = partial(options.recorder.add_weights, self.layer) if options.recorder is not None else None
+                    y = masked_attention(q, k, v, scale, bias, window, sink, content, block, weights)
             else:
-                y = causal_attention(q, k, v, scale)
+                if options.recorder is not None:  # attention diagnostics (posbench/diagnostics.py), evaluation only
+                    options.recorder.add(self.layer, q, k, scale, bias_fn, positions, block)
+                if block is not None:  # blockwise causal attention (evaluation only): the masked path
+                    y = biased_causal_attention(q, k, v, bias_fn, positions, scale, block=block)
+                elif enc.uses_bias:
+                    y = None
+                    if flex and enc.translation_invariant:
+                        # the bias depends on i - j only: one [H, L] table (distances 0..L-1) serves every pair
+                        table = enc.bias(positions, positions[:1], self.layer)[:, :, 0] * t
+                        y = distance_bias_attention(q, k, v, table, scale)
+                    if y is None:
+                        y = biased_causal_attention(q, k, v, bias_fn, positions, scale)
+                else:
+                    y = causal_attention(q, k, v, scale)
+        y = enc.gate(x, y, self.layer)  # an output gate from the layer's input (gated attention), else y
         return self.dropout(self.proj(y.transpose(1, 2).reshape(B, L, D)))
+
+
+def temper(q, enc: PositionalEncoding, positions, window, layer: int, row_scale=None):
+    """q times the layer's own temperature (SSMax, iRoPE's floor-log), or where it has none, the
+    row's (logn, floor-log: ``row_scale``); each a function of the positions and of how many keys
+    each query sees."""
+    keys = window.keys_seen(len(positions), q.device) if window is not None else torch.arange(1, len(positions) + 1, device=q.device)
+    scale = enc.query_scale(positions, keys, layer)
+    if scale is None and row_scale is not None:
+        scale = row_scale(positions, keys)
+    return q if scale is None else (q * scale.to(q.dtype)[..., None]).to(q.dtype)
 
 
 class MLP(nn.Module):
@@ -138,17 +172,19 @@ class LanguageModel(nn.Module):
         options = options or AttentionOptions()
         x = self.encoding.embed(self.tok_emb(idx), positions)
         x = self.drop(x)
-        pos_state = self.encoding.prepare(positions, options)
-        enc, L = self.encoding, idx.shape[1]
+        L = idx.shape[1]
+        # flex attention (a bias by distance, a window) where it pays, over contiguous positions
         flex = (
             options.block is None
-            and enc.uses_bias
-            and enc.translation_invariant
             and use_flex(idx.device, L, self.training, options.kernel)
             and torch.equal(positions, torch.arange(L, device=positions.device))
         )
-        for layer in self.blocks:
-            x = layer(x, self.encoding, positions, pos_state, options, flex)
+        states = {}  # per-forward state of each layer's encoding (one for a plain model), computed once
+        for i, layer in enumerate(self.blocks):
+            enc = self.encoding.at(i)
+            if id(enc) not in states:
+                states[id(enc)] = enc.prepare(positions, options)
+            x = layer(x, enc, positions, states[id(enc)], options, flex)
         return self.head(self.ln_f(x))
 
 

@@ -25,7 +25,7 @@ def test_auto_device_is_cuda_with_tf32_and_jobs_spread_over_gpus():
     assert torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32
 
 
-@pytest.mark.parametrize("encoding", ["alibi", "kerple_log", "t5"])
+@pytest.mark.parametrize("encoding", ["alibi", "kerple_log", "t5", "irope", "rnope_swa"])  # + window block masks
 def test_flex_training_step_matches_the_chunked_path_forward_and_backward(encoding):
     """On CUDA, training uses flex attention (with its backward): same loss and gradients as the
     chunked float-mask path, in fp32."""
@@ -48,7 +48,7 @@ def test_flex_training_step_matches_the_chunked_path_forward_and_backward(encodi
         torch.testing.assert_close(grads["flex"][name], g, atol=2e-4, rtol=2e-3, msg=name)
 
 
-@pytest.mark.parametrize("encoding", ["nope", "rope", "alibi", "shaw", "fire"])
+@pytest.mark.parametrize("encoding", ["nope", "rope", "alibi", "shaw", "fire", "fox", "cope", "sink", "ssmax", "gated"])
 def test_bf16_training_learns_and_stays_finite(encoding):
     device = resolve_device("cuda")
     torch.manual_seed(0)

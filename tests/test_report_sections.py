@@ -303,17 +303,22 @@ OLD_FAMILIES = {
 
 def test_built_in_rows_keep_their_colours_families_and_order():
     from posbench.encodings import available
-    from posbench.report.style import families_in, row_order, row_style
+    from posbench.report.style import DERIVED, families_in, row_order, row_style
 
     for name, (hue, light) in OLD_PALETTE.items():
         assert row_style(name).colour == TAB20[2 * HUES.index(hue) + light], name
     for family, members in OLD_FAMILIES.items():
         assert [row_style(m).family for m in members] == [family] * len(members)
         assert sorted(members, key=row_order) == members  # the order within the family
-    later = {"p_rope"}  # issue 25's encoding, after the palette was fixed: a colour derived from its name
-    assert sorted(m for ms in OLD_FAMILIES.values() for m in ms if "+" not in m) == [e for e in available() if e not in later]
-    assert row_style("p_rope").family == "rotary" and row_style("p_rope").colour not in TAB20
+    assert set(m for ms in OLD_FAMILIES.values() for m in ms if "+" not in m) <= set(available())
     assert families_in(["shaw", "alibi", "rope", "nope"]) == list(OLD_FAMILIES)
+    # the 2024-2026 recipes (issue 24) bring families of their own, after the old ones, and colours
+    # of their own, none of them an old one's nor each other's
+    new = ["layers", "rope_swa", "irope", "rnope_swa", "ssmax", "sink", "gated", "fox", "cope"]
+    assert families_in(["nope", *new])[:1] == ["absolute / none"] and not set(families_in(new)) & set(OLD_FAMILIES)
+    colours = [row_style(n).colour for n in new]
+    assert len(set(colours)) == len(new) and not set(colours) & {row_style(m).colour for m in OLD_PALETTE}
+    assert not set(colours) & set(DERIVED)  # tab20b stays for plug-ins' derived colours
     # evaluation-only rows and extension runs: the encoding's colour and family, their own line style
     for row, (like, style) in {"xpos+bca": ("xpos", "-."), "learned+randpos": ("learned", "-."),
                                "alibi+temp0.1": ("alibi", ":"), "rope+yarn@16x": ("rope+yarn", "-"),

@@ -7,7 +7,17 @@ An encoding reaches attention in one (or more) of three ways, and the model asks
 * **bias**     ``bias(q_pos, k_pos, layer)`` returns the additive logit bias b[h, i, j].
 
 Relative encodings with content terms (Shaw, Transformer-XL) set ``uses_relative`` and implement
-``relative_attention`` themselves. Positions are always explicit tensors, never an implied
+``relative_attention`` themselves.
+
+The 2024-2026 recipes add five hooks, each given the layer index so that a model can mix them per
+layer (every one is a no-op here, so the model's plain path is unchanged for the encodings above):
+
+* **layer**    ``at(layer)`` the encoding that serves one layer (a layer pattern: iRoPE, RNoPE-SWA);
+* **window**   ``window(layer)`` a sliding or chunked local window (posbench.attention.Window);
+* **softmax**  ``query_scale(positions, keys_seen, layer)`` a temperature by position or by number of
+               keys (SSMax, logn, Llama 4's floor-log), and ``sink(layer)`` a learned sink logit;
+* **gate**     ``gate(x, y, layer)`` the attention output gated from the layer input;
+* **content**  ``content_bias(x, q, k, layer)`` a data-dependent term on the logits (FoX, CoPE). Positions are always explicit tensors, never an implied
 ``arange(seq_len)``, so sliding windows, randomized positions and interpolation need no new code.
 """
 
@@ -100,6 +110,36 @@ class PositionalEncoding(nn.Module):
         L x L at once. Only causal pairs (k_pos <= q_pos) are used; the rest is masked afterwards.
         """
         raise NotImplementedError
+
+    # -- the 2024-2026 hooks (posbench/encodings/layers.py, fox.py, cope.py, ...) ------------------
+    def at(self, layer: int) -> "PositionalEncoding":
+        """The encoding whose hooks serve layer ``layer`` (a layer pattern returns one of its parts,
+        with that layer's window and temperature); the model asks it once per layer and forward."""
+        return self
+
+    def window(self, layer: int):
+        """A local window (posbench.attention.Window) for this layer's attention, or None (full causal)."""
+        return None
+
+    def query_scale(self, positions: torch.Tensor, keys_seen: torch.Tensor, layer: int) -> torch.Tensor | None:
+        """A temperature multiplying this layer's queries after rotation, [L] or [H, L], from the
+        query positions [L] and the number of keys each query sees [L]; None: 1."""
+        return None
+
+    def sink(self, layer: int) -> torch.Tensor | None:
+        """[H] learned sink logits: a key every query sees, with no value, in the softmax denominator."""
+        return None
+
+    def gate(self, x: torch.Tensor, y: torch.Tensor, layer: int) -> torch.Tensor:
+        """The attention output y [B, H, L, Dh] after an output gate computed from the layer's input
+        x [B, L, D] (default: y unchanged)."""
+        return y
+
+    def content_bias(self, x: torch.Tensor, q: torch.Tensor, k: torch.Tensor, layer: int):
+        """A data-dependent term on this layer's logits (posbench.attention.ScoreMod: called with the
+        raw scores q.k * scale of one block of queries), from the layer's input x [B, L, D] and its
+        queries and keys [B, H, L, Dh]; None: none. It must only use tokens at or before each query."""
+        return None
 
     # -- relative content terms -------------------------------------------------------------------
     def relative_attention(self, q, k, v, positions, layer: int, options: AttentionOptions) -> torch.Tensor:

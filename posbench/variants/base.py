@@ -29,6 +29,10 @@ class AttentionOptions:
                  rotate-then-attend as ``attention(q, k, v, encoding, positions, options)`` with q, k not
                  yet rotated (training-free extenders: ReRoPE, SelfExtend, DCA in posbench/variants/);
                  None: the usual path
+    window       a local window (posbench.attention.Window) for every layer that has none of its own
+    query_scale  a temperature by position: ``f(positions [L], keys_seen [L]) -> [L]`` multiplying
+                 the queries (after rotation) of every layer without a window or temperature of its own (Qwen's
+                 logn, Llama 4's floor-log rows; with RNoPE-SWA, logn on its global layers is SWAN-GPT's)
     """
 
     kernel: str = "auto"
@@ -37,6 +41,8 @@ class AttentionOptions:
     rope: Optional[tuple[str, float]] = None
     recorder: Any = None
     attention: Optional[Callable] = None
+    window: Any = None
+    query_scale: Any = None
 
     def replace(self, **changes) -> "AttentionOptions":
         return dataclasses.replace(self, **changes)
