@@ -39,4 +39,4 @@ class Extension(Section):
                      "target after the same steps, 1 - ppl(method) / ppl(control), mean over seeds ± the 95% "
                      "t-interval's half width."),
                 Image("extension.png", self.files[1].description),
-                Table(table.round(2).fillna(""))]
+                Table(table.round(2).astype(object).where(table.notna(), ""))]
