@@ -123,3 +123,20 @@ def test_holm_matches_the_step_down_definition():
 
     assert holm([0.01, 0.04, 0.03, 0.5]) == pytest.approx([0.04, 0.09, 0.09, 0.5])
     assert math.isnan(holm([float("nan"), 0.2])[0]) and holm([float("nan"), 0.2])[1] == pytest.approx(0.2)
+
+
+def test_windowed_rows_are_controls_apart_from_the_verdicts_and_the_comparisons():
+    """A row scored with an evaluation-time window (+bca) is never the best of a column, never in
+    the comparisons, and the summary lists it after the verdicts as a control."""
+    evals = fake_evals({"rope": [[5.0, 9.0], [5.1, 9.4], [4.9, 8.8]],
+                        "rope+bca": [[4.8, 4.8], [4.9, 4.9], [4.7, 4.7]],  # flat and lowest, thanks to the window
+                        "alibi": [[5.5, 5.5], [5.6, 5.6], [5.4, 5.5]]})
+    evals["windowed"] = evals["variant"].str.endswith("+bca")
+    table = main_table(evals, 0.05).set_index("variant")
+    assert not table.loc["rope+bca", "1x_best"] and table.loc["rope", "1x_best"]
+    assert pd.isna(table.loc["rope+bca", "1x_p_vs_best"]) and pd.notna(table.loc["alibi", "1x_p_vs_best"])
+    pairs = comparisons(table.reset_index())
+    assert "rope+bca" not in set(pairs["a"]) | set(pairs["b (best)"]) and len(pairs) == 2
+    text = " ".join(summary_paragraphs(table.reset_index(), 0.05))
+    verdicts, controls = text.split("Windowed controls")
+    assert "`rope+bca`" not in verdicts and "`rope+bca` 1.00" in controls

@@ -169,24 +169,26 @@ def main_table(evals: pd.DataFrame, tolerance: float, token_sets: dict | None = 
     table = pd.DataFrame(rows)
     if table.empty:
         return table
-    for col in ("1x", "mean_log_ppl"):
+    for col in ("1x", "mean_log_ppl"):  # ranks among the unwindowed rows (the windowed ones among themselves)
         if col in table:
             name = "rank_1x" if col == "1x" else "rank_mean_log_ppl"
-            table[name] = table.groupby(PANEL_KEYS)[col].rank(method="min")
+            table[name] = table.groupby(PANEL_KEYS + ["windowed"])[col].rank(method="min")
     _mark_best(table, reps, ms)
     return table
 
 
 def _mark_best(table: pd.DataFrame, reps: dict, ms: list[float]) -> None:
-    """Fill ``<m>x_best``, ``<m>x_p_vs_best`` (each cell against the best cell of its column in its
-    panel) and ``<m>x_p_holm`` (Holm over all of a panel's comparisons, every multiple)."""
+    """Fill ``<m>x_best``, ``<m>x_p_vs_best`` (each unwindowed cell against the best unwindowed cell of
+    its column in its panel) and ``<m>x_p_holm`` (Holm over all of a panel's comparisons, every
+    multiple). Windowed rows (controls) are neither best nor tested."""
     for m in ms:
         col = fmt_multiple(m)
         table[f"{col}_p_vs_best"] = math.nan
         table[f"{col}_p_holm"] = math.nan
         table[f"{col}_best"] = False
     key = lambda i: tuple(table.loc[i, k] for k in CELL_KEYS)  # noqa: E731
-    for _, idx in table.groupby(PANEL_KEYS).groups.items():
+    # the family: the unwindowed rows of a panel against their best (windowed rows are controls, not contenders)
+    for _, idx in table[~table["windowed"]].groupby(PANEL_KEYS).groups.items():
         family = []  # (row index, column, p)
         for k, m in enumerate(ms):
             col = fmt_multiple(m)

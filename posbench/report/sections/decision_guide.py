@@ -43,6 +43,9 @@ def guide_frame(evals: pd.DataFrame) -> pd.DataFrame:
     if evals.empty:
         return pd.DataFrame(columns=COLUMNS)
     rope = evals[(evals["encoding"] == ENCODING) & evals["ppl"].notna()]
+    # one protocol (non-overlapping where there is one): two protocols' numbers are not averaged together
+    protocols = sorted(rope["protocol"].unique(), key=lambda p: (p != "nonoverlapping", p))
+    rope = rope[rope["protocol"] == protocols[0]] if protocols else rope
     plain_attention = [parse_row(str(v)).window is None and parse_row(str(v)).temperature is None for v in rope["variant"]]
     rope = rope.loc[pd.Series(plain_attention, index=rope.index, dtype=bool)]
     out = []
