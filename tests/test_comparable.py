@@ -60,9 +60,9 @@ def test_not_evaluated_is_not_called_not_defined(sweep, tmp_path):
     learned = [c.strip() for c in rows["learned"].split("|")]
     assert learned[7] == "n/d" and learned[8] == "n/d"  # 2x, 4x: the table has 16 positions
     summary = md.split("## Summary")[1].split("##")[0]
-    assert "not evaluated at 4x: `nope`" in summary
-    assert "not defined at 4x: `learned`" in summary
-    assert "not defined at 4x: `nope`" not in summary and "`nope` 1." not in summary  # no verdict claimed
+    assert "Not evaluated at 4x: `nope`" in summary
+    assert "Not defined at 4x: `learned`" in summary
+    assert "Not defined at 4x: `nope`" not in summary and "`nope` 1." not in summary  # no verdict claimed
 
 
 def test_rerunning_a_complete_run_with_new_eval_settings_evaluates_what_is_missing(compose, tmp_path, text_corpus, caplog):

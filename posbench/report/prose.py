@@ -97,6 +97,8 @@ def describe_panel(sub: pd.DataFrame, tolerance: float) -> str:
     max_len = round(train_len * float(longest[:-1]))
     ratio = f"{longest}/1x"
     over = first.get("interval", "seeds")
+    if seeds == 1 and over == "text and seeds":
+        over = "the scored text"
     head = (f"**train_len {train_len}, model {model}, {PROTOCOLS[protocol].words if protocol in PROTOCOLS else protocol}** "
             f"({str(seeds) + ' seeds' if seeds > 1 else 'one seed'}; 95% intervals over {over}): ")
     windowed = sub["windowed"].fillna(False).astype(bool) if "windowed" in sub else pd.Series(False, index=sub.index)
@@ -119,9 +121,9 @@ def describe_panel(sub: pd.DataFrame, tolerance: float) -> str:
         parts.append(f"{ratio} ({max_len} tokens against {train_len}): " + "; ".join(
             f"**{v}** ({limits[v]}): " + ", ".join(entries) for v, entries in classes.items() if entries and v in limits))
         if undefined:
-            parts.append(f"not defined at {longest}: {', '.join(undefined)}")
+            parts.append(f"Not defined at {longest}: {', '.join(undefined)}")
         if unevaluated:
-            parts.append(f"not evaluated at {longest}: {', '.join(unevaluated)}")
+            parts.append(f"Not evaluated at {longest}: {', '.join(unevaluated)}")
     text = head + ". ".join(parts) + (". " if parts else "")
     ranked = plain.dropna(subset=["mean_log_ppl"]).sort_values("mean_log_ppl") if "mean_log_ppl" in plain else plain.iloc[:0]
     if len(ranked) > 1:
