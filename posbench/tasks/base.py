@@ -29,7 +29,7 @@ import torch
 
 from posbench.errors import PosbenchError
 
-PAD = 0  # filler byte of the token-only tasks (Zoology fills MQAR's gaps with 0)
+PAD = 0  # filler byte of the token-only tasks (copy's left padding)
 LOSSES = ("answer", "mixed")
 
 

@@ -34,7 +34,7 @@ import numpy as np
 
 from posbench.errors import PosbenchError
 from posbench.tasks import register
-from posbench.tasks.base import PAD, Task
+from posbench.tasks.base import Task
 
 KEYS = np.arange(128, 192, dtype=np.uint8)
 VALUES = np.arange(192, 256, dtype=np.uint8)

@@ -15,7 +15,6 @@ the entry-point group ``posbench.variants`` or a ``module:attr`` path in ``eval.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any, Mapping
