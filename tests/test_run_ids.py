@@ -23,7 +23,8 @@ def committed_configs() -> list[tuple[str, dict]]:
 
 
 def test_the_committed_reports_hold_run_configs():
-    assert len(committed_configs()) >= 250
+    # 226 since the reference was regenerated at train_len 64 only (45 of its 90 runs)
+    assert len(committed_configs()) >= 200
 
 
 @pytest.mark.parametrize("folder", sorted(p.parent.name for p in RESULTS.glob("*/report.md")))
