@@ -352,10 +352,7 @@ class Sliding(_Stream):
     stride_of = staticmethod(lambda length, eval_cfg: stride_for(length, eval_cfg.stride))
 
     def check(self, eval_cfg, train_len):
-        shortest = min(eval_lengths(train_len, eval_cfg.multiples))
-        if eval_cfg.stride is not None and not 1 <= eval_cfg.stride <= shortest:
-            raise PosbenchError(f"eval.stride={eval_cfg.stride} must be between 1 and the shortest evaluation length "
-                                f"{shortest} (or null for L/2)")
+        check_within_shortest("stride", eval_cfg.stride, eval_cfg, train_len, " (or null for L/2)")
 
 
 @PROTOCOLS.register("press_sliding")
@@ -367,10 +364,7 @@ class PressSliding(_Stream):
     stride_of = staticmethod(lambda length, eval_cfg: min(eval_cfg.press_stride, length))
 
     def check(self, eval_cfg, train_len):
-        shortest = min(eval_lengths(train_len, eval_cfg.multiples))
-        if not 1 <= eval_cfg.press_stride <= shortest:
-            raise PosbenchError(f"eval.press_stride={eval_cfg.press_stride} must be between 1 (Press et al.'s) and the "
-                                f"shortest evaluation length {shortest}")
+        check_within_shortest("press_stride", eval_cfg.press_stride, eval_cfg, train_len, " (1 is Press et al.'s)")
 
 
 @PROTOCOLS.register("fixed_target")
@@ -381,10 +375,8 @@ class FixedTarget(Protocol):
     needs_history = True
 
     def check(self, eval_cfg, train_len):
-        shortest, m = min(eval_lengths(train_len, eval_cfg.multiples)), eval_cfg.target_tokens
-        if m is not None and not 1 <= m <= shortest:
-            raise PosbenchError(f"eval.target_tokens={m} must be between 1 and the shortest evaluation length {shortest} "
-                                "(or null for half of train_len)")
+        check_within_shortest("target_tokens", eval_cfg.target_tokens, eval_cfg, train_len,
+                              " (or null for half of train_len)")
 
     def prepare(self, val_tokens, eval_cfg, train_len, doc_separator):
         return document_targets(val_tokens, doc_separator.encode(), first_scored(eval_cfg, train_len),
@@ -402,6 +394,14 @@ class FixedTarget(Protocol):
         # each target is the end of its own document: one unit per document
         return WindowPlan(ends, np.full(len(ends), m), length - m, units=np.arange(len(ends)),
                           unit_docs=np.arange(len(ends)))
+
+
+def check_within_shortest(key: str, value, eval_cfg, train_len: int, hint: str) -> None:
+    """``eval.<key>`` (a count of tokens per window: a stride, fixed_target's m) lies in 1 .. the
+    shortest evaluation length; None (the key's default) passes."""
+    shortest = min(eval_lengths(train_len, eval_cfg.multiples))
+    if value is not None and not 1 <= value <= shortest:
+        raise PosbenchError(f"eval.{key}={value} must be between 1 and the shortest evaluation length {shortest}{hint}")
 
 
 def eval_lengths(train_len: int, multiples) -> list[int]:
