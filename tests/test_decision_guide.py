@@ -4,6 +4,7 @@ intervals separate the best."""
 
 import copy
 import json
+import math
 import shutil
 
 import numpy as np
@@ -22,10 +23,10 @@ def evals_frame(rows):
 
 def test_the_guide_table_and_its_verdicts():
     rows = []
-    for seed, jitter in enumerate((0.0, 0.1, -0.1)):
+    for seed, (jitter, other) in enumerate(((0.0, 0.1), (0.1, -0.1), (-0.1, 0.0))):
         rows += [("rope", seed, 16, 5 + jitter), ("rope", seed, 64, 40 + jitter),
                  ("rope+yarn@4x", seed, 16, 5.2 + jitter), ("rope+yarn@4x", seed, 64, 9 + jitter),
-                 ("rope+rerope", seed, 16, 5 + jitter), ("rope+rerope", seed, 64, 8.9 + jitter),
+                 ("rope+rerope", seed, 16, 5 + other), ("rope+rerope", seed, 64, 8.9 + other),
                  ("rope+yarn@4x+ft0", seed, 16, 5.2 + jitter), ("rope+yarn@4x+ft0", seed, 64, 9 + jitter),
                  ("rope+yarn@4x+ft100", seed, 16, 5.1 + jitter), ("rope+yarn@4x+ft100", seed, 64, 6 + jitter),
                  ("rope+pose@2x+ft100", seed, 32, 7 + jitter),  # another target: its own table
@@ -35,14 +36,36 @@ def test_the_guide_table_and_its_verdicts():
     assert list(four["row"]) == ["rope+yarn@4x+ft100", "rope+rerope", "rope+yarn@4x", "rope+yarn@4x+ft0", "rope"]
     ft = four.iloc[0]
     assert (ft["method"], ft["factor"], ft["steps"], ft["seeds"]) == ("yarn", "4x", 100, 3)
-    assert ft["ppl_target"] == pytest.approx(6.0) and ft["ppl_target_ci95"] > 0 and ft["ppl_1x"] == pytest.approx(5.1)
+    assert ft["ppl_target"] == pytest.approx(6.0) and ft["ppl_1x"] == pytest.approx(5.1)
+    assert ft["ppl_target_lo"] < 6.0 < ft["ppl_target_hi"] and ft["interval"] == "seeds only"  # no per-document losses
     assert four.iloc[1][["method", "factor", "steps"]].tolist() == ["rerope", "", "zero-shot"]
     assert set(frame["target"]) == {"2x", "4x"} and "rope+temp0.1" not in set(frame["row"])
-    assert verdict(four).startswith("best choice: **rope+yarn@4x+ft100** (6.00 ± ")
-    tied = verdict(four.iloc[1:])  # rerope against YaRN: 8.9 vs 9.0 with the same spread
-    assert tied.startswith("no significant difference between rope+rerope") and "rope+yarn@4x" in tied
+    assert math.isnan(ft["p_holm"]) and (four["p_holm"].iloc[1:] < 0.05).all()
+    assert verdict(four).startswith("best choice: **rope+yarn@4x+ft100** (6.00 [")
+    without = guide_frame(evals_frame([r for r in rows if r[0] != "rope+yarn@4x+ft100"]))
+    tied = verdict(without[without["target"] == "4x"])  # rerope against YaRN: 8.9 vs 9.0, seed differences (0, -0.3, 0)
+    assert tied.startswith("no significant difference between rope+rerope") and "rope+yarn@4x (p = " in tied
     one_seed = guide_frame(evals_frame([r for r in rows if r[1] == 0]))
-    assert "one seed, so no interval and no verdict" in verdict(one_seed[one_seed["target"] == "4x"])
+    assert "one seed and no per-document losses" in verdict(one_seed[one_seed["target"] == "4x"])
+
+
+def test_one_seed_gets_an_interval_over_text_from_per_document_losses():
+    """With ``doc_nats`` and the token set's document sizes, the interval covers the text: one seed
+    has one, and a row that is worse on every document is separated from the best."""
+    rng = np.random.default_rng(0)
+    doc_tokens = np.full(40, 100)
+    base = rng.normal(1.6, 0.2, size=40)  # per-token loss of each document
+    rows = []
+    for variant, add_1x, add_4x in (("rope", 0.0, 0.8), ("rope+yarn@4x", 0.02, 0.1), ("rope+ntk@4x", 0.02, 0.3)):
+        for L, add in ((16, add_1x), (64, add_4x)):
+            nats = (base + add + rng.normal(0, 0.01, size=40)) * doc_tokens
+            rows.append({"encoding": "rope", "model": "tiny", "train_len": 16, "variant": variant, "seed": 0,
+                         "length": L, "protocol": "nonoverlapping", "token_set": "t", "doc_nats": list(nats),
+                         "ppl": float(np.exp(nats.sum() / doc_tokens.sum()))})
+    frame = guide_frame(pd.DataFrame(rows), {"t": {"doc_tokens": list(doc_tokens)}}, replicates=500)
+    assert (frame["interval"] == "text and seeds").all() and (frame["seeds"] == 1).all()
+    assert (frame["ppl_target_lo"] < frame["ppl_target"]).all() and (frame["ppl_target"] < frame["ppl_target_hi"]).all()
+    assert frame.iloc[0]["row"] == "rope+yarn@4x" and verdict(frame).startswith("best choice: **rope+yarn@4x**")
 
 
 def test_the_report_shows_the_guide_from_run_directories(sweep, tmp_path):

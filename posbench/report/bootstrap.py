@@ -68,11 +68,13 @@ class CellReplicates:
     text: bool
 
 
-def cell_replicates(g: pd.DataFrame, ms: list[float], doc_tokens: np.ndarray | None, draws: Draws | None) -> CellReplicates:
-    """``g``: the records of one cell (all seeds, all multiples)."""
+def cell_replicates(g: pd.DataFrame, ms: list[float], doc_tokens: np.ndarray | None, draws: Draws | None,
+                    by: str = "multiple") -> CellReplicates:
+    """``g``: the records of one cell (all seeds, all multiples); ``ms``: the values of column ``by``
+    (``multiple``, or ``length`` where rows of one panel differ in what 1x means) in index order."""
     seeds = sorted(g["seed"].unique())
     observed = np.full((len(seeds), len(ms)), np.nan)
-    for (seed, m), r in g.groupby(["seed", "multiple"]):
+    for (seed, m), r in g.groupby(["seed", by]):
         observed[seeds.index(seed), ms.index(m)] = math.log(r["ppl"].iloc[0]) if pd.notna(r["ppl"].iloc[0]) else np.nan
     scored = g[g["ppl"].notna()]
     have = "doc_nats" in g and doc_tokens is not None and draws is not None and len(scored) and all(
@@ -81,7 +83,7 @@ def cell_replicates(g: pd.DataFrame, ms: list[float], doc_tokens: np.ndarray | N
         return CellReplicates(observed, None, False)
     X = np.full((len(seeds), len(ms), len(doc_tokens)), np.nan)
     for _, r in scored.iterrows():
-        X[seeds.index(r["seed"]), ms.index(r["multiple"])] = r["doc_nats"]
+        X[seeds.index(r["seed"]), ms.index(r[by])] = r["doc_nats"]
     pick = draws.seed_pick % len(seeds)  # a cell with fewer seeds than the panel cycles through its own
     nats = np.einsum("bjd,bjmd->bjm", draws.doc_counts, X[pick])
     tokens = draws.doc_counts @ doc_tokens.astype(float)  # [B, J]

@@ -1,11 +1,16 @@
 """Which RoPE context extension to use: for RoPE models trained at L and each target m x L, every method
 and factor the runs hold (zero-shot evaluation rows ``rope+<scaling>``, training-free extenders
 ``rope+rerope``..., and extension runs ``rope+<method>@<s>x+ft<steps>`` after each number of fine-tuning
-steps) against perplexity at 1x and at the target, each the mean over seeds with its 95% t-interval.
+steps) against perplexity at 1x and at the target: the mean over seeds with its 95% interval over text
+and seeds, the main table's two-level bootstrap (posbench/report/bootstrap.py) with draws shared by
+every row of a panel, so that two rows' replicates are paired.
 
-The targets are the extension runs' targets and the longest evaluated multiple. A sentence names the
-best choice at a target only where its interval lies wholly below the runner-up's ("separated"); else it
-says there is no significant difference between them (and with one seed, that there is no interval).
+The targets are the extension runs' targets and the longest evaluated multiple. At each target every
+row is compared with the lowest mean (the bootstrap p-value of the difference of mean log-perplexities,
+Holm-corrected over the target's comparisons). A sentence names the best choice only where every
+comparison is significant; else it names the rows that are not significantly different from it (and
+with one seed and no per-document losses, says there is no interval). Records without per-document
+losses fall back to seeds alone (t-intervals, paired t-tests), as in the main table.
 Built on the report context's comparable records (one token set per panel), nothing else read.
 """
 
@@ -13,16 +18,18 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 
+from posbench.report import bootstrap
 from posbench.report.document import Heading, Para, Table
 from posbench.report.section import SECTIONS, Output, Section
-from posbench.report.stats import ci95_halfwidth
+from posbench.report.stats import ALPHA
 from posbench.report.style import parse_row
 
 ENCODING = "rope"
-COLUMNS = ["model", "train_len", "target", "method", "factor", "steps", "seeds", "ppl_1x", "ppl_1x_ci95",
-           "ppl_target", "ppl_target_ci95", "row"]
+COLUMNS = ["model", "train_len", "target", "method", "factor", "steps", "seeds", "interval", "ppl_1x", "ppl_1x_lo",
+           "ppl_1x_hi", "ppl_target", "ppl_target_lo", "ppl_target_hi", "p_vs_best", "p_holm", "row"]
 
 
 def _describe(row: str) -> tuple[str, str, int | None]:
@@ -38,67 +45,99 @@ def _describe(row: str) -> tuple[str, str, int | None]:
     return method, factor, None
 
 
-def guide_frame(evals: pd.DataFrame) -> pd.DataFrame:
-    """One row per (model, train_len, target, RoPE row): means and 95% half-widths over seeds."""
-    if evals.empty:
-        return pd.DataFrame(columns=COLUMNS)
+def _rope_rows(evals: pd.DataFrame) -> pd.DataFrame:
+    """RoPE's records on one protocol (non-overlapping where there is one: two protocols' numbers are not
+    averaged together), without evaluation-time windows and temperatures (not extension methods)."""
     rope = evals[(evals["encoding"] == ENCODING) & evals["ppl"].notna()]
-    # one protocol (non-overlapping where there is one): two protocols' numbers are not averaged together
     protocols = sorted(rope["protocol"].unique(), key=lambda p: (p != "nonoverlapping", p))
     rope = rope[rope["protocol"] == protocols[0]] if protocols else rope
-    plain_attention = [parse_row(str(v)).window is None and parse_row(str(v)).temperature is None for v in rope["variant"]]
-    rope = rope.loc[pd.Series(plain_attention, index=rope.index, dtype=bool)]
-    out = []
+    plain = [parse_row(str(v)).window is None and parse_row(str(v)).temperature is None for v in rope["variant"]]
+    return rope.loc[pd.Series(plain, index=rope.index, dtype=bool)]
+
+
+def guide_frame(evals: pd.DataFrame, token_sets: dict | None = None,
+                replicates: int = bootstrap.REPLICATES) -> pd.DataFrame:
+    """One row per (model, train_len, target, RoPE row): mean perplexities over seeds at 1x and at the
+    target with their 95% intervals, and the comparison with the target's lowest mean.
+    ``token_sets``: each token set's ``doc_tokens`` (without them: intervals over seeds alone)."""
+    if evals.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    rope, out = _rope_rows(evals), []
     for (model, L), panel in rope.groupby(["model", "train_len"]):
         targets = {int(round(ext.factor * L)) for v in panel["variant"].unique()
                    if (ext := parse_row(str(v)).extension) is not None}
-        longest = int(panel["length"].max())
-        targets |= {longest} if longest > L else set()
+        lengths = sorted(int(x) for x in panel["length"].unique())
+        targets |= {lengths[-1]} if lengths[-1] > L else set()
+        sets = panel["token_set"].dropna().unique() if "token_set" in panel else []
+        doc_tokens = (np.asarray((token_sets or {})[sets[0]]["doc_tokens"])
+                      if len(sets) == 1 and sets[0] in (token_sets or {}) else None)
+        draws = (bootstrap.panel_draws(int(panel.groupby("variant")["seed"].nunique().max()), len(doc_tokens), replicates)
+                 if doc_tokens is not None else None)
+        cells = {row: bootstrap.cell_replicates(sub, lengths, doc_tokens, draws, by="length")
+                 for row, sub in panel.groupby("variant")}
         for target in sorted(targets):
-            for row, sub in panel.groupby("variant"):
-                method, factor, steps = _describe(str(row))
+            k, k1 = lengths.index(target), (lengths.index(L) if L in lengths else None)
+            rows = []
+            for row, c in cells.items():
                 ext = parse_row(str(row)).extension
-                if ext is not None and int(round(ext.factor * L)) != target:
-                    continue  # a fine-tune for another target
-                at_1x = sub[sub["length"] == L].groupby("seed")["ppl"].mean()
-                at_t = sub[sub["length"] == target].groupby("seed")["ppl"].mean()
-                if at_t.empty:
-                    continue
-                out.append({"model": model, "train_len": int(L), "target": f"{target // L:g}x" if target % L == 0 else str(target),
-                            "method": method, "factor": factor, "steps": "zero-shot" if steps is None else steps,
-                            "seeds": int(len(at_t)), "ppl_1x": at_1x.mean() if len(at_1x) else math.nan,
-                            "ppl_1x_ci95": ci95_halfwidth(at_1x.values), "ppl_target": at_t.mean(),
-                            "ppl_target_ci95": ci95_halfwidth(at_t.values), "row": row})
+                if (ext is not None and int(round(ext.factor * L)) != target) or not np.isfinite(c.observed[:, k]).any():
+                    continue  # a fine-tune for another target, or a row not evaluated at this one
+                method, factor, steps = _describe(str(row))
+                ppl_1x = bootstrap.ppl_stats(c, k1) if k1 is not None else (math.nan,) * 3
+                rows.append({"model": model, "train_len": int(L),
+                             "target": f"{target // L:g}x" if target % L == 0 else str(target),
+                             "method": method, "factor": factor, "steps": "zero-shot" if steps is None else steps,
+                             "seeds": int(np.isfinite(c.observed[:, k]).sum()),
+                             "interval": bootstrap.BOTH if c.text else bootstrap.SEEDS_ONLY,
+                             **dict(zip(["ppl_1x", "ppl_1x_lo", "ppl_1x_hi"], ppl_1x)),
+                             **dict(zip(["ppl_target", "ppl_target_lo", "ppl_target_hi"], bootstrap.ppl_stats(c, k))),
+                             "row": row})
+            _compare(rows, cells, k)
+            out += rows
     frame = pd.DataFrame(out, columns=COLUMNS)
     return frame.sort_values(["model", "train_len", "target", "ppl_target"]).reset_index(drop=True)
 
 
+def _compare(rows: list[dict], cells: dict, k: int) -> None:
+    """Fill ``p_vs_best`` and ``p_holm``: each row against the lowest mean at the target (NaN for it)."""
+    if not rows:
+        return
+    best = min(rows, key=lambda r: r["ppl_target"])
+    others = [r for r in rows if r is not best]
+    raw = [bootstrap.p_versus(cells[r["row"]], cells[best["row"]], k) for r in others]
+    for r, p, adjusted in zip(others, raw, bootstrap.holm(raw)):
+        r["p_vs_best"], r["p_holm"] = p, adjusted
+    best["p_vs_best"] = best["p_holm"] = math.nan
+
+
 def verdict(panel: pd.DataFrame) -> str:
-    """The sentence of one (model, train_len, target): the best row where its interval lies below every
-    other's, else 'no significant difference'."""
+    """The sentence of one (model, train_len, target): the best row where every comparison with it is
+    significant after Holm's correction, else the rows not significantly different from it."""
     ranked = panel.sort_values("ppl_target")
     best = ranked.iloc[0]
     if len(ranked) == 1:
         return f"only {best['row']} was evaluated at this target."
-    second = ranked.iloc[1]
-    if math.isnan(best["ppl_target_ci95"]) or math.isnan(second["ppl_target_ci95"]):
-        return (f"lowest mean: {best['row']} ({best['ppl_target']:.2f}); one seed, so no interval and no verdict: "
-                "no significant difference can be claimed.")
-    if best["ppl_target"] + best["ppl_target_ci95"] < second["ppl_target"] - second["ppl_target_ci95"]:
-        return (f"best choice: **{best['row']}** ({best['ppl_target']:.2f} ± {best['ppl_target_ci95']:.2f}); its 95% "
-                f"interval lies below the runner-up's, {second['row']} ({second['ppl_target']:.2f} ± "
-                f"{second['ppl_target_ci95']:.2f}).")
-    tied = [r for _, r in ranked.iloc[1:].iterrows()
-            if r["ppl_target"] - r["ppl_target_ci95"] <= best["ppl_target"] + best["ppl_target_ci95"]]
-    names = ", ".join(r["row"] for r in tied[:4]) + (f" and {len(tied) - 4} more" if len(tied) > 4 else "")
-    return (f"no significant difference between {best['row']} ({best['ppl_target']:.2f} ± "
-            f"{best['ppl_target_ci95']:.2f}, the lowest mean) and {names}: their 95% intervals overlap.")
+    others = ranked.iloc[1:]
+    if others["p_holm"].isna().all():
+        return (f"lowest mean: {best['row']} ({best['ppl_target']:.2f}); one seed and no per-document losses, so no "
+                "interval and no verdict: no significant difference can be claimed.")
+    tied = others[~(others["p_holm"] < ALPHA)]
+    if tied.empty:
+        second = others.iloc[0]
+        return (f"best choice: **{best['row']}** ({_cell(best, 'ppl_target')}); every other row is significantly "
+                f"worse (Holm-corrected p < {ALPHA:g}), the runner-up {second['row']} ({_cell(second, 'ppl_target')}, "
+                f"p = {second['p_holm']:.3g}).")
+    names = ", ".join(f"{r['row']} (p = {r['p_holm']:.2g})" for _, r in tied.head(4).iterrows())
+    names += f" and {len(tied) - 4} more" if len(tied) > 4 else ""
+    return (f"no significant difference between {best['row']} ({_cell(best, 'ppl_target')}, the lowest mean) and "
+            f"{names} (Holm-corrected, alpha {ALPHA:g}).")
 
 
-def _cell(mean: float, ci: float) -> str:
+def _cell(r, col: str) -> str:
+    mean, lo, hi = r[col], r[f"{col}_lo"], r[f"{col}_hi"]
     if math.isnan(mean):
         return "n/e"
-    return f"{mean:.2f}" if math.isnan(ci) else f"{mean:.2f} ± {ci:.2f}"
+    return f"{mean:.2f}" if math.isnan(lo) else f"{mean:.2f} [{lo:.2f}, {hi:.2f}]"
 
 
 @SECTIONS.register("decision_guide")
@@ -108,22 +147,25 @@ class DecisionGuide(Section):
                                           "against perplexity at 1x and at each target, with 95% intervals"),)
 
     def applies(self, ctx) -> bool:
-        frame = ctx.derived("decision_guide", lambda: guide_frame(ctx.evals))
+        frame = ctx.derived("decision_guide", lambda: guide_frame(ctx.evals, ctx.token_sets))
         return ctx.has_lm and not frame.empty and frame["row"].nunique() > 1
 
     def build(self, ctx, out) -> list:
-        frame = ctx.derived("decision_guide", lambda: guide_frame(ctx.evals))
+        frame = ctx.derived("decision_guide", lambda: guide_frame(ctx.evals, ctx.token_sets))
         out.csv("decision_guide.csv", frame)
         blocks = [Heading("Decision guide: extending a RoPE model"),
                   Para("For RoPE models trained at `train_len` and each target length (the extension runs' targets and "
                        "the longest evaluated multiple): every method and factor, zero-shot (evaluation rows: RoPE "
                        "scalings, training-free extenders) and after each number of fine-tuning steps (extension runs), "
-                       "with perplexity at 1x and at the target, mean ± 95% t-interval over seeds. A best choice is "
-                       "named only where its interval lies below the runner-up's (`decision_guide.csv`).")]
+                       "with perplexity at 1x and at the target: the mean over seeds [95% interval over text and "
+                       "seeds, the main table's bootstrap], and the Holm-corrected p-value of the comparison with the "
+                       "target's lowest mean. A best choice is named only where every comparison with it is "
+                       "significant (`decision_guide.csv`).")]
         for (model, L, target), panel in frame.groupby(["model", "train_len", "target"], sort=False):
             shown = pd.DataFrame({"method": panel["method"], "factor": panel["factor"], "fine-tune steps": panel["steps"],
-                                  "1x": [_cell(m, c) for m, c in zip(panel["ppl_1x"], panel["ppl_1x_ci95"])],
-                                  target: [_cell(m, c) for m, c in zip(panel["ppl_target"], panel["ppl_target_ci95"])],
+                                  "1x": [_cell(r, "ppl_1x") for _, r in panel.iterrows()],
+                                  target: [_cell(r, "ppl_target") for _, r in panel.iterrows()],
+                                  "p vs lowest (Holm)": [("" if math.isnan(p) else f"{p:.2g}") for p in panel["p_holm"]],
                                   "seeds": panel["seeds"]})
             blocks += [Heading(f"{model}, trained at {L}, target {target}", level=3),
                        Para(f"At {target}: {verdict(panel)}"), Table(shown.reset_index(drop=True))]
