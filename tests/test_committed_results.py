@@ -60,18 +60,20 @@ def test_committed_report_matches_its_csv(folder):
 
 
 def check_task_table(folder):
-    """The tasks table of the report shows tasks.csv's accuracies (in %, ± the 95% half-width)."""
+    """The tasks table of the report shows tasks.csv's accuracies (in %, with the 95% interval, or ± the
+    half-width in reports made before the interval over examples)."""
     csv = pd.read_csv(folder / "tasks.csv")
     report = (folder / "report.md").read_text()
     start = report.index("| task ")
     md = parse_markdown_table(report[start:report.index("\n\n", start)])
     assert len(md) == len(csv) > 0
     for col in [c for c in csv.columns if c.endswith("x")]:
-        for shown, value, ci in zip(md[col], csv[col], csv[f"{col}_ci95"]):
+        bounds = ([csv[f"{col}_lo"], csv[f"{col}_hi"]] if f"{col}_lo" in csv else [csv[f"{col}_ci95"]])
+        for shown, value, *ci in zip(md[col], csv[col], *bounds):
             numbers = [float(x) for x in re.findall(r"\d+", shown)]
             assert numbers[0] == pytest.approx(100 * value, abs=0.51)
-            if pd.notna(ci):
-                assert numbers[1] == pytest.approx(100 * ci, abs=0.51)
+            if pd.notna(ci[0]):
+                assert numbers[1:] == pytest.approx([100 * c for c in ci], abs=0.51)
     assert list(md["effective length"].astype(int)) == list(csv["effective length"])
     assert [float(x) for x in md["chance"]] == pytest.approx(list(100 * csv["chance"]), abs=0.51)
 

@@ -140,3 +140,22 @@ def test_windowed_rows_are_controls_apart_from_the_verdicts_and_the_comparisons(
     text = " ".join(summary_paragraphs(table.reset_index(), 0.05))
     verdicts, controls = text.split("Windowed controls")
     assert "`rope+bca`" not in verdicts and "`rope+bca` 1.00" in controls
+
+
+def test_task_accuracy_intervals_cover_examples_and_seeds():
+    """posbench/report/tasks.py task_interval: one seed of 64 examples at 50% has the binomial spread
+    (about +/- 12 points); all right stays [1, 1]; two seeds that disagree (0% and 100%) span both."""
+    from posbench.report.tasks import task_interval
+
+    def cell(rows):
+        return pd.DataFrame([{"seed": s, "condition": c, "accuracy": a, "examples": n} for s, c, a, n in rows])
+
+    one = task_interval(cell([(0, 0.5, 0.5, 64)]))
+    assert one == pytest.approx([0.5 - 1.96 * math.sqrt(0.25 / 64), 0.5 + 1.96 * math.sqrt(0.25 / 64)], abs=0.03)
+    assert task_interval(cell([(0, 0.0, 1.0, 64), (1, 0.0, 1.0, 64)])) == (1.0, 1.0)
+    lo, hi = task_interval(cell([(0, 0.0, 0.0, 64), (1, 0.0, 1.0, 64)]))
+    assert lo == 0.0 and hi == 1.0
+    # five conditions of 64 examples each: the mean over conditions is tighter than one condition
+    lo5, hi5 = task_interval(cell([(0, d, 0.5, 64) for d in (0.0, 0.25, 0.5, 0.75, 1.0)]))
+    assert hi5 - lo5 < 0.6 * (one[1] - one[0]) and lo5 < 0.5 < hi5
+    assert all(math.isnan(v) for v in task_interval(cell([(0, 0.0, 0.5, 0)])))  # nothing scored: no interval

@@ -296,7 +296,7 @@ def plot_extension(curves: pd.DataFrame, scratch: pd.DataFrame, path: Path) -> N
 
 def plot_task_accuracy(table: pd.DataFrame, path: Path) -> None:
     """Task accuracy against evaluation length, one panel per (task, model, train_len), one line per
-    variant (mean over the grid's conditions and seeds; band: 95% interval over seeds); dashed: the
+    variant (mean over the grid's conditions and seeds; band: 95% interval over examples and seeds); dashed: the
     chance level (``chance`` of the table) where every run of the panel shares it."""
     panels = sorted(table.groupby(["task", *PANEL]).groups)
     cols = sorted([c for c in table.columns if c.endswith("x")], key=lambda c: float(c[:-1]))
@@ -306,12 +306,13 @@ def plot_task_accuracy(table: pd.DataFrame, path: Path) -> None:
         lengths = np.array([round(train_len * float(c[:-1])) for c in cols])
         for _, row in sub.iterrows():
             mean = 100 * row[cols].to_numpy(dtype=float)
-            half = 100 * row[[f"{c}_ci95" for c in cols]].to_numpy(dtype=float)
+            lo = 100 * row[[f"{c}_lo" for c in cols]].to_numpy(dtype=float)
+            hi = 100 * row[[f"{c}_hi" for c in cols]].to_numpy(dtype=float)
             ok = ~np.isnan(mean)
             ax.plot(lengths[ok], mean[ok], marker="o", ms=3, color=colour(row["variant"]), label=row["variant"],
                     linestyle=linestyle(row["variant"]))
-            if row["seeds"] > 1:
-                ax.fill_between(lengths[ok], (mean - half)[ok], (mean + half)[ok], color=colour(row["variant"]), alpha=0.15, lw=0)
+            band = ok & ~np.isnan(lo)
+            ax.fill_between(lengths[band], lo[band], hi[band], color=colour(row["variant"]), alpha=0.15, lw=0)
         ax.axvline(train_len, color="grey", linestyle=":", linewidth=1)
         chance = sub["chance"].dropna().unique()
         if len(chance) == 1:

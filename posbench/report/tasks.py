@@ -5,8 +5,8 @@ accuracy per variant, length and condition (passkey depth, MQAR pairs); ``accura
 task's own metric (passkey: exact match; MQAR and copy: token accuracy). Per task, variant, model
 and train_len:
 
-    accuracy at each multiple   mean over the grid's conditions, then over seeds (± 95% t-interval
-                                over seeds)
+    accuracy at each multiple   mean over the grid's conditions, then over seeds, with a 95% interval
+                                over examples and seeds (``task_interval``: a two-level bootstrap)
     effective context length    the longest length up to which the mean accuracy over seeds stays at or
                                 above the threshold (default 80%) in every condition of every length
                                 (0 when it fails already at train_len)
@@ -28,11 +28,36 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from posbench.errors import PosbenchError
-from posbench.report.stats import ci95_halfwidth
+from posbench.report.bootstrap import REPLICATES, RNG_SEED, interval
 from posbench.tasks import TASKS
 
 DEFAULT_THRESHOLD = 0.8
 KEYS = ["task", "variant", "model", "train_len"]
+
+
+def task_interval(g: pd.DataFrame, replicates: int = REPLICATES, rng_seed: int = RNG_SEED) -> tuple[float, float]:
+    """95% interval of one cell's accuracy (``g``: its records at one length: seed, condition,
+    accuracy, examples) over examples and seeds, as the perplexity tables' bootstrap is over text and
+    seeds: each replicate draws the seeds with replacement, then each drawn seed's examples of every
+    condition with replacement, and averages as the table does (conditions, then seeds).
+
+    The records keep a fraction and a count per condition, not each example; drawing n examples with
+    replacement from n with a fraction p right is Binomial(n, p) / n, exactly for exact match (each
+    example right or wrong). For token accuracy (MQAR, copy) the same draw treats each example as all
+    right or all wrong, which overstates its spread: the interval is then conservative."""
+    seeds = sorted(g["seed"].unique())
+    conditions = sorted(g["condition"].fillna(-1).unique())
+    p = np.full((len(seeds), len(conditions)), np.nan)
+    n = np.zeros((len(seeds), len(conditions)), dtype=int)
+    for r in g.itertuples():
+        i, j = seeds.index(r.seed), conditions.index(-1 if pd.isna(r.condition) else r.condition)
+        p[i, j], n[i, j] = r.accuracy, int(r.examples)
+    if np.isnan(p).any() or (n <= 0).any():
+        return np.nan, np.nan
+    rng = np.random.default_rng(rng_seed)
+    pick = rng.integers(0, len(seeds), size=(replicates, len(seeds)))
+    draws = rng.binomial(n[pick], p[pick]) / n[pick]  # [B, S, C]
+    return interval(draws.mean(2).mean(1))
 
 
 def task_frame(runs: pd.DataFrame, configs: Mapping[str, DictConfig]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -84,17 +109,20 @@ def effective_length(cells: pd.DataFrame, threshold: float) -> int:
 
 
 def task_table(frame: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD) -> pd.DataFrame:
-    """One row per task x variant x model x train_len: accuracy at each multiple (mean, ci95),
-    effective context length, mean accuracy beyond the training length, seeds."""
+    """One row per task x variant x model x train_len: accuracy at each multiple (mean over seeds,
+    ``_lo`` / ``_hi``: its 95% interval over examples and seeds), effective context length, mean
+    accuracy beyond the training length, seeds."""
     seeds = per_seed(frame)
+    scored = frame[frame["accuracy"].notna()]
     cells = frame[frame["accuracy"].notna()].groupby([*KEYS, "length", "condition"], dropna=False, as_index=False)[
         ["accuracy", "chance"]].mean()
     out = []
     for key, g in seeds.groupby(KEYS):
         row = dict(zip(KEYS, key))
+        mine_records = scored[np.logical_and.reduce([scored[k] == v for k, v in zip(KEYS, key)])]
         for m, gm in g.groupby("multiple"):
             row[f"{m:g}x"] = gm["accuracy"].mean()
-            row[f"{m:g}x_ci95"] = ci95_halfwidth(gm["accuracy"])
+            row[f"{m:g}x_lo"], row[f"{m:g}x_hi"] = task_interval(mine_records[mine_records["multiple"] == m])
         beyond = g[g["length"] > row["train_len"]]
         row["beyond train_len"] = beyond["accuracy"].mean() if not beyond.empty else np.nan
         mine = cells[np.logical_and.reduce([cells[k] == v for k, v in zip(KEYS, key)])]
@@ -104,18 +132,18 @@ def task_table(frame: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD) -> pd.
         out.append(row)
     table = pd.DataFrame(out)
     cols = sorted([c for c in table.columns if c.endswith("x")], key=lambda c: float(c[:-1]))
-    ordered = [*KEYS, *[x for c in cols for x in (c, f"{c}_ci95")], "chance", "beyond train_len", "effective length",
+    ordered = [*KEYS, *[x for c in cols for x in (c, f"{c}_lo", f"{c}_hi")], "chance", "beyond train_len", "effective length",
                "seeds"]
     return table[ordered]
 
 
 def display_task_table(table: pd.DataFrame) -> pd.DataFrame:
-    """The table as the report prints it: accuracy in % (± 95% interval over seeds)."""
+    """The table as the report prints it: accuracy in % [95% interval over examples and seeds]."""
     cols = [c for c in table.columns if c.endswith("x")]
     shown = table[["task", "variant", "model", "train_len"]].copy()
     for c in cols:
-        shown[c] = [("" if np.isnan(m) else f"{100 * m:.0f}" + ("" if np.isnan(h) else f" ± {100 * h:.0f}"))
-                    for m, h in zip(table[c], table[f"{c}_ci95"])]
+        shown[c] = [("" if np.isnan(m) else f"{100 * m:.0f}" + ("" if np.isnan(lo) else f" [{100 * lo:.0f}, {100 * hi:.0f}]"))
+                    for m, lo, hi in zip(table[c], table[f"{c}_lo"], table[f"{c}_hi"])]
     for c in ["chance", "beyond train_len"]:
         shown[c] = [f"{100 * v:.0f}" if not np.isnan(v) else "" for v in table[c]]
     shown["effective length"] = table["effective length"].astype(int)
