@@ -345,7 +345,7 @@ class NonOverlapping(_Stream):
 
 @PROTOCOLS.register("sliding")
 class Sliding(_Stream):
-    words = "sliding windows (stride L/2)"
+    words = "sliding windows"  # the report adds the stride its records were scored with
     note = ("posbench's sliding windows: they advance by a stride (default L/2) and score only their last tokens, so every "
             "scored token sees at least L - stride tokens of context")
     needs_history = True

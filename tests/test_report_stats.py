@@ -159,3 +159,19 @@ def test_task_accuracy_intervals_cover_examples_and_seeds():
     lo5, hi5 = task_interval(cell([(0, d, 0.5, 64) for d in (0.0, 0.25, 0.5, 0.75, 1.0)]))
     assert hi5 - lo5 < 0.6 * (one[1] - one[0]) and lo5 < 0.5 < hi5
     assert all(math.isnan(v) for v in task_interval(cell([(0, 0.0, 0.5, 0)])))  # nothing scored: no interval
+
+
+def test_the_panel_names_the_stride_its_records_were_scored_with():
+    """Sliding windows advance by L/2 by default or by eval.stride: the words come from the records'
+    min_context (length - stride), never from the default."""
+    from posbench.report.prose import describe_panel
+    from posbench.report.tables import window_stride
+
+    evals = fake_evals({"a": [[5.0, 5.5], [5.1, 5.6], [4.9, 5.4]], "b": [[6.0, 6.1], [6.1, 6.2], [5.9, 6.0]]})
+    assert window_stride(evals) == ""  # records that do not say
+    for stride, words in ((None, "sliding windows (stride L/2)"), (2, "sliding windows (stride 2)")):
+        sliding = evals.assign(protocol="sliding")
+        sliding["min_context"] = sliding["length"] // 2 if stride is None else sliding["length"] - stride
+        table = main_table(sliding, 0.05)
+        assert f"model m, {words}**" in describe_panel(table, 0.05)
+    assert window_stride(evals.assign(min_context=0)) == "L"

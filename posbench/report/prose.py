@@ -99,7 +99,11 @@ def describe_panel(sub: pd.DataFrame, tolerance: float) -> str:
     over = first.get("interval", "seeds")
     if seeds == 1 and over == "text and seeds":
         over = "the scored text"
-    head = (f"**train_len {train_len}, model {model}, {PROTOCOLS[protocol].words if protocol in PROTOCOLS else protocol}** "
+    words = PROTOCOLS[protocol].words if protocol in PROTOCOLS else protocol
+    strides = set(sub["stride"]) - {""} if "stride" in sub else set()
+    if protocol != "nonoverlapping" and len(strides) == 1:  # the stride the records were scored with
+        words += f" (stride {strides.pop()})"
+    head = (f"**train_len {train_len}, model {model}, {words}** "
             f"({str(seeds) + ' seeds' if seeds > 1 else 'one seed'}; 95% intervals over {over}): ")
     windowed = sub["windowed"].fillna(False).astype(bool) if "windowed" in sub else pd.Series(False, index=sub.index)
     plain, controls = sub[~windowed], sub[windowed]

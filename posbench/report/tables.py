@@ -112,13 +112,28 @@ def run_summary(evals: pd.DataFrame, tolerance: float) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def window_stride(g: pd.DataFrame) -> str:
+    """How far a cell's windows advance, from its records' ``min_context`` (the context every scored
+    token has: length - stride): "L" (non-overlapping), "L/2" (sliding's default, half of each
+    length), a number of tokens (a stride set with eval.stride or eval.press_stride), or "" where the
+    records do not say or their strides differ."""
+    if "min_context" not in g or g["min_context"].isna().all():
+        return ""
+    strides = {int(L - c) for L, c in zip(g["length"], g["min_context"]) if pd.notna(c)}
+    if all(int(L - c) == L for L, c in zip(g["length"], g["min_context"]) if pd.notna(c)):
+        return "L"
+    if all(2 * int(L - c) == L for L, c in zip(g["length"], g["min_context"]) if pd.notna(c)):
+        return "L/2"
+    return str(strides.pop()) if len(strides) == 1 else ""
+
+
 def main_table(evals: pd.DataFrame, tolerance: float, token_sets: dict | None = None,
                replicates: int = bootstrap.REPLICATES) -> pd.DataFrame:
     """One row per cell (protocol, variant, model, train_len), aggregated over seeds, with
     intervals over text and seeds (posbench/report/bootstrap.py; ``token_sets``: each token set's
     ``doc_tokens``; without them, or for records without ``doc_nats``, over seeds alone).
 
-    Columns: ``seeds``, ``interval`` (what the intervals cover), ``windowed`` (an evaluation-time
+    Columns: ``seeds``, ``interval`` (what the intervals cover), ``stride`` (``window_stride``), ``windowed`` (an evaluation-time
     window: a control, never in the same verdict list as the unwindowed rows); for each multiple
     ``<m>x`` (mean ppl over seeds), ``<m>x_lo`` / ``<m>x_hi`` (95% interval), ``<m>x_p_vs_best``
     (against the lowest mean of the column in the same panel) and ``<m>x_p_holm`` (Holm-adjusted
@@ -149,6 +164,7 @@ def main_table(evals: pd.DataFrame, tolerance: float, token_sets: dict | None = 
             row["seeds"] = g["seed"].nunique()
             row["interval"] = bootstrap.BOTH if c.text else bootstrap.SEEDS_ONLY
             row["windowed"] = bool(g["windowed"].fillna(False).any()) if "windowed" in g else False
+            row["stride"] = window_stride(g)
             means = []
             for k, m in enumerate(ms):
                 col = fmt_multiple(m)
