@@ -11,7 +11,12 @@ The control (``<encoding>@1x+ft<steps>``, method ``continued at train_len``) is 
 continued at its own train_len for the same steps and tokens: fine-tuning at any length is also
 more training. Its row shows its perplexity at the target length, and every method's row its gain
 net of it after s steps, ``1 - ppl_method / ppl_control`` at the target, paired by seed (mean over
-seeds with the 95% t-interval).
+seeds).
+
+Intervals (95%) are the main table's, over text and seeds (posbench/report/bootstrap.py): one set
+of draws per (model, train_len, target), shared by every row and step count, so that a method and
+its control are paired by seed and by document. Records without per-document losses fall back to
+seeds alone (t-intervals).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from posbench.report import bootstrap
 from posbench.report.stats import ci95_halfwidth
 from posbench.report.style import parse_row
 
@@ -36,14 +42,15 @@ def extension_frame(evals: pd.DataFrame) -> pd.DataFrame:
         if ext is None:
             continue
         row = {"encoding": ext.encoding, "method": ext.method, "steps": ext.steps, "model": r.model,
-               "train_len": int(r.train_len), "seed": r.seed, "token_set": r.token_set, "ppl": r.ppl}
+               "train_len": int(r.train_len), "seed": r.seed, "token_set": r.token_set, "ppl": r.ppl,
+               "doc_nats": getattr(r, "doc_nats", None)}
         if ext.factor == 1:
             controls.append({**row, "method": CONTROL, "target": int(r.length)})
         elif r.length == int(round(r.train_len * ext.factor)):
             rows.append({**row, "target": int(r.length)})
     targets = {(r["model"], r["train_len"], r["target"]) for r in rows}
     rows += [c for c in controls if (c["model"], c["train_len"], c["target"]) in targets]
-    return pd.DataFrame(rows, columns=[*KEYS, "steps", "seed", "token_set", "ppl"])
+    return pd.DataFrame(rows, columns=[*KEYS, "steps", "seed", "token_set", "ppl", "doc_nats"])
 
 
 def scratch_frame(evals: pd.DataFrame, ext: pd.DataFrame) -> pd.DataFrame:
@@ -57,14 +64,24 @@ def scratch_frame(evals: pd.DataFrame, ext: pd.DataFrame) -> pd.DataFrame:
     return plain.merge(want, on=["encoding", "model", "target", "token_set"])
 
 
-def extension_table(ext: pd.DataFrame, scratch: pd.DataFrame, tolerance: float) -> pd.DataFrame:
+def extension_table(ext: pd.DataFrame, scratch: pd.DataFrame, tolerance: float, token_sets: dict | None = None,
+                    replicates: int = bootstrap.REPLICATES) -> pd.DataFrame:
     """Per (encoding, method, model, train_len, target): mean perplexity at the target after each
-    number of steps, the from-scratch reference, and the fewest steps within the tolerance of it."""
-    means = ext.groupby([*KEYS, "steps"])["ppl"].mean().unstack("steps")
-    ref = scratch.groupby(["encoding", "model", "target"])["ppl"].mean()
-    out = means.reset_index()
-    out.columns = [c if isinstance(c, str) else f"ft {c}" for c in out.columns]
+    number of steps (``ft <s>``, with ``ft <s>_lo`` / ``_hi``), the from-scratch reference, the fewest
+    steps within the tolerance of it, and the gain net of the control (``net of control ft <s>``:
+    "+1.2% [0.4, 2.0]"). ``token_sets``: each token set's ``doc_tokens`` (without: seeds only)."""
+    cells = _cells(ext, token_sets or {}, replicates)
     steps = sorted(ext["steps"].unique())
+    out = []
+    for key, g in ext.groupby(KEYS):
+        row = dict(zip(KEYS, key))
+        for step in steps:
+            c = cells.get((*key, step))
+            mean, lo, hi = bootstrap.ppl_stats(c, 0) if c is not None else (np.nan,) * 3
+            row[f"ft {step}"], row[f"ft {step}_lo"], row[f"ft {step}_hi"] = mean, lo, hi
+        out.append(row)
+    out = pd.DataFrame(out)
+    ref = scratch.groupby(["encoding", "model", "target"])["ppl"].mean()
     out["from scratch"] = [ref.get((e, m, t), np.nan) for e, m, t in zip(out["encoding"], out["model"], out["target"])]
     needed = []
     for _, r in out.iterrows():
@@ -74,27 +91,53 @@ def extension_table(ext: pd.DataFrame, scratch: pd.DataFrame, tolerance: float) 
         ok = [s for s in steps if r[f"ft {s}"] <= (1 + tolerance) * r["from scratch"]]
         needed.append(str(ok[0]) if ok else f"> {steps[-1]}")
     out[f"steps to within {tolerance:.0%}"] = needed
-    net = net_gains(ext)
     for step in steps:
-        col = f"net of control ft {step}"
-        out[col] = [net.get((*k, step), "") for k in zip(*(out[c] for c in KEYS))]
+        out[f"net of control ft {step}"] = [
+            net_gain(cells.get((*k, step)), cells.get((k[0], CONTROL, *k[2:], step))) if k[1] != CONTROL else ""
+            for k in zip(*(out[c] for c in KEYS))]
     return out
 
 
-def net_gains(ext: pd.DataFrame) -> dict[tuple, str]:
-    """Per (encoding, method, model, train_len, target, steps): "-12.3% ± 2.1" = mean over seeds of
-    1 - ppl_method / ppl_control at the target after the same steps, with the t-interval's half
-    width (a negative gain: the method is worse than continuing at train_len)."""
-    control = ext[ext["method"] == CONTROL].set_index(["encoding", "model", "train_len", "target", "steps", "seed"])["ppl"]
+def _cells(ext: pd.DataFrame, token_sets: dict, replicates: int) -> dict[tuple, bootstrap.CellReplicates]:
+    """The bootstrap cell of every (encoding, method, model, train_len, target, steps): its records at
+    the target (one per seed), drawn with the draws of its (model, train_len, target) panel."""
     out = {}
-    for key, g in ext[ext["method"] != CONTROL].groupby([*KEYS, "steps"]):
-        enc, method, model, train_len, target, steps = key
-        gains = [1 - r.ppl / control[(enc, model, train_len, target, steps, r.seed)] for r in g.itertuples()
-                 if (enc, model, train_len, target, steps, r.seed) in control.index]
-        if gains:
-            h = ci95_halfwidth(gains)
-            out[key] = f"{100 * np.mean(gains):+.1f}%" + ("" if np.isnan(h) else f" ± {100 * h:.1f}")
+    for (model, train_len, target), panel in ext.groupby(["model", "train_len", "target"]):
+        sets = panel["token_set"].dropna().unique()
+        doc_tokens = (np.asarray(token_sets[sets[0]]["doc_tokens"]) if len(sets) == 1 and sets[0] in token_sets
+                      else None)
+        draws = (bootstrap.panel_draws(int(panel.groupby([*KEYS, "steps"])["seed"].nunique().max()), len(doc_tokens),
+                                       replicates) if doc_tokens is not None else None)
+        for key, g in panel.groupby([*KEYS, "steps"]):
+            out[key] = bootstrap.cell_replicates(g, [target], doc_tokens, draws, by="target")
     return out
+
+
+def net_gain(method: bootstrap.CellReplicates | None, control: bootstrap.CellReplicates | None) -> str:
+    """"+12.3% [9.8, 14.9]": the mean over seeds of 1 - ppl_method / ppl_control at the target after
+    the same steps, paired by seed, with its 95% interval (over text and seeds where both cells have
+    per-document losses, else the t-interval over seeds); a negative gain: the method is worse than
+    continuing at train_len. "" without a control, or where the seeds differ."""
+    if method is None or control is None or method.observed.shape != control.observed.shape:
+        return ""
+    gains = 1 - np.exp(method.observed[:, 0] - control.observed[:, 0])
+    mean = float(gains.mean())
+    if method.replicates is not None and control.replicates is not None:
+        lo, hi = bootstrap.interval((1 - np.exp(method.replicates[:, :, 0] - control.replicates[:, :, 0])).mean(1))
+    else:
+        h = ci95_halfwidth(gains)
+        lo, hi = mean - h, mean + h
+    return f"{100 * mean:+.1f}%" + ("" if np.isnan(lo) else f" [{100 * lo:+.1f}, {100 * hi:+.1f}]")
+
+
+def display_extension_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The table as the report prints it: each ``ft <s>`` as "mean [lo, hi]"."""
+    shown = table[[c for c in table.columns if not c.endswith(("_lo", "_hi"))]].copy()
+    for c in [c for c in shown.columns if c.startswith("ft ")]:
+        shown[c] = ["" if np.isnan(m) else f"{m:.2f}" + ("" if np.isnan(lo) else f" [{lo:.2f}, {hi:.2f}]")
+                    for m, lo, hi in zip(table[c], table[f"{c}_lo"], table[f"{c}_hi"])]
+    shown["from scratch"] = ["" if np.isnan(v) else f"{v:.2f}" for v in table["from scratch"]]
+    return shown
 
 
 def curves(ext: pd.DataFrame) -> pd.DataFrame:

@@ -24,7 +24,7 @@ class Extension(Section):
     def build(self, ctx, out) -> list:
         ext, tolerance = _rows(ctx), ctx.options.tolerance
         scratch = extension.scratch_frame(ctx.evals, ext)
-        table = extension.extension_table(ext, scratch, tolerance)
+        table = extension.extension_table(ext, scratch, tolerance, ctx.token_sets)
         out.csv("extension.csv", table)
         out.figure("extension.png", figures.plot_extension, extension.curves(ext), scratch)
         return [Heading("Context extension by fine-tuning"),
@@ -36,7 +36,8 @@ class Extension(Section):
                      f"{tolerance:.0%} of it (`extension.csv`). The control row (`{extension.CONTROL}`) is the same "
                      "parent continued at its own train_len for the same steps and tokens, scored at the target: "
                      "fine-tuning is also more training. `net of control ft <s>`: each method's gain over it at the "
-                     "target after the same steps, 1 - ppl(method) / ppl(control), mean over seeds ± the 95% "
-                     "t-interval's half width."),
+                     "target after the same steps, 1 - ppl(method) / ppl(control), mean over seeds. Brackets: 95% "
+                     "intervals over text and seeds (the main table's bootstrap; a method and its control paired by "
+                     "seed and document)."),
                 Image("extension.png", self.files[1].description),
-                Table(table.round(2).astype(object).where(table.notna(), ""))]
+                Table(extension.display_extension_table(table))]
