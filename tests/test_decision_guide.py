@@ -29,24 +29,43 @@ def test_the_guide_table_and_its_verdicts():
                  ("rope+rerope", seed, 16, 5 + other), ("rope+rerope", seed, 64, 8.9 + other),
                  ("rope+yarn@4x+ft0", seed, 16, 5.2 + jitter), ("rope+yarn@4x+ft0", seed, 64, 9 + jitter),
                  ("rope+yarn@4x+ft100", seed, 16, 5.1 + jitter), ("rope+yarn@4x+ft100", seed, 64, 6 + jitter),
-                 ("rope+pose@2x+ft100", seed, 32, 7 + jitter),  # another target: its own table
+                 ("rope", seed, 32, 6 + jitter), ("rope+pose@2x+ft100", seed, 32, 7 + jitter),  # 2x: its own table ...
+                 ("rope+pose@2x+ft100", seed, 64, 7.5 + jitter),  # ... and at the longer target 4x too
                  ("rope+temp0.1", seed, 64, 30 + jitter)]  # not a RoPE extension method: left out
     frame = guide_frame(evals_frame(rows))
     four = frame[frame["target"] == "4x"]
-    assert list(four["row"]) == ["rope+yarn@4x+ft100", "rope+rerope", "rope+yarn@4x", "rope+yarn@4x+ft0", "rope"]
+    assert list(four["row"]) == ["rope+yarn@4x+ft100", "rope+pose@2x+ft100", "rope+rerope", "rope+yarn@4x",
+                                 "rope+yarn@4x+ft0", "rope"]
     ft = four.iloc[0]
     assert (ft["method"], ft["factor"], ft["steps"], ft["seeds"]) == ("yarn", "4x", 100, 3)
     assert ft["ppl_target"] == pytest.approx(6.0) and ft["ppl_1x"] == pytest.approx(5.1)
     assert ft["ppl_target_lo"] < 6.0 < ft["ppl_target_hi"] and ft["interval"] == "seeds only"  # no per-document losses
-    assert four.iloc[1][["method", "factor", "steps"]].tolist() == ["rerope", "", "zero-shot"]
+    assert four.iloc[2][["method", "factor", "steps"]].tolist() == ["rerope", "", "zero-shot"]
+    assert four.iloc[1][["method", "factor", "steps"]].tolist() == ["pose", "2x", 100]
     assert set(frame["target"]) == {"2x", "4x"} and "rope+temp0.1" not in set(frame["row"])
     assert math.isnan(ft["p_holm"]) and (four["p_holm"].iloc[1:] < 0.05).all()
     assert verdict(four).startswith("best choice: **rope+yarn@4x+ft100** (6.00 [")
-    without = guide_frame(evals_frame([r for r in rows if r[0] != "rope+yarn@4x+ft100"]))
+    without = guide_frame(evals_frame([r for r in rows if r[0] not in ("rope+yarn@4x+ft100", "rope+pose@2x+ft100")]))
     tied = verdict(without[without["target"] == "4x"])  # rerope against YaRN: 8.9 vs 9.0, seed differences (0, -0.3, 0)
     assert tied.startswith("no significant difference between rope+rerope") and "rope+yarn@4x (p = " in tied
     one_seed = guide_frame(evals_frame([r for r in rows if r[1] == 0]))
     assert "one seed and no per-document losses" in verdict(one_seed[one_seed["target"] == "4x"])
+
+
+def test_controls_join_every_target_and_a_lone_row_makes_no_table():
+    """The control (continued at train_len, factor 1) is no target of its own: it is compared at the
+    fine-tunes' target; a panel with one row (a model trained at the target) gives no table."""
+    rows = []
+    for seed, jitter in enumerate((0.0, 0.1, -0.1)):
+        rows += [("rope", seed, 16, 5 + jitter), ("rope", seed, 64, 40 + jitter),
+                 ("rope@1x+ft100", seed, 16, 4.8 + jitter), ("rope@1x+ft100", seed, 64, 30 + jitter),
+                 ("rope+plain@4x+ft100", seed, 16, 5.0 + jitter), ("rope+plain@4x+ft100", seed, 64, 6 + jitter)]
+    evals = evals_frame(rows)
+    alone = evals_frame([("rope", s, 64, 6.0 + j) for s, j in enumerate((0.0, 0.1, -0.1))]).assign(train_len=64)
+    frame = guide_frame(pd.concat([evals, alone]))
+    assert set(frame["target"]) == {"4x"} and set(frame["train_len"]) == {16}
+    methods = dict(zip(frame["row"], frame["method"]))
+    assert methods["rope@1x+ft100"] == "control: continued at train_len" and methods["rope+plain@4x+ft100"] == "plain (no scaling)"
 
 
 def test_one_seed_gets_an_interval_over_text_from_per_document_losses():

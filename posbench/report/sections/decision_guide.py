@@ -5,8 +5,10 @@ steps) against perplexity at 1x and at the target: the mean over seeds with its 
 and seeds, the main table's two-level bootstrap (posbench/report/bootstrap.py) with draws shared by
 every row of a panel, so that two rows' replicates are paired.
 
-The targets are the extension runs' targets and the longest evaluated multiple. At each target every
-row is compared with the lowest mean (the bootstrap p-value of the difference of mean log-perplexities,
+The targets are the extension runs' targets and the longest evaluated multiple. A fine-tune appears at
+its own target and at every longer one it was evaluated at (its factor says which target it was tuned
+for); the control (the parent continued at train_len) at every target. At each target every row is
+compared with the lowest mean (the bootstrap p-value of the difference of mean log-perplexities,
 Holm-corrected over the target's comparisons). A sentence names the best choice only where every
 comparison is significant; else it names the rows that are not significantly different from it (and
 with one seed and no per-document losses, says there is no interval). Records without per-document
@@ -37,7 +39,11 @@ def _describe(row: str) -> tuple[str, str, int | None]:
     parsed = parse_row(row)
     if parsed.extension is not None:
         ext = parsed.extension
-        return ("continued (none)" if ext.method == "plain" else ext.method), f"{ext.factor:g}x", ext.steps
+        if ext.method == "plain":  # fine-tuned without a scaling: at the target, or the control at train_len
+            method = "control: continued at train_len" if ext.factor == 1 else "plain (no scaling)"
+        else:
+            method = ext.method
+        return method, f"{ext.factor:g}x", ext.steps
     rest = row[len(ENCODING):].lstrip("+")
     if not rest:
         return "plain RoPE", "", None
@@ -65,7 +71,7 @@ def guide_frame(evals: pd.DataFrame, token_sets: dict | None = None,
     rope, out = _rope_rows(evals), []
     for (model, L), panel in rope.groupby(["model", "train_len"]):
         targets = {int(round(ext.factor * L)) for v in panel["variant"].unique()
-                   if (ext := parse_row(str(v)).extension) is not None}
+                   if (ext := parse_row(str(v)).extension) is not None and ext.factor > 1}
         lengths = sorted(int(x) for x in panel["length"].unique())
         targets |= {lengths[-1]} if lengths[-1] > L else set()
         sets = panel["token_set"].dropna().unique() if "token_set" in panel else []
@@ -80,8 +86,8 @@ def guide_frame(evals: pd.DataFrame, token_sets: dict | None = None,
             rows = []
             for row, c in cells.items():
                 ext = parse_row(str(row)).extension
-                if (ext is not None and int(round(ext.factor * L)) != target) or not np.isfinite(c.observed[:, k]).any():
-                    continue  # a fine-tune for another target, or a row not evaluated at this one
+                if (ext is not None and int(round(ext.factor * L)) > target) or not np.isfinite(c.observed[:, k]).any():
+                    continue  # a fine-tune for a longer target, or a row not evaluated at this one
                 method, factor, steps = _describe(str(row))
                 ppl_1x = bootstrap.ppl_stats(c, k1) if k1 is not None else (math.nan,) * 3
                 rows.append({"model": model, "train_len": int(L),
@@ -92,6 +98,8 @@ def guide_frame(evals: pd.DataFrame, token_sets: dict | None = None,
                              **dict(zip(["ppl_1x", "ppl_1x_lo", "ppl_1x_hi"], ppl_1x)),
                              **dict(zip(["ppl_target", "ppl_target_lo", "ppl_target_hi"], bootstrap.ppl_stats(c, k))),
                              "row": row})
+            if len(rows) < 2:
+                continue  # nothing to choose between (e.g. a model trained at the target, alone)
             _compare(rows, cells, k)
             out += rows
     frame = pd.DataFrame(out, columns=COLUMNS)
