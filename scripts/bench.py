@@ -132,7 +132,7 @@ def _reset_peak_rss() -> int:
 
 
 def eval_cost(name, mc, train_len, length, batch_tokens, device_name) -> tuple:
-    """(seconds, peak bytes, first-call seconds) of one forward pass over batch_tokens tokens in
+    """(seconds, peak bytes, first-call seconds) of a forward pass (the fastest of three) over batch_tokens tokens in
     windows of `length`, in a fresh process, so each peak is its own."""
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
@@ -210,7 +210,7 @@ def main(argv=None) -> None:
               f"{platform.python_version()}; measured matmul peak {peak / 1e9:.1f} GFLOP/s.\n"
               f"Model `{args.model}`, train_len {L}, batch {args.batch}; evaluation at {L} and {L16} tokens, "
               f"{args.eval_tokens} tokens per forward pass.\n\nCommand: `python scripts/bench.py "
-              f"{shlex.join(argv if argv is not None else sys.argv[1:])}` ({(time.perf_counter() - started) / 60:.0f} min)\n\n"
+              f"{shlex.join(argv if argv is not None else sys.argv[1:])}` ({(time.perf_counter() - started) / 60:.1f} min)\n\n"
               + (f"{args.note}\n\n" if args.note else ""))
     shown = df[["encoding", "train_tok_s", "train_vs_reference", "mfu", "eval_1x_s", "eval_16x_s", "eval_16x_time_vs_nope",
                 "eval_16x_peak_mb", "eval_16x_mem_vs_nope", "eval_16x_first_s"]]

@@ -1,6 +1,6 @@
 """The decision guide report section (posbench/report/sections/decision_guide.py): every RoPE method,
-factor and fine-tuning step count at 1x and at each target, with intervals, and a verdict only where
-intervals separate the best."""
+factor and fine-tuning step count at 1x and at each target, with intervals, and a best choice named
+only where every Holm-corrected comparison with it is significant."""
 
 import copy
 import json
@@ -116,3 +116,21 @@ def test_the_report_shows_the_guide_from_run_directories(sweep, tmp_path):
     assert (csv["seeds"] == 2).all()
     best = csv[csv["target"] == "4x"].sort_values("ppl_target").iloc[0]
     assert best["row"] == "rope+yarn@4x+ft100"
+
+
+def test_a_target_no_run_was_scored_at_and_a_missing_seed_break_nothing():
+    """An extension target beyond the evaluated lengths gives no table (no error); a row missing a
+    seed at the target has no mean and is never named best."""
+    rows = []
+    for seed, jitter in enumerate((0.0, 0.1, -0.1)):
+        rows += [("rope", seed, 16, 5 + jitter), ("rope", seed, 32, 12 + jitter),
+                 ("rope+rerope", seed, 16, 5 + jitter), ("rope+rerope", seed, 32, 8 + jitter),
+                 ("rope+yarn@8x+ft10", seed, 16, 5 + jitter),  # tuned for 128: never scored there
+                 ("rope+yarn@2x", seed, 16, 5 + jitter)]
+        if seed < 2:
+            rows.append(("rope+yarn@2x", seed, 32, 2 + jitter))  # lowest, but one seed short
+    frame = guide_frame(evals_frame(rows))
+    assert set(frame["target"]) == {"2x"}
+    two = frame[frame["target"] == "2x"]
+    assert verdict(two).startswith("best choice: **rope+rerope**") or "rope+rerope (" in verdict(two)
+    assert two.set_index("row").loc["rope+yarn@2x", "ppl_target"] != two["ppl_target"].min()

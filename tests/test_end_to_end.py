@@ -131,8 +131,10 @@ PRESETS = sorted(p.stem for p in (__import__("pathlib").Path(__file__).parent.pa
 
 # what a preset needs to run in a few seconds on the test corpus: passkey needs windows of 21 tokens
 # or more; the extension preset's LongRoPE rows need factors searched for the model (the committed
-# table holds train_len 64 only: tests/test_rope_family.py tests LongRoPE on a table of its own); its fine-tunes
-# are cut to 0 and 2 steps, one seed, and its scored segment to what the test corpus's documents hold
+# table holds train_len 64 only: tests/test_rope_family.py tests LongRoPE on a table of its own); for time,
+# its 20 kinds are cut to one of each sort (a RoPE scaling, llama3, PoSE, DroPE, plain continuation, the
+# control, a from-scratch run), its fine-tunes to 0 and 2 steps, one seed, and its scored segment to what
+# the test corpus's documents hold
 TRAIN_LEN = {"modern": 32, "tasks": 32}
 EXTRA = {"extension": ["+extension=rope_linear,rope_llama3,rope_pose,rope_drope,continued_rope,scratch_rope,alibi",
                        "extend.steps=0,2", "seed=0", "eval.first_scored=512", "eval.segment=512"]}

@@ -145,7 +145,9 @@ def test_the_committed_factors_fit_the_presets():
         entry = table[table_key(32, 10000.0, 64, factor)]
         f = entry["long_factor"]
         assert len(f) == 16 and f == sorted(f) and 1 <= f[0] and f[-1] <= factor + 1e-9
-        assert entry["search"]["best_loss"] <= entry["search"]["init_loss"]
+        search = entry["search"]
+        assert search["best_loss"] <= min(search["init_loss"].values())
+        assert search["heldout_best_loss"] < min(search["heldout_init_loss"].values())  # better than its starts, held out
 
 
 # -- PoSE and DroPE as extension methods --------------------------------------------------------------

@@ -174,7 +174,7 @@ def search_factors(model, tokens: np.ndarray, train_len: int, factor: float, bud
                    seed: int = 0, device: torch.device | str = "cpu") -> dict:
     """Search LongRoPE's long factors for ``model`` (a trained RoPE LanguageModel) at ``factor`` on
     windows of ``factor x train_len`` tokens of ``tokens`` (the train split). Returns the table entry:
-    long_factor, short_factor and what the search was (budget, losses of the YaRN start and the best)."""
+    long_factor, short_factor and what the search was (budget, losses of each start and of the best)."""
     from posbench.variants.base import AttentionOptions
     from posbench.variants.rope_scalings import ROPE_SCALINGS, longrope_attention_factor, plain_frequencies
 

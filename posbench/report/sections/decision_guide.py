@@ -81,7 +81,7 @@ def guide_frame(evals: pd.DataFrame, token_sets: dict | None = None,
                  if doc_tokens is not None else None)
         cells = {row: bootstrap.cell_replicates(sub, lengths, doc_tokens, draws, by="length")
                  for row, sub in panel.groupby("variant")}
-        for target in sorted(targets):
+        for target in sorted(t for t in targets if t in lengths):  # (a target no run was scored at: no table)
             k, k1 = lengths.index(target), (lengths.index(L) if L in lengths else None)
             rows = []
             for row, c in cells.items():
@@ -110,12 +110,17 @@ def _compare(rows: list[dict], cells: dict, k: int) -> None:
     """Fill ``p_vs_best`` and ``p_holm``: each row against the lowest mean at the target (NaN for it)."""
     if not rows:
         return
-    best = min(rows, key=lambda r: r["ppl_target"])
-    others = [r for r in rows if r is not best]
+    scored = [r for r in rows if np.isfinite(r["ppl_target"])]  # a row missing a seed at the target has no mean
+    if not scored:
+        return
+    best = min(scored, key=lambda r: r["ppl_target"])
+    others = [r for r in scored if r is not best]
     raw = [bootstrap.p_versus(cells[r["row"]], cells[best["row"]], k) for r in others]
     for r, p, adjusted in zip(others, raw, bootstrap.holm(raw)):
         r["p_vs_best"], r["p_holm"] = p, adjusted
-    best["p_vs_best"] = best["p_holm"] = math.nan
+    for r in rows:
+        if not any(r is o for o in others):  # the best, and rows without a mean
+            r["p_vs_best"] = r["p_holm"] = math.nan
 
 
 def verdict(panel: pd.DataFrame) -> str:
@@ -166,8 +171,11 @@ class DecisionGuide(Section):
                        "the longest evaluated multiple): every method and factor, zero-shot (evaluation rows: RoPE "
                        "scalings, training-free extenders) and after each number of fine-tuning steps (extension runs), "
                        "with perplexity at 1x and at the target: the mean over seeds [95% interval over text and "
-                       "seeds, the main table's bootstrap], and the Holm-corrected p-value of the comparison with the "
-                       "target's lowest mean. A best choice is named only where every comparison with it is "
+                       "seeds, the main table's bootstrap; over seeds alone where the records have no per-document "
+                       "losses: `interval` in `decision_guide.csv`], and the Holm-corrected p-value of the comparison "
+                       "with the target's lowest mean. A fine-tune appears at its own target and at every longer one it "
+                       "was scored at (its factor names the target it was tuned for); the control (continued at "
+                       "train_len) at every target. A best choice is named only where every comparison with it is "
                        "significant (`decision_guide.csv`).")]
         for (model, L, target), panel in frame.groupby(["model", "train_len", "target"], sort=False):
             shown = pd.DataFrame({"method": panel["method"], "factor": panel["factor"], "fine-tune steps": panel["steps"],
