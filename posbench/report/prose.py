@@ -101,7 +101,8 @@ def describe_panel(sub: pd.DataFrame, tolerance: float) -> str:
         over = "the scored text"
     words = PROTOCOLS[protocol].words if protocol in PROTOCOLS else protocol
     strides = set(sub["stride"]) - {""} if "stride" in sub else set()
-    if protocol != "nonoverlapping" and len(strides) == 1:  # the stride the records were scored with
+    # the stride the records were scored with (the sliding protocols; fixed_target's windows do not advance)
+    if protocol in ("sliding", "press_sliding") and len(strides) == 1:
         words += f" (stride {strides.pop()})"
     head = (f"**train_len {train_len}, model {model}, {words}** "
             f"({str(seeds) + ' seeds' if seeds > 1 else 'one seed'}; 95% intervals over {over}): ")
