@@ -288,6 +288,7 @@ class Protocol:
     name = "protocol"
     words = ""
     note = ""
+    shows_stride = False  # the report adds "(stride ...)" to ``words``, read from the records (sliding windows)
     needs_history = False
 
     def check(self, eval_cfg, train_len: int) -> None:
@@ -345,7 +346,8 @@ class NonOverlapping(_Stream):
 
 @PROTOCOLS.register("sliding")
 class Sliding(_Stream):
-    words = "sliding windows"  # the report adds the stride its records were scored with
+    words = "sliding windows"
+    shows_stride = True
     note = ("posbench's sliding windows: they advance by a stride (default L/2) and score only their last tokens, so every "
             "scored token sees at least L - stride tokens of context")
     needs_history = True
@@ -358,6 +360,7 @@ class Sliding(_Stream):
 @PROTOCOLS.register("press_sliding")
 class PressSliding(_Stream):
     words = "Press et al.'s sliding windows"
+    shows_stride = True
     note = ("Press et al. (2022)'s sliding evaluation: windows advance by eval.press_stride tokens (1 in the paper) and "
             "score only their last ones, so every scored token sees at least L - stride tokens (L - 1 at stride 1)")
     needs_history = True

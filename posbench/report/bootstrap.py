@@ -58,6 +58,19 @@ def panel_draws(n_seeds: int, n_docs: int, replicates: int = REPLICATES, rng_see
     return Draws(pick, counts)
 
 
+def panel_text(records: pd.DataFrame, token_sets: dict | None, n_seeds: int,
+               replicates: int = REPLICATES) -> tuple[np.ndarray | None, Draws | None]:
+    """A panel's scored documents and its shared draws: the token counts of the documents of the one
+    token set its records name, and draws of ``n_seeds`` seeds over them; (None, None) where the
+    records name several token sets, or one ``token_sets`` does not hold (the cells then fall back
+    to seeds alone)."""
+    sets = records["token_set"].dropna().unique() if "token_set" in records else []
+    if len(sets) != 1 or sets[0] not in (token_sets or {}):
+        return None, None
+    doc_tokens = np.asarray(token_sets[sets[0]]["doc_tokens"])
+    return doc_tokens, panel_draws(n_seeds, len(doc_tokens), replicates)
+
+
 @dataclass
 class CellReplicates:
     """A cell's observed log-perplexities per seed [S, M] and their replicates [B, J, M] (NaN where

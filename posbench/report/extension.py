@@ -103,11 +103,8 @@ def _cells(ext: pd.DataFrame, token_sets: dict, replicates: int) -> dict[tuple, 
     the target (one per seed), drawn with the draws of its (model, train_len, target) panel."""
     out = {}
     for (model, train_len, target), panel in ext.groupby(["model", "train_len", "target"]):
-        sets = panel["token_set"].dropna().unique()
-        doc_tokens = (np.asarray(token_sets[sets[0]]["doc_tokens"]) if len(sets) == 1 and sets[0] in token_sets
-                      else None)
-        draws = (bootstrap.panel_draws(int(panel.groupby([*KEYS, "steps"])["seed"].nunique().max()), len(doc_tokens),
-                                       replicates) if doc_tokens is not None else None)
+        doc_tokens, draws = bootstrap.panel_text(panel, token_sets,
+                                                 int(panel.groupby([*KEYS, "steps"])["seed"].nunique().max()), replicates)
         for key, g in panel.groupby([*KEYS, "steps"]):
             out[key] = bootstrap.cell_replicates(g, [target], doc_tokens, draws, by="target")
     return out

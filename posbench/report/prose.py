@@ -101,9 +101,8 @@ def describe_panel(sub: pd.DataFrame, tolerance: float) -> str:
         over = "the scored text"
     words = PROTOCOLS[protocol].words if protocol in PROTOCOLS else protocol
     strides = set(sub["stride"]) - {""} if "stride" in sub else set()
-    # the stride the records were scored with (the sliding protocols; fixed_target's windows do not advance)
-    if protocol in ("sliding", "press_sliding") and len(strides) == 1:
-        words += f" (stride {strides.pop()})"
+    if protocol in PROTOCOLS and PROTOCOLS[protocol].shows_stride and len(strides) == 1:
+        words += f" (stride {strides.pop()})"  # the stride the records were scored with
     head = (f"**train_len {train_len}, model {model}, {words}** "
             f"({str(seeds) + ' seeds' if seeds > 1 else 'one seed'}; 95% intervals over {over}): ")
     windowed = sub["windowed"].fillna(False).astype(bool) if "windowed" in sub else pd.Series(False, index=sub.index)

@@ -117,13 +117,16 @@ def window_stride(g: pd.DataFrame) -> str:
     token has: length - stride): "L" (non-overlapping), "L/2" (sliding's default, half of each
     length), a number of tokens (a stride set with eval.stride or eval.press_stride), or "" where the
     records do not say or their strides differ."""
-    if "min_context" not in g or g["min_context"].isna().all():
+    if "min_context" not in g:
         return ""
-    strides = {int(L - c) for L, c in zip(g["length"], g["min_context"]) if pd.notna(c)}
-    if all(int(L - c) == L for L, c in zip(g["length"], g["min_context"]) if pd.notna(c)):
+    pairs = [(int(L), int(L - c)) for L, c in zip(g["length"], g["min_context"]) if pd.notna(c)]
+    if not pairs:
+        return ""
+    if all(stride == L for L, stride in pairs):
         return "L"
-    if all(2 * int(L - c) == L for L, c in zip(g["length"], g["min_context"]) if pd.notna(c)):
+    if all(2 * stride == L for L, stride in pairs):
         return "L/2"
+    strides = {stride for _, stride in pairs}
     return str(strides.pop()) if len(strides) == 1 else ""
 
 
@@ -151,10 +154,8 @@ def main_table(evals: pd.DataFrame, tolerance: float, token_sets: dict | None = 
     token_sets = token_sets or {}
     rows, reps = [], {}
     for panel, pg in done.groupby(PANEL_KEYS, sort=True):
-        sets = pg["token_set"].dropna().unique() if "token_set" in pg else []
-        doc_tokens = np.asarray(token_sets[sets[0]]["doc_tokens"]) if len(sets) == 1 and sets[0] in token_sets else None
         n_seeds = int(pg.groupby("variant")["seed"].nunique().max())
-        draws = bootstrap.panel_draws(n_seeds, len(doc_tokens), replicates) if doc_tokens is not None else None
+        doc_tokens, draws = bootstrap.panel_text(pg, token_sets, n_seeds, replicates)
         for variant, g in pg.groupby("variant", sort=True):
             cell = dict(zip(PANEL_KEYS, panel), variant=variant)
             key = tuple(cell[k] for k in CELL_KEYS)

@@ -74,11 +74,8 @@ def guide_frame(evals: pd.DataFrame, token_sets: dict | None = None,
                    if (ext := parse_row(str(v)).extension) is not None and ext.factor > 1}
         lengths = sorted(int(x) for x in panel["length"].unique())
         targets |= {lengths[-1]} if lengths[-1] > L else set()
-        sets = panel["token_set"].dropna().unique() if "token_set" in panel else []
-        doc_tokens = (np.asarray((token_sets or {})[sets[0]]["doc_tokens"])
-                      if len(sets) == 1 and sets[0] in (token_sets or {}) else None)
-        draws = (bootstrap.panel_draws(int(panel.groupby("variant")["seed"].nunique().max()), len(doc_tokens), replicates)
-                 if doc_tokens is not None else None)
+        doc_tokens, draws = bootstrap.panel_text(panel, token_sets, int(panel.groupby("variant")["seed"].nunique().max()),
+                                                 replicates)
         cells = {row: bootstrap.cell_replicates(sub, lengths, doc_tokens, draws, by="length")
                  for row, sub in panel.groupby("variant")}
         for target in sorted(t for t in targets if t in lengths):  # (a target no run was scored at: no table)
@@ -97,7 +94,7 @@ def guide_frame(evals: pd.DataFrame, token_sets: dict | None = None,
                              "interval": bootstrap.BOTH if c.text else bootstrap.SEEDS_ONLY,
                              **dict(zip(["ppl_1x", "ppl_1x_lo", "ppl_1x_hi"], ppl_1x)),
                              **dict(zip(["ppl_target", "ppl_target_lo", "ppl_target_hi"], bootstrap.ppl_stats(c, k))),
-                             "row": row})
+                             "p_vs_best": math.nan, "p_holm": math.nan, "row": row})
             if len(rows) < 2:
                 continue  # nothing to choose between (e.g. a model trained at the target, alone)
             _compare(rows, cells, k)
@@ -107,10 +104,9 @@ def guide_frame(evals: pd.DataFrame, token_sets: dict | None = None,
 
 
 def _compare(rows: list[dict], cells: dict, k: int) -> None:
-    """Fill ``p_vs_best`` and ``p_holm``: each row against the lowest mean at the target (NaN for it)."""
-    if not rows:
-        return
-    scored = [r for r in rows if np.isfinite(r["ppl_target"])]  # a row missing a seed at the target has no mean
+    """Fill ``p_vs_best`` and ``p_holm`` of each row against the lowest mean at the target (they stay
+    NaN for it, and for a row missing a seed at the target: it has no mean)."""
+    scored = [r for r in rows if np.isfinite(r["ppl_target"])]
     if not scored:
         return
     best = min(scored, key=lambda r: r["ppl_target"])
@@ -118,9 +114,6 @@ def _compare(rows: list[dict], cells: dict, k: int) -> None:
     raw = [bootstrap.p_versus(cells[r["row"]], cells[best["row"]], k) for r in others]
     for r, p, adjusted in zip(others, raw, bootstrap.holm(raw)):
         r["p_vs_best"], r["p_holm"] = p, adjusted
-    for r in rows:
-        if not any(r is o for o in others):  # the best, and rows without a mean
-            r["p_vs_best"] = r["p_holm"] = math.nan
 
 
 def verdict(panel: pd.DataFrame) -> str:
