@@ -43,6 +43,8 @@ def test_the_guide_table_and_its_verdicts():
     assert four.iloc[2][["method", "factor", "steps"]].tolist() == ["rerope", "", "zero-shot"]
     assert four.iloc[1][["method", "factor", "steps"]].tolist() == ["pose", "2x", 100]
     assert set(frame["target"]) == {"2x", "4x"} and "rope+temp0.1" not in set(frame["row"])
+    longer = guide_frame(evals_frame(rows + [(v, s, 256, 50.0) for v in ("rope", "rope+rerope") for s in range(3)]))
+    assert list(dict.fromkeys(longer["target"])) == ["2x", "4x", "16x"]  # by length, not as strings
     assert math.isnan(ft["p_holm"]) and (four["p_holm"].iloc[1:] < 0.05).all()
     assert verdict(four).startswith("best choice: **rope+yarn@4x+ft100** (6.00 [")
     without = guide_frame(evals_frame([r for r in rows if r[0] not in ("rope+yarn@4x+ft100", "rope+pose@2x+ft100")]))
