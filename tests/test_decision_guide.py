@@ -136,3 +136,15 @@ def test_a_target_no_run_was_scored_at_and_a_missing_seed_break_nothing():
     two = frame[frame["target"] == "2x"]
     assert verdict(two).startswith("best choice: **rope+rerope**") or "rope+rerope (" in verdict(two)
     assert two.set_index("row").loc["rope+yarn@2x", "ppl_target"] != two["ppl_target"].min()
+
+
+def test_evaluation_windows_are_controls_not_extension_methods():
+    """A row its record marks windowed (+swaL, +bca: a control that reads train_len keys) is no
+    choice in the guide, however low its perplexity at the target."""
+    rows = [(v, s, L, p + 0.1 * s) for s in range(3)
+            for v, L, p in (("rope", 16, 5.0), ("rope", 64, 40.0), ("rope+yarn@4x", 16, 5.2), ("rope+yarn@4x", 64, 9.0),
+                            ("rope+swaL", 16, 5.0), ("rope+swaL", 64, 4.6))]
+    evals = evals_frame(rows)
+    evals["windowed"] = evals["variant"] == "rope+swaL"
+    frame = guide_frame(evals)
+    assert list(frame["row"]) == ["rope+yarn@4x", "rope"]

@@ -58,7 +58,10 @@ def _rope_rows(evals: pd.DataFrame) -> pd.DataFrame:
     protocols = sorted(rope["protocol"].unique(), key=lambda p: (p != "nonoverlapping", p))
     rope = rope[rope["protocol"] == protocols[0]] if protocols else rope
     plain = [parse_row(str(v)).window is None and parse_row(str(v)).temperature is None for v in rope["variant"]]
-    return rope.loc[pd.Series(plain, index=rope.index, dtype=bool)]
+    keep = pd.Series(plain, index=rope.index, dtype=bool)
+    if "windowed" in rope:  # what the record says of its row: every window variant (+bca, +swaL, ...)
+        keep &= ~rope["windowed"].fillna(False).astype(bool)
+    return rope.loc[keep]
 
 
 def guide_frame(evals: pd.DataFrame, token_sets: dict | None = None,
