@@ -175,3 +175,23 @@ def test_the_panel_names_the_stride_its_records_were_scored_with():
         table = main_table(sliding, 0.05)
         assert f"model m, {words}**" in describe_panel(table, 0.05)
     assert window_stride(evals.assign(min_context=0)) == "L"
+
+
+def test_bootstrap_draws_pair_rows_by_seed_id():
+    """Two rows of a panel draw the same seeds by id: where a row lacks a seed (a run not finished),
+    the seeds both rows have still pair with each other, not with a neighbour's slot."""
+    import numpy as np
+    import pandas as pd
+
+    from posbench.report import bootstrap
+
+    log_ppl = {("full", 0): 1.0, ("full", 1): 2.0, ("full", 2): 3.0, ("gap", 0): 1.1, ("gap", 2): 3.1}
+    records = pd.DataFrame([{"variant": v, "seed": s, "multiple": 1.0, "ppl": float(np.exp(x)), "token_set": "t",
+                             "doc_nats": [10 * x]} for (v, s), x in log_ppl.items()])
+    doc_tokens, draws = bootstrap.panel_text(records, {"t": {"doc_tokens": [10]}}, ["variant"], replicates=400)
+    assert draws.seeds == [0, 1, 2] and draws.seed_pick.shape == (400, 3)
+    cells = {v: bootstrap.cell_replicates(g, [1.0], doc_tokens, draws) for v, g in records.groupby("variant")}
+    without_seed_1 = ~(draws.seed_pick == 1).any(1)  # replicates that draw only seeds both rows have
+    assert without_seed_1.sum() > 20
+    d = cells["gap"].replicates[:, :, 0].mean(1) - cells["full"].replicates[:, :, 0].mean(1)
+    np.testing.assert_allclose(d[without_seed_1], 0.1, atol=1e-9)

@@ -5,7 +5,8 @@ the text it is scored on. Intervals over seeds alone say nothing about the secon
 one checkpoint's 16x/1x from 1.80 to 2.15 by scoring another stretch of the same split), so each
 replicate of the bootstrap
 
-1. draws the seeds of a cell with replacement (a cell with one seed keeps it), then
+1. draws the seeds of a cell with replacement (a cell with one seed keeps it; the draws name seed
+   ids, so two rows of a panel draw the same seeds; a seed a row lacks takes one of its own), then
 2. for each drawn seed, draws the validation documents of the token set with replacement, and
    recomputes each perplexity from the drawn documents' summed losses and token counts
    (``doc_nats`` of every record; ``doc_tokens`` of its token set: posbench/evaluate.py).
@@ -43,32 +44,39 @@ SEEDS_ONLY = "seeds only"
 
 @dataclass
 class Draws:
-    """One panel's replicates: which seed slot each draw takes, and how often each document is drawn."""
+    """One panel's replicates: which of the panel's seeds each draw takes, and how often each
+    document is drawn."""
 
-    seed_pick: np.ndarray  # [B, J] index into a cell's seeds
+    seeds: list  # the panel's seed ids, sorted: what ``seed_pick`` indexes
+    seed_pick: np.ndarray  # [B, J] index into ``seeds``
     doc_counts: np.ndarray  # [B, J, D]
 
 
-def panel_draws(n_seeds: int, n_docs: int, replicates: int = REPLICATES, rng_seed: int = RNG_SEED) -> Draws:
+def panel_draws(seeds: list, n_draws: int, n_docs: int, replicates: int = REPLICATES,
+                rng_seed: int = RNG_SEED) -> Draws:
+    """``n_draws`` seeds per replicate (a row's number of seeds), each one of ``seeds``."""
     rng = np.random.default_rng(rng_seed)
-    pick = rng.integers(0, n_seeds, size=(replicates, n_seeds)) if n_seeds > 1 else np.zeros((replicates, 1), dtype=int)
+    pick = (rng.integers(0, len(seeds), size=(replicates, n_draws)) if len(seeds) > 1
+            else np.zeros((replicates, 1), dtype=int))
     idx = rng.integers(0, n_docs, size=(replicates, pick.shape[1], n_docs))
     counts = np.zeros((replicates, pick.shape[1], n_docs))
     np.add.at(counts, (np.arange(replicates)[:, None, None], np.arange(pick.shape[1])[None, :, None], idx), 1)
-    return Draws(pick, counts)
+    return Draws(list(seeds), pick, counts)
 
 
-def panel_text(records: pd.DataFrame, token_sets: dict | None, n_seeds: int,
+def panel_text(records: pd.DataFrame, token_sets: dict | None, rows: list[str],
                replicates: int = REPLICATES) -> tuple[np.ndarray | None, Draws | None]:
     """A panel's scored documents and its shared draws: the token counts of the documents of the one
-    token set its records name, and draws of ``n_seeds`` seeds over them; (None, None) where the
-    records name several token sets, or one ``token_sets`` does not hold (the cells then fall back
-    to seeds alone)."""
+    token set its records name, and draws over them of the panel's seeds (every seed any of its
+    records has), as many per replicate as the row (records grouped by ``rows``) with the most
+    seeds; (None, None) where the records name several token sets, or one ``token_sets`` does not
+    hold (the cells then fall back to seeds alone)."""
     sets = records["token_set"].dropna().unique() if "token_set" in records else []
     if len(sets) != 1 or sets[0] not in (token_sets or {}):
         return None, None
     doc_tokens = np.asarray(token_sets[sets[0]]["doc_tokens"])
-    return doc_tokens, panel_draws(n_seeds, len(doc_tokens), replicates)
+    n_draws = int(records.groupby(rows)["seed"].nunique().max())
+    return doc_tokens, panel_draws(sorted(records["seed"].unique()), n_draws, len(doc_tokens), replicates)
 
 
 @dataclass
@@ -97,7 +105,10 @@ def cell_replicates(g: pd.DataFrame, ms: list[float], doc_tokens: np.ndarray | N
     X = np.full((len(seeds), len(ms), len(doc_tokens)), np.nan)
     for _, r in scored.iterrows():
         X[seeds.index(r["seed"]), ms.index(r[by])] = r["doc_nats"]
-    pick = draws.seed_pick % len(seeds)  # a cell with fewer seeds than the panel cycles through its own
+    # a draw of panel seed j takes the cell's record of the same seed id (so rows are paired by seed);
+    # a seed the cell lacks (a run not finished) takes one of the cell's own, in turn
+    own = np.array([seeds.index(s) if s in seeds else j % len(seeds) for j, s in enumerate(draws.seeds)])
+    pick = own[draws.seed_pick]
     nats = np.einsum("bjd,bjmd->bjm", draws.doc_counts, X[pick])
     tokens = draws.doc_counts @ doc_tokens.astype(float)  # [B, J]
     return CellReplicates(observed, nats / tokens[..., None], True)

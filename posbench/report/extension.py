@@ -103,8 +103,7 @@ def _cells(ext: pd.DataFrame, token_sets: dict, replicates: int) -> dict[tuple, 
     the target (one per seed), drawn with the draws of its (model, train_len, target) panel."""
     out = {}
     for (model, train_len, target), panel in ext.groupby(["model", "train_len", "target"]):
-        doc_tokens, draws = bootstrap.panel_text(panel, token_sets,
-                                                 int(panel.groupby([*KEYS, "steps"])["seed"].nunique().max()), replicates)
+        doc_tokens, draws = bootstrap.panel_text(panel, token_sets, [*KEYS, "steps"], replicates)
         for key, g in panel.groupby([*KEYS, "steps"]):
             out[key] = bootstrap.cell_replicates(g, [target], doc_tokens, draws, by="target")
     return out

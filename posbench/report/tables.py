@@ -154,8 +154,7 @@ def main_table(evals: pd.DataFrame, tolerance: float, token_sets: dict | None = 
     token_sets = token_sets or {}
     rows, reps = [], {}
     for panel, pg in done.groupby(PANEL_KEYS, sort=True):
-        n_seeds = int(pg.groupby("variant")["seed"].nunique().max())
-        doc_tokens, draws = bootstrap.panel_text(pg, token_sets, n_seeds, replicates)
+        doc_tokens, draws = bootstrap.panel_text(pg, token_sets, ["variant"], replicates)
         for variant, g in pg.groupby("variant", sort=True):
             cell = dict(zip(PANEL_KEYS, panel), variant=variant)
             key = tuple(cell[k] for k in CELL_KEYS)

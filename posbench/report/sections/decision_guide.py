@@ -77,8 +77,7 @@ def guide_frame(evals: pd.DataFrame, token_sets: dict | None = None,
                    if (ext := parse_row(str(v)).extension) is not None and ext.factor > 1}
         lengths = sorted(int(x) for x in panel["length"].unique())
         targets |= {lengths[-1]} if lengths[-1] > L else set()
-        doc_tokens, draws = bootstrap.panel_text(panel, token_sets, int(panel.groupby("variant")["seed"].nunique().max()),
-                                                 replicates)
+        doc_tokens, draws = bootstrap.panel_text(panel, token_sets, ["variant"], replicates)
         cells = {row: bootstrap.cell_replicates(sub, lengths, doc_tokens, draws, by="length")
                  for row, sub in panel.groupby("variant")}
         for target in sorted(t for t in targets if t in lengths):  # (a target no run was scored at: no table)
