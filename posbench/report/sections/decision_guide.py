@@ -96,15 +96,14 @@ def guide_frame(evals: pd.DataFrame, token_sets: dict | None = None,
                              "interval": bootstrap.BOTH if c.text else bootstrap.SEEDS_ONLY,
                              **dict(zip(["ppl_1x", "ppl_1x_lo", "ppl_1x_hi"], ppl_1x)),
                              **dict(zip(["ppl_target", "ppl_target_lo", "ppl_target_hi"], bootstrap.ppl_stats(c, k))),
-                             "p_vs_best": math.nan, "p_holm": math.nan, "row": row, "_tokens": target})
+                             "p_vs_best": math.nan, "p_holm": math.nan, "row": row})
             if len(rows) < 2:
                 continue  # nothing to choose between (e.g. a model trained at the target, alone)
             _compare(rows, cells, k)
-            out += rows
-    frame = pd.DataFrame(out, columns=COLUMNS + ["_tokens"])
-    # by the target's length in tokens: "16x" sorts after "4x"
-    frame = frame.sort_values(["model", "train_len", "_tokens", "ppl_target"]).reset_index(drop=True)
-    return frame.drop(columns="_tokens")
+            # the loops already run in (model, train_len, target length) order: "16x" after "4x";
+            # within a target, by perplexity (a row without a mean last)
+            out += sorted(rows, key=lambda r: (math.isnan(r["ppl_target"]), r["ppl_target"]))
+    return pd.DataFrame(out, columns=COLUMNS)
 
 
 def _compare(rows: list[dict], cells: dict, k: int) -> None:
