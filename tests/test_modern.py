@@ -225,6 +225,28 @@ def test_a_layers_own_temperature_wins_over_a_rows():
         torch.testing.assert_close(attn_output(model, x, layer, opts), attn_output(model, x, layer))
 
 
+@pytest.mark.parametrize("name", sorted(__import__("posbench.encodings", fromlist=["available"]).available()))
+def test_a_temperature_row_is_offered_exactly_where_it_changes_the_output(name):
+    """logn / floor-log rows apply to an encoding iff the model's output changes under them: none for
+    one whose layers all have a window or a temperature of their own (rope_swa, iRoPE, SSMax) or that
+    attends through relative_attention (Shaw, Transformer-XL), whose row would equal the plain row."""
+    from posbench.variants import rows
+    from posbench.protocols import EvalConfig
+
+    torch.manual_seed(0)
+    model = build_model(CFG, name, {}, 64).eval()  # a table of 64 positions (learned); the rows say train_len 16
+    with torch.no_grad():  # logits far from 0, where a temperature shows (at init attention is near uniform)
+        for p in [*model.encoding.parameters(), *(b.attn.qkv.weight for b in model.blocks)]:
+            p.add_(torch.randn_like(p) * 0.3)
+    x = torch.randint(0, 256, (1, 48), generator=X)
+    offered = {r.name for r in rows(model.encoding, EvalConfig(variants=["logn", "floorlog"], bca=[]))}
+    for variant in ("logn", "floorlog"):
+        with torch.no_grad():
+            row = model(x, None, make_variant(variant).options(AttentionOptions(), 48, 16))
+            changes = not torch.equal(row, model(x))  # a row that does not apply is the plain row, bit for bit
+        assert (f"{name}+{variant}" in offered) == changes, (name, variant, changes)
+
+
 def test_sink_matches_gpt_oss_eager_attention():
     """HF gpt_oss eager_attention_forward: cat the sink logit to each row, softmax, drop it."""
     model = model_of("sink")
@@ -361,7 +383,8 @@ def test_each_method_trains_and_scores_every_token_at_every_length(name):
     eval_cfg = EvalConfig(multiples=[1, 4, 16], protocols=["nonoverlapping"], scored_tokens=256, target_docs=4,
                           batch_tokens=1024, bca=[], variants=["logn"])
     records, _ = evaluate_model(model.eval(), tokens[:6000], 16, eval_cfg, torch.device("cpu"), progress=False)
-    assert {(r["variant"], r["length"]) for r in records} == {(v, L) for v in (name, f"{name}+logn") for L in (16, 64, 256)}
+    names = (name, f"{name}+logn") if name not in ("rope_swa", "irope", "ssmax") else (name,)  # no logn row: see above
+    assert {(r["variant"], r["length"]) for r in records} == {(v, L) for v in names for L in (16, 64, 256)}
     assert all(r["reason"] is None and math.isfinite(r["ppl"]) and r["tokens_scored"] == 256 for r in records)
     assert len({r["token_set"] for r in records}) == 1  # the same tokens at every length
 

@@ -188,6 +188,25 @@ def test_a_messy_runs_folder_makes_a_report_that_lists_what_it_left_out(runs, tm
     assert killed[1:] == ["alibi", "16", "0"]  # integers, not 16.0 and 0.0
 
 
+def test_rows_recorded_for_an_encoding_their_variant_does_not_apply_to_are_named_and_left_out(runs, tmp_path,
+                                                                                               monkeypatch, caplog):
+    """Older code recorded logn rows for encodings where they equal the plain row (iRoPE, SSMax):
+    the report asks the variant again, leaves them out of every table and names them."""
+    from posbench.encodings.rope import RoPE
+
+    rope = next(runs.glob("rope_*"))
+    stale = [{**r, "variant": "rope+logn", "row": {"encoding": "rope", "tag": "", "variants": [{"variant": "logn"}]}}
+             for r in read_metrics(rope)["evaluations"] if r["variant"] == "rope"]
+    write_metrics(rope, {**read_metrics(rope), "evaluations": read_metrics(rope)["evaluations"] + stale})
+    assert "rope+logn" in set(load_runs(runs).evals["variant"])  # logn applies to RoPE: kept
+    monkeypatch.setattr(RoPE, "takes_row_temperature", lambda self: False)  # as if every layer had its own
+    with caplog.at_level(logging.WARNING, logger="posbench"):
+        md = report(runs, tmp_path / "rep")
+    assert "rope+logn" not in md.split("## Records not compared")[0]
+    assert "left out of every table and figure: `rope+logn`." in md
+    assert sum("rope+logn" in r.getMessage() for r in caplog.records) == 1
+
+
 # -- bad flags and folders: one line, exit 2, nothing written ----------------------------------------
 
 

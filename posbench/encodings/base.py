@@ -126,6 +126,17 @@ class PositionalEncoding(nn.Module):
         query positions [L] and the number of keys each query sees [L]; None: 1."""
         return None
 
+    def takes_row_temperature(self) -> bool:
+        """Whether some layer has neither a window nor a temperature of its own: the layers an
+        evaluation row's temperature (logn, floor-log) scales (model.temper). None where the encoding
+        attends through ``relative_attention`` (Shaw, Transformer-XL), which scales no query."""
+        if self.uses_relative:
+            return False
+        positions, keys = torch.arange(2), torch.arange(1, 3)
+        with torch.no_grad():
+            return any(self.at(i).window(i) is None and self.at(i).query_scale(positions, keys, i) is None
+                       for i in range(self.shape.n_layers))
+
     def sink(self, layer: int) -> torch.Tensor | None:
         """[H] learned sink logits: a key every query sees, with no value, in the softmax denominator."""
         return None

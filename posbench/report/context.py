@@ -44,6 +44,7 @@ class ReportContext:
     def __init__(self, runs_dir: Path, options: Options, loaded: LoadedRuns, evals: pd.DataFrame):
         self.runs_dir, self.options, self.files, self.skipped = runs_dir, options, loaded.files, loaded.skipped
         self.token_sets = loaded.token_sets
+        self.not_applicable = list(loaded.not_applicable)  # rows of variants that do not apply (report/load.py)
         self.runs = loaded.runs  # every readable run (at the default setting of a learning-rate grid)
         self.all_completed = loaded.runs[loaded.runs["status"] == "completed"]
         is_lm = self.all_completed["task"].fillna(LM) == LM

@@ -294,13 +294,16 @@ def plot_extension(curves: pd.DataFrame, scratch: pd.DataFrame, path: Path) -> N
     save(fig, path)
 
 
+LEGEND_INSIDE = 12  # rows of a panel whose legend fits inside it
+
+
 def plot_task_accuracy(table: pd.DataFrame, path: Path) -> None:
     """Task accuracy against evaluation length, one panel per (task, model, train_len), one line per
     variant (mean over the grid's conditions and seeds; band: 95% interval over examples and seeds); dashed: the
     chance level (``chance`` of the table) where every run of the panel shares it."""
     panels = sorted(table.groupby(["task", *PANEL]).groups)
     cols = sorted([c for c in table.columns if c.endswith("x")], key=lambda c: float(c[:-1]))
-    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.8), squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.8), squeeze=False, layout="constrained")
     for ax, (task, model, train_len) in zip(axes[0], panels):
         sub = table[(table["task"] == task) & (table["model"] == model) & (table["train_len"] == train_len)]
         lengths = np.array([round(train_len * float(c[:-1])) for c in cols])
@@ -321,9 +324,11 @@ def plot_task_accuracy(table: pd.DataFrame, path: Path) -> None:
         ax.set_xticks(lengths, [str(x) for x in lengths])
         ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_ylim(-3, 103)
+        many = len(sub) > LEGEND_INSIDE  # a long legend goes beside the panel, in columns of 20, not over the lines
         _finish_panel(ax, f"{task}, {model}, trained at {train_len}", True, True, "evaluation length (tokens)",
-                      f"{METRIC_WORDS[getattr(TASKS.find(task), 'metric', 'exact')]} (%)", True)
-    fig.tight_layout()
+                      f"{METRIC_WORDS[getattr(TASKS.find(task), 'metric', 'exact')]} (%)", not many)
+        if many:
+            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1), ncol=-(-(len(sub) + 1) // 20))
     save(fig, path)
 
 
@@ -334,7 +339,7 @@ def plot_task_heatmaps(heat: pd.DataFrame, task: str, condition: str, path: Path
     panels = sorted(sub.groupby(["variant", *PANEL]).groups)
     n_cols = min(5, len(panels))
     n_rows = -(-len(panels) // n_cols)
-    fig, axes = plt.subplots(n_rows, n_cols, figsize=(3.2 * n_cols, 2.8 * n_rows), squeeze=False)
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(3.2 * n_cols, 2.8 * n_rows), squeeze=False, layout="constrained")
     for ax in axes.flat[len(panels):]:
         ax.axis("off")
     for k, (ax, (variant, model, train_len)) in enumerate(zip(axes.flat, panels)):

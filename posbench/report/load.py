@@ -59,6 +59,9 @@ class LoadedRuns:
     skipped: list[dict]
     files: dict[str, RunFiles]
     token_sets: dict[str, dict]  # each token set's scored documents and their tokens (metrics["token_sets"])
+    # rows recorded for an encoding their variant does not apply to (by older code; each equals
+    # the encoding's own row by construction), left out of every table: their names
+    not_applicable: list[str] = ()
 
 
 def read_run_files(run_dir: Path) -> RunFiles:
@@ -73,7 +76,7 @@ def read_run_files(run_dir: Path) -> RunFiles:
 
 def load_runs(root: Path) -> LoadedRuns:
     """Every run below ``root`` (results.load_runs' frames, with the files kept)."""
-    runs, evals, skipped, files, token_sets = [], [], [], {}, {}
+    runs, evals, skipped, files, token_sets, dropped = [], [], [], {}, {}, set()
     for run_dir in find_runs(root):
         try:
             m = check_metrics(json.loads((run_dir / METRICS).read_text()))
@@ -84,6 +87,12 @@ def load_runs(root: Path) -> LoadedRuns:
             log.warning("skipping run %s: %s", run_dir, e)
             skipped.append({"run_dir": str(run_dir), "reason": str(e)})
             continue
+        if str(run_dir) in files:
+            applies = applicable(files[str(run_dir)].config)
+            for field in ("evaluations", "task_evaluations"):
+                records = m.get(field) or []
+                dropped |= {str(r.get("variant")) for r in records if not applies(r.get("row"))}
+                m[field] = [r for r in records if applies(r.get("row"))]
         row = {k: m.get(k) for k in RUN_COLUMNS + CONTEXT_COLUMNS}
         row["run_dir"] = str(run_dir)
         runs.append(row)
@@ -95,7 +104,42 @@ def load_runs(root: Path) -> LoadedRuns:
             e["windowed"] = is_windowed(what)
             evals.append({**{k: row[k] for k in ("run_id", "encoding", "model", "train_len", "seed", "status")}, **e})
     frame = pd.DataFrame(runs, columns=RUN_COLUMNS + CONTEXT_COLUMNS + ["run_dir"])
-    return LoadedRuns(frame, pd.DataFrame(evals), skipped, files, token_sets)
+    if dropped:
+        log.warning("left out rows of variants that do not apply to their encoding (recorded by older code): %s",
+                    ", ".join(sorted(dropped)))
+    return LoadedRuns(frame, pd.DataFrame(evals), skipped, files, token_sets, sorted(dropped))
+
+
+def applicable(config: DictConfig):
+    """A test of a record's ``row``: False where a variant of the row that decides by the encoding
+    alone (Variant.encoding_decides) does not apply to this run's encoding (a logn row of iRoPE,
+    whose layers all have a window or a temperature of their own, recorded before logn said so)."""
+    from omegaconf import OmegaConf
+
+    from posbench.spec import RunSpec
+    from posbench.variants import VARIANTS
+
+    encoding = None
+
+    def applies(row) -> bool:
+        nonlocal encoding
+        if not isinstance(row, dict):
+            return True
+        for v in row.get("variants") or []:
+            cls = VARIANTS.find(str(v.get("variant"))) if isinstance(v, dict) else None
+            if cls is None or not getattr(cls, "encoding_decides", False):
+                continue
+            if encoding is None:
+                try:
+                    spec = RunSpec.from_config(OmegaConf.to_container(config, resolve=True))
+                    encoding = spec.encoding.build(spec.shape)
+                except Exception:  # noqa: BLE001 - a config older code cannot build: keep its rows
+                    return True
+            if not cls().applies_to(encoding):
+                return False
+        return True
+
+    return applies
 
 
 def is_windowed(row: dict | None) -> bool:

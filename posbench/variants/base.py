@@ -53,7 +53,8 @@ class Variant:
     encoding's), and override what they change:
 
     * ``suffix()``             the row-name suffix (rendered in one place: Row.name)
-    * ``applies_to(encoding)`` whether an encoding has this row (default: every encoding)
+    * ``applies_to(encoding)`` whether an encoding has this row (default: every encoding); a row
+      that would equal the encoding's own row by construction does not apply
     * ``options(opts, length, train_len)`` the forward's AttentionOptions at windows of ``length``
     * ``positions(length, max_position, batch)`` explicit positions, or None for 0..L-1
 
@@ -65,6 +66,10 @@ class Variant:
     linestyle = "-."
     colour: str | None = None
     window = False  # an evaluation-time attention window: its rows are controls, reported apart
+    # applies_to depends on the encoding alone, not on the row's parameters: the report can ask it
+    # again of a recorded row, and leaves out rows recorded by older code for encodings they do not
+    # apply to (report/load.py)
+    encoding_decides = False
 
     @dataclass
     class Params:
@@ -100,3 +105,14 @@ class Variant:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.params})"
+
+
+class RowTemperature(Variant):
+    """A temperature on the queries of the layers without a window or a temperature of their own
+    (model.temper): logn, floor-log. It applies to an encoding with at least one such layer; on
+    one without (RoPE with a window in every layer, iRoPE, SSMax) its row would equal the plain row."""
+
+    encoding_decides = True
+
+    def applies_to(self, encoding) -> bool:
+        return encoding.takes_row_temperature()

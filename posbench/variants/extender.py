@@ -21,6 +21,8 @@ from posbench.variants.base import AttentionOptions, Variant
 class RotaryExtender(Variant):
     linestyle = "--"
 
+    encoding_decides = True
+
     def applies_to(self, encoding) -> bool:
         return getattr(encoding, "rope_scalable", False)  # RoPE and partial RoPE (not xPos: its decay is centred)
 

@@ -20,11 +20,11 @@ from typing import Optional
 
 from posbench.temperatures import floor_log_scale
 from posbench.variants import register
-from posbench.variants.base import AttentionOptions, Variant
+from posbench.variants.base import AttentionOptions, RowTemperature
 
 
 @register("floorlog")
-class FloorLog(Variant):
+class FloorLog(RowTemperature):
     linestyle = "--"
 
     @dataclass

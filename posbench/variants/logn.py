@@ -16,11 +16,11 @@ from functools import partial
 
 from posbench.temperatures import logn_scale
 from posbench.variants import register
-from posbench.variants.base import AttentionOptions, Variant
+from posbench.variants.base import AttentionOptions, RowTemperature
 
 
 @register("logn")
-class LogN(Variant):
+class LogN(RowTemperature):
     linestyle = ":"
 
     @dataclass

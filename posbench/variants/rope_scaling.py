@@ -44,6 +44,8 @@ class RopeScalingVariant(Variant):
         p = self.params
         return f"+{p.type}" if ROPE_SCALINGS.get(p.type).dynamic else f"+{p.type}@{p.factor:g}x"
 
+    encoding_decides = True
+
     def applies_to(self, encoding) -> bool:
         return getattr(encoding, "rope_scalable", False)
 

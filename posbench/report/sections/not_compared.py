@@ -1,5 +1,6 @@
 """Records not compared: within a panel only numbers scored on the same tokens are compared; the
-records on another token set are listed here instead of being ranked against the others."""
+records on another token set are listed here instead of being ranked against the others. Rows
+recorded for an encoding their variant does not apply to (report/load.py) are named here too."""
 
 from __future__ import annotations
 
@@ -12,10 +13,19 @@ class NotCompared(Section):
     order = 120
 
     def applies(self, ctx) -> bool:
-        return ctx.has_lm and not ctx.left_out.empty
+        return (ctx.has_lm and not ctx.left_out.empty) or bool(ctx.not_applicable)
 
     def build(self, ctx, out) -> list:
-        return [Heading("Records not compared"),
+        blocks = [Heading("Records not compared")]
+        if ctx.not_applicable:
+            blocks.append(Para(
+                "Rows recorded for an encoding their variant does not apply to, left out of every table and figure: "
+                + ", ".join(f"`{name}`" for name in ctx.not_applicable) + ". Each equals its encoding's own row by "
+                "construction (e.g. a logn or floor-log temperature where every layer has a window or a temperature of "
+                "its own); the code that recorded them predates the variant saying so."))
+        if ctx.left_out.empty:
+            return blocks
+        return blocks + [
                 Para("Within a protocol, model and train_len the report compares only numbers scored on the same "
                      "tokens: the token set with the most records. These records were scored on another set (other "
                      "`eval.scored_tokens`, `eval.first_scored` or fixed-target settings, or made before token sets "
