@@ -200,6 +200,24 @@ def test_a_task_run_trains_evaluates_resumes_and_reports(compose, tmp_path, text
     assert len(pd.read_csv(tmp_path / "rep" / "runs.csv")) == 1
 
 
+def test_runs_that_never_learned_the_task_at_train_len_are_named():
+    """Accuracy at 1x below halfway from chance to 100% (mean over the grid, the model's own row):
+    its 0% at 16x is no evidence about extrapolation, and the report says which runs these are."""
+    from posbench.report.tasks import not_learned
+
+    rows = []
+    for seed, acc in ((0, 0.9), (1, 0.2)):
+        for depth in (0.0, 1.0):
+            for variant, mult in (("rope", 1.0), ("rope", 4.0), ("rope+logn", 1.0)):
+                rows.append({"task": "mqar", "variant": variant, "encoding": "rope", "model": "small", "train_len": 64,
+                             "seed": seed, "multiple": mult, "condition": depth, "chance": 0.25,
+                             "accuracy": acc if mult == 1.0 else 0.0})
+    low = not_learned(pd.DataFrame(rows))
+    assert low[["variant", "seed"]].values.tolist() == [["rope", 1]] and low["accuracy"].tolist() == [pytest.approx(0.2)]
+    rows = [{**r, "accuracy": 0.6} for r in rows]  # 60% is below halfway from a chance of 25%: (0.25 + 1) / 2
+    assert not_learned(pd.DataFrame(rows))["seed"].tolist() == [0, 1]
+
+
 @pytest.mark.parametrize("extra, message", [
     (["task.name=sort"], "unknown task 'sort'; valid: lm, copy, mqar, passkey"),
     (["task=passkey", "task.digits=0"], "task.digits of 'passkey' must be positive"),

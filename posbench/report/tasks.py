@@ -96,6 +96,18 @@ def per_seed(frame: pd.DataFrame) -> pd.DataFrame:
     return ok.groupby([*KEYS, "seed", "length", "multiple"], as_index=False)["accuracy"].mean()
 
 
+def not_learned(frame: pd.DataFrame) -> pd.DataFrame:
+    """The runs that had not learned their task at train_len: accuracy at 1x (mean over the grid's
+    conditions, on the model's own row) below halfway from chance to 100%. Their accuracy beyond
+    train_len says nothing about extrapolation. Columns: task, variant, model, train_len, seed, accuracy."""
+    own = frame[(frame["variant"] == frame["encoding"]) & (frame["multiple"] == 1) & frame["accuracy"].notna()]
+    if own.empty:
+        return pd.DataFrame(columns=[*KEYS, "seed", "accuracy"])
+    g = own.groupby([*KEYS, "seed"], as_index=False).agg(accuracy=("accuracy", "mean"), chance=("chance", "mean"))
+    low = g[g["accuracy"] < (g["chance"].fillna(0) + 1) / 2]
+    return low[[*KEYS, "seed", "accuracy"]].reset_index(drop=True)
+
+
 def effective_length(cells: pd.DataFrame, threshold: float) -> int:
     """The longest length up to which every (length, condition) cell's accuracy is >= threshold;
     ``cells``: length, accuracy (one row per cell). 0 when the first length already fails."""

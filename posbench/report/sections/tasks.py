@@ -51,6 +51,8 @@ class Tasks(Section):
                                       (records.loc[records["task"] == task, "loss"] == "mixed").any()))
                     for task, g in scored.groupby("task")],
                   Image("task_accuracy.png", self.files[2].description)]
+        if not (low := tasks.not_learned(records)).empty:
+            blocks.insert(3, Para(_not_learned_text(low)))
         for task, g in tasks.heatmap_frame(records).groupby("task"):
             condition = _condition_name(task)
             if condition is None:
@@ -74,6 +76,18 @@ def _task_budget(task: str, runs, histories, improving: float, mixed: bool) -> s
                 "falling after the answers are learned: read the accuracy at train_len beside it.")
     return budget.budget_paragraph(budget.convergence(runs, histories, improving), improving, f"Training budget ({task})",
                                    loss, budget.TASK_CONSEQUENCE) + note
+
+
+def _not_learned_text(low) -> str:
+    """One sentence naming the runs that had not learned their task at train_len (tasks.not_learned)."""
+    parts = []
+    for (task, variant, model, train_len), g in low.groupby(["task", "variant", "model", "train_len"]):
+        seeds = ", ".join(f"{int(s)} ({100 * a:.0f}%)" for s, a in zip(g["seed"], g["accuracy"]))
+        parts.append(f"`{variant}` on {task} ({model}, {train_len}): seed{'s' if len(g) > 1 else ''} {seeds}")
+    return ("**Not learned at train_len** (accuracy at train_len, mean over the grid, below halfway from chance to "
+            "100%): " + "; ".join(parts) + ". These runs had not learned the task where they were trained, so their "
+            "accuracy beyond train_len says nothing about extrapolation; the rows' means and intervals include them, "
+            "and every evaluation-time row of the same weights inherits it.")
 
 
 def _condition_name(task: str) -> str | None:
