@@ -128,7 +128,7 @@ class PositionalEncoding(nn.Module):
 
     def takes_row_temperature(self) -> bool:
         """Whether some layer has neither a window nor a temperature of its own: the layers an
-        evaluation row's temperature (logn, floor-log) scales (model.temper). None where the encoding
+        evaluation row's temperature (logn, floor-log) scales (model.temper). False where the encoding
         attends through ``relative_attention`` (Shaw, Transformer-XL), which scales no query."""
         if self.uses_relative:
             return False

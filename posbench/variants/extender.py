@@ -20,8 +20,7 @@ from posbench.variants.base import AttentionOptions, Variant
 
 class RotaryExtender(Variant):
     linestyle = "--"
-
-    encoding_decides = True
+    encoding_decides = True  # applies_to reads the encoding only (report/load.py asks it again)
 
     def applies_to(self, encoding) -> bool:
         return getattr(encoding, "rope_scalable", False)  # RoPE and partial RoPE (not xPos: its decay is centred)

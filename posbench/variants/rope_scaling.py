@@ -19,6 +19,7 @@ def evaluable_scalings() -> list[str]:
 @register("rope_scaling")
 class RopeScalingVariant(Variant):
     linestyle = "-"
+    encoding_decides = True  # applies_to reads the encoding only (report/load.py asks it again)
 
     @dataclass
     class Params:
@@ -43,8 +44,6 @@ class RopeScalingVariant(Variant):
     def suffix(self) -> str:
         p = self.params
         return f"+{p.type}" if ROPE_SCALINGS.get(p.type).dynamic else f"+{p.type}@{p.factor:g}x"
-
-    encoding_decides = True
 
     def applies_to(self, encoding) -> bool:
         return getattr(encoding, "rope_scalable", False)
