@@ -344,6 +344,46 @@ def masked_attention(
     return out[0] if len(out) == 1 else torch.cat(out, dim=2)
 
 
+def stick_breaking_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    scale: float | None = None,
+    attend_current: bool = False,
+    remainder: bool = True,
+    block: int | None = None,
+    max_elements: int = MAX_SCORE_ELEMENTS,
+) -> torch.Tensor:
+    """Stick-breaking attention (Tan et al. 2025, arXiv 2410.17980), one block of queries at a time:
+
+        beta_ij = sigmoid(q_i . k_j * scale)
+        A_ij    = beta_ij prod_{j < t <= last} (1 - beta_it)      (last = i - 1; i with attend_current)
+        out_i   = sum_{j <= last} A_ij v_j + rem_i v_i,  rem_i = prod_{j <= last} (1 - beta_ij) = 1 - sum_j A_ij
+
+    in log space (ln beta = logsigmoid(z), ln(1 - beta) = logsigmoid(-z)) with a reverse cumulative
+    sum over the keys, in float32 at least, as the reference ``sb_ref.py``; ``remainder`` adds
+    rem_i v_i (the reference's tests and dolomite's default ``sb_remainder``). ``block``: blockwise
+    causal attention (future_mask): keys it hides take no share of the stick."""
+    B, H, L, Dh = q.shape
+    scale = Dh ** -0.5 if scale is None else scale
+    dtype = torch.promote_types(q.dtype, torch.float32)
+    out = []
+    for start, end in query_chunks(q.shape, max(1, max_elements // 4)):  # four score-sized tensors per block
+        z = (q[:, :, start:end] @ k[:, :, :end].transpose(-1, -2)).to(dtype) * scale
+        hidden = future_mask(start, end, q.device, block)
+        if not attend_current:
+            hidden = hidden | (torch.arange(end, device=q.device)[None, :] == torch.arange(start, end, device=q.device)[:, None])
+        log_beta = F.logsigmoid(z).masked_fill(hidden, float("-inf"))
+        log_rest = F.logsigmoid(-z).masked_fill(hidden, 0.0)  # ln(1 - beta); hidden keys break nothing
+        later = log_rest.flip(-1).cumsum(-1).flip(-1) - log_rest  # sum over the visible keys after j
+        a = (log_beta + later).exp()
+        y = a.to(v.dtype) @ v[:, :, :end]
+        if remainder:
+            y = y + log_rest.sum(-1, keepdim=True).exp().to(v.dtype) * v[:, :, start:end]
+        out.append(y)
+    return out[0] if len(out) == 1 else torch.cat(out, dim=2)
+
+
 def window_chunks(shape: torch.Size, window: Window, max_elements: int, min_block: int = 128) -> list[tuple[int, int]]:
     """Blocks of queries for windowed attention: about ``min_block`` queries (a multiple of a chunked
     window's size, so blocks start at chunk boundaries), so that each block's scores span block +
