@@ -125,6 +125,25 @@ def test_holm_matches_the_step_down_definition():
     assert math.isnan(holm([float("nan"), 0.2])[0]) and holm([float("nan"), 0.2])[1] == pytest.approx(0.2)
 
 
+def test_bootstrap_p_resolves_what_a_large_panel_needs():
+    """The percentile p (with Davison and Hinkley's +1) where the replicates resolve it; beyond them
+    the normal tail, so that a difference far outside every replicate survives Holm over 135
+    comparisons (the modern panel), which 2 / (B + 1) = 0.001 never could."""
+    from scipy.stats import norm
+
+    from posbench.report.bootstrap import bootstrap_p, holm
+
+    rng = np.random.default_rng(0)
+    near = rng.normal(0.1, 0.1, 2000)  # about 16% of the replicates cross zero
+    assert bootstrap_p(near) == pytest.approx(2 * ((near <= 0).sum() + 1) / 2001)
+    far = rng.normal(0.5, 0.1, 2000)  # 5 standard errors: no replicate crosses zero
+    assert (far <= 0).sum() == 0
+    assert bootstrap_p(far) == pytest.approx(2 * norm.sf(far.mean() / far.std(ddof=1)))
+    assert holm([bootstrap_p(far)] + [0.5] * 134)[0] < 0.05
+    assert holm([2 / 2001] + [0.5] * 134)[0] > 0.05  # what the percentile p alone allowed
+    assert bootstrap_p(np.zeros(10)) == 1.0 and math.isnan(bootstrap_p(np.array([np.nan])))
+
+
 def test_windowed_rows_are_controls_apart_from_the_verdicts_and_the_comparisons():
     """A row scored with an evaluation-time window (+bca) is never the best of a column, never in
     the comparisons, and the summary lists it after the verdicts as a control."""
