@@ -214,3 +214,11 @@ def test_bootstrap_draws_pair_rows_by_seed_id():
     assert without_seed_1.sum() > 20
     d = cells["gap"].replicates[:, :, 0].mean(1) - cells["full"].replicates[:, :, 0].mean(1)
     np.testing.assert_allclose(d[without_seed_1], 0.1, atol=1e-9)
+
+
+def test_p_values_below_what_the_data_could_show_are_written_as_a_bound():
+    from posbench.report.stats import format_p, p_phrase
+
+    assert format_p(4.8e-248) == "< 0.001" and format_p(0.0) == "< 0.001" and p_phrase(1e-9) == "< 0.001"
+    assert format_p(0.04213) == "0.042" and p_phrase(0.29) == "= 0.29" and p_phrase(0.4812, 3) == "= 0.481"
+    assert format_p(float("nan")) == ""

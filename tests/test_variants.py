@@ -72,3 +72,14 @@ def test_old_records_names_read_back_as_the_rows_that_make_them(name):
                                   ({"encodings": [rec["encoding"]]} if v["variant"] == "bca" else {}))
                      for v in rec["variants"])
     assert Row(rec["encoding"], variants, rec["tag"]).name == name
+
+
+def test_only_the_window_variants_mark_their_rows_as_controls():
+    """``window`` is a class flag (the report lists such rows apart, as controls): a method of that
+    name (ReRoPE's clipping distance once was) would make every row of the variant a control."""
+    from posbench.report.load import is_windowed
+    from posbench.variants import VARIANTS
+
+    assert all(isinstance(cls.window, bool) for _, cls in VARIANTS.items())
+    assert {name for name, cls in VARIANTS.items() if cls.window} == {"bca", "local"}
+    assert not is_windowed({"variants": [{"variant": "rerope"}]}) and is_windowed({"variants": [{"variant": "local"}]})

@@ -149,5 +149,5 @@ def is_windowed(row: dict | None) -> bool:
 
     if not isinstance(row, dict):
         return False
-    return any(getattr(VARIANTS.find(str(v.get("variant"))), "window", False) for v in row.get("variants") or []
+    return any(getattr(VARIANTS.find(str(v.get("variant"))), "window", False) is True for v in row.get("variants") or []
                if isinstance(v, dict))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from posbench.protocols import PROTOCOLS
-from posbench.report.stats import ALPHA
+from posbench.report.stats import ALPHA, p_phrase
 from posbench.report.tables import NOT_DEFINED, multiple_columns
 
 
@@ -153,7 +153,7 @@ def _best_sentence(sub: pd.DataFrame, col: str) -> str:
         p = runner.get(f"{col}_p_holm")
         if pd.notna(p):
             verdict = "significantly" if p < ALPHA else "not significantly"
-            s += f", {verdict} ahead of `{runner['variant']}` ({runner[col]:.2f}, Holm-adjusted p = {p:.3f})"
+            s += f", {verdict} ahead of `{runner['variant']}` ({runner[col]:.2f}, Holm-adjusted p {p_phrase(p, 3)})"
         else:
             s += f", ahead of `{runner['variant']}` ({runner[col]:.2f}; no test)"
     return s + ". "

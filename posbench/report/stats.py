@@ -24,6 +24,21 @@ def ci95_halfwidth(values) -> float:
     return float(stats.t.ppf(1 - ALPHA / 2, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v)))
 
 
+def format_p(p: float, digits: int = 2) -> str:
+    """A p-value as the report writes it: ``< 0.001`` below 0.001 (the normal tail of the bootstrap
+    replicates goes far below what the data could show: report/bootstrap.py bootstrap_p), else
+    ``digits`` significant digits; empty for NaN."""
+    if p != p:
+        return ""
+    return "< 0.001" if p < 0.001 else f"{p:.{digits}g}"
+
+
+def p_phrase(p: float, digits: int = 2) -> str:
+    """``= 0.042`` or ``< 0.001`` (format_p), for a sentence: "Holm-adjusted p {p_phrase(p)}"."""
+    text = format_p(p, digits)
+    return text if text.startswith("<") else f"= {text}"
+
+
 def paired_pvalue(a, b) -> float:
     """Two-sided paired t-test of log(a) against log(b), pairs aligned by seed; NaN with fewer
     than two pairs. Identical pairs (zero spread of the differences) give p = 1 when the mean

@@ -41,11 +41,12 @@ class ReRoPE(RotaryExtender):
         p = self.params
         return "+rerope" + (f"w{p.window}" if p.window is not None else "") + ("" if p.logn else "-nologn")
 
-    def window(self, train_len: int) -> int:
+    def clip_distance(self, train_len: int) -> int:
+        """w: distances at or beyond it are clipped (not ``window``: that class attribute marks a control)."""
         return self.params.window or max(1, train_len // 4)
 
     def pieces(self, positions, train_len):
-        w = self.window(train_len)
+        w = self.clip_distance(train_len)
         beyond = (torch.full_like(positions, w), torch.zeros_like(positions), None)
         within = (positions, positions, lambda i, j: positions[i] - positions[j] < w)
         return [beyond, within]

@@ -26,7 +26,7 @@ import pandas as pd
 from posbench.report import bootstrap
 from posbench.report.document import Heading, Para, Table
 from posbench.report.section import SECTIONS, Output, Section
-from posbench.report.stats import ALPHA
+from posbench.report.stats import ALPHA, format_p, p_phrase
 from posbench.report.style import parse_row
 
 ENCODING = "rope"
@@ -135,8 +135,8 @@ def verdict(panel: pd.DataFrame) -> str:
         second = others.iloc[0]
         return (f"best choice: **{best['row']}** ({_cell(best, 'ppl_target')}); every other row is significantly "
                 f"worse (Holm-corrected p < {ALPHA:g}), the runner-up {second['row']} ({_cell(second, 'ppl_target')}, "
-                f"p = {second['p_holm']:.3g}).")
-    names = ", ".join(f"{r['row']} (p = {r['p_holm']:.2g})" for _, r in tied.head(4).iterrows())
+                f"p {p_phrase(second['p_holm'], 3)}).")
+    names = ", ".join(f"{r['row']} (p {p_phrase(r['p_holm'])})" for _, r in tied.head(4).iterrows())
     names += f" and {len(tied) - 4} more" if len(tied) > 4 else ""
     return (f"no significant difference between {best['row']} ({_cell(best, 'ppl_target')}, the lowest mean) and "
             f"{names} (Holm-corrected, alpha {ALPHA:g}).")
@@ -177,7 +177,7 @@ class DecisionGuide(Section):
             shown = pd.DataFrame({"method": panel["method"], "factor": panel["factor"], "fine-tune steps": panel["steps"],
                                   "1x": [_cell(r, "ppl_1x") for _, r in panel.iterrows()],
                                   target: [_cell(r, "ppl_target") for _, r in panel.iterrows()],
-                                  "p vs lowest (Holm)": [("" if math.isnan(p) else f"{p:.2g}") for p in panel["p_holm"]],
+                                  "p vs lowest (Holm)": [format_p(p) for p in panel["p_holm"]],
                                   "seeds": panel["seeds"]})
             blocks += [Heading(f"{model}, trained at {L}, target {target}", level=3),
                        Para(f"At {target}: {verdict(panel)}"), Table(shown.reset_index(drop=True))]
