@@ -48,7 +48,8 @@ def test_flex_training_step_matches_the_chunked_path_forward_and_backward(encodi
         torch.testing.assert_close(grads["flex"][name], g, atol=2e-4, rtol=2e-3, msg=name)
 
 
-@pytest.mark.parametrize("encoding", ["nope", "rope", "alibi", "shaw", "fire", "fox", "cope", "sink", "ssmax", "gated"])
+@pytest.mark.parametrize("encoding", ["nope", "rope", "alibi", "shaw", "fire", "fox", "cope", "sink", "ssmax", "gated",
+                                      "stickbreaking"])
 def test_bf16_training_learns_and_stays_finite(encoding):
     device = resolve_device("cuda")
     torch.manual_seed(0)
