@@ -213,13 +213,15 @@ def piecewise_rotary_attention(
     pieces: list[tuple[torch.Tensor, torch.Tensor, WhereFn | None]],
     scale: float,
     max_elements: int = MAX_SCORE_ELEMENTS,
+    hidden: WhereFn | None = None,
 ) -> torch.Tensor:
     """Causal attention whose rotary logit for a pair (i, j) comes from one of several position maps:
 
         logit_ij = rotate(q_i, qpos_p[i]) . rotate(k_j, kpos_p[j]) * scale
 
-    with p the last piece whose ``where(i, j)`` holds (the first piece's where is None: every pair).
-    ReRoPE, SelfExtend and DCA are such maps (posbench/variants/). q, k: [B, H, L, Dh] not yet
+    with p the last piece whose ``where(i, j)`` holds (the first piece's where is None: every pair);
+    pairs where ``hidden(i, j)`` holds are masked as the future is (StreamingLLM's evicted keys).
+    ReRoPE, SelfExtend, DCA and StreamingLLM are such maps (posbench/variants/). q, k: [B, H, L, Dh] not yet
     rotated; each piece: (qpos [L], kpos [L], where). Keys are rotated once per piece ([B, H, L, Dh]
     each); scores are built one block of queries at a time (as ``biased_causal_attention``), so no
     heads x L x L matrix is held for a whole long window.
@@ -234,7 +236,8 @@ def piecewise_rotary_attention(
         for (qpos, _, where), k_rot in zip(pieces, keys):
             s = rotate(q[:, :, start:end], qpos[start:end]) @ k_rot[:, :, :end].transpose(-1, -2)
             scores = s if scores is None else torch.where(where(i, j), s, scores)
-        scores = (scores * scale).masked_fill(j > i, float("-inf"))
+        masked = j > i if hidden is None else (j > i) | hidden(i, j)
+        scores = (scores * scale).masked_fill(masked, float("-inf"))
         attn = scores.softmax(-1, dtype=torch.promote_types(scores.dtype, torch.float32)).to(v.dtype)
         out.append(attn @ v[:, :, :end])
     return out[0] if len(out) == 1 else torch.cat(out, dim=2)

@@ -81,5 +81,5 @@ def test_only_the_window_variants_mark_their_rows_as_controls():
     from posbench.variants import VARIANTS
 
     assert all(isinstance(cls.window, bool) for _, cls in VARIANTS.items())
-    assert {name for name, cls in VARIANTS.items() if cls.window} == {"bca", "local"}
+    assert {name for name, cls in VARIANTS.items() if cls.window} == {"bca", "local", "streaming"}
     assert not is_windowed({"variants": [{"variant": "rerope"}]}) and is_windowed({"variants": [{"variant": "local"}]})

@@ -9,7 +9,9 @@ asks for (``Row.options``); nothing is parsed back from a name except in ``parse
 made before rows were recorded.
 
 Built-ins (one module each, registered with ``@register``): ``rope_scaling`` (rope+yarn@16x),
-``bca`` (+bca), ``temperature`` (+temp0.1), ``randpos`` (+randpos). Another package's come through
+``bca`` (+bca), ``temperature`` (+temp0.1), ``randpos`` (+randpos), and through ``eval.variants``
+``rerope``, ``selfextend``, ``dca``, ``streaming`` (StreamingLLM), ``local`` (+swaL), ``logn`` and
+``floorlog``. Another package's come through
 the entry-point group ``posbench.variants`` or a ``module:attr`` path in ``eval.variants``.
 """
 

@@ -1,4 +1,4 @@
-"""The shared part of the training-free extenders (ReRoPE, SelfExtend, DCA: one module each): an
+"""The shared part of the training-free extenders (ReRoPE, SelfExtend, DCA, StreamingLLM: one module each): an
 evaluation variant that replaces a RoPE model's attention with ``piecewise_rotary_attention``
 (posbench/attention.py), where each pair (i, j) takes its rotary positions from one of a few maps.
 
@@ -33,6 +33,11 @@ class RotaryExtender(Variant):
         """[(qpos [L], kpos [L], where(i, j) or None)], the first for every pair (attention.py)."""
         raise NotImplementedError
 
+    def hidden(self, positions: torch.Tensor, train_len: int):
+        """where(i, j) of the pairs a query must not see beyond the future (StreamingLLM's evicted
+        keys), or None: every past key is seen."""
+        return None
+
     def query_scale(self, positions: torch.Tensor, train_len: int) -> torch.Tensor | None:
         """A factor per query position on q (ReRoPE's log-n), or None."""
         return None
@@ -53,4 +58,5 @@ class RotaryExtender(Variant):
         scale *= self.logit_factor(len(positions), train_len)
         if (qs := self.query_scale(positions, train_len)) is not None:
             q = q * qs.to(q.dtype)[:, None]
-        return piecewise_rotary_attention(q, k, v, rotate, self.pieces(positions, train_len), scale)
+        return piecewise_rotary_attention(q, k, v, rotate, self.pieces(positions, train_len), scale,
+                                          hidden=self.hidden(positions, train_len))
