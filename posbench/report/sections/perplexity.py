@@ -54,7 +54,7 @@ class Perplexity(Section):
                  + "`mean log-ppl (rank)`: the mean log-perplexity over every evaluated length, with the row's rank in its "
                  "panel (low only for a row good at 1x and at every length). "
                  f"`extrap. len`: the longest length up to which every evaluated length stays within {tolerance:.0%} of 1x. "
-                 "Rows with an evaluation-time window (`+bca`, `+swa…`) are controls: read them beside the row without it."),
+                 "Rows with an evaluation-time window (`+bca`, `+swa…`, StreamingLLM's `+streaming`) are controls: read them beside the row without it."),
             Table(shown),
             Image("ppl_vs_length.png", "perplexity against evaluation length (bands: 95% interval over text and seeds)"),
         ]
