@@ -78,3 +78,6 @@ def test_rows_for_rope_only_windowed_and_named_by_their_settings():
         make_variant("streaming", {"sinks": -1})
     with pytest.raises(PosbenchError, match="no recent keys at train_len 4"):
         make_variant("streaming").cache(4)
+    tiny = build_encoding("rope", ModelShape(64, 2, 2, 4))
+    assert "4 sinks leave no recent keys at train_len 4" in make_variant("streaming").undefined_for(tiny, 16)
+    assert make_variant("streaming").undefined_for(rope, 64) is None

@@ -54,11 +54,20 @@ class StreamingLLM(RotaryExtender):
 
     def cache(self, train_len: int) -> tuple[int, int]:
         """(S, R): sinks and recent keys kept."""
+        if reason := self.no_cache(train_len):
+            raise PosbenchError(f"streaming: {reason}")
         recent = self.params.recent if self.params.recent is not None else train_len - self.params.sinks - 1
-        if recent < 1:
-            raise PosbenchError(f"streaming: {self.params.sinks} sinks leave no recent keys at train_len {train_len}; "
-                                f"set eval.variants' streaming sinks below {train_len - 1} or give recent")
         return self.params.sinks, recent
+
+    def no_cache(self, train_len: int) -> str | None:
+        """Why no cache fits (the default R would be below 1), or None."""
+        if self.params.recent is None and train_len - self.params.sinks - 1 < 1:
+            return (f"{self.params.sinks} sinks leave no recent keys at train_len {train_len} "
+                    f"(sinks below {train_len - 1}, or give recent)")
+        return None
+
+    def undefined_for(self, encoding, length: int) -> str | None:
+        return self.no_cache(encoding.shape.train_len)  # a row without scores and this reason, not a failed run
 
     def pieces(self, positions, train_len):
         sinks, recent = self.cache(train_len)
