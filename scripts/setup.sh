@@ -14,5 +14,6 @@ VPY=.venv/bin/python
 if ! "$VPY" -c "import torch" 2>/dev/null; then
     "$VPY" -m pip install -q "${POSBENCH_TORCH_SPEC:-torch==2.13.0}"
 fi
-"$VPY" -m pip install -q -e ".[dev]"
+# POSBENCH_EXTRAS: the extras to install (scripts/test.sh asks for "test": HF transformers for the RoPE parity tests)
+"$VPY" -m pip install -q -e ".[${POSBENCH_EXTRAS:-dev}]"
 "$VPY" -c "import torch, posbench; print(f'posbench {posbench.__version__}, torch {torch.__version__}, cuda available: {torch.cuda.is_available()}')"
