@@ -18,7 +18,7 @@ query-chunked piecewise kernel (posbench/attention.py), as ReRoPE.
 
 Toy scale: S = 4 (the paper's four sink tokens; a token count, not scaled) and R = train_len - S - 1
 by default, so a query sees train_len keys (the sinks, R recent keys and itself) and every distance
-stays below train_len: the README's rule that the cache is at most the pre-training window. The
+stays below train_len: the reference README's rule that the cache is at most the pre-training window. The
 ``+swaL`` row (the ``local`` variant) is the paper's window-attention baseline at the same key count
 with no sinks kept. A window by construction (the middle is never seen), so its rows are reported
 apart with the windowed controls. Deviations: RoPE models only (the reference's MPT/ALiBi path,
