@@ -52,16 +52,19 @@ class StreamingLLM(RotaryExtender):
         p = self.params
         return "+streaming" + (f"s{p.sinks}" if p.sinks != 4 else "") + (f"r{p.recent}" if p.recent is not None else "")
 
+    def recent(self, train_len: int) -> int:
+        """R: the setting, else train_len - S - 1 (a query then sees train_len keys)."""
+        return self.params.recent if self.params.recent is not None else train_len - self.params.sinks - 1
+
     def cache(self, train_len: int) -> tuple[int, int]:
         """(S, R): sinks and recent keys kept."""
         if reason := self.no_cache(train_len):
             raise PosbenchError(f"streaming: {reason}")
-        recent = self.params.recent if self.params.recent is not None else train_len - self.params.sinks - 1
-        return self.params.sinks, recent
+        return self.params.sinks, self.recent(train_len)
 
     def no_cache(self, train_len: int) -> str | None:
-        """Why no cache fits (the default R would be below 1), or None."""
-        if self.params.recent is None and train_len - self.params.sinks - 1 < 1:
+        """Why no cache fits (only the default R can fall below 1: a set R is checked positive), or None."""
+        if self.recent(train_len) < 1:
             return (f"{self.params.sinks} sinks leave no recent keys at train_len {train_len} "
                     f"(sinks below {train_len - 1}, or give recent)")
         return None
