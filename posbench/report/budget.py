@@ -30,34 +30,10 @@ from posbench.report.prose import join_words
 
 DEFAULT_IMPROVING = 0.02  # a run still improving: 1x validation loss fell by more over its last doubling
 DEFAULT_SPREAD = 0.10  # compared encodings' 1x perplexities differ by more: a warning
-MILD_LIMIT = 1.3  # ratio to 1x: flat <= 1 + tolerance < mild <= 1.3 < broken (the README's classes)
-
-
-def verdict(ratio: float, tolerance: float) -> str:
-    """flat (within ``tolerance`` of 1x, or better), mild (up to 1.3x its 1x perplexity), broken (more)."""
-    if pd.isna(ratio):
-        return "n/a"
-    return "flat" if ratio <= 1 + tolerance else "mild" if ratio <= MILD_LIMIT else "broken"
-
-
-UNDECIDED = "undecided"
-
-
-def interval_verdict(lo: float, hi: float, mean: float, tolerance: float) -> str:
-    """The verdict a ratio's 95% interval [lo, hi] supports: flat (the whole interval within
-    ``tolerance`` of 1x, or better), mild (inside (1 + tolerance, 1.3]), broken (above 1.3), else
-    ``undecided`` (the interval straddles a border). Without an interval (one seed and no
-    per-document losses), the mean's class."""
-    if pd.isna(lo) or pd.isna(hi):
-        return "n/a" if pd.isna(mean) else f"{verdict(mean, tolerance)}, no interval"
-    flat_top = 1 + tolerance
-    if hi <= flat_top:
-        return "flat"
-    if lo > flat_top and hi <= MILD_LIMIT:
-        return "mild"
-    if lo > MILD_LIMIT:
-        return "broken"
-    return UNDECIDED
+# the verdict classes and their thresholds live in posbench/report/verdicts.py; re-exported here
+from posbench.report.verdicts import (  # noqa: E402,F401
+    FAR_MARGIN, FAR_UNDECIDED, LOCAL, MILD_LIMIT, UNDECIDED, USES_FAR, far_context_class, interval_verdict,
+    qualified_verdict, verdict)
 
 
 def last_doubling(history: pd.DataFrame | None) -> dict:

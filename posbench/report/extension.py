@@ -25,7 +25,6 @@ import numpy as np
 import pandas as pd
 
 from posbench.report import bootstrap
-from posbench.report.stats import ci95_halfwidth
 from posbench.report.style import parse_row
 
 KEYS = ["encoding", "method", "model", "train_len", "target"]
@@ -103,27 +102,23 @@ def _cells(ext: pd.DataFrame, token_sets: dict, replicates: int) -> dict[tuple, 
     the target (one per seed), drawn with the draws of its (model, train_len, target) panel."""
     out = {}
     for (model, train_len, target), panel in ext.groupby(["model", "train_len", "target"]):
-        doc_tokens, draws = bootstrap.panel_text(panel, token_sets, [*KEYS, "steps"], replicates)
+        doc_tokens, draws = bootstrap.panel_text(panel, token_sets, replicates)
         for key, g in panel.groupby([*KEYS, "steps"]):
             out[key] = bootstrap.cell_replicates(g, [target], doc_tokens, draws, by="target")
     return out
 
 
 def net_gain(method: bootstrap.CellReplicates | None, control: bootstrap.CellReplicates | None) -> str:
-    """"+12.3% [9.8, 14.9]": the mean over seeds of 1 - ppl_method / ppl_control at the target after
-    the same steps, paired by seed, with its 95% interval (over text and seeds where both cells have
-    per-document losses, else the t-interval over seeds); a negative gain: the method is worse than
-    continuing at train_len. "" without a control, or where the seeds differ."""
-    if method is None or control is None or method.observed.shape != control.observed.shape:
+    """"+12.3% [9.8, 14.9]": 1 - ppl_method / ppl_control at the target after the same steps (geometric
+    means over the seeds both have, paired by seed id), with its 95% interval over text and seeds
+    (bootstrap.pair_ratio_stats: different weights, so the seeds are the unit); a negative gain: the
+    method is worse than continuing at train_len. "" without a control or a seed in common."""
+    if method is None or control is None:
         return ""
-    gains = 1 - np.exp(method.observed[:, 0] - control.observed[:, 0])
-    mean = float(gains.mean())
-    if method.replicates is not None and control.replicates is not None:
-        lo, hi = bootstrap.interval((1 - np.exp(method.replicates[:, :, 0] - control.replicates[:, :, 0])).mean(1))
-    else:
-        h = ci95_halfwidth(gains)
-        lo, hi = mean - h, mean + h
-    return f"{100 * mean:+.1f}%" + ("" if np.isnan(lo) else f" [{100 * lo:+.1f}, {100 * hi:+.1f}]")
+    ratio, lo, hi = bootstrap.pair_ratio_stats(method, control, 0)
+    if np.isnan(ratio):
+        return ""
+    return f"{100 * (1 - ratio):+.1f}%" + ("" if np.isnan(lo) else f" [{100 * (1 - hi):+.1f}, {100 * (1 - lo):+.1f}]")
 
 
 def display_extension_table(table: pd.DataFrame) -> pd.DataFrame:

@@ -9,6 +9,7 @@ import pandas as pd
 from posbench.protocols import PROTOCOLS
 from posbench.report.stats import ALPHA, p_phrase
 from posbench.report.tables import NOT_DEFINED, multiple_columns
+from posbench.report.verdicts import FAR_MARGIN, LOCAL, MILD_LIMIT, USES_FAR
 
 
 def protocol_note(evals: pd.DataFrame) -> str:
@@ -70,7 +71,7 @@ def _names(items: list[str]) -> str:
     return join_words(f"`{x}`" for x in items)
 
 
-VERDICTS = ("flat", "mild", "broken", "undecided")
+VERDICTS = ("flat, uses far context", "flat, local", "flat", "mild", "broken", "undecided")
 
 
 def verdict_entry(r: pd.Series, ratio: str, n: int) -> str:
@@ -79,7 +80,17 @@ def verdict_entry(r: pd.Series, ratio: str, n: int) -> str:
     called flat without saying so)."""
     span = f" [{r[f'{ratio}_lo']:.2f}, {r[f'{ratio}_hi']:.2f}]" if pd.notna(r.get(f"{ratio}_lo")) else " (no interval)"
     rank = f", rank {int(r['rank_1x'])}/{n}" if pd.notna(r.get("rank_1x")) else ""
-    return f"`{r['variant']}` {r[ratio]:.2f}{span} (1x {r['1x']:.2f}{rank})"
+    far = (f"; window control x{r['far_gain']:.3f} [{r['far_gain_lo']:.3f}, {r['far_gain_hi']:.3f}]"
+           if pd.notna(r.get("far_gain")) and pd.notna(r.get("far_gain_lo")) else "")
+    return f"`{r['variant']}` {r[ratio]:.2f}{span} (1x {r['1x']:.2f}{rank}{far})"
+
+
+def verdict_group(r: pd.Series) -> str:
+    """The class a row is listed under: its verdict, a flat one split by its far-context use."""
+    word = str(r["verdict"]).split(",")[0]
+    if word == "flat" and str(r.get("far_context") or "") in (USES_FAR, LOCAL):
+        return f"flat, {r['far_context']}"
+    return word
 
 
 def describe_panel(sub: pd.DataFrame, tolerance: float) -> str:
@@ -87,8 +98,6 @@ def describe_panel(sub: pd.DataFrame, tolerance: float) -> str:
     every unwindowed row from its ratio's interval (flat / mild / broken only when the interval lies
     in one class, else undecided), the ranking by mean log-perplexity over the lengths, the best at
     1x and at the longest multiple with their Holm-corrected tests, then the windowed controls apart."""
-    from posbench.report.budget import MILD_LIMIT
-
     # only the multiples this panel has numbers (or "not defined") for: nothing is claimed about the rest
     cols = [c for c in multiple_columns(sub) if sub[c].notna().any() or (sub[f"{c}_note"] == NOT_DEFINED).any()]
     first = sub.iloc[0]
@@ -119,8 +128,13 @@ def describe_panel(sub: pd.DataFrame, tolerance: float) -> str:
                 note = r.get(f"{longest}_note")
                 (undefined if note == NOT_DEFINED else unevaluated).append(f"`{r['variant']}`")
                 continue
-            classes.setdefault(str(r["verdict"]).split(",")[0], []).append(verdict_entry(r, ratio, n))
-        limits = {"flat": f"interval within {1 + tolerance:g}", "mild": f"interval inside ({1 + tolerance:g}, {MILD_LIMIT:g}]",
+            classes.setdefault(verdict_group(r), []).append(verdict_entry(r, ratio, n))
+        flat = f"interval within {1 + tolerance:g}"
+        limits = {"flat, uses far context": f"{flat}; its window control's interval above {1 + FAR_MARGIN:g}: keys past "
+                                            "train_len lower its perplexity",
+                  "flat, local": f"{flat}; its window control's interval below {1 + FAR_MARGIN:g}: it gains nothing "
+                                 "past train_len",
+                  "flat": flat, "mild": f"interval inside ({1 + tolerance:g}, {MILD_LIMIT:g}]",
                   "broken": f"interval above {MILD_LIMIT:g}", "undecided": "interval across a border"}
         parts.append(f"{ratio} ({max_len} tokens against {train_len}): " + "; ".join(
             f"**{v}** ({limits[v]}): " + ", ".join(entries) for v, entries in classes.items() if entries and v in limits))
@@ -131,8 +145,9 @@ def describe_panel(sub: pd.DataFrame, tolerance: float) -> str:
     text = head + ". ".join(parts) + (". " if parts else "")
     ranked = plain.dropna(subset=["mean_log_ppl"]).sort_values("mean_log_ppl") if "mean_log_ppl" in plain else plain.iloc[:0]
     if len(ranked) > 1:
-        text += (f"Ranked by mean log-perplexity over {cols[0]} ... {longest}: "
-                 + ", ".join(f"`{r['variant']}` ({r['mean_log_ppl']:.3f})" for _, r in ranked.iterrows()) + ". ")
+        text += (f"Ranked by mean log-perplexity over {cols[0]} ... {longest} (rows whose intervals overlap share a "
+                 "rank): " + ", ".join(f"{_rank(r)}`{r['variant']}` ({r['mean_log_ppl']:.3f})" for _, r in ranked.iterrows())
+                 + ". ")
     for col in dict.fromkeys(["1x", longest]):
         text += _best_sentence(plain, col)
     if not controls.empty and ratio in controls:
@@ -140,6 +155,10 @@ def describe_panel(sub: pd.DataFrame, tolerance: float) -> str:
                  + ", ".join(f"{verdict_entry(r, ratio, len(controls))} {r['verdict']}" for _, r in
                              controls.sort_values(ratio).iterrows() if pd.notna(r[ratio])) + ". ")
     return text.strip()
+
+
+def _rank(r: pd.Series) -> str:
+    return f"{int(r['rank_mean_log_ppl'])}. " if pd.notna(r.get("rank_mean_log_ppl")) else ""
 
 
 def _best_sentence(sub: pd.DataFrame, col: str) -> str:
@@ -154,6 +173,8 @@ def _best_sentence(sub: pd.DataFrame, col: str) -> str:
         if pd.notna(p):
             verdict = "significantly" if p < ALPHA else "not significantly"
             s += f", {verdict} ahead of `{runner['variant']}` ({runner[col]:.2f}, Holm-adjusted p {p_phrase(p, 3)})"
+        elif runner.get(f"{col}_unresolved"):
+            s += f", ahead of `{runner['variant']}` ({runner[col]:.2f}; {runner[f'{col}_unresolved']})"
         else:
             s += f", ahead of `{runner['variant']}` ({runner[col]:.2f}; no test)"
     return s + ". "

@@ -138,14 +138,20 @@ def main_table(evals: pd.DataFrame, tolerance: float, token_sets: dict | None = 
 
     Columns: ``seeds``, ``interval`` (what the intervals cover), ``stride`` (``window_stride``), ``windowed`` (an evaluation-time
     window: a control, never in the same verdict list as the unwindowed rows); for each multiple
-    ``<m>x`` (mean ppl over seeds), ``<m>x_lo`` / ``<m>x_hi`` (95% interval), ``<m>x_p_vs_best``
-    (against the lowest mean of the column in the same panel) and ``<m>x_p_holm`` (Holm-adjusted
-    over the panel's comparisons), ``<m>x_best``; ``<M>x/1x`` (mean over seeds of the longest
-    multiple's ratio) with ``_lo`` / ``_hi`` and ``verdict`` (flat / mild / broken when the interval
-    lies inside one class, else undecided); ``mean_log_ppl`` (mean log-perplexity over the evaluated
-    lengths) with ``_lo`` / ``_hi``; ``rank_1x`` and ``rank_mean_log_ppl`` within the panel;
-    ``extrapolation_len`` (from the mean curve) and ``extrapolation_len_min`` (worst seed)."""
-    from posbench.report.budget import interval_verdict
+    ``<m>x`` (geometric mean ppl over seeds), ``<m>x_lo`` / ``<m>x_hi`` (95% interval), ``<m>x_p_vs_best``
+    (against the lowest mean of the column in the same panel), ``<m>x_test`` (which test:
+    bootstrap.compare), ``<m>x_unresolved`` (why there is no p-value, e.g. "not resolvable with 1
+    seed") and ``<m>x_p_holm`` (Holm-adjusted over the panel's comparisons), ``<m>x_best``;
+    ``<M>x/1x`` (the longest multiple's ratio) with ``_lo`` / ``_hi`` and ``verdict`` (flat / mild /
+    broken when the interval lies inside one class, else undecided); ``far_gain`` with ``_lo`` /
+    ``_hi`` (the longest length's perplexity with a window of train_len keys over without it, from
+    the row's ``+swaL`` control: above 1, the row uses context past train_len) and ``far_context``
+    (verdicts.far_context_class); ``label`` (the verdict, a flat one qualified by far_context);
+    ``mean_log_ppl`` (mean log-perplexity over the evaluated lengths) with ``_lo`` / ``_hi``;
+    ``rank_1x`` and ``rank_mean_log_ppl`` within the panel, with ties where intervals overlap
+    (bootstrap.tied_ranks); ``extrapolation_len`` (from the mean curve) and
+    ``extrapolation_len_min`` (worst seed)."""
+    from posbench.report.verdicts import interval_verdict
 
     summary = run_summary(evals, tolerance)
     ms = multiples(evals)
@@ -154,7 +160,7 @@ def main_table(evals: pd.DataFrame, tolerance: float, token_sets: dict | None = 
     token_sets = token_sets or {}
     rows, reps = [], {}
     for panel, pg in done.groupby(PANEL_KEYS, sort=True):
-        doc_tokens, draws = bootstrap.panel_text(pg, token_sets, ["variant"], replicates)
+        doc_tokens, draws = bootstrap.panel_text(pg, token_sets, replicates)
         for variant, g in pg.groupby("variant", sort=True):
             cell = dict(zip(PANEL_KEYS, panel), variant=variant)
             key = tuple(cell[k] for k in CELL_KEYS)
@@ -162,7 +168,7 @@ def main_table(evals: pd.DataFrame, tolerance: float, token_sets: dict | None = 
             reps[key] = c
             row = {k: cell[k] for k in CELL_KEYS}
             row["seeds"] = g["seed"].nunique()
-            row["interval"] = bootstrap.BOTH if c.text else bootstrap.SEEDS_ONLY
+            row["interval"] = interval_kind(c)
             row["windowed"] = bool(g["windowed"].fillna(False).any()) if "windowed" in g else False
             row["stride"] = window_stride(g)
             means = []
@@ -185,23 +191,68 @@ def main_table(evals: pd.DataFrame, tolerance: float, token_sets: dict | None = 
     table = pd.DataFrame(rows)
     if table.empty:
         return table
-    for col in ("1x", "mean_log_ppl"):  # ranks among the unwindowed rows (the windowed ones among themselves)
+    for col, name in (("1x", "rank_1x"), ("mean_log_ppl", "rank_mean_log_ppl")):
+        # ranks among the unwindowed rows (the windowed ones among themselves), tied where intervals overlap
         if col in table:
-            name = "rank_1x" if col == "1x" else "rank_mean_log_ppl"
-            table[name] = table.groupby(PANEL_KEYS + ["windowed"])[col].rank(method="min")
+            table[name] = math.nan
+            for _, idx in table.groupby(PANEL_KEYS + ["windowed"]).groups.items():
+                table.loc[idx, name] = bootstrap.tied_ranks(table.loc[idx, f"{col}_lo"], table.loc[idx, f"{col}_hi"])
+    _far_context(table, reps, ms)
     _mark_best(table, reps, ms)
     return table
 
 
+def interval_kind(c: bootstrap.CellReplicates) -> str:
+    """What a cell's intervals cover: text and seeds, the text of one seed, or seeds alone."""
+    if not c.text:
+        return bootstrap.SEEDS_ONLY
+    return bootstrap.BOTH if len(c.seeds) > 1 else bootstrap.TEXT_ONLY
+
+
+def far_control(variant: str) -> str:
+    """The name of a row's far-context control: the same weights and row with a sliding window of
+    train_len keys in every layer (posbench/variants/local.py)."""
+    return f"{variant}+swaL"
+
+
+def _far_context(table: pd.DataFrame, reps: dict, ms: list[float]) -> None:
+    """Fill ``far_gain`` (and its interval), ``far_context`` and ``label`` of every unwindowed row whose
+    window control was scored at the longest multiple; rows without one say so in ``far_context``."""
+    from posbench.report.verdicts import far_context_class, qualified_verdict
+
+    table["far_gain"], table["far_gain_lo"], table["far_gain_hi"] = math.nan, math.nan, math.nan
+    table["far_context"] = ""
+    key = lambda i: tuple(table.loc[i, k] for k in CELL_KEYS)  # noqa: E731
+    names = set(zip(*(table[k] for k in CELL_KEYS)))
+    if ms and ms[-1] > 1:
+        for i in table.index[~table["windowed"]]:
+            k = key(i)
+            control = (k[0], far_control(k[1]), *k[2:])
+            if control not in names:
+                table.loc[i, "far_context"] = NO_CONTROL
+                continue
+            gain = bootstrap.pair_ratio_stats(reps[control], reps[k], len(ms) - 1)
+            table.loc[i, ["far_gain", "far_gain_lo", "far_gain_hi"]] = gain
+            table.loc[i, "far_context"] = far_context_class(gain[1], gain[2])
+    table["label"] = [qualified_verdict(r.get("verdict", ""), r["far_context"]) for _, r in table.iterrows()]
+
+
+NO_CONTROL = "no window control"
+
+
 def _mark_best(table: pd.DataFrame, reps: dict, ms: list[float]) -> None:
     """Fill ``<m>x_best``, ``<m>x_p_vs_best`` (each unwindowed cell against the best unwindowed cell of
-    its column in its panel) and ``<m>x_p_holm`` (Holm over all of a panel's comparisons, every
-    multiple). Windowed rows (controls) are neither best nor tested."""
+    its column in its panel; bootstrap.compare: documents paired within one model's rows, seeds
+    between models), ``<m>x_test``, ``<m>x_unresolved`` and ``<m>x_p_holm`` (Holm over all of a
+    panel's comparisons that have a p-value, every multiple). Windowed rows (controls) are neither
+    best nor tested."""
     for m in ms:
         col = fmt_multiple(m)
         table[f"{col}_p_vs_best"] = math.nan
         table[f"{col}_p_holm"] = math.nan
         table[f"{col}_best"] = False
+        table[f"{col}_test"] = ""
+        table[f"{col}_unresolved"] = ""
     key = lambda i: tuple(table.loc[i, k] for k in CELL_KEYS)  # noqa: E731
     # the family: the unwindowed rows of a panel against their best (windowed rows are controls, not contenders)
     for _, idx in table[~table["windowed"]].groupby(PANEL_KEYS).groups.items():
@@ -215,9 +266,13 @@ def _mark_best(table: pd.DataFrame, reps: dict, ms: list[float]) -> None:
             table.loc[best, f"{col}_best"] = True
             for i in idx:
                 if i != best and pd.notna(table.loc[i, col]):
-                    family.append((i, col, bootstrap.p_versus(reps[key(i)], reps[key(best)], k)))
-        for (i, col, _), adjusted in zip(family, bootstrap.holm([p for *_, p in family])):
-            table.loc[i, f"{col}_p_vs_best"] = next(p for j, c, p in family if j == i and c == col)
+                    result = bootstrap.compare(reps[key(i)], reps[key(best)], k)
+                    table.loc[i, f"{col}_test"] = result.test
+                    table.loc[i, f"{col}_unresolved"] = result.note
+                    if np.isfinite(result.p):
+                        family.append((i, col, result.p))
+        for (i, col, p), adjusted in zip(family, bootstrap.holm([p for *_, p in family])):
+            table.loc[i, f"{col}_p_vs_best"] = p
             table.loc[i, f"{col}_p_holm"] = adjusted
 
 

@@ -6,7 +6,7 @@ task's own metric (passkey: exact match; MQAR and copy: token accuracy). Per tas
 and train_len:
 
     accuracy at each multiple   mean over the grid's conditions, then over seeds, with a 95% interval
-                                over examples and seeds (``task_interval``: a two-level bootstrap)
+                                over examples and seeds (``task_interval``: t over seeds with the binomial spread of the examples)
     effective context length    the longest length up to which the mean accuracy over seeds stays at or
                                 above the threshold (default 80%) in every condition of every length
                                 (0 when it fails already at train_len)
@@ -28,23 +28,24 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from posbench.errors import PosbenchError
-from posbench.report.bootstrap import REPLICATES, RNG_SEED, interval
+from posbench.report.bootstrap import seeds_and_text
 from posbench.tasks import TASKS
 
 DEFAULT_THRESHOLD = 0.8
 KEYS = ["task", "variant", "model", "train_len"]
 
 
-def task_interval(g: pd.DataFrame, replicates: int = REPLICATES, rng_seed: int = RNG_SEED) -> tuple[float, float]:
+def task_interval(g: pd.DataFrame) -> tuple[float, float]:
     """95% interval of one cell's accuracy (``g``: its records at one length: seed, condition,
-    accuracy, examples) over examples and seeds, as the perplexity tables' bootstrap is over text and
-    seeds: each replicate draws the seeds with replacement, then each drawn seed's examples of every
-    condition with replacement, and averages as the table does (conditions, then seeds).
+    accuracy, examples) over examples and seeds, as the perplexity tables' intervals are over text
+    and seeds (posbench/report/bootstrap.py): Student's t on the per-seed accuracies (each the mean
+    over conditions) with the examples' binomial variance added and Welch-Satterthwaite degrees of
+    freedom, clipped to [0, 1].
 
-    The records keep a fraction and a count per condition, not each example; drawing n examples with
-    replacement from n with a fraction p right is Binomial(n, p) / n, exactly for exact match (each
-    example right or wrong). For token accuracy (MQAR, copy) the same draw treats each example as all
-    right or all wrong, which overstates its spread: the interval is then conservative."""
+    The binomial variance of a condition is p~(1 - p~) / n with p~ = (right + 1) / (n + 2) (the
+    Agresti-Coull-style shrinkage that keeps a cell of 0 or n right from claiming no spread). For
+    token accuracy (MQAR, copy) the records treat each example as all right or all wrong, which
+    overstates its spread: the interval is then conservative."""
     seeds = sorted(g["seed"].unique())
     conditions = sorted(g["condition"].fillna(-1).unique())
     p = np.full((len(seeds), len(conditions)), np.nan)
@@ -54,10 +55,11 @@ def task_interval(g: pd.DataFrame, replicates: int = REPLICATES, rng_seed: int =
         p[i, j], n[i, j] = r.accuracy, int(r.examples)
     if np.isnan(p).any() or (n <= 0).any():
         return np.nan, np.nan
-    rng = np.random.default_rng(rng_seed)
-    pick = rng.integers(0, len(seeds), size=(replicates, len(seeds)))
-    draws = rng.binomial(n[pick], p[pick]) / n[pick]  # [B, S, C]
-    return interval(draws.mean(2).mean(1))
+    shrunk = (p * n + 1) / (n + 2)
+    per_seed_var = (shrunk * (1 - shrunk) / n).sum(1) / len(conditions) ** 2  # of each seed's mean over conditions
+    text_var = float(per_seed_var.sum()) / len(seeds) ** 2
+    e = seeds_and_text(p.mean(1), text_var, float(n.sum(1).min()) - 1)
+    return max(0.0, e.lo), min(1.0, e.hi)
 
 
 def task_frame(runs: pd.DataFrame, configs: Mapping[str, DictConfig]) -> tuple[pd.DataFrame, pd.DataFrame]:

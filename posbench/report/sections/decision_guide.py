@@ -31,7 +31,7 @@ from posbench.report.style import parse_row
 
 ENCODING = "rope"
 COLUMNS = ["model", "train_len", "target", "method", "factor", "steps", "seeds", "interval", "ppl_1x", "ppl_1x_lo",
-           "ppl_1x_hi", "ppl_target", "ppl_target_lo", "ppl_target_hi", "p_vs_best", "p_holm", "row"]
+           "ppl_1x_hi", "ppl_target", "ppl_target_lo", "ppl_target_hi", "p_vs_best", "p_holm", "test", "unresolved", "row"]
 
 
 def _describe(row: str) -> tuple[str, str, int | None]:
@@ -77,7 +77,7 @@ def guide_frame(evals: pd.DataFrame, token_sets: dict | None = None,
                    if (ext := parse_row(str(v)).extension) is not None and ext.factor > 1}
         lengths = sorted(int(x) for x in panel["length"].unique())
         targets |= {lengths[-1]} if lengths[-1] > L else set()
-        doc_tokens, draws = bootstrap.panel_text(panel, token_sets, ["variant"], replicates)
+        doc_tokens, draws = bootstrap.panel_text(panel, token_sets, replicates)
         cells = {row: bootstrap.cell_replicates(sub, lengths, doc_tokens, draws, by="length")
                  for row, sub in panel.groupby("variant")}
         for target in sorted(t for t in targets if t in lengths):  # (a target no run was scored at: no table)
@@ -96,7 +96,7 @@ def guide_frame(evals: pd.DataFrame, token_sets: dict | None = None,
                              "interval": bootstrap.BOTH if c.text else bootstrap.SEEDS_ONLY,
                              **dict(zip(["ppl_1x", "ppl_1x_lo", "ppl_1x_hi"], ppl_1x)),
                              **dict(zip(["ppl_target", "ppl_target_lo", "ppl_target_hi"], bootstrap.ppl_stats(c, k))),
-                             "p_vs_best": math.nan, "p_holm": math.nan, "row": row})
+                             "p_vs_best": math.nan, "p_holm": math.nan, "test": "", "unresolved": "", "row": row})
             if len(rows) < 2:
                 continue  # nothing to choose between (e.g. a model trained at the target, alone)
             _compare(rows, cells, k)
@@ -114,9 +114,9 @@ def _compare(rows: list[dict], cells: dict, k: int) -> None:
         return
     best = min(scored, key=lambda r: r["ppl_target"])
     others = [r for r in scored if r is not best]
-    raw = [bootstrap.p_versus(cells[r["row"]], cells[best["row"]], k) for r in others]
-    for r, p, adjusted in zip(others, raw, bootstrap.holm(raw)):
-        r["p_vs_best"], r["p_holm"] = p, adjusted
+    results = [bootstrap.compare(cells[r["row"]], cells[best["row"]], k) for r in others]
+    for r, result, adjusted in zip(others, results, bootstrap.holm([x.p for x in results])):
+        r["p_vs_best"], r["p_holm"], r["test"], r["unresolved"] = result.p, adjusted, result.test, result.note
 
 
 def verdict(panel: pd.DataFrame) -> str:
@@ -128,18 +128,27 @@ def verdict(panel: pd.DataFrame) -> str:
         return f"only {best['row']} was evaluated at this target."
     others = ranked.iloc[1:]
     if others["p_holm"].isna().all():
-        return (f"lowest mean: {best['row']} ({best['ppl_target']:.2f}); one seed and no per-document losses, so no "
-                "interval and no verdict: no significant difference can be claimed.")
+        why = next((u for u in others["unresolved"] if u), "one seed and no per-document losses, so no test")
+        return (f"lowest mean: {best['row']} ({best['ppl_target']:.2f}); comparisons with it {why}: no significant "
+                "difference can be claimed.")
+    unresolved = others[others["p_holm"].isna() & (others["unresolved"] != "")]
+    others = others[others["p_holm"].notna()]
     tied = others[~(others["p_holm"] < ALPHA)]
-    if tied.empty:
+    if tied.empty and unresolved.empty:
         second = others.iloc[0]
         return (f"best choice: **{best['row']}** ({_cell(best, 'ppl_target')}); every other row is significantly "
                 f"worse (Holm-corrected p < {ALPHA:g}), the runner-up {second['row']} ({_cell(second, 'ppl_target')}, "
                 f"p {p_phrase(second['p_holm'], 3)}).")
     names = ", ".join(f"{r['row']} (p {p_phrase(r['p_holm'])})" for _, r in tied.head(4).iterrows())
     names += f" and {len(tied) - 4} more" if len(tied) > 4 else ""
-    return (f"no significant difference between {best['row']} ({_cell(best, 'ppl_target')}, the lowest mean) and "
-            f"{names} (Holm-corrected, alpha {ALPHA:g}).")
+    text = (f"no significant difference between {best['row']} ({_cell(best, 'ppl_target')}, the lowest mean) and "
+            f"{names} (Holm-corrected, alpha {ALPHA:g})." if not tied.empty else
+            f"lowest mean: {best['row']} ({_cell(best, 'ppl_target')}); every row tested against it is significantly "
+            f"worse (Holm-corrected p < {ALPHA:g}).")
+    if not unresolved.empty:
+        text += (f" Against {', '.join(unresolved['row'].head(4))}{' and more' if len(unresolved) > 4 else ''} "
+                 f"(other weights): {unresolved['unresolved'].iloc[0]}.")
+    return text
 
 
 def _cell(r, col: str) -> str:
@@ -167,9 +176,10 @@ class DecisionGuide(Section):
                        "the longest evaluated multiple): every method and factor, zero-shot (evaluation rows: RoPE "
                        "scalings, training-free extenders) and after each number of fine-tuning steps (extension runs), "
                        "with perplexity at 1x and at the target: the mean over seeds [95% interval over text and "
-                       "seeds, the main table's bootstrap; over seeds alone where the records have no per-document "
+                       "seeds, as the main table; over seeds alone where the records have no per-document "
                        "losses: `interval` in `decision_guide.csv`], and the Holm-corrected p-value of the comparison "
-                       "with the target's lowest mean. A fine-tune appears at its own target and at every longer one it "
+                       "with the target's lowest mean (rows of the same weights: paired over documents; of other "
+                       "weights, such as a fine-tune: t over seeds, \"n/r\" (not resolvable) with one seed). A fine-tune appears at its own target and at every longer one it "
                        "was scored at (its factor names the target it was tuned for); the control (continued at "
                        "train_len) at every target. A best choice is named only where every comparison with it is "
                        "significant (`decision_guide.csv`).")]
@@ -177,7 +187,8 @@ class DecisionGuide(Section):
             shown = pd.DataFrame({"method": panel["method"], "factor": panel["factor"], "fine-tune steps": panel["steps"],
                                   "1x": [_cell(r, "ppl_1x") for _, r in panel.iterrows()],
                                   target: [_cell(r, "ppl_target") for _, r in panel.iterrows()],
-                                  "p vs lowest (Holm)": [format_p(p) for p in panel["p_holm"]],
+                                  "p vs lowest (Holm)": [format_p(p) if not u else "n/r" for p, u in
+                                                         zip(panel["p_holm"], panel["unresolved"])],
                                   "seeds": panel["seeds"]})
             blocks += [Heading(f"{model}, trained at {L}, target {target}", level=3),
                        Para(f"At {target}: {verdict(panel)}"), Table(shown.reset_index(drop=True))]
