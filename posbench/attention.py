@@ -168,6 +168,7 @@ def relative_causal_attention(
     scale: float | None = None,
     max_elements: int = MAX_SCORE_ELEMENTS,
     block: int | None = None,
+    window: Optional[Window] = None,
 ) -> torch.Tensor:
     """Attention with content-position terms indexed by clipped distance d = min(pos_i - pos_j, R-1):
 
@@ -177,7 +178,9 @@ def relative_causal_attention(
     rel_q: [B, H, L, Dh]; rel_k: [H or 1, R, Dh]; rel_v: [R, Dh] or None. The position term is
     computed for the R distances only (rel_q @ rel_k^T, [B, H, L, R]) and gathered by distance: the
     relative-shift trick of Transformer-XL, generalised to explicit (possibly non-contiguous)
-    positions. Nothing of size L x L x Dh is built; score blocks are chunked over queries.
+    positions. Nothing of size L x L x Dh is built; score blocks are chunked over queries. ``block``
+    (blockwise causal attention) and ``window`` (a local window, the +swa rows) hide keys as
+    ``hidden_pairs`` says.
     """
     B, H, L, Dh = q.shape
     scale = Dh ** -0.5 if scale is None else scale
@@ -187,7 +190,7 @@ def relative_causal_attention(
         dist = (positions[start:end, None] - positions[None, :end]).clamp(0, R - 1).expand(B, H, -1, -1)
         scores = q[:, :, start:end] @ k[:, :, :end].transpose(-1, -2)
         scores = scores + (rel_q[:, :, start:end] @ rel_k.transpose(-1, -2)).gather(-1, dist)
-        scores = (scores * scale).masked_fill(future_mask(start, end, q.device, block), float("-inf"))
+        scores = (scores * scale).masked_fill(hidden_pairs(start, end, 0, q.device, window, block), float("-inf"))
         # softmax in at least fp32 (bf16 under autocast would lose the small weights)
         attn = scores.softmax(-1, dtype=torch.promote_types(scores.dtype, torch.float32)).to(v.dtype)
         y = attn @ v[:, :, :end]
@@ -356,6 +359,7 @@ def stick_breaking_attention(
     remainder: bool = True,
     block: int | None = None,
     max_elements: int = MAX_SCORE_ELEMENTS,
+    window: Optional[Window] = None,
 ) -> torch.Tensor:
     """Stick-breaking attention (Tan et al. 2025, arXiv 2410.17980), one block of queries at a time:
 
@@ -366,14 +370,15 @@ def stick_breaking_attention(
     in log space (ln beta = logsigmoid(z), ln(1 - beta) = logsigmoid(-z)) with a reverse cumulative
     sum over the keys, in float32 at least, as the reference ``sb_ref.py``; ``remainder`` adds
     rem_i v_i (the reference's tests and dolomite's default ``sb_remainder``). ``block``: blockwise
-    causal attention (future_mask): keys it hides take no share of the stick."""
+    causal attention (future_mask) and ``window`` (a local window, the +swa rows): keys they hide take
+    no share of the stick."""
     B, H, L, Dh = q.shape
     scale = Dh ** -0.5 if scale is None else scale
     dtype = torch.promote_types(q.dtype, torch.float32)
     out = []
     for start, end in query_chunks(q.shape, max(1, max_elements // 4)):  # four score-sized tensors per block
         z = (q[:, :, start:end] @ k[:, :, :end].transpose(-1, -2)).to(dtype) * scale
-        hidden = future_mask(start, end, q.device, block)
+        hidden = hidden_pairs(start, end, 0, q.device, window, block)
         if not attend_current:
             hidden = hidden | (torch.arange(end, device=q.device)[None, :] == torch.arange(start, end, device=q.device)[:, None])
         log_beta = F.logsigmoid(z).masked_fill(hidden, float("-inf"))

@@ -38,7 +38,8 @@ def test_the_guide_table_and_its_verdicts():
                                  "rope+yarn@4x+ft0", "rope"]
     ft = four.iloc[0]
     assert (ft["method"], ft["factor"], ft["steps"], ft["seeds"]) == ("yarn", "4x", 100, 3)
-    assert ft["ppl_target"] == pytest.approx(6.0) and ft["ppl_1x"] == pytest.approx(5.1)
+    # geometric means over seeds (exp of the mean log-perplexity)
+    assert ft["ppl_target"] == pytest.approx(6.0, rel=1e-3) and ft["ppl_1x"] == pytest.approx(5.1, rel=1e-3)
     assert ft["ppl_target_lo"] < 6.0 < ft["ppl_target_hi"] and ft["interval"] == "seeds only"  # no per-document losses
     assert four.iloc[2][["method", "factor", "steps"]].tolist() == ["rerope", "", "zero-shot"]
     assert four.iloc[1][["method", "factor", "steps"]].tolist() == ["pose", "2x", 100]
@@ -51,7 +52,8 @@ def test_the_guide_table_and_its_verdicts():
     tied = verdict(without[without["target"] == "4x"])  # rerope against YaRN: 8.9 vs 9.0, seed differences (0, -0.3, 0)
     assert tied.startswith("no significant difference between rope+rerope") and "rope+yarn@4x (p = " in tied
     one_seed = guide_frame(evals_frame([r for r in rows if r[1] == 0]))
-    assert "one seed and no per-document losses" in verdict(one_seed[one_seed["target"] == "4x"])
+    # rows without run ids are other weights: one seed cannot resolve them
+    assert "not resolvable with 1 seed" in verdict(one_seed[one_seed["target"] == "4x"])
 
 
 def test_controls_join_every_target_and_a_lone_row_makes_no_table():
@@ -72,7 +74,8 @@ def test_controls_join_every_target_and_a_lone_row_makes_no_table():
 
 def test_one_seed_gets_an_interval_over_text_from_per_document_losses():
     """With ``doc_nats`` and the token set's document sizes, the interval covers the text: one seed
-    has one, and a row that is worse on every document is separated from the best."""
+    has one, and a zero-shot row of the same weights (the same run) that is worse on every document
+    is separated from the best by the test paired over documents."""
     rng = np.random.default_rng(0)
     doc_tokens = np.full(40, 100)
     base = rng.normal(1.6, 0.2, size=40)  # per-token loss of each document
@@ -80,11 +83,12 @@ def test_one_seed_gets_an_interval_over_text_from_per_document_losses():
     for variant, add_1x, add_4x in (("rope", 0.0, 0.8), ("rope+yarn@4x", 0.02, 0.1), ("rope+ntk@4x", 0.02, 0.3)):
         for L, add in ((16, add_1x), (64, add_4x)):
             nats = (base + add + rng.normal(0, 0.01, size=40)) * doc_tokens
-            rows.append({"encoding": "rope", "model": "tiny", "train_len": 16, "variant": variant, "seed": 0,
+            rows.append({"encoding": "rope", "model": "tiny", "train_len": 16, "variant": variant, "seed": 0, "run_id": "r0",
                          "length": L, "protocol": "nonoverlapping", "token_set": "t", "doc_nats": list(nats),
                          "ppl": float(np.exp(nats.sum() / doc_tokens.sum()))})
     frame = guide_frame(pd.DataFrame(rows), {"t": {"doc_tokens": list(doc_tokens)}}, replicates=500)
     assert (frame["interval"] == "text and seeds").all() and (frame["seeds"] == 1).all()
+    assert set(frame["test"]) - {""} == {"paired over documents (same weights)"}
     assert (frame["ppl_target_lo"] < frame["ppl_target"]).all() and (frame["ppl_target"] < frame["ppl_target_hi"]).all()
     assert frame.iloc[0]["row"] == "rope+yarn@4x" and verdict(frame).startswith("best choice: **rope+yarn@4x**")
 

@@ -40,5 +40,5 @@ class Shaw(PositionalEncoding):
     def relative_attention(self, q, k, v, positions, layer, options):
         return relative_causal_attention(
             q, k, v, positions, rel_q=q, rel_k=self.rel_k[layer][None].to(q.dtype), rel_v=self.rel_v[layer].to(q.dtype),
-            block=options.block, scale=self.relative_scale(options),
+            block=options.block, scale=self.relative_scale(options), window=options.window,
         )

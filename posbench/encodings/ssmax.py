@@ -31,7 +31,8 @@ from posbench.temperatures import ssmax_scale
 @register("ssmax")
 class SSMax(RoPE):
     family, colour, order = "softmax / gate", "#6baed6", 0
-    rope_scalable = False  # its rows compare the softmax, not RoPE's scalings
+    rope_scalable = True  # a RoPE model: the scalings change its frequencies, its temperature stays
+    plain_softmax = False  # the training-free extenders' kernel has no temperature: they are not offered
 
     @dataclass
     class Params(RoPE.Params):

@@ -17,8 +17,9 @@ to toy lengths: the method has no length parameter.
 posbench runs it in plain PyTorch (posbench.attention.stick_breaking_attention, blocks of queries,
 float32), on CPU and GPU alike, not the reference's Triton kernel: the same formula, slower. It
 computes its own attention, as the relative encodings do (``uses_relative``), so the rows that
-change a softmax layer's queries or window (``+logn``, ``+floorlog``, ``+swa``) do not apply;
-blockwise causal attention (``+bca``) does: hidden keys take no share of the stick.
+change a softmax layer's queries (``+logn``, ``+floorlog``) do not apply; an evaluation window
+(``+swa``, ``+chunk``: the far-context control) and blockwise causal attention (``+bca``) do: the keys
+they hide take no share of the stick.
 """
 
 from __future__ import annotations
@@ -42,4 +43,4 @@ class StickBreaking(PositionalEncoding):
 
     def relative_attention(self, q, k, v, positions, layer, options):
         return stick_breaking_attention(q, k, v, self.relative_scale(options), self.params.attend_current,
-                                        self.params.remainder, options.block)
+                                        self.params.remainder, options.block, window=options.window)

@@ -53,6 +53,6 @@ class TransformerXL(PositionalEncoding):
         rel_k = self.w_r[layer](R).view(max_dist + 1, H, Dh).transpose(0, 1)  # [H, distances, Dh]
         return relative_causal_attention(
             q + self.u[None, :, None].to(q.dtype), k, v, positions,
-            rel_q=q + self.v[None, :, None].to(q.dtype), rel_k=rel_k, block=options.block,
+            rel_q=q + self.v[None, :, None].to(q.dtype), rel_k=rel_k, block=options.block, window=options.window,
             scale=self.relative_scale(options),
         )

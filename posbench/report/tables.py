@@ -19,6 +19,7 @@ from posbench.report.stats import ALPHA
 
 NOT_DEFINED = "n/d"  # evaluated, and the encoding cannot represent the length (a learned table past its size)
 NOT_EVALUATED = "n/e"  # no record (for some seed) at that length on the compared token set
+NOT_RESOLVABLE = "n/r"  # a comparison with the best that the seeds there are cannot resolve (bootstrap.compare)
 UNRECORDED_SET = "(not recorded)"  # records made before token sets were named
 CELL_KEYS = ["protocol", "variant", "model", "train_len"]  # one table row per cell, seeds aggregated
 PANEL_KEYS = ["protocol", "model", "train_len"]  # encodings compared within a panel
@@ -287,10 +288,12 @@ def comparisons(table: pd.DataFrame) -> pd.DataFrame:
             if best.empty:
                 continue
             b = best.iloc[0]
-            for _, r in sub[sub[f"{col}_p_vs_best"].notna()].iterrows():
+            tested = sub[sub[f"{col}_p_vs_best"].notna() | (sub.get(f"{col}_unresolved", "") != "")]
+            for _, r in tested.iterrows():
                 rows.append({**dict(zip(PANEL_KEYS, panel)), "multiple": float(col[:-1]), "a": r["variant"],
                              "b (best)": b["variant"], "seeds": int(r["seeds"]), "interval": r["interval"],
                              "ppl_a": r[col], "ppl_b": b[col], "ppl_ratio_a_over_b": r[col] / b[col],
+                             "test": r.get(f"{col}_test", ""), "not_resolvable": r.get(f"{col}_unresolved", ""),
                              "p_value": r[f"{col}_p_vs_best"], "p_holm": r[f"{col}_p_holm"],
                              "significant": bool(r[f"{col}_p_holm"] < ALPHA),
                              "correction": f"Holm over the {family} comparisons of this panel (each row against the "
@@ -299,9 +302,12 @@ def comparisons(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def display_table(table: pd.DataFrame, markdown: bool = True) -> pd.DataFrame:
-    """The main table as text cells: mean [95% interval], **best** of each column in bold and ``≈``
-    on cells not significantly different from it (Holm-adjusted); the ratio with its interval and
-    verdict; the mean log-perplexity over lengths with the row's rank in its panel."""
+    """The main table as text cells: mean [95% interval], **best** of each column in bold, ``≈`` on
+    cells not significantly different from it (Holm-adjusted) and ``n/r`` where the comparison is
+    not resolvable with the seeds there are; the ratio with its interval and verdict (a flat one
+    qualified by its far-context use), the window control's ratio to the row at the longest length;
+    the mean log-perplexity over lengths with the row's rank in its panel (tied where intervals
+    overlap)."""
     ms = multiple_columns(table)
     out = table[CELL_KEYS + ["seeds"]].copy()
     bold = (lambda s: f"**{s}**") if markdown else (lambda s: f"\\textbf{{{s}}}")
@@ -319,12 +325,18 @@ def display_table(table: pd.DataFrame, markdown: bool = True) -> pd.DataFrame:
                 s = bold(s)
             elif pd.notna(r.get(f"{col}_p_holm")) and r[f"{col}_p_holm"] >= ALPHA:
                 s += approx
+            elif r.get(f"{col}_unresolved"):
+                s += f" {NOT_RESOLVABLE}"
             cells.append(s)
         out[col] = cells
     for col in [c for c in table.columns if c.endswith("/1x")]:
         longest = col.split("/")[0]
         out[col] = [(r.get(f"{longest}_note") or NOT_EVALUATED) if pd.isna(r[col])
-                    else f"{r[col]:.2f}{span(r, col, '.2f')} {r['verdict']}" for _, r in table.iterrows()]
+                    else f"{r[col]:.2f}{span(r, col, '.2f')} {r.get('label') or r['verdict']}" for _, r in table.iterrows()]
+        if "far_gain" in table and table["far_gain"].notna().any():
+            out[f"window control / full at {longest}"] = [
+                "" if pd.isna(r["far_gain"]) else f"{r['far_gain']:.3f}{span(r, 'far_gain', '.3f')}"
+                for _, r in table.iterrows()]
     if "mean_log_ppl" in table:
         out["mean log-ppl (rank)"] = ["-" if pd.isna(r["mean_log_ppl"]) else
                                       f"{r['mean_log_ppl']:.3f}{span(r, 'mean_log_ppl', '.3f')} ({int(r['rank_mean_log_ppl'])})"
@@ -340,3 +352,21 @@ def latex_table(table: pd.DataFrame) -> str:
     for col in ("variant", "protocol"):
         shown[col] = shown[col].str.replace("_", "\\_")
     return shown.to_latex(index=False, escape=False, column_format="l" * len(CELL_KEYS) + "r" * (len(shown.columns) - len(CELL_KEYS)))
+
+
+def row_caveats(variants) -> list[str]:
+    """What a reader must know about some rows before comparing them, for the rows present: each a
+    sentence, for the table's legend and the decision guide."""
+    names = [str(v) for v in variants]
+    notes = []
+    if any("+floorlog" in v for v in names):
+        notes.append("`+floorlog` is not the identity at 1x: Llama 4's floor-log temperature scales the queries of "
+                     "positions past floor_scale = train_len - 1, so the last position of a train_len window is "
+                     "scaled by 1 + 0.1 ln 2 = 1.069; its 1x column is not the plain model's.")
+    if any(v.startswith("cope+") and ("+logn" in v or "+floorlog" in v) for v in names):
+        notes.append("On `cope` the row temperatures (`+logn`, `+floorlog`) scale the queries that CoPE's gates "
+                     "and counted positions also read: they change those as well as the softmax.")
+    if any("longrope" in v for v in names):
+        notes.append("LongRoPE's factors were searched on the model they are evaluated on (its training text, "
+                     "posbench/variants/longrope.py), an advantage no other zero-shot row has.")
+    return notes

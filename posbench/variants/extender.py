@@ -23,7 +23,9 @@ class RotaryExtender(Variant):
     encoding_decides = True  # applies_to reads the encoding only (report/load.py asks it again)
 
     def applies_to(self, encoding) -> bool:
-        return getattr(encoding, "rope_scalable", False)  # RoPE and partial RoPE (not xPos: its decay is centred)
+        # RoPE and partial RoPE (not xPos: its decay is centred); not the RoPE models whose softmax is
+        # their own (SSMax's temperature, a sink logit): the extenders' kernel computes a plain softmax
+        return getattr(encoding, "rope_scalable", False) and getattr(encoding, "plain_softmax", True)
 
     def options(self, opts: AttentionOptions, length: int, train_len: int) -> AttentionOptions:
         return opts.replace(attention=partial(self.attend, train_len=train_len))

@@ -3,8 +3,10 @@
 Every layer without a window of its own attends within a sliding window of W keys (or within
 chunks of W tokens), by index, as a model trained with a window does (posbench/encodings/layers.py);
 W defaults to the training length. A control beside the windowed presets: how much of a method's
-behaviour at 16x is the window's. The relative encodings (Shaw, Transformer-XL), which compute
-their own attention, do not get the row.
+behaviour at 16x is the window's, and whether a flat model uses context past train_len at all (the
+report's far-context gain). Every kernel takes it: the relative encodings (Shaw, Transformer-XL)
+and stick-breaking, which compute their own attention, hide the keys outside the window as the
+softmax kernels do.
 """
 
 from __future__ import annotations
@@ -34,9 +36,6 @@ class LocalWindow(Variant):
     def suffix(self) -> str:
         kind = "swa" if self.params.kind == "sliding" else "chunk"
         return f"+{kind}{self.params.size or 'L'}"
-
-    def applies_to(self, encoding) -> bool:
-        return not encoding.uses_relative
 
     def options(self, opts: AttentionOptions, length: int, train_len: int) -> AttentionOptions:
         return opts.replace(window=Window(self.params.kind, self.params.size or train_len))

@@ -1,9 +1,10 @@
 """Which RoPE context extension to use: for RoPE models trained at L and each target m x L, every method
 and factor the runs hold (zero-shot evaluation rows ``rope+<scaling>``, training-free extenders
 ``rope+rerope``..., and extension runs ``rope+<method>@<s>x+ft<steps>`` after each number of fine-tuning
-steps) against perplexity at 1x and at the target: the mean over seeds with its 95% interval over text
-and seeds, the main table's two-level bootstrap (posbench/report/bootstrap.py) with draws shared by
-every row of a panel, so that two rows' replicates are paired.
+steps) against perplexity at 1x and at the target: the geometric mean over seeds with its 95% interval
+over text and seeds, as the main table (posbench/report/bootstrap.py: Student's t on the per-seed values
+with the documents' variance added; rows of the same weights are compared over documents, rows of
+other weights, such as fine-tunes, over seeds).
 
 The targets are the extension runs' targets and the longest evaluated multiple. A fine-tune appears at
 its own target and at every longer one it was evaluated at (its factor says which target it was tuned
@@ -28,6 +29,7 @@ from posbench.report.document import Heading, Para, Table
 from posbench.report.section import SECTIONS, Output, Section
 from posbench.report.stats import ALPHA, format_p, p_phrase
 from posbench.report.style import parse_row
+from posbench.report.tables import row_caveats
 
 ENCODING = "rope"
 COLUMNS = ["model", "train_len", "target", "method", "factor", "steps", "seeds", "interval", "ppl_1x", "ppl_1x_lo",
@@ -175,14 +177,14 @@ class DecisionGuide(Section):
                   Para("For RoPE models trained at `train_len` and each target length (the extension runs' targets and "
                        "the longest evaluated multiple): every method and factor, zero-shot (evaluation rows: RoPE "
                        "scalings, training-free extenders) and after each number of fine-tuning steps (extension runs), "
-                       "with perplexity at 1x and at the target: the mean over seeds [95% interval over text and "
+                       "with perplexity at 1x and at the target: the geometric mean over seeds [95% interval over text and "
                        "seeds, as the main table; over seeds alone where the records have no per-document "
                        "losses: `interval` in `decision_guide.csv`], and the Holm-corrected p-value of the comparison "
                        "with the target's lowest mean (rows of the same weights: paired over documents; of other "
                        "weights, such as a fine-tune: t over seeds, \"n/r\" (not resolvable) with one seed). A fine-tune appears at its own target and at every longer one it "
                        "was scored at (its factor names the target it was tuned for); the control (continued at "
                        "train_len) at every target. A best choice is named only where every comparison with it is "
-                       "significant (`decision_guide.csv`).")]
+                       "significant (`decision_guide.csv`)." + "".join(f" {n}" for n in row_caveats(frame["row"])))]
         for (model, L, target), panel in frame.groupby(["model", "train_len", "target"], sort=False):
             shown = pd.DataFrame({"method": panel["method"], "factor": panel["factor"], "fine-tune steps": panel["steps"],
                                   "1x": [_cell(r, "ppl_1x") for _, r in panel.iterrows()],

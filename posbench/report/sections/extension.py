@@ -36,8 +36,8 @@ class Extension(Section):
                      f"{tolerance:.0%} of it (`extension.csv`). The control row (`{extension.CONTROL}`) is the same "
                      "parent continued at its own train_len for the same steps and tokens, scored at the target: "
                      "fine-tuning is also more training. `net of control ft <s>`: each method's gain over it at the "
-                     "target after the same steps, 1 - ppl(method) / ppl(control), mean over seeds. Brackets: 95% "
-                     "intervals over text and seeds (the main table's bootstrap; a method and its control paired by "
-                     "seed and document)."),
+                     "target after the same steps, 1 - ppl(method) / ppl(control) (geometric means over the seeds both "
+                     "have). Brackets: 95% intervals over text and seeds (as the main table: Student's t on the per-seed "
+                     "values with the documents' variance added; a method and its control paired by seed and document)."),
                 Image("extension.png", self.files[1].description),
                 Table(extension.display_extension_table(table))]
