@@ -145,7 +145,7 @@ def describe_panel(sub: pd.DataFrame, tolerance: float) -> str:
     text = head + ". ".join(parts) + (". " if parts else "")
     ranked = plain.dropna(subset=["mean_log_ppl"]).sort_values("mean_log_ppl") if "mean_log_ppl" in plain else plain.iloc[:0]
     if len(ranked) > 1:
-        text += (f"Ranked by mean log-perplexity over {cols[0]} ... {longest} (rows whose intervals overlap share a "
+        text += (f"Ranked by mean log-perplexity over {cols[0]} ... {longest} (rows that no test separates share a "
                  "rank): " + ", ".join(f"{_rank(r)}`{r['variant']}` ({r['mean_log_ppl']:.3f})" for _, r in ranked.iterrows())
                  + ". ")
     for col in dict.fromkeys(["1x", longest]):

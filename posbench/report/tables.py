@@ -149,7 +149,7 @@ def main_table(evals: pd.DataFrame, tolerance: float, token_sets: dict | None = 
     the row's ``+swaL`` control: above 1, the row uses context past train_len) and ``far_context``
     (verdicts.far_context_class); ``label`` (the verdict, a flat one qualified by far_context);
     ``mean_log_ppl`` (mean log-perplexity over the evaluated lengths) with ``_lo`` / ``_hi``;
-    ``rank_1x`` and ``rank_mean_log_ppl`` within the panel, with ties where intervals overlap
+    ``rank_1x`` and ``rank_mean_log_ppl`` within the panel, tied where no test separates two rows
     (bootstrap.tied_ranks); ``extrapolation_len`` (from the mean curve) and
     ``extrapolation_len_min`` (worst seed)."""
     from posbench.report.verdicts import interval_verdict
@@ -192,12 +192,14 @@ def main_table(evals: pd.DataFrame, tolerance: float, token_sets: dict | None = 
     table = pd.DataFrame(rows)
     if table.empty:
         return table
-    for col, name in (("1x", "rank_1x"), ("mean_log_ppl", "rank_mean_log_ppl")):
-        # ranks among the unwindowed rows (the windowed ones among themselves), tied where intervals overlap
-        if col in table:
-            table[name] = math.nan
-            for _, idx in table.groupby(PANEL_KEYS + ["windowed"]).groups.items():
-                table.loc[idx, name] = bootstrap.tied_ranks(table.loc[idx, f"{col}_lo"], table.loc[idx, f"{col}_hi"])
+    key = lambda i: tuple(table.loc[i, k] for k in CELL_KEYS)  # noqa: E731
+    for k, name in ((ms.index(1.0) if 1.0 in ms else None, "rank_1x"), (None, "rank_mean_log_ppl")):
+        # ranks among the unwindowed rows (the windowed ones among themselves), tied where no test separates them
+        if name == "rank_1x" and k is None:
+            continue
+        table[name] = math.nan
+        for _, idx in table.groupby(PANEL_KEYS + ["windowed"]).groups.items():
+            table.loc[idx, name] = bootstrap.tied_ranks([reps[key(i)] for i in idx], k)
     _far_context(table, reps, ms)
     _mark_best(table, reps, ms)
     return table
@@ -306,8 +308,8 @@ def display_table(table: pd.DataFrame, markdown: bool = True) -> pd.DataFrame:
     cells not significantly different from it (Holm-adjusted) and ``n/r`` where the comparison is
     not resolvable with the seeds there are; the ratio with its interval and verdict (a flat one
     qualified by its far-context use), the window control's ratio to the row at the longest length;
-    the mean log-perplexity over lengths with the row's rank in its panel (tied where intervals
-    overlap)."""
+    the mean log-perplexity over lengths with the row's rank in its panel (tied where no test
+    separates two rows)."""
     ms = multiple_columns(table)
     out = table[CELL_KEYS + ["seeds"]].copy()
     bold = (lambda s: f"**{s}**") if markdown else (lambda s: f"\\textbf{{{s}}}")

@@ -62,7 +62,7 @@ class Perplexity(Section):
                     f"{1 + FAR_MARGIN:g} (the whole interval) the row **uses far context**; below, it is **local** (it "
                     "gains nothing from keys past train_len, whatever its ratio). " if has_far else "")
                  + "`mean log-ppl (rank)`: the mean log-perplexity over every evaluated length, with the row's rank in its "
-                 "panel (tied where intervals overlap; low only for a row good at 1x and at every length). "
+                 "panel (tied where no test separates two rows; low only for a row good at 1x and at every length). "
                  f"`extrap. len`: the longest length up to which every evaluated length stays within {tolerance:.0%} of 1x. "
                  "Rows with an evaluation-time window (`+bca`, `+swa…`, StreamingLLM's `+streaming`) are controls: read them beside the row without it."
                  + "".join(f" {note}" for note in row_caveats(table["variant"]))),
