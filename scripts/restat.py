@@ -1,0 +1,95 @@
+"""Recompute a committed report's statistics from its own records, where its runs are gone.
+
+    python scripts/restat.py results/modern [--protocols nonoverlapping]
+
+A committed report keeps every evaluation record it compared (``evaluations.csv``: each seed's
+perplexity and per-document losses), so the report's statistics (intervals, tests, ranks, verdicts,
+far-context use) can be recomputed by the current code without the run directories; the
+perplexities cannot change. Writes ``restat.md`` (the main table as the report shows it, with a
+header naming the commit, and the decision guide's verdicts where the records hold RoPE extension
+rows), ``restat.csv`` (every column of the main table) and ``restat_decision_guide.csv`` beside
+the report.
+The report's other sections (training curves, per-position losses, provenance) need the runs:
+``posbench-report`` regenerates the whole report where they exist.
+
+The scored documents' token counts are not in the records; they are derived from each token set's
+tokens scored and number of documents, which holds only where every document contributes the same
+number of tokens (the default segments: ``segments[<n>, 1 per doc, ...]``); any other token set is
+refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from posbench.report.sections.decision_guide import guide_frame, verdict
+from posbench.report.tables import comparable_records, display_table, main_table, row_caveats
+
+SEGMENTS = re.compile(r"segments\[(\d+), 1 per doc")
+
+
+def read_records(folder: Path, protocols: list[str] | None) -> tuple[pd.DataFrame, dict]:
+    evals = pd.read_csv(folder / "evaluations.csv")
+    evals["doc_nats"] = [ast.literal_eval(x) if isinstance(x, str) else None for x in evals["doc_nats"]]
+    evals["windowed"] = evals["windowed"].fillna(False).astype(bool)
+    if protocols:
+        evals = evals[evals["protocol"].isin(protocols)]
+    token_sets = {}
+    for name, g in evals.dropna(subset=["token_set"]).groupby("token_set"):
+        match = SEGMENTS.search(name)
+        docs = g["doc_nats"].dropna().map(len)
+        if match is None or docs.empty:
+            sys.exit(f"restat: token set {name!r} does not score the same tokens from every document; "
+                     "regenerate the report from its runs with posbench-report")
+        n = int(docs.max())
+        token_sets[name] = {"doc_tokens": [int(match.group(1))] * n}
+    return comparable_records(evals)[0], token_sets
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("--protocols", default=None, help="comma-separated protocols (default: every one)")
+    parser.add_argument("--tolerance", type=float, default=0.05)
+    args = parser.parse_args()
+    if not (args.folder / "evaluations.csv").is_file():
+        sys.exit(f"restat: {args.folder}/evaluations.csv does not exist; give a committed report's folder")
+    evals, token_sets = read_records(args.folder, args.protocols.split(",") if args.protocols else None)
+    table = main_table(evals, args.tolerance, token_sets)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    shown = display_table(table)
+    notes = row_caveats(table["variant"])
+    text = (f"# Statistics recomputed from this report's records\n\n"
+            f"By `python scripts/restat.py {args.folder}"
+            f"{' --protocols ' + args.protocols if args.protocols else ''}` at commit `{commit}`, from "
+            "`evaluations.csv` (the same perplexities as `report.md`; its runs are not on the machine that "
+            "made this file). Intervals, tests, ranks and verdicts are those of the current report code "
+            "(docs/protocols.md, \"Statistics in the report\"): Student's t over seeds with the scored "
+            "documents' variance added; rows of other weights compared over seeds (`n/r`: not resolvable "
+            "with the seeds there are), rows of the same weights over documents; `≈`: not significantly "
+            "different from the column's best (Holm); ranks tied where no test separates two rows; "
+            "`window control / full`: the row's `+swaL` perplexity over its own at the longest length "
+            "(a flat row above 1.01 uses far context; below, it is local). Where this file and "
+            "`report.md` disagree on an interval, a p-value or a verdict, this file holds.\n\n"
+            + "".join(f"{n}\n\n" for n in notes)
+            + shown.to_markdown(index=False, disable_numparse=True) + "\n")
+    guide = guide_frame(evals, token_sets)
+    if not guide.empty and guide["row"].nunique() > 1:
+        text += "\n## Decision guide: extending a RoPE model\n\n"
+        for (model, L, target), panel in guide.groupby(["model", "train_len", "target"], sort=False):
+            text += f"- {model}, trained at {L}, target {target}: {verdict(panel)}\n"
+        guide.to_csv(args.folder / "restat_decision_guide.csv", index=False)
+    (args.folder / "restat.md").write_text(text)
+    table.to_csv(args.folder / "restat.csv", index=False)
+    print(f"wrote {args.folder}/restat.md and restat.csv")
+
+
+if __name__ == "__main__":
+    main()
