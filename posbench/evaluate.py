@@ -51,7 +51,8 @@ from posbench.results import (
     write_metrics,
     write_per_position,
 )
-from posbench.plan import RECORDS, attention_plan, merge, perplexity_plan, record_key
+from posbench.plan import RECORDS, attention_plan, evaluation_plan, merge, missing, perplexity_plan, record_key
+from posbench.records_table import records_table
 from posbench.variants import Row
 from posbench.variants.base import AttentionOptions
 
@@ -292,13 +293,14 @@ def model_from_checkpoint(ckpt: dict, device: torch.device):
 
 def evaluate_into(metrics: dict, model: LanguageModel, cfg, eval_cfg: EvalConfig, corpus, device: torch.device,
                   progress: bool = True, only_missing: bool = False, tracker=None,
-                  kernel: str = "auto") -> tuple[int, dict[str, np.ndarray]]:
+                  kernel: str = "auto", show: bool = True) -> tuple[int, dict[str, np.ndarray]]:
     """Score a trained model of run config ``cfg`` at the settings of ``eval_cfg`` and merge the
     records into ``metrics``: perplexity (``evaluations``) for a language model, accuracy
     (``task_evaluations``) for a task run, and with ``eval.attention_stats`` the attention
     diagnostics (``attention``). ``only_missing``: only what ``metrics`` does not have yet.
-    ``cfg``: the run's RunSpec; ``kernel``: the attention kernel (Runtime.attention). Returns
-    (records made, per-position curves to write)."""
+    ``cfg``: the run's RunSpec; ``kernel``: the attention kernel (Runtime.attention); ``show``: log
+    the scores (posbench-eval prints its table on stdout instead). Returns (records made,
+    per-position curves to write)."""
     task, tag, options = cfg.task.build(), cfg.extend.tag(cfg.train_len), AttentionOptions(kernel=kernel)
     have = {kind: {record_key(kind, r) for r in metrics.get(field) or []} if only_missing else set()
             for kind, field in RECORDS.items()}
@@ -312,9 +314,9 @@ def evaluate_into(metrics: dict, model: LanguageModel, cfg, eval_cfg: EvalConfig
             corpus.val, eval_cfg, cfg.train_len, cfg.data.doc_separator, corpus.fingerprint["hash"])}
     if tracker is not None:
         tracker.log_records(kind, records)
-    if kind == "perplexity":
+    if kind == "perplexity" and show:
         log_records(records)
-    else:
+    elif show:
         log_task_records(records, task.metric)
     made = len(records)
     todo = [p.length for p in attention_plan(model.encoding, eval_cfg, cfg.train_len) if p.key not in have["attention"]]
@@ -351,7 +353,7 @@ def log_task_records(records: list[dict], metric: str) -> None:
 
 
 def evaluate_run(run_dir: Path, eval_cfg: EvalConfig, runtime: Runtime = Runtime(), progress: bool = True,
-                 only_missing: bool = False, command: str | None = None) -> tuple[dict, int]:
+                 only_missing: bool = False, command: str | None = None, show: bool = True) -> tuple[dict, int]:
     """Evaluate a trained run at the settings of ``eval_cfg`` and merge the records into its files;
     with ``only_missing``, only the records it does not have yet. Returns (metrics, records made)."""
     run_dir = Path(run_dir)
@@ -369,8 +371,13 @@ def evaluate_run(run_dir: Path, eval_cfg: EvalConfig, runtime: Runtime = Runtime
     corpus = load_corpus(cfg.data)
     check_same_corpus(run_dir, corpus)  # scored on the text it was trained on, or not at all
     cfg.with_eval(eval_cfg).check_corpus(corpus, evaluated=True)  # every window asked for fits, before anything is scored
+    if only_missing:  # say what a re-run skips, so that a quick finish is not mistaken for a failure
+        plan = asked_for(cfg.with_eval(eval_cfg), metrics)
+        todo = len(missing(plan, metrics))
+        log.info("%s: already have %d records; %s", run_dir.name, len(plan) - todo,
+                 f"scoring {todo} new" if todo else "nothing new to score")
     made, per_pos = evaluate_into(metrics, model, cfg, eval_cfg, corpus, device, progress, only_missing,
-                                  kernel=runtime.attention)
+                                  kernel=runtime.attention, show=show)
     if not made:
         return metrics, 0
     if command:
@@ -390,21 +397,27 @@ def log_records(records: list[dict]) -> None:
             log.info("%s %s ppl: %s", variant, protocol, shown)
 
 
+def asked_for(spec, metrics: dict) -> list:
+    """The records a run's evaluation settings call for (``spec``: the run's RunSpec with them), on
+    the corpus the run recorded: the plan posbench-train's skip decision reads too."""
+    corpus = metrics.get("corpus") or {}
+    return evaluation_plan(spec.encoding.build(spec.shape), spec.task.build(), spec.eval, spec.train_len,
+                           corpus.get("val_tokens", 0), corpus.get("hash", ""), spec.extend.tag(spec.train_len))
+
+
 def run(request: EvalRequest) -> None:
-    """posbench-eval's job: score the run, merge the records into its files, print them. It holds
-    the run's lock (waiting for another process working on the run), so that two evaluations of a
-    run at once each add their records: the second reads the first's before it writes."""
+    """posbench-eval's job: score what the run does not have yet, merge the records into its files,
+    and print the records asked for as one table on stdout (the scores are not logged as well). It
+    holds the run's lock (waiting for another process working on the run), so that two evaluations
+    of a run at once each add their records: the second reads the first's before it writes."""
     request.runtime.apply_threads()
     run_dir = Path(request.run_dir).expanduser()
     with run_lock(run_dir, wait=True):
-        metrics, _ = evaluate_run(run_dir, request.eval, request.runtime, command=launch_command("posbench-eval"))
-    for r in metrics["evaluations"]:
-        ppl = "n/d (" + r["reason"] + ")" if r["ppl"] is None else f"{r['ppl']:.3f}"
-        print(f"{r['variant']:>12} {r['protocol']:>15} L={r['length']:<6} ppl={ppl}")
-    for r in metrics.get("task_evaluations", []):
-        acc = "n/d (" + r["reason"] + ")" if r["exact"] is None else f"{r['exact']:.3f}"
-        cond = "" if r["condition"] is None else f" {r['condition']}"
-        print(f"{r['variant']:>12} {r['task'] + cond:>15} L={r['length']:<6} exact={acc}")
+        metrics, _ = evaluate_run(run_dir, request.eval, request.runtime, only_missing=True,
+                                  command=launch_command("posbench-eval"), show=False)
+    keys = {p.key for p in asked_for(request.run_spec(), metrics)}
+    shown = {kind: [r for r in metrics.get(field) or [] if record_key(kind, r) in keys] for kind, field in RECORDS.items()}
+    print(records_table(shown["perplexity"], shown["task"]), end="")
 
 
 def main() -> None:

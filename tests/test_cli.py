@@ -2,6 +2,7 @@
 ``--version`` everywhere, Ctrl-C at any moment, and what each command prints where."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -94,3 +95,59 @@ def test_ctrl_c_in_the_first_second_through_a_real_interpreter(tmp_path, cache_d
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert err.strip().splitlines() == [err.strip()] and err.startswith("posbench: interrupted;"), err
+
+
+# -- what each command prints where ----------------------------------------------------------------
+
+TINY = ["model=tiny", "train=smoke", "train.steps=4", "train_len=16", "eval.multiples=[1,2]", "eval.scored_tokens=256",
+        "data=local"]
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory, text_corpus, cache_dir):
+    """One tiny run trained through a real interpreter: (its directory, the command's output)."""
+    runs = tmp_path_factory.mktemp("cli-runs")
+    proc = cli("posbench.train", *TINY, f"data.path={text_corpus}", f"runs_dir={runs}", cwd=runs)
+    (run_dir,) = [p for p in runs.iterdir() if p.is_dir()]
+    return run_dir, proc
+
+
+@pytest.fixture
+def run_copy(tiny_run, tmp_path):
+    import shutil
+
+    shutil.copytree(tiny_run[0], tmp_path / "run")
+    return tmp_path / "run"
+
+
+def test_train_prints_one_result_line_per_run_on_stdout(tiny_run):
+    run_dir, proc = tiny_run
+    (line,) = proc.stdout.strip().splitlines()
+    assert re.fullmatch(rf"{run_dir.name}  completed  ppl 1x=\d+\.\d\d 2x=\d+\.\d\d \(nonoverlapping\)  "
+                        rf"{re.escape(str(run_dir))}", line), line
+
+
+def test_eval_again_scores_only_what_is_new_and_prints_one_aligned_table(run_copy, tmp_path):
+    first = cli("posbench.evaluate", f"run_dir={run_copy}", "eval.multiples=[1,2]", "eval.scored_tokens=256", cwd=tmp_path)
+    assert f"{run_copy.name}: already have 4 records; nothing new to score" in first.stderr
+    assert "ppl:" not in first.stderr  # the scores are on stdout only, not logged again
+    lines = first.stdout.strip().splitlines()
+    assert lines[0].split() == ["variant", "protocol", "length", "multiple", "ppl", "tokens"] and len(lines) == 5
+    assert len({len(line) for line in lines[1:]}) == 1  # aligned: every row as wide
+    assert len({line.index(" 1x") if " 1x" in line else line.index(" 2x") for line in lines[1:]}) == 1
+    more = cli("posbench.evaluate", f"run_dir={run_copy}", "eval.multiples=[1,2,4]", "eval.scored_tokens=256", cwd=tmp_path)
+    assert f"{run_copy.name}: already have 4 records; scoring 2 new" in more.stderr
+    assert len(more.stdout.strip().splitlines()) == 7
+
+
+def test_records_table_aligns_long_names_and_undefined_lengths():
+    from posbench.records_table import records_table
+
+    recs = [{"variant": "rope+dynamic_ntk", "protocol": "sliding", "length": 16, "multiple": 1.0, "ppl": 4.5,
+             "tokens_scored": 256},
+            {"variant": "learned", "protocol": "nonoverlapping", "length": 256, "multiple": 16.0, "ppl": None,
+             "reason": "past its table", "tokens_scored": 0}]
+    lines = records_table(recs, []).splitlines()
+    assert lines == ["variant           protocol        length  multiple                   ppl  tokens",
+                     "rope+dynamic_ntk  sliding             16        1x                 4.500     256",
+                     "learned           nonoverlapping     256       16x  n/d (past its table)       0"]
