@@ -29,7 +29,6 @@ from typing import Optional
 import numpy as np
 import torch
 import torch.nn.functional as F
-from tqdm.auto import tqdm
 
 from posbench import extend as extension
 from posbench.data import DOC_SEPARATOR, check_same_corpus, load_corpus
@@ -51,6 +50,7 @@ from posbench.results import (
     write_metrics,
     write_per_position,
 )
+from posbench.progress import progress as progress_bar
 from posbench.plan import RECORDS, attention_plan, evaluation_plan, merge, missing, perplexity_plan, record_key
 from posbench.records_table import records_table
 from posbench.variants import Row
@@ -150,11 +150,11 @@ def evaluate_model(
     records, per_position = [], {}
     total = sum(len(np.unique(np.concatenate([plans[c.protocol, c.length].ends for c in cells]))) * cells[0].length
                 for cells in groups.values())
-    bar = tqdm(total=total, unit="tok", desc="eval", disable=None if progress else True, leave=False)
+    bar = progress_bar(total=total, unit="tok", desc="eval", enabled=progress)
     try:
         for cells in groups.values():
             row, L = cells[0].row, cells[0].length
-            bar.set_description(f"eval {row.name}")
+            bar.set_description(f"eval {row.name} L={L}")
             bases = [{"variant": row.name, "protocol": c.protocol, "length": L, "multiple": L / train_len,
                       "token_set": sets[c.protocol], "min_context": plans[c.protocol, L].min_context,
                       "row": row.record()} for c in cells]
