@@ -71,6 +71,7 @@ class EvalRequest:
         """What posbench-train would refuse in ``eval`` for this run is refused here too: the same
         checks (RunSpec.check_evaluation), against the run's own settings."""
         self.run_spec()
+        completed_metrics(Path(self.run_dir).expanduser())  # before the lock: a refusal leaves nothing behind
         self.runtime.check()
         check_writable_dir(self.run_dir, "run_dir")
 
@@ -310,8 +311,10 @@ def evaluate_into(metrics: dict, model: LanguageModel, cfg, eval_cfg: EvalConfig
                                   progress=progress)
     metrics[RECORDS[kind]] = merge(kind, metrics.get(RECORDS[kind], []), records)
     if kind == "perplexity" and records:  # which documents each token set scores, for the report's bootstrap
-        metrics["token_sets"] = {**metrics.get("token_sets", {}), **token_sets_of(
-            corpus.val, eval_cfg, cfg.train_len, cfg.data.doc_separator, corpus.fingerprint["hash"])}
+        sets = token_sets_of(corpus.val, eval_cfg, cfg.train_len, cfg.data.doc_separator, corpus.fingerprint["hash"])
+        metrics["token_sets"] = {**metrics.get("token_sets", {}), **sets}
+        if eval_cfg.scored_tokens is None:  # as many as the documents give (a number asked for is not news)
+            warn_small_token_sets(sets)
     if tracker is not None:
         tracker.log_records(kind, records)
     if kind == "perplexity" and show:
@@ -325,6 +328,19 @@ def evaluate_into(metrics: dict, model: LanguageModel, cfg, eval_cfg: EvalConfig
         metrics["attention"] = merge("attention", metrics.get("attention", []), stats)
         made += len(stats)
     return made, per_pos
+
+
+SMALL_TOKEN_SET = 10_000  # below this, chance moves a perplexity by about a percent or more
+
+
+def warn_small_token_sets(sets: dict[str, dict]) -> None:
+    """One line when a token set scores few tokens at each length (a small local corpus): its
+    perplexities are noisy, and ratios between lengths a percent apart may be chance."""
+    fewest = min(sets.values(), key=lambda s: s["tokens"], default=None)
+    if fewest is not None and fewest["tokens"] < SMALL_TOKEN_SET:
+        log.warning("small validation set: %s tokens scored at each length (in %d documents), fewer than %s; "
+                    "differences of about a percent may be chance (a larger corpus or data.val_fraction scores more)",
+                    f"{fewest['tokens']:,}", len(fewest["docs"]), f"{SMALL_TOKEN_SET:,}")
 
 
 def attention_records(model: LanguageModel, task, val_tokens: np.ndarray, train_len: int, eval_cfg, device,
@@ -352,11 +368,8 @@ def log_task_records(records: list[dict], metric: str) -> None:
         log.info("%s %s %s: %s", variant, records[0]["task"], metric.replace("_", " "), shown)
 
 
-def evaluate_run(run_dir: Path, eval_cfg: EvalConfig, runtime: Runtime = Runtime(), progress: bool = True,
-                 only_missing: bool = False, command: str | None = None, show: bool = True) -> tuple[dict, int]:
-    """Evaluate a trained run at the settings of ``eval_cfg`` and merge the records into its files;
-    with ``only_missing``, only the records it does not have yet. Returns (metrics, records made)."""
-    run_dir = Path(run_dir)
+def completed_metrics(run_dir: Path) -> dict:
+    """The metrics of a run that can be evaluated; a one-line PosbenchError for any other."""
     try:
         metrics = load_metrics(run_dir)
     except ValueError as e:
@@ -366,6 +379,15 @@ def evaluate_run(run_dir: Path, eval_cfg: EvalConfig, runtime: Runtime = Runtime
         raise PosbenchError(f"{run_dir} has no {METRICS}: its training has not finished (posbench-train resumes it)")
     if metrics["status"] != "completed":
         raise PosbenchError(f"{run_dir} has status {metrics['status']!r}: only a completed run can be evaluated")
+    return metrics
+
+
+def evaluate_run(run_dir: Path, eval_cfg: EvalConfig, runtime: Runtime = Runtime(), progress: bool = True,
+                 only_missing: bool = False, command: str | None = None, show: bool = True) -> tuple[dict, int]:
+    """Evaluate a trained run at the settings of ``eval_cfg`` and merge the records into its files;
+    with ``only_missing``, only the records it does not have yet. Returns (metrics, records made)."""
+    run_dir = Path(run_dir)
+    metrics = completed_metrics(run_dir)
     device = resolve_device(runtime.device)
     model, cfg = model_from_checkpoint(load_checkpoint(run_dir), device)
     corpus = load_corpus(cfg.data)

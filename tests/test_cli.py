@@ -200,3 +200,58 @@ def test_a_command_in_a_pipe_logs_training_and_each_evaluation_length(tiny_run):
     assert "train rope L=16: step 4/4 (100%), loss " in proc.stderr, proc.stderr
     assert "eval rope L=16: starting" in proc.stderr and "eval rope L=32: starting" in proc.stderr
     assert "\r" not in proc.stderr  # no bar redrawn into a log file
+
+
+# -- refusals that leave nothing behind ------------------------------------------------------------
+
+
+@pytest.fixture
+def in_runs(tiny_run, tmp_path):
+    """A copy of the tiny run under its own name in a runs folder (so posbench-train finds it)."""
+    import shutil
+
+    run_dir = tmp_path / "runs" / tiny_run[0].name
+    shutil.copytree(tiny_run[0], run_dir)
+    return run_dir
+
+
+def test_a_newer_metrics_schema_is_refused_by_every_command(entry, in_runs, text_corpus, tmp_path, monkeypatch, capsys):
+    import json
+
+    from posbench.report import main as report
+
+    monkeypatch.chdir(tmp_path)
+    metrics = in_runs / "metrics.json"
+    metrics.write_text(json.dumps({**json.loads(metrics.read_text()), "schema_version": 2}))
+    before = {p.name: p.read_bytes() for p in in_runs.iterdir()}
+    expected = (f"posbench: error: {metrics} has schema_version 2, newer than posbench 0.1.0 reads (schema_version 1); "
+                "upgrade posbench to work on this run")
+    for program, argv in [("eval", [f"run_dir={in_runs}"]),
+                          ("train", [*TINY, f"data.path={text_corpus}", f"runs_dir={in_runs.parent}"])]:
+        code, err = entry(program, *argv)
+        assert code == 2 and err.strip() == expected, (program, err)
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        report([str(in_runs.parent), "--out", str(tmp_path / "report")])
+    assert exc.value.code == 2 and capsys.readouterr().err.strip() == expected
+    assert {p.name: p.read_bytes() for p in in_runs.iterdir()} == before
+
+
+def test_eval_refusing_an_unfinished_run_leaves_no_lock(entry, tiny_run, tmp_path, monkeypatch):
+    import shutil
+
+    monkeypatch.chdir(tmp_path)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    shutil.copy(tiny_run[0] / "config.yaml", run_dir)  # started, killed before metrics.json
+    code, err = entry("eval", f"run_dir={run_dir}")
+    assert code == 2 and err.strip() == (f"posbench: error: {run_dir} has no metrics.json: its training has not finished "
+                                         "(posbench-train resumes it)")
+    assert tree(tmp_path) == ["run", "run/config.yaml"]
+
+
+def test_eval_says_when_the_validation_set_is_small(run_copy, tmp_path):
+    proc = cli("posbench.evaluate", f"run_dir={run_copy}", "eval.multiples=[1,2]", "eval.scored_tokens=null", cwd=tmp_path)
+    (line,) = [x for x in proc.stderr.splitlines() if "small validation set" in x]
+    assert re.search(r"small validation set: [\d,]+ tokens scored at each length \(in \d+ documents\), fewer than 10,000",
+                     line), line

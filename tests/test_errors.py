@@ -50,6 +50,8 @@ TRAIN_CASES = [
      "key=value, sweeps like key=a,b"),
     # values that types cannot catch
     ("model.n_heads=3", "model.d_model=128 is not divisible by model.n_heads=3"),
+    ("model.vocab_size=50257", "model.vocab_size=50257 does not fit the data: tokens are bytes, so the vocabulary is 256; "
+     "set model.vocab_size=256 (the default)"),
     ("train_len=0", "train_len must be a positive integer, got 0"),
     ("seed=-1", "seed must be a non-negative integer, got -1"),
     ("eval.multiples=[1,-2]", "eval.multiples must be positive, got -2; e.g. [1,2,4,8,16]"),
