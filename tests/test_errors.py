@@ -110,9 +110,11 @@ def test_one_bad_cell_refuses_the_whole_sweep_before_anything_trains(entry, plac
 )
 def test_unknown_config_choice_is_one_line_naming_the_valid_ones(entry, places, override, group, bad):
     from posbench.cli import group_options
+    from posbench.suggest import did_you_mean
 
-    valid = ", ".join(group_options([])[group])  # the yaml files and the registries (yaml-less built-ins)
-    assert_refused(entry("train", "-m", override, f"runs_dir={places[0]}"), f"unknown {group} {bad!r}; valid: {valid}", places)
+    options = group_options([])[group]  # the yaml files and the registries (yaml-less built-ins)
+    assert_refused(entry("train", "-m", override, f"runs_dir={places[0]}"),
+                   f"unknown {group} {bad!r}{did_you_mean(bad, options)}; valid: {', '.join(options)}", places)
 
 
 @pytest.mark.parametrize("encoding", ["rope", "xpos"])
