@@ -62,6 +62,8 @@ TRAIN_CASES = [
     ("eval.rope_scaling=[yarm]", f"unknown eval.rope_scaling 'yarm'; valid: {', '.join(evaluable_scalings())}"),
     ("eval.rope_factor=0.5", "eval.rope_factor must be at least 1 (or null), got 0.5"),
     ("+encoding.bsae=2", "encoding 'rope' has no parameter 'bsae'; valid: base"),
+    ("encoding.bsae=2", "encoding 'rope' has no parameter 'bsae'; valid: base"),  # without +: Hydra's error, same line
+    ("task=passkey task.foo=1", "task 'passkey' has no parameter 'foo'; valid: digits, eval_depths, eval_examples, loss"),
     ("encoding.base=abc", "encoding.base must be a number, got 'abc'"),
     ("encoding.base=0", "encoding.base of 'rope' must be above 1 (and finite), got 0"),
     ("train.lr=-1", "train.lr must be positive, got -1"),

@@ -36,7 +36,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException, ValidationError
 
-from posbench.config import CONF_DIR, register_configs, schema
+from posbench.config import CONF_DIR, PLUGIN_GROUPS, group_choices, param_defaults, register_configs, schema
 from posbench.errors import PosbenchError, user_errors
 from posbench.hydra_state import in_sweep
 from posbench.suggest import did_you_mean
@@ -140,6 +140,8 @@ def hydra_error_line(e: Exception, config_name: str, overrides: list[str]) -> st
     for c in chain:
         if isinstance(c, (ConfigAttributeError, ConfigKeyError)) and getattr(c, "full_key", None):
             parent = c.full_key.rpartition(".")[0]
+            if parent in PLUGIN_GROUPS and (line := _no_parameter(parent, c.full_key, overrides)):
+                return line
             valid = _schema_keys(config_name, parent)
             where = f"of {parent}" if parent else "at the top level"
             return f"unknown config key {c.full_key!r}; valid keys {where}: {', '.join(valid)}"
@@ -167,6 +169,19 @@ def hydra_error_line(e: Exception, config_name: str, overrides: list[str]) -> st
         as_list = f"; for a list value write {key}=[{val}]" if "." in key else ""  # a group's option is never a list
         return f"{arg} gives several values: add -m to run one job for each ({PROGRAMS[config_name]} -m {arg}){as_list}"
     return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+
+
+def _no_parameter(group: str, full_key: str, overrides: list[str]) -> str | None:
+    """``encoding 'rope' has no parameter 'bsae'; valid: base``: an encoding's or a task's keys
+    are its Params' fields, which the schema (free-form there) cannot list."""
+    from posbench.cli.help import group_defaults
+
+    name = (group_choices(overrides, group) or [group_defaults(CONF_DIR).get(group, "")])[-1]
+    fields = param_defaults(group, name) if name else {}
+    if not fields:
+        return None
+    key = full_key.rpartition(".")[2]
+    return f"{group} {name!r} has no parameter {key!r}; valid: {', '.join(sorted(fields))}"
 
 
 def _unparsable(parser, override: str) -> bool:
