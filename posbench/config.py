@@ -84,25 +84,52 @@ def register_configs(overrides: list[str] = ()) -> None:
     """The schemas, and a config-group option for every encoding and task that has no yaml of its
     own: a built-in without one, an installed plug-in, and a ``module:attr`` path given on the
     command line (``encoding=mypkg.enc:MyEnc``). Each gets its Params' defaults. Plug-ins are
-    named here, not imported (a path is imported when the job's settings are made)."""
+    named here, not imported, except those the command line chooses: their option lists their
+    Params' defaults, as a yaml would, so that ``encoding=logbias encoding.slope=0.5`` sets a key
+    that exists (Hydra refuses a new key without ``+``)."""
     cs = ConfigStore.instance()
     cs.store(name="posbench_schema", node=Config)
     cs.store(name="posbench_eval_schema", node=EvaluateConfig)
     for group, registry in PLUGIN_GROUPS.items():
         have = {p.stem for p in (Path(CONF_DIR) / group).glob("*.yaml")}
+        chosen = set(group_choices(overrides, group))
         for name in registry.names() + path_choices(overrides, group):
             if name not in have:
-                cs.store(group=group, name=name, node={"name": name})
+                cs.store(group=group, name=name, node={"name": name, **(param_defaults(group, name) if name in chosen else {})})
 
 
-def path_choices(overrides, group: str) -> list[str]:
-    """The ``module:attr`` options of ``group`` on a command line (also inside a sweep: a,b)."""
+def group_choices(overrides, group: str) -> list[str]:
+    """The options of ``group`` a command line names (``encoding=rope``, also inside a sweep: a,b)."""
     out = []
     for arg in overrides:
         key, sep, value = arg.partition("=")
         if sep and key.lstrip("+~") == group:
-            out += [v.strip() for v in value.removeprefix("choice(").removesuffix(")").split(",") if ":" in v]
+            out += [v.strip() for v in value.removeprefix("choice(").removesuffix(")").split(",") if v.strip()]
     return out
+
+
+def param_defaults(group: str, name: str) -> dict:
+    """The defaults of a plug-in's Params (empty when it cannot be loaded: the job's conversion
+    says why, in one line)."""
+    try:
+        cls = PLUGIN_GROUPS[group].get(name)
+    except PosbenchError:
+        return {}
+    params = getattr(cls, "Params", None)
+    if params is None or not dataclasses.is_dataclass(params):
+        return {}
+    out = {}
+    for f in dataclasses.fields(params):
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            out[f.name] = f.default_factory()
+    return out
+
+
+def path_choices(overrides, group: str) -> list[str]:
+    """The ``module:attr`` options of ``group`` on a command line (also inside a sweep: a,b)."""
+    return [v for v in group_choices(overrides, group) if ":" in v]
 
 
 def schema(config_name: str) -> DictConfig:

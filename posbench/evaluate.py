@@ -29,7 +29,6 @@ from typing import Optional
 import numpy as np
 import torch
 import torch.nn.functional as F
-from tqdm.auto import tqdm
 
 from posbench import extend as extension
 from posbench.data import DOC_SEPARATOR, check_same_corpus, load_corpus
@@ -51,7 +50,9 @@ from posbench.results import (
     write_metrics,
     write_per_position,
 )
-from posbench.plan import RECORDS, attention_plan, merge, perplexity_plan, record_key
+from posbench.progress import progress as progress_bar
+from posbench.plan import RECORDS, attention_plan, evaluation_plan, merge, missing, perplexity_plan, record_key
+from posbench.records_table import records_table
 from posbench.variants import Row
 from posbench.variants.base import AttentionOptions
 
@@ -70,6 +71,7 @@ class EvalRequest:
         """What posbench-train would refuse in ``eval`` for this run is refused here too: the same
         checks (RunSpec.check_evaluation), against the run's own settings."""
         self.run_spec()
+        completed_metrics(Path(self.run_dir).expanduser())  # before the lock: a refusal leaves nothing behind
         self.runtime.check()
         check_writable_dir(self.run_dir, "run_dir")
 
@@ -149,11 +151,11 @@ def evaluate_model(
     records, per_position = [], {}
     total = sum(len(np.unique(np.concatenate([plans[c.protocol, c.length].ends for c in cells]))) * cells[0].length
                 for cells in groups.values())
-    bar = tqdm(total=total, unit="tok", desc="eval", disable=None if progress else True, leave=False)
+    bar = progress_bar(total=total, unit="tok", desc="eval", enabled=progress)
     try:
         for cells in groups.values():
             row, L = cells[0].row, cells[0].length
-            bar.set_description(f"eval {row.name}")
+            bar.set_description(f"eval {row.name} L={L}")
             bases = [{"variant": row.name, "protocol": c.protocol, "length": L, "multiple": L / train_len,
                       "token_set": sets[c.protocol], "min_context": plans[c.protocol, L].min_context,
                       "row": row.record()} for c in cells]
@@ -292,13 +294,14 @@ def model_from_checkpoint(ckpt: dict, device: torch.device):
 
 def evaluate_into(metrics: dict, model: LanguageModel, cfg, eval_cfg: EvalConfig, corpus, device: torch.device,
                   progress: bool = True, only_missing: bool = False, tracker=None,
-                  kernel: str = "auto") -> tuple[int, dict[str, np.ndarray]]:
+                  kernel: str = "auto", show: bool = True) -> tuple[int, dict[str, np.ndarray]]:
     """Score a trained model of run config ``cfg`` at the settings of ``eval_cfg`` and merge the
     records into ``metrics``: perplexity (``evaluations``) for a language model, accuracy
     (``task_evaluations``) for a task run, and with ``eval.attention_stats`` the attention
     diagnostics (``attention``). ``only_missing``: only what ``metrics`` does not have yet.
-    ``cfg``: the run's RunSpec; ``kernel``: the attention kernel (Runtime.attention). Returns
-    (records made, per-position curves to write)."""
+    ``cfg``: the run's RunSpec; ``kernel``: the attention kernel (Runtime.attention); ``show``: log
+    the scores (posbench-eval prints its table on stdout instead). Returns (records made,
+    per-position curves to write)."""
     task, tag, options = cfg.task.build(), cfg.extend.tag(cfg.train_len), AttentionOptions(kernel=kernel)
     have = {kind: {record_key(kind, r) for r in metrics.get(field) or []} if only_missing else set()
             for kind, field in RECORDS.items()}
@@ -308,13 +311,15 @@ def evaluate_into(metrics: dict, model: LanguageModel, cfg, eval_cfg: EvalConfig
                                   progress=progress)
     metrics[RECORDS[kind]] = merge(kind, metrics.get(RECORDS[kind], []), records)
     if kind == "perplexity" and records:  # which documents each token set scores, for the report's bootstrap
-        metrics["token_sets"] = {**metrics.get("token_sets", {}), **token_sets_of(
-            corpus.val, eval_cfg, cfg.train_len, cfg.data.doc_separator, corpus.fingerprint["hash"])}
+        sets = token_sets_of(corpus.val, eval_cfg, cfg.train_len, cfg.data.doc_separator, corpus.fingerprint["hash"])
+        metrics["token_sets"] = {**metrics.get("token_sets", {}), **sets}
+        if eval_cfg.scored_tokens is None:  # as many as the documents give (a number asked for is not news)
+            warn_small_token_sets(sets)
     if tracker is not None:
         tracker.log_records(kind, records)
-    if kind == "perplexity":
+    if kind == "perplexity" and show:
         log_records(records)
-    else:
+    elif show:
         log_task_records(records, task.metric)
     made = len(records)
     todo = [p.length for p in attention_plan(model.encoding, eval_cfg, cfg.train_len) if p.key not in have["attention"]]
@@ -323,6 +328,19 @@ def evaluate_into(metrics: dict, model: LanguageModel, cfg, eval_cfg: EvalConfig
         metrics["attention"] = merge("attention", metrics.get("attention", []), stats)
         made += len(stats)
     return made, per_pos
+
+
+SMALL_TOKEN_SET = 10_000  # below this, chance moves a perplexity by about a percent or more
+
+
+def warn_small_token_sets(sets: dict[str, dict]) -> None:
+    """One line when a token set scores few tokens at each length (a small local corpus): its
+    perplexities are noisy, and ratios between lengths a percent apart may be chance."""
+    fewest = min(sets.values(), key=lambda s: s["tokens"], default=None)
+    if fewest is not None and fewest["tokens"] < SMALL_TOKEN_SET:
+        log.warning("small validation set: %s tokens scored at each length (in %d documents), fewer than %s; "
+                    "differences of about a percent may be chance (a larger corpus or data.val_fraction scores more)",
+                    f"{fewest['tokens']:,}", len(fewest["docs"]), f"{SMALL_TOKEN_SET:,}")
 
 
 def attention_records(model: LanguageModel, task, val_tokens: np.ndarray, train_len: int, eval_cfg, device,
@@ -350,11 +368,8 @@ def log_task_records(records: list[dict], metric: str) -> None:
         log.info("%s %s %s: %s", variant, records[0]["task"], metric.replace("_", " "), shown)
 
 
-def evaluate_run(run_dir: Path, eval_cfg: EvalConfig, runtime: Runtime = Runtime(), progress: bool = True,
-                 only_missing: bool = False, command: str | None = None) -> tuple[dict, int]:
-    """Evaluate a trained run at the settings of ``eval_cfg`` and merge the records into its files;
-    with ``only_missing``, only the records it does not have yet. Returns (metrics, records made)."""
-    run_dir = Path(run_dir)
+def completed_metrics(run_dir: Path) -> dict:
+    """The metrics of a run that can be evaluated; a one-line PosbenchError for any other."""
     try:
         metrics = load_metrics(run_dir)
     except ValueError as e:
@@ -364,13 +379,27 @@ def evaluate_run(run_dir: Path, eval_cfg: EvalConfig, runtime: Runtime = Runtime
         raise PosbenchError(f"{run_dir} has no {METRICS}: its training has not finished (posbench-train resumes it)")
     if metrics["status"] != "completed":
         raise PosbenchError(f"{run_dir} has status {metrics['status']!r}: only a completed run can be evaluated")
+    return metrics
+
+
+def evaluate_run(run_dir: Path, eval_cfg: EvalConfig, runtime: Runtime = Runtime(), progress: bool = True,
+                 only_missing: bool = False, command: str | None = None, show: bool = True) -> tuple[dict, int]:
+    """Evaluate a trained run at the settings of ``eval_cfg`` and merge the records into its files;
+    with ``only_missing``, only the records it does not have yet. Returns (metrics, records made)."""
+    run_dir = Path(run_dir)
+    metrics = completed_metrics(run_dir)
     device = resolve_device(runtime.device)
     model, cfg = model_from_checkpoint(load_checkpoint(run_dir), device)
     corpus = load_corpus(cfg.data)
     check_same_corpus(run_dir, corpus)  # scored on the text it was trained on, or not at all
     cfg.with_eval(eval_cfg).check_corpus(corpus, evaluated=True)  # every window asked for fits, before anything is scored
+    if only_missing:  # say what a re-run skips, so that a quick finish is not mistaken for a failure
+        plan = asked_for(cfg.with_eval(eval_cfg), metrics)
+        todo = len(missing(plan, metrics))
+        log.info("%s: already have %d records; %s", run_dir.name, len(plan) - todo,
+                 f"scoring {todo} new" if todo else "nothing new to score")
     made, per_pos = evaluate_into(metrics, model, cfg, eval_cfg, corpus, device, progress, only_missing,
-                                  kernel=runtime.attention)
+                                  kernel=runtime.attention, show=show)
     if not made:
         return metrics, 0
     if command:
@@ -390,21 +419,27 @@ def log_records(records: list[dict]) -> None:
             log.info("%s %s ppl: %s", variant, protocol, shown)
 
 
+def asked_for(spec, metrics: dict) -> list:
+    """The records a run's evaluation settings call for (``spec``: the run's RunSpec with them), on
+    the corpus the run recorded: the plan posbench-train's skip decision reads too."""
+    corpus = metrics.get("corpus") or {}
+    return evaluation_plan(spec.encoding.build(spec.shape), spec.task.build(), spec.eval, spec.train_len,
+                           corpus.get("val_tokens", 0), corpus.get("hash", ""), spec.extend.tag(spec.train_len))
+
+
 def run(request: EvalRequest) -> None:
-    """posbench-eval's job: score the run, merge the records into its files, print them. It holds
-    the run's lock (waiting for another process working on the run), so that two evaluations of a
-    run at once each add their records: the second reads the first's before it writes."""
+    """posbench-eval's job: score what the run does not have yet, merge the records into its files,
+    and print the records asked for as one table on stdout (the scores are not logged as well). It
+    holds the run's lock (waiting for another process working on the run), so that two evaluations
+    of a run at once each add their records: the second reads the first's before it writes."""
     request.runtime.apply_threads()
     run_dir = Path(request.run_dir).expanduser()
     with run_lock(run_dir, wait=True):
-        metrics, _ = evaluate_run(run_dir, request.eval, request.runtime, command=launch_command("posbench-eval"))
-    for r in metrics["evaluations"]:
-        ppl = "n/d (" + r["reason"] + ")" if r["ppl"] is None else f"{r['ppl']:.3f}"
-        print(f"{r['variant']:>12} {r['protocol']:>15} L={r['length']:<6} ppl={ppl}")
-    for r in metrics.get("task_evaluations", []):
-        acc = "n/d (" + r["reason"] + ")" if r["exact"] is None else f"{r['exact']:.3f}"
-        cond = "" if r["condition"] is None else f" {r['condition']}"
-        print(f"{r['variant']:>12} {r['task'] + cond:>15} L={r['length']:<6} exact={acc}")
+        metrics, _ = evaluate_run(run_dir, request.eval, request.runtime, only_missing=True,
+                                  command=launch_command("posbench-eval"), show=False)
+    keys = {p.key for p in asked_for(request.run_spec(), metrics)}
+    shown = {kind: [r for r in metrics.get(field) or [] if record_key(kind, r) in keys] for kind, field in RECORDS.items()}
+    print(records_table(shown["perplexity"], shown["task"]), end="")
 
 
 def main() -> None:

@@ -38,8 +38,11 @@ class ModelConfig:
         for key in ("d_model", "n_layers", "n_heads", "mlp_ratio"):
             if getattr(self, key) < 1:
                 raise PosbenchError(f"model.{key} must be a positive integer, got {getattr(self, key)}")
-        if self.vocab_size < VOCAB_SIZE:
-            raise PosbenchError(f"model.vocab_size must be at least {VOCAB_SIZE} (tokens are bytes), got {self.vocab_size}")
+        # the embedding and output rows: tokens are bytes, so a larger table has rows no token ever
+        # reads and a softmax spread over outputs the data never holds (and another run id)
+        if self.vocab_size != VOCAB_SIZE:
+            raise PosbenchError(f"model.vocab_size={self.vocab_size} does not fit the data: tokens are bytes, so the "
+                                f"vocabulary is {VOCAB_SIZE}; set model.vocab_size={VOCAB_SIZE} (the default)")
         if not 0 <= self.dropout < 1:
             raise PosbenchError(f"model.dropout must be in [0, 1), got {self.dropout}")
         if self.d_model % self.n_heads:

@@ -200,10 +200,17 @@ def write_metrics(run_dir: Path, metrics: dict) -> None:
     write_json(Path(run_dir) / METRICS, {**metrics, "schema_version": SCHEMA_VERSION})
 
 
-def check_metrics(m: Any) -> dict:
-    """The shape every reader relies on; raises ValueError naming what is wrong."""
+def check_metrics(m: Any, path: Path | str = METRICS) -> dict:
+    """The shape every reader relies on; raises ValueError naming what is wrong, and PosbenchError
+    for a file of a newer schema (refused by every command, never read in part and rewritten)."""
     if not isinstance(m, dict):
         raise ValueError(f"expected a JSON object, got {type(m).__name__}")
+    version = m.get("schema_version", 1)
+    if not isinstance(version, int) or isinstance(version, bool) or version > SCHEMA_VERSION:
+        from posbench import __version__
+
+        raise PosbenchError(f"{path} has schema_version {version!r}, newer than posbench {__version__} reads "
+                            f"(schema_version {SCHEMA_VERSION}); upgrade posbench to work on this run")
     if m.get("status") not in STATUSES:
         raise ValueError(f"status {m.get('status')!r} is not one of {', '.join(STATUSES)}")
     for key in ("run_id", "encoding"):
@@ -228,7 +235,7 @@ def load_metrics(run_dir: Path) -> dict | None:
     if not path.exists():
         return None
     try:
-        return check_metrics(json.loads(path.read_text()))
+        return check_metrics(json.loads(path.read_text()), path)
     except OSError as e:
         raise ValueError(e.strerror or str(e)) from None
 

@@ -22,10 +22,10 @@ from posbench import __version__
 from posbench import extend as extension
 from posbench.data import check_same_corpus, corpora_for_checks, corpus_stats, load_corpus
 from posbench.device import describe, resolve_device
-from posbench.evaluate import during_training_probe, evaluate_into, evaluate_run, probe_steps
+from posbench.evaluate import asked_for, during_training_probe, evaluate_into, evaluate_run, probe_steps
 from posbench.hydra_state import in_sweep, job_index, launch_command
 from posbench.model import LanguageModel
-from posbench.plan import evaluation_plan, missing
+from posbench.plan import missing
 from posbench.results import (
     clear_resume,
     load_checkpoint,
@@ -40,6 +40,7 @@ from posbench.results import (
     write_metrics,
     write_per_position,
 )
+from posbench.run_summary import summary_line
 from posbench.settings import to_dict
 from posbench.spec import RunSpec, check_variant_rows
 from posbench.tracking import make_tracker
@@ -71,9 +72,18 @@ def run(spec: RunSpec) -> Path:
     not have yet is evaluated from its checkpoint (so a kill during evaluation loses no training).
     A diverged run is final unless ``retry_diverged=true``; a failed or killed one resumes."""
     spec.check()  # again, for callers that did not come through the command line (cheap)
-    run_dir = _run(spec)
+    try:
+        run_dir = _run(spec)
+    finally:  # one line on stdout per run, a failed one's too
+        print(_summary(spec), flush=True)
     log.info("run directory: %s", run_dir)
     return run_dir
+
+
+def _summary(spec: RunSpec) -> str:
+    m = read_metrics(spec.run_dir, warn=False)
+    asked = {p.key for p in asked_for(spec, m)} if m is not None else set()
+    return summary_line(spec.run_id, spec.run_dir, m, asked, list(spec.eval.protocols))
 
 
 def _run(spec: RunSpec) -> Path:
@@ -121,10 +131,7 @@ def _missing_evaluations(spec: RunSpec, metrics: dict) -> bool:
     """Whether the eval settings ask for a record the run does not have (more lengths, another
     protocol, token or example set, a new variant, attention diagnostics at a length): the same
     plan the evaluation scores (posbench/plan.py), on the corpus the run recorded."""
-    corpus = metrics.get("corpus") or {}
-    plan = evaluation_plan(spec.encoding.build(spec.shape), spec.task.build(), spec.eval, spec.train_len,
-                           corpus.get("val_tokens", 0), corpus.get("hash", ""), spec.extend.tag(spec.train_len))
-    return bool(missing(plan, metrics))
+    return bool(missing(asked_for(spec, metrics), metrics))
 
 
 def _evaluate_missing(spec: RunSpec, rid: str, run_dir: Path) -> None:

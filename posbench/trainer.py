@@ -27,13 +27,13 @@ from typing import Callable, Collection, Optional
 import numpy as np
 import torch
 import torch.nn.functional as F
-from tqdm.auto import tqdm
 
 from posbench.tasks import Task
 from posbench.tasks.lm import LanguageModelling
 from posbench.device import autocast
 from posbench.errors import PosbenchError
 from posbench.positions import sample_positions
+from posbench.progress import progress
 from posbench.results import discard_resume, load_resume, save_resume
 from posbench.tracking import Tracker
 from posbench.variants.base import AttentionOptions
@@ -231,8 +231,8 @@ def train_model(
     val_steps = {half_step(tc.steps), tc.steps, *probe_steps}
     t0 = t_log = time.perf_counter()
     logged_step = st.start
-    bar = tqdm(range(st.start, tc.steps), initial=st.start, total=tc.steps, desc=desc, unit="step", leave=False,
-               disable=None)  # a bar on a terminal only; none in a log file or pipe
+    # a bar on a terminal; plain log lines in a log file or pipe (posbench/progress.py)
+    bar = progress(range(st.start, tc.steps), initial=st.start, total=tc.steps, desc=desc, unit="step")
     for step in bar:
         x, y, scored = training_batch(train_tokens, tc.batch_size, train_len, seed, step, task)
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)

@@ -50,6 +50,8 @@ TRAIN_CASES = [
      "key=value, sweeps like key=a,b"),
     # values that types cannot catch
     ("model.n_heads=3", "model.d_model=128 is not divisible by model.n_heads=3"),
+    ("model.vocab_size=50257", "model.vocab_size=50257 does not fit the data: tokens are bytes, so the vocabulary is 256; "
+     "set model.vocab_size=256 (the default)"),
     ("train_len=0", "train_len must be a positive integer, got 0"),
     ("seed=-1", "seed must be a non-negative integer, got -1"),
     ("eval.multiples=[1,-2]", "eval.multiples must be positive, got -2; e.g. [1,2,4,8,16]"),
@@ -60,6 +62,8 @@ TRAIN_CASES = [
     ("eval.rope_scaling=[yarm]", f"unknown eval.rope_scaling 'yarm'; valid: {', '.join(evaluable_scalings())}"),
     ("eval.rope_factor=0.5", "eval.rope_factor must be at least 1 (or null), got 0.5"),
     ("+encoding.bsae=2", "encoding 'rope' has no parameter 'bsae'; valid: base"),
+    ("encoding.bsae=2", "encoding 'rope' has no parameter 'bsae'; valid: base"),  # without +: Hydra's error, same line
+    ("task=passkey task.foo=1", "task 'passkey' has no parameter 'foo'; valid: digits, eval_depths, eval_examples, loss"),
     ("encoding.base=abc", "encoding.base must be a number, got 'abc'"),
     ("encoding.base=0", "encoding.base of 'rope' must be above 1 (and finite), got 0"),
     ("train.lr=-1", "train.lr must be positive, got -1"),
@@ -108,9 +112,11 @@ def test_one_bad_cell_refuses_the_whole_sweep_before_anything_trains(entry, plac
 )
 def test_unknown_config_choice_is_one_line_naming_the_valid_ones(entry, places, override, group, bad):
     from posbench.cli import group_options
+    from posbench.suggest import did_you_mean
 
-    valid = ", ".join(group_options([])[group])  # the yaml files and the registries (yaml-less built-ins)
-    assert_refused(entry("train", "-m", override, f"runs_dir={places[0]}"), f"unknown {group} {bad!r}; valid: {valid}", places)
+    options = group_options([])[group]  # the yaml files and the registries (yaml-less built-ins)
+    assert_refused(entry("train", "-m", override, f"runs_dir={places[0]}"),
+                   f"unknown {group} {bad!r}{did_you_mean(bad, options)}; valid: {', '.join(options)}", places)
 
 
 @pytest.mark.parametrize("encoding", ["rope", "xpos"])

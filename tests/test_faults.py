@@ -270,7 +270,9 @@ def test_a_sweep_on_a_pipe_keeps_stdout_for_results_and_says_each_thing_once(tmp
         (docs / f"text{i}.txt").write_text("plain text, and more of it. " * 120)
     (docs / "blob.txt").write_bytes(bytes(range(128, 256)) * 20)
     proc = cli("posbench.train", "-m", "seed=0,1", *SMALL, "train.steps=2", f"data.path={docs}", f"runs_dir={tmp_path / 'runs'}")
-    assert proc.stdout == ""
+    # stdout: one result line per run (run id, status, scores, directory), nothing else
+    assert sorted(line.split()[0] for line in proc.stdout.splitlines()) == sorted(
+        p.name for p in (tmp_path / "runs").iterdir() if not p.name.startswith("."))
     assert "[HYDRA] Launching 2 jobs locally" in proc.stderr
     assert proc.stderr.count("are not UTF-8 text") == 1
     assert "step/s" not in proc.stderr and "tok/s" not in proc.stderr and "\r" not in proc.stderr

@@ -464,7 +464,7 @@ def test_flex_window_attention_matches_the_explicit_path(pattern):
         pytest.skip("flex attention not importable in this torch")
     torch.manual_seed(0)
     model = build_model(ModelConfig(name="t", d_model=32, n_layers=2, n_heads=4, mlp_ratio=2), "layers",
-                        {"pattern": pattern}, 64).eval()
+                        {"pattern": pattern}, 128).eval()  # a window of 64 keys, below train_len
     x = torch.randint(0, 256, (1, 1024), generator=X)
     with torch.no_grad():
         ref = model(x, None, AttentionOptions(kernel="chunked"))
@@ -490,3 +490,20 @@ def test_an_evaluation_window_hides_far_keys_in_the_kernels_that_compute_their_o
         torch.testing.assert_close(model(x, None, windowed)[0, far], model(y, None, windowed)[0, far])
         assert not torch.allclose(model(x)[0, far], model(y)[0, far])
         torch.testing.assert_close(model(x, None, AttentionOptions(window=Window("sliding", 40))), model(x))
+
+
+@pytest.mark.parametrize("encoding, params, entry", [
+    ("layers", {"pattern": ["rope/swa64", "nope"]}, "rope/swa64"),
+    ("irope", {"window": 64}, "rope/chunk (encoding.window=64)"),
+    ("rnope_swa", {"window": 100}, "rope/swa (encoding.window=100)"),
+])
+def test_a_window_not_below_train_len_is_refused(encoding, params, entry):
+    """It would mask nothing in training: a plain model under a windowed name."""
+    from posbench.errors import PosbenchError
+
+    with pytest.raises(PosbenchError) as e:
+        build_encoding(encoding, ModelShape(32, 4, 4, 64), params)
+    assert str(e.value) == (f"{encoding}: the window of {entry} is {params.get('window', 64)} keys, not below train_len=64, "
+                            "so it would train as full attention; give a window below 64 (encoding.window, or /swaN, "
+                            "/chunkN in encoding.pattern)")
+    build_encoding(encoding, ModelShape(32, 4, 4, 65), {**params, "window": 64} if "window" in params else params)

@@ -146,3 +146,24 @@ print("ok")
 """
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, **env})
     assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr
+
+
+def test_a_yaml_less_plugin_s_parameters_are_set_without_plus(cache_dir, tmp_path, monkeypatch):
+    """docs/extending.md's ``encoding=logbias encoding.slope=0.5``: the option a command line chooses
+    lists its Params' defaults, as a yaml would; an unknown key names the valid ones."""
+    from posbench.cli import compose_jobs, preflight
+    from posbench.config import to_spec
+    from posbench.errors import PosbenchError
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(SOURCE.parent))
+    enc = f"encoding={SOURCE.stem}:LogDistanceBias"
+    (cfg,) = compose_jobs("config", [enc, "encoding.slope=0.5", "model=tiny"], False)
+    spec = to_spec(cfg)
+    assert spec.encoding.params.slope == 0.5
+    (default,) = compose_jobs("config", [enc, "model=tiny"], False)
+    # the defaults were written into config.yaml before too: the run's identity is unchanged
+    assert to_spec(default).resolved()["encoding"] == {"name": f"{SOURCE.stem}:LogDistanceBias", "slope": 1.0}
+    with pytest.raises(PosbenchError) as e:
+        preflight([enc, "encoding.slop=0.5", "model=tiny"], "config", to_spec, lambda jobs: None)
+    assert str(e.value) == f"encoding '{SOURCE.stem}:LogDistanceBias' has no parameter 'slop'; valid: slope"

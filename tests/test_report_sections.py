@@ -376,3 +376,28 @@ def test_row_names_are_read_in_one_place():
     assert parse_row("xpos@4x+ft100+bca").extension is None  # an extension run's window variant: not its target row
     assert (parse_row("alibi+temp0.1").temperature, parse_row("xpos+bca").window) == (0.1, "bca")
     assert parse_row("rope@1.2.3x+ft1").extension is None
+
+
+def test_a_run_scored_only_on_another_token_set_is_not_called_unevaluated(tmp_path):
+    """Running the command again would only skip it: the label says where it was scored and how
+    (or whether) it can be scored on the set this report compares."""
+    from types import SimpleNamespace
+
+    from posbench.report.sections.not_in_tables import NOT_EVALUATED, rows
+
+    runs = pd.DataFrame([{"run_id": r, "status": "completed", "encoding": "rope", "train_len": 16, "seed": 0,
+                          "run_dir": f"runs/{r}"} for r in ("other_corpus", "other_settings", "killed")])
+    left_out = pd.DataFrame([
+        {"run_id": "other_corpus", "variant": "rope", "protocol": "nonoverlapping", "token_set": "bbbb:segments[256]",
+         "compared_set": "aaaa:segments[256]", "lengths": "16, 32"},
+        {"run_id": "other_settings", "variant": "rope", "protocol": "nonoverlapping", "token_set": "aaaa:segments[512]",
+         "compared_set": "aaaa:segments[256]", "lengths": "16, 32"}])
+    ctx = SimpleNamespace(runs=runs, unevaluated=runs, left_out=left_out, runs_dir=tmp_path, skipped=[])
+    status = dict(zip(rows(ctx)["run_id"], rows(ctx)["status"]))
+    assert status == {
+        "other_corpus": "evaluated on another corpus's token set (bbbb:segments[256]); trained on other text, it cannot "
+                        "be scored on this one: report it with the runs of its corpus",
+        "other_settings": "evaluated on another token set (aaaa:segments[512]); to score it on this one "
+                          "(aaaa:segments[256]): posbench-eval run_dir=runs/other_settings with the eval.* settings of "
+                          "the other runs",
+        "killed": NOT_EVALUATED}

@@ -36,9 +36,10 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException, ValidationError
 
-from posbench.config import CONF_DIR, register_configs, schema
+from posbench.config import CONF_DIR, PLUGIN_GROUPS, group_choices, param_defaults, register_configs, schema
 from posbench.errors import PosbenchError, user_errors
 from posbench.hydra_state import in_sweep
+from posbench.suggest import did_you_mean
 
 log = logging.getLogger("posbench")
 Convert = Callable[[DictConfig], Any]  # a composed job -> its typed settings (posbench.config)
@@ -95,7 +96,8 @@ def check_group_choices(overrides: list[str], conf_dir: str = CONF_DIR) -> None:
         sweep = value.removeprefix("choice(").removesuffix(")")
         for choice in (v.strip() for v in sweep.split(",")):
             if choice and choice not in groups[key]:
-                raise PosbenchError(f"unknown {key} {choice!r}; valid: {', '.join(groups[key])}")
+                hint = did_you_mean(choice, groups[key])
+                raise PosbenchError(f"unknown {key} {choice!r}{hint}; valid: {', '.join(groups[key])}")
 
 
 def compose_jobs(config_name: str, overrides: list[str], multirun: bool) -> list[DictConfig]:
@@ -124,6 +126,7 @@ def _schema_keys(config_name: str, parent: str) -> list[str]:
     return sorted(node.keys()) if isinstance(node, DictConfig) else []
 
 
+_AMBIGUOUS = re.compile(r"Ambiguous value for argument '(.*)'")
 _CONVERSION = re.compile(r"Value '(.*)' of type '.*' could not be converted to (\w+)")
 _KINDS = {"Integer": "an integer", "Float": "a number", "Boolean": "true or false", "String": "a string"}
 
@@ -137,6 +140,8 @@ def hydra_error_line(e: Exception, config_name: str, overrides: list[str]) -> st
     for c in chain:
         if isinstance(c, (ConfigAttributeError, ConfigKeyError)) and getattr(c, "full_key", None):
             parent = c.full_key.rpartition(".")[0]
+            if parent in PLUGIN_GROUPS and (line := _no_parameter(parent, c.full_key, overrides)):
+                return line
             valid = _schema_keys(config_name, parent)
             where = f"of {parent}" if parent else "at the top level"
             return f"unknown config key {c.full_key!r}; valid keys {where}: {', '.join(valid)}"
@@ -148,6 +153,8 @@ def hydra_error_line(e: Exception, config_name: str, overrides: list[str]) -> st
     if isinstance(e, OverrideParseException):
         bad = next((o for o in overrides if _unparsable(OverridesParser.create(), o)), overrides[0] if overrides else "")
         key, sep, val = bad.partition("=")
+        if not sep and config_name == "evaluate":  # posbench-eval runs/<id>: the run is a key like any other
+            return f"cannot parse override {bad!r}: name the run as run_dir={bad}"
         if sep and not val.isascii() and not _unparsable(OverridesParser.create(), f'{key}="{val}"'):
             return (f"cannot parse override {bad!r}: Hydra's override grammar needs quotes around a value with non-ASCII "
                     f"""characters; write '{key}="{val}"' (the outer single quotes are for the shell)""")
@@ -155,7 +162,26 @@ def hydra_error_line(e: Exception, config_name: str, overrides: list[str]) -> st
         return f"cannot parse override {bad!r} ({why}); overrides look like key=value, sweeps like key=a,b"
     if isinstance(e, MissingConfigException):
         return str(e).splitlines()[0]
+    if (m := _AMBIGUOUS.match(str(e))) and config_name in PROGRAMS:
+        # Hydra's own hint ("add --multirun") is on a later line of its message: keep it in the one line
+        arg = m.group(1)
+        key, _, val = arg.partition("=")
+        as_list = f"; for a list value write {key}=[{val}]" if "." in key else ""  # a group's option is never a list
+        return f"{arg} gives several values: add -m to run one job for each ({PROGRAMS[config_name]} -m {arg}){as_list}"
     return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+
+
+def _no_parameter(group: str, full_key: str, overrides: list[str]) -> str | None:
+    """``encoding 'rope' has no parameter 'bsae'; valid: base``: an encoding's or a task's keys
+    are its Params' fields, which the schema (free-form there) cannot list."""
+    from posbench.cli.help import group_defaults
+
+    name = (group_choices(overrides, group) or [group_defaults(CONF_DIR).get(group, "")])[-1]
+    fields = param_defaults(group, name) if name else {}
+    if not fields:
+        return None
+    key = full_key.rpartition(".")[2]
+    return f"{group} {name!r} has no parameter {key!r}; valid: {', '.join(sorted(fields))}"
 
 
 def _unparsable(parser, override: str) -> bool:

@@ -6,13 +6,12 @@ examples and where the reference is. Hydra's own pages stay one flag away (``--h
 from __future__ import annotations
 
 import dataclasses
-import platform
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from posbench import __version__
+from posbench.version import version_text  # noqa: F401 - posbench.cli's --version
 
 TRAIN = """\
 posbench-train: train a toy byte-level language model with one positional encoding, score its
@@ -141,13 +140,3 @@ def help_text(config_name: str) -> str:
     return (f"{TRAIN}\nconfig groups (group=option; the default first):\n" + "\n".join(groups) +
             f"\n\nmain keys (defaults; --cfg job prints every key):\n{wrap(keys)}\nexamples:\n{TRAIN_EXAMPLES}\n"
             f"{TRAIN_REFERENCE}")
-
-
-def version_text() -> str:
-    """posbench's version, with torch's, Python's and the device ``device=auto`` would use."""
-    import torch
-
-    from posbench.device import describe, resolve_device
-
-    return (f"posbench {__version__} (torch {torch.__version__}, Python {platform.python_version()}; "
-            f"device: {describe(resolve_device('auto'))})")

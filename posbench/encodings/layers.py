@@ -91,6 +91,14 @@ class Layers(PositionalEncoding):
         self.window_size = params.window or max(1, shape.train_len // 4)
         # a model with fewer layers than the pattern takes its last entries (the global layer stays)
         entries = [parse_entry(e, self.window_size) for e in params.pattern]
+        for entry, (_, window) in zip(params.pattern, entries):
+            # a window that holds every training window masks nothing in training: the run would be a
+            # plain model reported under a windowed name
+            if window is not None and window.size >= shape.train_len:
+                where = f"{entry}" if any(c.isdigit() for c in entry) else f"{entry} (encoding.window={window.size})"
+                raise PosbenchError(f"{self.name}: the window of {where} is {window.size} keys, not below train_len="
+                                    f"{shape.train_len}, so it would train as full attention; give a window below "
+                                    f"{shape.train_len} (encoding.window, or /swaN, /chunkN in encoding.pattern)")
         if extra := sorted(set(params.params or {}) - {name for name, _ in entries}):
             raise PosbenchError(f"{self.name}: encoding.params names {extra[0]!r}, which is not in the pattern "
                                 f"{list(params.pattern)}")

@@ -29,7 +29,13 @@ def main(argv: list[str] | None = None) -> None:
     from posbench.report.context import Options
     from posbench.report.pipeline import DEFAULT_TOLERANCE, make_report
 
+    if "--version" in (sys.argv[1:] if argv is None else argv):  # like posbench-train's: before RUNS_DIR is asked for
+        from posbench.version import version_text
+
+        print(version_text())
+        sys.exit(0)
     parser = _Parser(prog="posbench-report", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="store_true", help="posbench's version, torch's, Python's and the device")
     parser.add_argument("runs_dir", type=Path, help="folder with run directories (searched recursively)")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: RUNS_DIR/report)")
     parser.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE,

@@ -79,7 +79,7 @@ def load_runs(root: Path) -> LoadedRuns:
     runs, evals, skipped, files, token_sets, dropped = [], [], [], {}, {}, set()
     for run_dir in find_runs(root):
         try:
-            m = check_metrics(json.loads((run_dir / METRICS).read_text()))
+            m = check_metrics(json.loads((run_dir / METRICS).read_text()), run_dir / METRICS)
             check_records(m)
             if m["status"] == "completed":
                 files[str(run_dir)] = read_run_files(run_dir)

@@ -20,12 +20,12 @@ import json
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from posbench.device import autocast
 from posbench.results import task_settings
 from posbench.tasks.base import Task
 from posbench.plan import task_plan
+from posbench.progress import progress as progress_bar
 from posbench.variants.base import AttentionOptions
 
 EVAL_SEED = 4_242  # examples of evaluation cells; training draws from (run seed, step) instead
@@ -56,8 +56,8 @@ def evaluate_task(model, task: Task, val_text: np.ndarray, eval_cfg, device, cor
     conditions = task.conditions()
     todo = [p for p in task_plan(enc, task, eval_cfg, train_len, corpus_hash, tag) if p.key not in (skip or set())]
     records = []
-    bar = tqdm(total=sum(p.length * task.params.eval_examples for p in todo), unit="tok", desc=f"eval {task.name}",
-               disable=None if progress else True, leave=False)  # None: only on a terminal
+    bar = progress_bar(total=sum(p.length * task.params.eval_examples for p in todo), unit="tok", desc=f"eval {task.name}",
+                       enabled=progress)  # a bar on a terminal, log lines elsewhere (posbench/progress.py)
     try:
         for cell in todo:
             row, L, c = cell.row, cell.length, cell.condition

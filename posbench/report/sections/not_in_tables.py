@@ -25,6 +25,22 @@ def incomplete_row(run_dir: Path) -> dict:
     return {"run_id": run_dir.name, "status": "incomplete", **known}
 
 
+NOT_EVALUATED = "trained, not evaluated (run the command again to evaluate)"
+
+
+def elsewhere_label(run_dir: str, left_out: pd.DataFrame) -> str:
+    """A run whose records are all on a token set this report does not compare (``left_out``: its
+    rows of the records not compared): evaluated, so "run the command again" would only skip it.
+    Another corpus's set (its name starts with the corpus hash) cannot be scored on this corpus's;
+    the same corpus's, under other evaluation settings, can."""
+    scored, compared = str(left_out["token_set"].iloc[0]), str(left_out["compared_set"].iloc[0])
+    if scored.partition(":")[0] != compared.partition(":")[0]:
+        return (f"evaluated on another corpus's token set ({scored}); trained on other text, it cannot be scored on "
+                "this one: report it with the runs of its corpus")
+    return (f"evaluated on another token set ({scored}); to score it on this one ({compared}): posbench-eval "
+            f"run_dir={run_dir} with the eval.* settings of the other runs")
+
+
 def _whole(v) -> str:
     """32, not 32.0: a column with a gap (an unreadable run has no train_len) turns to floats."""
     if v is None or (isinstance(v, numbers.Real) and pd.isna(v)):
@@ -35,10 +51,11 @@ def _whole(v) -> str:
 def rows(ctx) -> pd.DataFrame:
     runs = ctx.runs
     other = runs[runs["status"] != "completed"][COLUMNS]
-    unevaluated = ctx.unevaluated[[c for c in COLUMNS if c != "status"]]
+    unevaluated = ctx.unevaluated[[c for c in COLUMNS if c != "status"] + ["run_dir"]]
     if not unevaluated.empty:
-        other = pd.concat([other, unevaluated.assign(status="trained, not evaluated (run the command again to evaluate)")],
-                          ignore_index=True)
+        labels = [elsewhere_label(r.run_dir, ctx.left_out[ctx.left_out["run_id"] == r.run_id]) if not ctx.left_out.empty
+                  and (ctx.left_out["run_id"] == r.run_id).any() else NOT_EVALUATED for r in unevaluated.itertuples()]
+        other = pd.concat([other, unevaluated.drop(columns="run_dir").assign(status=labels)], ignore_index=True)
     unfinished = pd.DataFrame([incomplete_row(p) for p in find_incomplete(ctx.runs_dir)])
     unreadable = pd.DataFrame([{"run_id": Path(s["run_dir"]).name, "status": f"unreadable: {s['reason']}"}
                                for s in ctx.skipped])
