@@ -257,3 +257,39 @@ def test_language_model_runs_keep_their_ids(compose, tmp_path, text_corpus):
     from posbench.results import run_identity
 
     assert "task" not in run_identity(compose("encoding=rope", *BASE, f"data.path={text_corpus}", f"runs_dir={tmp_path}").resolved())
+
+
+def test_passkey_answer_distance_is_where_the_needle_lies():
+    """task.answer_distance: from the position that predicts the question's first key digit back to
+    the needle's first key digit, read off real examples at every depth."""
+    import numpy as np
+
+    from posbench.tasks import TASKS
+
+    task = TASKS.get("passkey")(TASKS.get("passkey").Params())
+    text = np.frombuffer(b"lorem ipsum dolor sit amet " * 40, np.uint8)
+    for length in (64, 100):
+        for depth in (0.0, 0.25, 0.5, 0.75, 1.0):
+            tokens, answer = task.example(np.random.default_rng(0), length, depth, text)
+            first_answer = int(np.flatnonzero(answer)[0])  # targets[t] = tokens[t + 1], predicted at input t
+            needle_digit = bytes(tokens).index(b"|key=") + len(b"|key=")
+            assert task.answer_distance(length, depth) == first_answer - needle_digit
+    assert [task.answer_distance(64, d) for d in (0.0, 0.25, 0.5, 0.75, 1.0)] == [54, 43, 32, 21, 10]
+
+
+def test_the_task_report_says_which_depths_one_window_reaches():
+    """rope_swa at train_len 64 has a window of 16 keys in every layer: only depth 1 (10 back) is within
+    one window; irope has a global layer, so the note does not apply to it."""
+    import pandas as pd
+    from omegaconf import OmegaConf
+
+    from posbench.report.tasks import window_reach
+
+    def cfg(encoding):
+        return OmegaConf.create({"encoding": {"name": encoding}, "model": {"name": "small", "d_model": 128, "n_layers": 4,
+                                 "n_heads": 4}, "train_len": 64, "task": {"name": "passkey"}})
+
+    runs = pd.DataFrame([{"run_dir": e, "encoding": e, "model": "small", "train_len": 64} for e in ("rope_swa", "irope")])
+    reach = window_reach(runs, {"rope_swa": cfg("rope_swa"), "irope": cfg("irope")})
+    assert len(reach) == 1 and reach[0]["encoding"] == "rope_swa" and reach[0]["window"] == 16
+    assert [c for c, _ in reach[0]["beyond"]] == [0.0, 0.25, 0.5, 0.75] and reach[0]["within"] == [(1.0, 10)]

@@ -110,6 +110,50 @@ def not_learned(frame: pd.DataFrame) -> pd.DataFrame:
     return low[[*KEYS, "seed", "accuracy"]].reset_index(drop=True)
 
 
+def one_hop_reach(cfg: DictConfig) -> tuple[int, int] | None:
+    """(W, layers) where every layer of a run's model attends within a window (the farthest key one
+    layer reaches is W - 1 back; relaying through the layers reaches further), else None (some layer
+    is global, or the config cannot say)."""
+    try:
+        from posbench.spec import RunSpec
+
+        spec = RunSpec.from_config(OmegaConf.to_container(cfg, resolve=True))
+        enc = spec.encoding.build(spec.shape)
+        windows = [enc.at(i).window(i) for i in range(spec.shape.n_layers)]
+    except Exception:  # noqa: BLE001 - an older config this code cannot build says nothing here
+        return None
+    if not windows or any(w is None for w in windows):
+        return None
+    return max(w.size for w in windows), len(windows)
+
+
+def window_reach(runs: pd.DataFrame, configs: Mapping[str, DictConfig]) -> list[dict]:
+    """For each task run whose every layer is windowed: the task's conditions whose answer lies beyond
+    one window at train_len (task.answer_distance): {task, encoding, model, train_len, window, layers,
+    beyond: [(condition, distance)], within: [(condition, distance)]}, one per (task, encoding, model, train_len)."""
+    out, seen = [], set()
+    for r in runs.itertuples():
+        cfg = configs.get(r.run_dir)
+        task = _task_of_run(cfg) if cfg is not None else None
+        if task is None or task.name == "lm":
+            continue
+        key = (task.name, r.encoding, r.model, int(r.train_len))
+        if key in seen:
+            continue
+        seen.add(key)
+        reach = one_hop_reach(cfg)
+        if reach is None:
+            continue
+        window, layers = reach
+        distances = [(c, task.answer_distance(int(r.train_len), c)) for c in task.conditions()]
+        distances = [(c, d) for c, d in distances if d is not None]
+        if distances:
+            out.append({"task": task.name, "encoding": r.encoding, "model": r.model, "train_len": int(r.train_len),
+                        "window": window, "layers": layers, "beyond": [(c, d) for c, d in distances if d > window - 1],
+                        "within": [(c, d) for c, d in distances if d <= window - 1]})
+    return out
+
+
 def effective_length(cells: pd.DataFrame, threshold: float) -> int:
     """The longest length up to which every (length, condition) cell's accuracy is >= threshold;
     ``cells``: length, accuracy (one row per cell). 0 when the first length already fails."""

@@ -133,6 +133,11 @@ class Task:
         """The shortest window an example fits in."""
         return 2
 
+    def answer_distance(self, length: int, condition) -> int | None:
+        """How many tokens back from the first scored answer position the content it must retrieve lies
+        in a window of ``length`` (None: the task does not say): what a windowed model must reach."""
+        return None
+
     def chance(self, condition) -> float:
         """The accuracy (in the task's metric) of a model that knows the form of the answer but not
         which one it is: the level a model that has not learned to retrieve sits at. NaN: unknown."""

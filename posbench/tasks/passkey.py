@@ -56,6 +56,14 @@ class Passkey(Task):
     def train_condition(self, rng, length):
         return float(rng.random())
 
+    def answer_distance(self, length, depth) -> int:
+        """From the position that predicts the first key digit of the question back to the first key
+        digit of the needle (the same for every digit): the window holds ``length + 1`` tokens, the
+        needle starts ``round(depth * filler)`` tokens in, the answer's last k tokens end it."""
+        k = self.params.digits
+        n_filler = length + 1 - (len(NEEDLE) + k + len(NEEDLE_END)) - (len(QUESTION) + k)
+        return (length - k) - (int(round(depth * n_filler)) + len(NEEDLE))
+
     def chance(self, depth) -> float:
         return 10.0 ** -self.params.digits  # every digit guessed
 

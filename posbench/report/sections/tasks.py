@@ -53,6 +53,8 @@ class Tasks(Section):
                   Image("task_accuracy.png", self.files[2].description)]
         if not (low := tasks.not_learned(records)).empty:
             blocks.insert(3, Para(_not_learned_text(low)))
+        if reach := tasks.window_reach(scored, ctx.configs):
+            blocks.insert(3, Para(_reach_text(reach)))
         for task, g in tasks.heatmap_frame(records).groupby("task"):
             condition = _condition_name(task)
             if condition is None:
@@ -88,6 +90,23 @@ def _not_learned_text(low) -> str:
             "100%): " + "; ".join(parts) + ". These runs had not learned the task where they were trained, so their "
             "accuracy beyond train_len says nothing about extrapolation; the rows' means and intervals include them, "
             "and every evaluation-time row of the same weights inherits it.")
+
+
+def _reach_text(reach: list[dict]) -> str:
+    """One sentence per windowed model: which of the task's conditions put the answer beyond one window
+    at train_len (tasks.window_reach)."""
+    parts = []
+    for r in reach:
+        cond = _condition_name(r["task"]) or "condition"
+        beyond = ", ".join(f"{c:g} ({d} back)" for c, d in r["beyond"]) or "none"
+        within = ", ".join(f"{c:g} ({d} back)" for c, d in r["within"]) or "none"
+        parts.append(f"`{r['encoding']}` on {r['task']} ({r['model']}, {r['train_len']}: every layer a window of "
+                     f"{r['window']} keys, one layer reaches {r['window'] - 1} back, {r['layers']} layers relaying at most "
+                     f"{r['layers'] * (r['window'] - 1)}): {cond}s beyond one window at train_len {beyond}; within it "
+                     f"{within}")
+    return ("**What a windowed model can reach at train_len**: " + "; ".join(parts) + ". An answer beyond one window "
+            "is retrievable only by relaying it through the layers, which these models must learn; a 0% there is "
+            "about that, not about the length.")
 
 
 def _condition_name(task: str) -> str | None:
