@@ -72,6 +72,9 @@ class PositionalEncoding(nn.Module):
     translation_invariant: bool = False
     # rotary frequencies that the RoPE scalings (posbench/variants/rope_scalings.py) can rescale
     rope_scalable: bool = False
+    # what the initialisation does to attention over distance, where it decides what a short budget can
+    # learn: the report prints it beside the runs that did not learn a retrieval task ("" : nothing to say)
+    init_note: str = ""
 
     @dataclass
     class Params:

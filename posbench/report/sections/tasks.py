@@ -86,10 +86,21 @@ def _not_learned_text(low) -> str:
     for (task, variant, model, train_len), g in low.groupby(["task", "variant", "model", "train_len"]):
         seeds = ", ".join(f"{int(s)} ({100 * a:.0f}%)" for s, a in zip(g["seed"], g["accuracy"]))
         parts.append(f"`{variant}` on {task} ({model}, {train_len}): seed{'s' if len(g) > 1 else ''} {seeds}")
+    notes = [f"`{e}`: {note}" for e in sorted(set(low["variant"])) if (note := _init_note(e))]
     return ("**Not learned at train_len** (accuracy at train_len, mean over the grid, below halfway from chance to "
             "100%): " + "; ".join(parts) + ". These runs had not learned the task where they were trained, so their "
             "accuracy beyond train_len says nothing about extrapolation; the rows' means and intervals include them, "
-            "and every evaluation-time row of the same weights inherits it.")
+            "and every evaluation-time row of the same weights inherits it."
+            + (" Why, where the initialisation explains it: " + "; ".join(notes) + "." if notes else ""))
+
+
+def _init_note(encoding: str) -> str:
+    from posbench.encodings import encoding_class
+
+    try:
+        return getattr(encoding_class(encoding), "init_note", "")
+    except Exception:  # noqa: BLE001 - an encoding not installed where the report is built says nothing
+        return ""
 
 
 def _reach_text(reach: list[dict]) -> str:
