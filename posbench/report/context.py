@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from posbench.errors import PosbenchError
-from posbench.report import budget, tasks
+from posbench.report import budget, budgets, tasks
 from posbench.report.load import LoadedRuns, RunFiles, load_runs
 from posbench.report.tables import comparable_records, main_table
 from posbench.report.tuning import choose_settings, split_runs
@@ -52,6 +52,13 @@ class ReportContext:
         self.lm_runs = self.all_completed[is_lm]  # every completed language model, tuned or not
         self.has_lm = not evals.empty  # else a report of task runs only: no perplexity sections
         self.evals, self.left_out = comparable_records(evals) if self.has_lm else (evals, pd.DataFrame())
+        # runs of one configuration at several budgets: every budget for the budget section, the
+        # largest for the main table and the headline (posbench/report/budgets.py)
+        self.evals = budgets.with_budgets(self.evals, loaded.runs) if self.has_lm else self.evals
+        self.budget_evals = self.evals
+        self.has_budgets = self.has_lm and budgets.has_budgets(self.evals)
+        if self.has_budgets:
+            self.evals = budgets.largest_budget(self.evals)
         self.completed = self.lm_runs if self.has_lm else self.all_completed
         self.choices = choose_settings(self.completed, self.configs) if self.has_lm else None
         self.tuned = None
@@ -102,8 +109,25 @@ class ReportContext:
     # -- frames several sections share --------------------------------------------------------------
     @cached_property
     def table(self) -> pd.DataFrame:
-        """The main table (posbench/report/tables.py)."""
-        return main_table(self.evals, self.options.tolerance, self.token_sets)
+        """The main table (posbench/report/tables.py); with budgets, at each row's largest budget, with
+        the budget and the trend of its verdict (``budget_steps``, ``trend``)."""
+        table = main_table(self.evals, self.options.tolerance, self.token_sets)
+        if self.has_budgets and not table.empty:
+            largest = self.evals.groupby(["protocol", "variant", "model", "train_len"])[budgets.BUDGET].max()
+            table = table.merge(largest.rename(budgets.BUDGET).reset_index(), on=["protocol", "variant", "model", "train_len"],
+                                how="left")
+        return table
+
+    @cached_property
+    def budget_table(self) -> pd.DataFrame:
+        """The main table at every budget (empty without budgets)."""
+        if not self.has_budgets:
+            return pd.DataFrame()
+        return budgets.budget_table(self.budget_evals, self.options.tolerance, self.token_sets)
+
+    @cached_property
+    def budget_trends(self) -> pd.DataFrame:
+        return budgets.trends(self.budget_table, self.ratio_column) if self.has_budgets else pd.DataFrame()
 
     @cached_property
     def ratio_column(self) -> str | None:
