@@ -111,7 +111,7 @@ def test_a_budget_added_later_extends_the_trunk_from_its_last_snapshot(compose, 
 
 KILL = ["model=small", "train_len=32", "train.batch_size=16", "train.warmup_steps=10", "train.log_every=5",
         "train.val_every=40", "train.val_batches=2", "train.checkpoint_every=10", "train.schedule=wsd",
-        "train.cooldown=0.5", "train.budgets=[60,120]", "eval.multiples=[1,2]", "eval.scored_tokens=256",
+        "train.cooldown=0.5", "train.budgets=[40,80]", "eval.multiples=[1,2]", "eval.scored_tokens=256",
         "eval.protocols=[nonoverlapping]", "eval.during_training=[0.25,1.0]", "data=local"]
 
 
@@ -143,9 +143,9 @@ def test_kill_minus_nine_in_the_trunk_and_in_a_branch_gives_identical_runs(tmp_p
     proc = start(clean, text_corpus)
     assert proc.wait() == 0, proc.stderr.read()
 
-    assert kill_at(start(killed, text_corpus), "trunks/*/resume.pt", killed, 20) < 60  # in the trunk
-    # in the branch of 120 steps (it starts at the trunk's step 60, its first own resume state is 70)
-    assert kill_at(start(killed, text_corpus), "*/resume.pt", killed, 70) >= 70
+    assert kill_at(start(killed, text_corpus), "trunks/*/resume.pt", killed, 10) < 40  # in the trunk
+    # in the branch of 80 steps (it starts at the trunk's step 40, its first own resume state is 50)
+    assert kill_at(start(killed, text_corpus), "*/resume.pt", killed, 50) >= 50
     final = start(killed, text_corpus)
     assert final.wait() == 0, final.stderr.read()
 
