@@ -137,7 +137,9 @@ def finetune_settings(spec: "RunSpec") -> "TrainConfig":
     batch = x.batch_size or max(1, t.batch_size * spec.train_len // finetune_window(spec))
     lr = x.lr if x.lr is not None else t.lr * t.min_lr_ratio
     steps = max(1, x.steps)
+    # constant after the warm-up whatever the parent's schedule was (cosine with min_lr_ratio 1)
     return replace(t, steps=x.steps, batch_size=batch, lr=lr, warmup_steps=x.warmup(), min_lr_ratio=1.0,
+                   schedule="cosine", budgets=[],
                    val_every=min(t.val_every, steps), checkpoint_every=min(t.checkpoint_every, steps))
 
 

@@ -11,6 +11,15 @@ A run directory ``<runs_dir>/<run_id>`` holds:
     corpus.json        the fingerprint of the corpus the run trains on (written before training)
     .lock              held (flock) by the process working on the run
 
+The WSD trunk of a ``train.budgets`` configuration (posbench/branches.py) lives beside its
+branches, in ``<runs_dir>/trunks/<trunk_id>`` (no metrics.json or config.yaml: it is no run, and
+neither the report nor posbench-eval sees it):
+
+    trunk.yaml         the resolved config of the job that trained it last
+    trunk.json         status (completed / diverged), snapshot steps, wall time
+    snapshots/step<k>.pt  the full resume state after k steps: the start of a branch
+    history.json, corpus.json, resume.pt (while training), .lock   as in a run directory
+
 Every file is written to a temporary name in the same folder and renamed into place, so a reader
 never sees half a file and a killed run leaves the previous version intact. Files and folders get
 the permissions the user's umask gives (a shared cache or report stays readable to the group).
@@ -47,6 +56,10 @@ CONFIG = "config.yaml"
 RESUME = "resume.pt"  # training state of an unfinished run; removed when training completes
 CORPUS = "corpus.json"  # the corpus a run trains on, recorded before its first step
 LOCK = ".lock"
+TRUNKS = "trunks"  # <runs_dir>/trunks/<trunk_id>: WSD trunks (posbench/branches.py)
+TRUNK_CONFIG = "trunk.yaml"
+TRUNK_STATUS = "trunk.json"
+SNAPSHOTS = "snapshots"
 STATUSES = ("completed", "diverged", "failed")
 
 
@@ -65,7 +78,7 @@ def run_identity(config: Mapping[str, Any]) -> dict:
         "encoding": c["encoding"],
         "model": c["model"],
         "data": data,
-        "train": {k: v for k, v in c["train"].items() if k not in NON_IDENTITY_TRAIN_KEYS},
+        "train": schedule_identity({k: v for k, v in c["train"].items() if k not in NON_IDENTITY_TRAIN_KEYS}),
         "train_len": c["train_len"],
         "seed": c["seed"],
     }
@@ -75,6 +88,20 @@ def run_identity(config: Mapping[str, Any]) -> dict:
     if task["name"] != "lm":  # language models keep their ids; the evaluation grid (eval_*) trains nothing
         identity["task"] = task_settings({k: v for k, v in task.items() if not k.startswith("eval_")})
     return identity
+
+
+# the schedule keys that came with warmup-stable-decay; a cosine run's weights do not depend on them
+WSD_KEYS = ("schedule", "cooldown", "cooldown_shape", "budgets")
+
+
+def schedule_identity(train: dict) -> dict:
+    """The ``train`` section as run ids name it. A cosine run (every run made before ``schedule``
+    existed) leaves out the WSD keys, so that it keeps its id; a WSD run leaves out
+    ``min_lr_ratio`` (it cools down to 0) and ``budgets``: a branch is the run of its budget's
+    steps, with that run's id (posbench/branches.py)."""
+    if train.get("schedule", "cosine") == "cosine":
+        return {k: v for k, v in train.items() if k not in WSD_KEYS}
+    return {k: v for k, v in train.items() if k not in ("min_lr_ratio", "budgets")}
 
 
 def task_settings(settings: dict) -> dict:
@@ -95,6 +122,19 @@ def run_id(cfg: Mapping[str, Any]) -> str:
     task = (cfg.get("task") or {}).get("name", "lm")
     ext += "" if task == "lm" else f"{task}_"
     return f"{safe_name(cfg['encoding']['name'])}_{cfg['model']['name']}_L{cfg['train_len']}_s{cfg['seed']}_{ext}{digest}"
+
+
+def trunk_id(cfg: Mapping[str, Any], recording: Mapping[str, Any]) -> str:
+    """The id of the WSD trunk that the branches of a ``train.budgets`` config start from: the run
+    identity without what only the branches' cool-downs depend on (steps, cooldown and its shape),
+    so that every budget of a configuration, asked for now or later, shares one trunk; plus what
+    the trunk records for its branches (``recording``, posbench.branches.recording)."""
+    identity = run_identity(cfg)
+    identity["train"] = {k: v for k, v in identity["train"].items() if k not in ("steps", "cooldown", "cooldown_shape")}
+    digest = hashlib.sha1(json.dumps({"trunk": identity, "recording": recording}, sort_keys=True).encode()).hexdigest()[:10]
+    task = (cfg.get("task") or {}).get("name", "lm")
+    return (f"{safe_name(cfg['encoding']['name'])}_{cfg['model']['name']}_L{cfg['train_len']}_s{cfg['seed']}_"
+            f"{'' if task == 'lm' else task + '_'}trunk_{digest}")
 
 
 def safe_name(name: str) -> str:
@@ -417,6 +457,37 @@ def check_resume(state: Any, steps: int | None = None) -> dict:
         raise ValueError(f"val_loss {state['val_loss']!r} is not a number")
     if not _number(state["train_wall_s"]) or not 0 <= state["train_wall_s"] < float("inf"):
         raise ValueError(f"train_wall_s {state['train_wall_s']!r} is not a duration")
+    return state
+
+
+def snapshot_path(trunk_dir: Path, step: int) -> Path:
+    """Where a trunk keeps its full training state after ``step`` steps (save_resume's format)."""
+    return Path(trunk_dir) / SNAPSHOTS / f"step{step}.pt"
+
+
+def snapshot_steps(trunk_dir: Path) -> list[int]:
+    """The steps of a trunk's stored snapshots, in order."""
+    folder = Path(trunk_dir) / SNAPSHOTS
+    steps = [p.name[4:-3] for p in folder.glob("step*.pt")] if folder.is_dir() else []
+    return sorted(int(s) for s in steps if s.isdigit())
+
+
+def load_snapshot(trunk_dir: Path, step: int) -> dict | None:
+    """A trunk's snapshot after ``step`` steps, checked like a resume state; None (with a warning,
+    the file removed) when missing or unusable, so that the trunk makes it again."""
+    import torch
+
+    path = snapshot_path(trunk_dir, step)
+    if not path.exists():
+        return None
+    try:
+        state = check_resume(torch.load(path, map_location="cpu", weights_only=True))
+        if state["next_step"] != step:
+            raise ValueError(f"next_step {state['next_step']} in a snapshot of step {step}")
+    except Exception as e:  # noqa: BLE001 - torn or foreign: the trunk trains it again
+        log.warning("discarding unusable trunk snapshot %s (%s: %s)", path, type(e).__name__, e)
+        path.unlink(missing_ok=True)
+        return None
     return state
 
 

@@ -179,6 +179,9 @@ class RunSpec:
         self.logger.check()
         self.runtime.check()
         self.train.check(self.train_len)
+        if self.train.budgets and self.is_extension:
+            raise PosbenchError(f"train.budgets={list(self.train.budgets)} trains from scratch: set train.budgets=[] "
+                                f"for an extension run (extend.length={self.extend.length})")
         self.extend.check(self)
         check_writable_dir(self.runs_dir, "runs_dir")
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 from posbench import __version__
+from posbench import branches
 from posbench import extend as extension
 from posbench.data import check_same_corpus, corpora_for_checks, corpus_stats, load_corpus
 from posbench.device import describe, resolve_device
@@ -59,7 +60,8 @@ def check_jobs(jobs: list[RunSpec]) -> None:
             corpus = corpus_of(spec.data)
             spec.check_corpus(corpus)
             # skipping, resuming or evaluating a run made from other text would mix two corpora in one run
-            check_same_corpus(spec.run_dir, corpus)
+            for run_dir in branches.directories(spec):  # a budgets job: every branch and its trunk
+                check_same_corpus(run_dir, corpus)
             if spec.is_extension:  # and an extension run continues its parent's weights
                 check_same_corpus(spec.parent().run_dir, corpus)
         check_variant_rows(jobs)
@@ -70,14 +72,23 @@ def run(spec: RunSpec) -> Path:
 
     A completed run is not trained again: what the evaluation settings ask for and the run does
     not have yet is evaluated from its checkpoint (so a kill during evaluation loses no training).
-    A diverged run is final unless ``retry_diverged=true``; a failed or killed one resumes."""
+    A diverged run is final unless ``retry_diverged=true``; a failed or killed one resumes.
+    With ``train.budgets``: the WSD trunk, then one run per budget (posbench/branches.py);
+    returns the trunk's directory."""
     spec.check()  # again, for callers that did not come through the command line (cheap)
-    try:
-        run_dir = _run(spec)
-    finally:  # one line on stdout per run, a failed one's too
-        print(_summary(spec), flush=True)
+    if spec.train.budgets:
+        return branches.run_budgets(spec, _run_and_print)
+    run_dir = _run_and_print(spec)
     log.info("run directory: %s", run_dir)
     return run_dir
+
+
+def _run_and_print(spec: RunSpec, trunk: branches.Trunk | None = None) -> Path:
+    """``_run``, then one line on stdout for the run (a failed one's too; each budget's branch its own)."""
+    try:
+        return _run(spec, trunk)
+    finally:
+        print(_summary(spec), flush=True)
 
 
 def _summary(spec: RunSpec) -> str:
@@ -86,7 +97,8 @@ def _summary(spec: RunSpec) -> str:
     return summary_line(spec.run_id, spec.run_dir, m, asked, list(spec.eval.protocols))
 
 
-def _run(spec: RunSpec) -> Path:
+def _run(spec: RunSpec, trunk: branches.Trunk | None = None) -> Path:
+    """One run; ``trunk``: the run is a budget's branch, started from that trunk's snapshot."""
     rid, run_dir = spec.run_id, spec.run_dir
     if _settled(spec, rid, run_dir):
         return run_dir
@@ -104,7 +116,8 @@ def _run(spec: RunSpec) -> Path:
         else:
             if m is not None and m["status"] == "diverged":  # asked to retry: from step 0, not the resume state
                 clear_resume(run_dir)
-            _train_and_evaluate(spec, rid, run_dir, load_corpus(spec.data), parent)
+            facts = trunk.seed(spec) if trunk is not None else {}
+            _train_and_evaluate(spec, rid, run_dir, load_corpus(spec.data), parent, facts)
     return run_dir
 
 
@@ -141,8 +154,10 @@ def _evaluate_missing(spec: RunSpec, rid: str, run_dir: Path) -> None:
     log.info("%s: %d new evaluation records", rid, made)
 
 
-def _train_and_evaluate(spec: RunSpec, rid: str, run_dir: Path, corpus, parent: Path | None = None) -> None:
-    """Train from scratch, or (``parent``: an extension run's parent directory) continue its final weights."""
+def _train_and_evaluate(spec: RunSpec, rid: str, run_dir: Path, corpus, parent: Path | None = None,
+                        facts: dict | None = None) -> None:
+    """Train from scratch, or (``parent``: an extension run's parent directory) continue its final
+    weights. ``facts``: more for its metrics (a branch's budget and trunk)."""
     check_same_corpus(run_dir, corpus)  # a killed or failed run resumes on the corpus it started on
     spec.runtime.apply_threads()
     device = resolve_device(spec.runtime.device, job_index())
@@ -169,6 +184,7 @@ def _train_and_evaluate(spec: RunSpec, rid: str, run_dir: Path, corpus, parent: 
         # how to make this run again; sweeps are recorded once, in their multirun.yaml
         commands=[cmd] if (cmd := launch_command("posbench-train")) and not in_sweep() else [],
         **({"parent": parent.name, "extend": to_dict(spec.extend)} if parent else {}),
+        **(facts or {}),
     )
     probe = None
     if spec.eval.during_training:

@@ -4,7 +4,7 @@ It knows nothing of Hydra or of the run directory's layout beyond the resume sta
 (posbench.results saves and loads it), so the benchmark and tests call it directly.
 
 AdamW (matrices decayed; norms, biases and the encoding's position parameters not), linear warm-up
-then cosine decay to ``min_lr_ratio``, gradient clipping, and a resume state every
+then cosine decay to ``min_lr_ratio`` or warmup-stable-decay (posbench/schedules.py), gradient clipping, and a resume state every
 ``checkpoint_every`` steps from which a killed run continues bit for bit: batches depend only on
 (seed, step), so nothing of a data loader needs saving.
 
@@ -21,8 +21,8 @@ import logging
 import math
 import time
 from pathlib import Path
-from dataclasses import dataclass
-from typing import Callable, Collection, Optional
+from dataclasses import dataclass, field
+from typing import Callable, Collection, List, Mapping, Optional
 
 import numpy as np
 import torch
@@ -34,7 +34,9 @@ from posbench.device import autocast
 from posbench.errors import PosbenchError
 from posbench.positions import sample_positions
 from posbench.progress import progress
-from posbench.results import discard_resume, load_resume, save_resume
+from posbench.results import atomic_torch_save, discard_resume, load_resume, save_resume
+from posbench.schedules import COOLDOWN_SHAPES, SCHEDULES, cooldown_start
+from posbench.schedules import lr_factor as lr_factor  # the schedules' one entry, re-exported for callers
 from posbench.tracking import Tracker
 from posbench.variants.base import AttentionOptions
 
@@ -49,7 +51,15 @@ class TrainConfig:
     steps: int = 600
     batch_size: int = 32
     lr: float = 2e-3
-    min_lr_ratio: float = 0.1  # final lr = lr x min_lr_ratio
+    # cosine: warm-up, cosine decay to lr x min_lr_ratio; wsd: warm-up, constant, cool-down to 0
+    # over the last `cooldown` fraction of the steps (posbench/schedules.py)
+    schedule: str = "cosine"
+    min_lr_ratio: float = 0.1  # cosine: final lr = lr x min_lr_ratio (wsd cools down to 0)
+    cooldown: float = 0.2  # wsd: fraction of the steps in the cool-down
+    cooldown_shape: str = "linear"  # wsd: linear | 1-sqrt
+    # wsd: train one trunk and a cool-down branch per budget (steps, increasing); each branch is the run
+    # of `steps` = its budget, bit for bit (posbench/branches.py); train.steps is then not used
+    budgets: List[int] = field(default_factory=list)
     warmup_steps: int = 50
     weight_decay: float = 0.1  # matrices only; norms, biases and position parameters are not decayed
     beta1: float = 0.9
@@ -81,6 +91,38 @@ class TrainConfig:
         for key in ("beta1", "beta2"):
             if not 0 <= getattr(self, key) < 1:
                 raise PosbenchError(f"train.{key} must be in [0, 1), got {getattr(self, key)}")
+        self.check_schedule()
+
+    def check_schedule(self) -> None:
+        """The schedule's name and shape, and (wsd) that every cool-down starts after the warm-up
+        and is at least one step long, for the run and for each budget."""
+        if self.schedule not in SCHEDULES:
+            raise PosbenchError(f"train.schedule={self.schedule} is not a schedule; valid: {', '.join(SCHEDULES)}")
+        if self.schedule != "wsd":
+            if self.budgets:
+                raise PosbenchError(f"train.budgets={list(self.budgets)} needs train.schedule=wsd (got "
+                                    f"train.schedule={self.schedule}): only a warmup-stable-decay run can branch")
+            return
+        if self.cooldown_shape not in COOLDOWN_SHAPES:
+            raise PosbenchError(f"train.cooldown_shape={self.cooldown_shape} is not a cool-down shape; valid: "
+                                f"{', '.join(COOLDOWN_SHAPES)}")
+        if not 0 < self.cooldown <= 1:
+            raise PosbenchError(f"train.cooldown={self.cooldown:g} must be a fraction of the steps in (0, 1]")
+        budgets = list(self.budgets)
+        if any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in budgets):
+            raise PosbenchError(f"train.budgets={budgets} must be positive step counts")
+        if any(b >= c for b, c in zip(budgets, budgets[1:])):
+            raise PosbenchError(f"train.budgets={budgets} must be increasing, e.g. [600,1200,2400]")
+        for steps in budgets or [self.steps]:
+            what = f"the budget of {steps} steps" if budgets else f"train.steps={steps}"
+            start = cooldown_start(self.cooldown, steps)
+            if start >= steps:
+                raise PosbenchError(f"train.cooldown={self.cooldown:g} gives {what} no cool-down step; "
+                                    "raise train.cooldown or the steps")
+            if start < self.warmup_steps:
+                raise PosbenchError(f"train.cooldown={self.cooldown:g} starts the cool-down of {what} at step "
+                                    f"{start}, before the warm-up ends (train.warmup_steps={self.warmup_steps}); "
+                                    "lower train.cooldown or train.warmup_steps")
 
 
 def make_optimizer(model: torch.nn.Module, tc, lr_mult: float = 1.0) -> torch.optim.Optimizer:
@@ -105,14 +147,6 @@ def make_optimizer(model: torch.nn.Module, tc, lr_mult: float = 1.0) -> torch.op
         {"params": position, "weight_decay": 0.0, "lr": tc.lr * lr_mult},
     ]
     return torch.optim.AdamW([g for g in groups if g["params"]], betas=(tc.beta1, tc.beta2))
-
-
-def lr_factor(step: int, tc) -> float:
-    """Linear warm-up to 1, then cosine decay to ``min_lr_ratio`` at the last step."""
-    if step < tc.warmup_steps:
-        return (step + 1) / tc.warmup_steps
-    progress = (step - tc.warmup_steps) / max(1, tc.steps - tc.warmup_steps)
-    return tc.min_lr_ratio + (1 - tc.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
 
 
 def training_batch(tokens: np.ndarray, batch_size: int, length: int, seed: int, step: int,
@@ -201,6 +235,8 @@ def train_model(
     task: Task | None = None,
     attention: str = "auto",
     positions_at: Callable[[int], torch.Tensor] | None = None,
+    validate_at: Collection[int] = (),
+    snapshots: Mapping[int, Path] | None = None,
 ) -> dict:
     """Train in place for ``tc.steps`` steps; returns status, timing and the history of the run.
 
@@ -210,7 +246,9 @@ def train_model(
     history); its records get the step and the tokens trained so far. ``task``: train on a synthetic
     task (posbench/tasks), its filler from the token splits, the loss on its answers (plus the
     language-model loss on every token with the task's ``loss: mixed``). ``positions_at(step)``: the
-    positions of that step's windows (an extension method's, e.g. PoSE's; None: 0..train_len-1)."""
+    positions of that step's windows (an extension method's, e.g. PoSE's; None: 0..train_len-1).
+    ``validate_at``: more steps that measure validation loss. ``snapshots``: step -> file that gets
+    the full resume state after that step (a WSD trunk's branch points, posbench/branches.py)."""
     tracker = tracker or Tracker()
     opt = make_optimizer(model, tc, lr_mult)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, tc))
@@ -228,7 +266,15 @@ def train_model(
     forward = torch.compile(model) if compile else model
     options = AttentionOptions(kernel=attention)  # the attention kernel for bias encodings (posbench/attention.py)
     # steps that must measure validation loss (and so log), besides every val_every-th
-    val_steps = {half_step(tc.steps), tc.steps, *probe_steps}
+    val_steps = {half_step(tc.steps), tc.steps, *probe_steps, *validate_at}
+    snapshots = dict(snapshots or {})
+
+    def resume_state(next_step: int) -> dict:
+        return {"model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
+                "torch_rng": torch.get_rng_state(), "next_step": next_step, "history": st.history,
+                "last_loss": st.last_loss, "val_loss": st.val_loss, "probes": st.probes,
+                "train_wall_s": st.wall_before + time.perf_counter() - t0}
+
     t0 = t_log = time.perf_counter()
     logged_step = st.start
     # a bar on a terminal; plain log lines in a log file or pipe (posbench/progress.py)
@@ -276,13 +322,10 @@ def train_model(
             model.train()  # the probe evaluates in eval mode
             st.probes += [{"step": step + 1, "train_tokens": (step + 1) * tokens_per_step, **r} for r in records]
             t_log += time.perf_counter() - t_probe  # the probe's time is not training throughput
+        if step + 1 in snapshots:
+            atomic_torch_save(snapshots[step + 1], resume_state(step + 1))
         if resume_dir is not None and (step + 1) % tc.checkpoint_every == 0 and not last:
-            save_resume(resume_dir, {
-                "model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
-                "torch_rng": torch.get_rng_state(), "next_step": step + 1, "history": st.history,
-                "last_loss": st.last_loss, "val_loss": st.val_loss, "probes": st.probes,
-                "train_wall_s": st.wall_before + time.perf_counter() - t0,
-            })
+            save_resume(resume_dir, resume_state(step + 1))
     bar.close()
     wall = st.wall_before + time.perf_counter() - t0
     steps_done = st.history[-1]["step"] if st.history else 0

@@ -11,7 +11,7 @@ from posbench.encodings import available
 
 PRESETS = sorted(p.stem for p in (Path(CONF_DIR) / "experiment").glob("*.yaml"))
 N = len(available())  # the presets that sweep every encoding grow with the registry
-EXPECTED_JOBS = {"alibi_paper": 8, "all_encodings": N, "converged": 20, "extension": 240, "lr_grid": 6 * N,
+EXPECTED_JOBS = {"alibi_paper": 8, "all_encodings": N, "budget": 36, "budget_lr": 48, "converged": 20, "extension": 240, "lr_grid": 6 * N,
                  "modern": 72, "quick": 5, "reference": 6 * N, "rope_extension": 1, "tasks": 30}
 
 
@@ -23,6 +23,12 @@ def test_every_preset_composes_into_valid_jobs(preset, cache_dir):
         validate(cfg)
     if preset in ("all_encodings", "reference", "lr_grid"):
         assert sorted({cfg.encoding.name for cfg in jobs}) == available()
+    if preset.startswith("budget"):  # each job a trunk and its branches, every row with its window control
+        assert {(cfg.train.schedule, tuple(cfg.train.budgets)) for cfg in jobs} == \
+            {("wsd", (600, 1200, 2400, 4800) if preset == "budget" else (1200,))}
+        assert {cfg.model.name for cfg in jobs} == {"small"} and len({cfg.encoding.name for cfg in jobs}) == 12
+        if preset == "budget":
+            assert {cfg.seed for cfg in jobs} == {0, 1, 2} and list(jobs[0].eval.variants) == ["local"]
 
 
 def test_presets_are_all_known():

@@ -34,15 +34,17 @@ def assert_refused(entry_result, expected, places, program_dir=None):
 
 TRAIN_CASES = [
     # typos that Hydra's own hint (+key=...) would let through silently
-    ("+train.stpes=5", "unknown config key 'train.stpes'; valid keys of train: batch_size, beta1, beta2, checkpoint_every, "
-     "grad_clip, log_every, lr, min_lr_ratio, random_positions, steps, val_batches, val_every, warmup_steps, weight_decay"),
+    ("+train.stpes=5", "unknown config key 'train.stpes'; valid keys of train: batch_size, beta1, beta2, budgets, checkpoint_every, "
+     "cooldown, cooldown_shape, grad_clip, log_every, lr, min_lr_ratio, random_positions, schedule, steps, val_batches, "
+     "val_every, warmup_steps, weight_decay"),
     ("+trainlen=32", "unknown config key 'trainlen'; valid keys at the top level: attention, compile, data, device, "
      "encoding, eval, evaluate_after_training, extend, logger, model, retry_diverged, runs_dir, seed, task, threads, train, train_len"),
     ("+eval.multipless=[1,2]", "unknown config key 'eval.multipless'; valid keys of eval: attention_examples, attention_stats, batch_tokens, bca, during_training, first_scored, "
      "multiples, press_stride, protocols, rope_factor, rope_scaling, scored_tokens, segment, stride, target_docs, target_tokens, temperature, variants"),
     # Hydra's and OmegaConf's multi-line errors
-    ("train.stpes=5", "unknown config key 'train.stpes'; valid keys of train: batch_size, beta1, beta2, checkpoint_every, "
-     "grad_clip, log_every, lr, min_lr_ratio, random_positions, steps, val_batches, val_every, warmup_steps, weight_decay"),
+    ("train.stpes=5", "unknown config key 'train.stpes'; valid keys of train: batch_size, beta1, beta2, budgets, checkpoint_every, "
+     "cooldown, cooldown_shape, grad_clip, log_every, lr, min_lr_ratio, random_positions, schedule, steps, val_batches, "
+     "val_every, warmup_steps, weight_decay"),
     ("train_len=1.5", "train_len must be an integer, got '1.5'"),
     ("seed=abc", "seed must be an integer, got 'abc'"),
     ("eval.multiples=[one]", "eval.multiples[0] must be a number, got 'one'"),

@@ -132,7 +132,8 @@ def help_text(config_name: str) -> str:
         groups.append(wrap([f"{default}{';' if rest else ''}", *rest], indent=f"  {group:<16}", sep=" ",
                            width=100, hang=" " * 18).rstrip("\n"))
     keys = [*defaults(RunSpec, "", RUN_KEYS), *defaults(Runtime),
-            *defaults(TrainConfig, "train.", ("steps", "batch_size", "lr", "warmup_steps", "min_lr_ratio", "checkpoint_every")),
+            *defaults(TrainConfig, "train.", ("steps", "batch_size", "lr", "warmup_steps", "min_lr_ratio", "schedule",
+                                             "budgets", "checkpoint_every")),
             *defaults(ModelConfig, "model.", ("d_model", "n_layers", "n_heads")),
             *defaults(EvalConfig, "eval.", ("multiples", "protocols", "scored_tokens", "segment", "first_scored", "rope_scaling", "bca",
                                             "temperature", "during_training", "attention_stats")),

@@ -1,0 +1,228 @@
+"""Warmup-stable-decay and budget branches: a branch is the run of its budget, bit for bit; the trunk
+trains once; kill -9 anywhere changes nothing; bad budgets are refused before anything is written."""
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from conftest import tree
+from posbench.schedules import cooldown_start, lr_factor
+from posbench.trainer import TrainConfig
+
+# 0.3 of 20 and of 36 steps: cool-downs of 6 and 10 steps, branch points 14 and 26 (one not on a
+# log or checkpoint step); probes at fractions of each budget fall in the trunk and in the branch
+COMMON = ["model=tiny", "train_len=16", "train.batch_size=4", "train.warmup_steps=3", "train.log_every=2",
+          "train.val_every=8", "train.val_batches=1", "train.checkpoint_every=5", "train.schedule=wsd",
+          "train.cooldown=0.3", "train.cooldown_shape=1-sqrt", "eval.multiples=[1,2]", "eval.scored_tokens=128",
+          "eval.protocols=[nonoverlapping]", "eval.during_training=[0.25,0.5,1.0]", "data=local"]
+KEYS = ("evaluations", "during_training", "final_train_loss", "final_val_loss", "train_steps", "train_tokens", "status")
+
+
+def weights(run_dir):
+    return torch.load(run_dir / "checkpoint.pt", weights_only=True)["model"]
+
+
+def metrics(run_dir):
+    return json.loads((run_dir / "metrics.json").read_text())
+
+
+def history(run_dir):
+    return [{k: v for k, v in h.items() if k != "tokens_per_s"} for h in json.loads((run_dir / "history.json").read_text())]
+
+
+def assert_same_run(a, b):
+    """Two run directories hold the same run: weights, evaluations, probes, curve."""
+    assert a.name == b.name
+    wa, wb = weights(a), weights(b)
+    assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa), a.name
+    ma, mb = metrics(a), metrics(b)
+    for key in KEYS:
+        assert ma[key] == mb[key], (a.name, key)
+    assert history(a) == history(b), a.name
+
+
+def test_each_branch_is_the_standalone_wsd_run_of_its_budget_bit_for_bit(compose, tmp_path, text_corpus):
+    from posbench.results import snapshot_steps
+    from posbench.train import run
+
+    common = [*COMMON, f"data.path={text_corpus}"]
+    trunk_dir = run(compose(*common, "train.budgets=[20,36]", f"runs_dir={tmp_path / 'branched'}"))
+    assert trunk_dir.parent.name == "trunks" and snapshot_steps(trunk_dir) == [14, 26]
+    branches = []
+    for steps in (20, 36):
+        alone = run(compose(*common, f"train.steps={steps}", f"runs_dir={tmp_path / 'alone'}"))
+        branch = tmp_path / "branched" / alone.name  # a branch has the id of the run of its budget
+        assert_same_run(branch, alone)
+        m = metrics(branch)
+        assert m["trunk"] == trunk_dir.name and m["branch_step"] == cooldown_start(0.3, steps)
+        assert m["budget"] == {"steps": steps, "tokens": steps * 4 * 16}
+        assert "trunk" not in metrics(alone) and not (branch / "resume.pt").exists()
+        assert [p["step"] for p in m["during_training"]][::2] == [round(f * steps) for f in (0.25, 0.5, 1.0)]
+        branches.append(weights(branch))
+    short, long_ = branches  # two budgets, two models: the comparison above can fail
+    assert not all(torch.equal(short[k], long_[k]) for k in short)
+
+
+def test_a_branch_whose_snapshot_exists_does_not_train_the_trunk_and_a_complete_one_is_skipped(
+        compose, tmp_path, text_corpus, caplog):
+    import logging
+    import shutil
+
+    from posbench.train import run
+
+    spec = compose(*COMMON, f"data.path={text_corpus}", "train.budgets=[20,36]", f"runs_dir={tmp_path}")
+    trunk_dir = run(spec)
+    status = (trunk_dir / "trunk.json").read_text()
+    branch = compose(*COMMON, f"data.path={text_corpus}", "train.steps=36", f"runs_dir={tmp_path}").run_dir
+    kept = tmp_path.parent / "kept" / branch.name
+    shutil.copytree(branch, kept)
+    shutil.rmtree(branch)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="posbench"):
+        run(spec)
+    said = [r.getMessage() for r in caplog.records]
+    assert (trunk_dir / "trunk.json").read_text() == status  # the trunk did not train again
+    assert not any(s.startswith("trunk ") for s in said)
+    assert sum("already complete" in s for s in said) == 1  # the budget of 20 steps
+    assert_same_run(branch, kept)
+
+
+def test_a_budget_added_later_extends_the_trunk_from_its_last_snapshot(compose, tmp_path, text_corpus):
+    from posbench.results import snapshot_steps
+    from posbench.train import run
+
+    common = [*COMMON, f"data.path={text_corpus}"]
+    run(compose(*common, "train.budgets=[20]", f"runs_dir={tmp_path / 'grown'}"))
+    trunk_dir = run(compose(*common, "train.budgets=[20,36]", f"runs_dir={tmp_path / 'grown'}"))
+    assert snapshot_steps(trunk_dir) == [14, 26]
+    assert json.loads((trunk_dir / "trunk.json").read_text())["train_steps"] == 26
+    alone = run(compose(*common, "train.steps=36", f"runs_dir={tmp_path / 'alone'}"))
+    assert_same_run(tmp_path / "grown" / alone.name, alone)
+
+
+# -- kill -9 during the trunk and during a branch ---------------------------------------------------
+
+KILL = ["model=small", "train_len=32", "train.batch_size=16", "train.warmup_steps=10", "train.log_every=5",
+        "train.val_every=40", "train.val_batches=2", "train.checkpoint_every=10", "train.schedule=wsd",
+        "train.cooldown=0.5", "train.budgets=[40,80]", "eval.multiples=[1,2]", "eval.scored_tokens=256",
+        "eval.protocols=[nonoverlapping]", "eval.during_training=[0.25,1.0]", "data=local"]
+
+
+def start(runs_dir, corpus):
+    cmd = [sys.executable, "-m", "posbench.train", *KILL, f"data.path={corpus}", f"runs_dir={runs_dir}"]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env={**os.environ})
+
+
+def kill_at(proc, pattern, runs_dir, min_step, timeout=300.0) -> int:
+    """SIGKILL once a resume state matching ``pattern`` (below runs_dir) has reached ``min_step``."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        for f in runs_dir.glob(pattern):
+            try:
+                step = torch.load(f, weights_only=True)["next_step"]
+            except Exception:  # being replaced right now
+                continue
+            if step >= min_step:
+                assert proc.poll() is None, "the run finished before it could be killed"
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait()
+                return step
+        time.sleep(0.01)
+    raise AssertionError(f"no {pattern} at step >= {min_step}: {proc.stderr.read() if proc.poll() is not None else ''}")
+
+
+def test_kill_minus_nine_in_the_trunk_and_in_a_branch_gives_identical_runs(tmp_path, text_corpus, cache_dir):
+    clean, killed = tmp_path / "clean", tmp_path / "killed"
+    proc = start(clean, text_corpus)
+    assert proc.wait() == 0, proc.stderr.read()
+
+    assert kill_at(start(killed, text_corpus), "trunks/*/resume.pt", killed, 10) < 40  # in the trunk
+    # in the branch of 80 steps (it starts at the trunk's step 40, its first own resume state is 50)
+    assert kill_at(start(killed, text_corpus), "*/resume.pt", killed, 50) >= 50
+    final = start(killed, text_corpus)
+    assert final.wait() == 0, final.stderr.read()
+
+    runs = sorted(p.name for p in clean.iterdir() if (p / "metrics.json").exists())
+    assert len(runs) == 2 and runs == sorted(p.name for p in killed.iterdir() if (p / "metrics.json").exists())
+    for name in runs:
+        assert_same_run(clean / name, killed / name)
+        assert not (killed / name / "resume.pt").exists()
+
+
+# -- the schedule ---------------------------------------------------------------------------------
+
+
+def reference_wsd(step, n_iterations, fract_decay, decay_type):
+    """epfml/schedules-and-scaling src/optim/utils.py wsd_schedule after its warm-up, final_lr_factor 0."""
+    n_anneal_steps = int(fract_decay * n_iterations)
+    n_hold = n_iterations - n_anneal_steps
+    if step < n_hold:
+        return 1.0
+    frac = (step - n_hold) / n_anneal_steps
+    return 1 - (frac if decay_type == "linear" else math.sqrt(frac))
+
+
+@pytest.mark.parametrize("shape", ["linear", "1-sqrt"])
+def test_wsd_is_the_references_schedule_after_the_warm_up(shape):
+    tc = TrainConfig(schedule="wsd", steps=600, warmup_steps=50, cooldown=0.2, cooldown_shape=shape)
+    assert [lr_factor(s, tc) for s in range(50, 600)] == [reference_wsd(s, 600, 0.2, shape) for s in range(50, 600)]
+    assert lr_factor(479, tc) == lr_factor(480, tc) == 1.0 and 0 < lr_factor(599, tc) < 0.3
+    assert [lr_factor(s, tc) for s in range(50)] == [(s + 1) / 50 for s in range(50)]
+
+
+def test_cooldown_rounding_ignores_float_noise():
+    assert cooldown_start(0.29, 100) == 71  # 0.29 x 100 is 28.999999999999996 in floats
+    assert [cooldown_start(0.2, b) for b in (600, 1200, 2400, 4800)] == [480, 960, 1920, 3840]
+
+
+def test_cosine_is_unchanged():
+    tc = TrainConfig(steps=100, warmup_steps=10, min_lr_ratio=0.1)
+    assert lr_factor(10, tc) == 1.0 and lr_factor(100, tc) == pytest.approx(0.1)
+    assert lr_factor(55, tc) == pytest.approx(0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * 0.5)))
+
+
+def test_run_ids_of_runs_without_the_new_keys_do_not_change(compose):
+    """Ids computed by the code before ``train.schedule`` existed, for freshly composed configs."""
+    assert compose("encoding=rope").run_id == "rope_small_L64_s0_ebc4180d09"
+    assert compose("encoding=alibi", "model=tiny", "train=smoke", "train_len=16", "seed=3").run_id == \
+        "alibi_tiny_L16_s3_2e023bae71"
+    # a WSD run is another run, and a shape or cool-down another again
+    ids = {compose("encoding=rope", *o).run_id for o in ([], ["train.schedule=wsd"], ["train.schedule=wsd",
+           "train.cooldown_shape=1-sqrt"], ["train.schedule=wsd", "train.cooldown=0.1"])}
+    assert len(ids) == 4
+
+
+# -- refused before anything is written -----------------------------------------------------------
+
+REFUSED = [
+    (["train.schedule=wsd", "train.budgets=[1200,600]"], "train.budgets=[1200, 600] must be increasing, e.g. [600,1200,2400]"),
+    (["train.schedule=wsd", "train.budgets=[600,600]"], "train.budgets=[600, 600] must be increasing, e.g. [600,1200,2400]"),
+    (["train.budgets=[600,1200]"], "train.budgets=[600, 1200] needs train.schedule=wsd (got train.schedule=cosine): "
+     "only a warmup-stable-decay run can branch"),
+    (["train.schedule=wsd", "train.budgets=[100,600]", "train.warmup_steps=100"], "train.cooldown=0.2 starts the cool-down of the budget of 100 "
+     "steps at step 80, before the warm-up ends (train.warmup_steps=100); lower train.cooldown or train.warmup_steps"),
+    (["train.schedule=wsd", "train.budgets=[4,600]", "train.warmup_steps=1"],
+     "train.cooldown=0.2 gives the budget of 4 steps no cool-down step; raise train.cooldown or the steps"),
+    (["train.schedule=wsdd"], "train.schedule=wsdd is not a schedule; valid: cosine, wsd"),
+    (["train.schedule=wsd", "train.cooldown_shape=sqrt"], "train.cooldown_shape=sqrt is not a cool-down shape; valid: "
+     "linear, 1-sqrt"),
+    (["train.schedule=wsd", "train.cooldown=0"], "train.cooldown=0 must be a fraction of the steps in (0, 1]"),
+]
+
+
+@pytest.mark.parametrize("overrides,message", REFUSED)
+def test_bad_schedules_and_budgets_are_refused_in_the_preflight_of_every_job(entry, tmp_path, text_corpus, overrides,
+                                                                              message):
+    runs = tmp_path / "runs"
+    code, err = entry("train", "-m", "encoding=nope,rope", "data=local", f"data.path={text_corpus}", *overrides,
+                      f"runs_dir={runs}")
+    assert code == 2, err
+    assert err.strip().splitlines() == [f"posbench: error: {message}"]
+    assert tree(tmp_path) == [], tree(tmp_path)
