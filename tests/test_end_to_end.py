@@ -64,13 +64,14 @@ def test_report_tables_and_plots_match_the_metrics(sweep, sweep_report):
             row = t[t["variant"] == enc].iloc[0]
             per_seed = [{e["length"]: e["ppl"] for e in m["evaluations"] if e["protocol"] == protocol}
                         for m in metrics if m["encoding"] == enc]
-            assert row["1x"] == pytest.approx(np.mean([s[16] for s in per_seed]))  # mean over the 2 seeds
-            # the 95% interval over text and seeds (a bootstrap over the scored documents within each seed)
+            # the geometric mean over the 2 seeds
+            assert row["1x"] == pytest.approx(np.exp(np.mean([np.log(s[16]) for s in per_seed])))
+            # the 95% interval over text and seeds (t over seeds with the scored documents' variance)
             assert row["interval"] == "text and seeds" and row["1x_lo"] < row["1x"] < row["1x_hi"]
             if enc == "learned":
                 assert pd.isna(row["4x"]) and pd.isna(row["4x/1x"])
             else:
-                assert row["4x/1x"] == pytest.approx(np.mean([s[64] / s[16] for s in per_seed]))
+                assert row["4x/1x"] == pytest.approx(np.exp(np.mean([np.log(s[64] / s[16]) for s in per_seed])))
         assert t["1x_best"].sum() == 1 and t["1x_p_vs_best"].notna().sum() == len(ENCODINGS) - 1
         assert (t["1x_p_holm"].dropna() >= t["1x_p_vs_best"].dropna()).all()  # Holm never lowers a p-value
     md = (out / "report.md").read_text()

@@ -74,7 +74,7 @@ TRAIN_CASES = [
     ("logger.mode=onlin", "unknown logger.mode 'onlin'; valid: offline, online, disabled"),
     ("data.doc_separator=ab", "data.doc_separator must be one byte (or empty), got 'ab'"),
     # a variant that gives this run no row
-    ("encoding=alibi eval.rope_scaling=[yarn]", "eval.rope_scaling=[yarn] adds no row for encoding alibi (it applies to p_rope, rope); "
+    ("encoding=alibi eval.rope_scaling=[yarn]", "eval.rope_scaling=[yarn] adds no row for encoding alibi (it applies to gated, p_rope, rope, sink, ssmax); "
      "set eval.rope_scaling=[] or use an encoding it applies to"),
     # Hydra's grammar wants quotes around a value with non-ASCII characters
     ("runs_dir=runs/été", "cannot parse override 'runs_dir=runs/été': Hydra's override grammar needs quotes around a value "
@@ -212,7 +212,7 @@ def test_train_len_longer_than_the_validation_data_allows(entry, tmp_path, cache
     ("+eval.stried=4", "unknown config key 'eval.stried'; valid keys of eval: attention_examples, attention_stats, batch_tokens, bca, "
      "during_training, first_scored, "
      "multiples, press_stride, protocols, rope_factor, rope_scaling, scored_tokens, segment, stride, target_docs, target_tokens, temperature, variants"),
-    ("eval.rope_scaling=[yarn]", "eval.rope_scaling=[yarn] adds no row for encoding alibi (it applies to p_rope, rope); "
+    ("eval.rope_scaling=[yarn]", "eval.rope_scaling=[yarn] adds no row for encoding alibi (it applies to gated, p_rope, rope, sink, ssmax); "
      "set eval.rope_scaling=[] or use an encoding it applies to"),
     ("--foo", "unrecognized arguments: --foo (posbench-eval --help lists the flags)"),
 ])
