@@ -164,7 +164,9 @@ def _train_and_evaluate(spec: RunSpec, rid: str, run_dir: Path, corpus, parent: 
     task = spec.task.build()
     metrics = new_metrics(
         rid,
-        encoding=spec.encoding.name, model=spec.model.name, train_len=spec.train_len, seed=spec.seed,
+        # a subword tokenizer's runs are another model to the report: perplexity per token is another measure
+        encoding=spec.encoding.name, train_len=spec.train_len, seed=spec.seed,
+        model=spec.model.name if spec.data.tokenizer.is_bytes else f"{spec.model.name}/{spec.data.tokenizer.label}",
         params=model.num_params(), device=describe(device), torch_version=torch.__version__,
         posbench_version=__version__, python=platform.python_version(), corpus=corpus_stats(corpus),
         task=spec.task.name,
