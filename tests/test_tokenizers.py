@@ -171,3 +171,14 @@ def test_train_eval_report_with_bpe_end_to_end(corpus_dir, tmp_path):
     cli("posbench.report", str(runs), "--out", str(out))
     md = (out / "report.md").read_text()
     assert "tiny/bpe300" in md and "bits per byte" in md
+
+
+def test_the_tokenizers_preset_pairs_each_tokenizer_with_its_steps(cache_dir):
+    from posbench.cli import compose_jobs
+    from posbench.config import to_spec
+
+    specs = [to_spec(c) for c in compose_jobs("config", ["experiment=tokenizers"], multirun=True)]
+    arms = {(s.data.tokenizer.label, s.train.steps, s.model.vocab_size) for s in specs}
+    assert arms == {("byte", 1000, 256), ("bpe1024", 386, 1024)}
+    assert {s.encoding.name for s in specs} == {"nope", "rope", "alibi", "t5", "kerple_log", "fire", "fox"}
+    assert all(s.eval.variants == ["local"] and s.train_len == 64 for s in specs)
