@@ -1,8 +1,10 @@
-"""Corpora, byte-level tokens, the on-disk token cache and batching.
+"""Corpora, their tokens, the on-disk token caches and batching.
 
 Every corpus goes through the same path: a ``datasets`` DatasetDict with a train and a validation
-split of text documents -> UTF-8 bytes joined by a separator -> two uint8 files in the cache. The
-sources differ only in how that DatasetDict is made:
+split of text documents -> UTF-8 bytes joined by a separator -> two uint8 files in the cache (the
+byte tokens). A subword tokenizer (``data.tokenizer``, posbench/tokenizer.py) then tokenizes those
+bytes into a second cache of its own (posbench/tokens.py). The sources differ only in how that
+DatasetDict is made:
 
 * ``stdlib``: the running interpreter's standard library (``sysconfig.get_paths()["stdlib"]``),
   about 30 MB of ``.py`` files on every Python install: real text nobody here wrote, no network.
@@ -24,7 +26,7 @@ import shutil
 import socket
 import sys
 import sysconfig
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
 from urllib.parse import urlparse
@@ -35,6 +37,7 @@ import torch
 from posbench.errors import PosbenchError
 from posbench.protocols import check_fits
 from posbench.results import make_dirs, private_tempdir, recorded_corpus
+from posbench.tokenizer import TokenizerConfig
 
 log = logging.getLogger("posbench")
 
@@ -61,6 +64,7 @@ class DataConfig:
     max_train_bytes: Optional[int] = None  # cap for huge corpora (pg19)
     doc_separator: str = "\0"  # written between documents (rows) in the byte stream
     cache_dir: str = "~/.cache/posbench"
+    tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)  # byte (the default), bpe, file, hub
 
     def check(self) -> None:
         if self.source not in SOURCES:
@@ -71,15 +75,28 @@ class DataConfig:
             raise PosbenchError(f"data.max_train_bytes must be positive (or null), got {self.max_train_bytes}")
         if len(self.doc_separator.encode()) > 1:
             raise PosbenchError(f"data.doc_separator must be one byte (or empty), got {self.doc_separator!r}")
+        self.tokenizer.check()
 
 
 @dataclass
 class Corpus:
-    train: np.ndarray  # uint8 tokens (bytes)
+    train: np.ndarray  # token ids: uint8 (bytes), uint16 or uint32 (a subword tokenizer's)
     val: np.ndarray
-    fingerprint: dict
+    fingerprint: dict  # "hash": the text's (whatever the tokenizer); "tokenizer": a subword tokenizer's record
     cache: Optional[Path] = None  # its token cache folder
     built: bool = False  # this load built the cache (a refused command removes it again: remove_cache)
+    val_text: Optional[np.ndarray] = None  # the validation split's bytes (None: the tokens are bytes)
+    tokenizer: object = None  # a subword tokenizer (HF tokenizers.Tokenizer); None: bytes
+    built_also: tuple = ()  # other folders this load made (the byte cache, a trained BPE): removed with it
+
+    @property
+    def is_bytes(self) -> bool:
+        return self.tokenizer is None
+
+    @property
+    def val_bytes(self) -> np.ndarray:
+        """The validation split as bytes: the scored text is chosen in bytes, whatever the tokenizer."""
+        return self.val if self.val_text is None else self.val_text
 
 
 # -- file lists and fingerprints ----------------------------------------------------------------
@@ -260,6 +277,21 @@ def _iter_texts(split, field: str) -> Iterable[str]:
 
 
 def load_corpus(cfg) -> Corpus:
+    """Load (building once, then from the cache) the tokens of the configured corpus: its bytes,
+    then, with a subword ``data.tokenizer``, their tokens (posbench/tokens.py)."""
+    corpus = load_byte_corpus(cfg)
+    if cfg.tokenizer.is_bytes:
+        return corpus
+    from posbench.tokens import tokenized_corpus
+
+    try:
+        return tokenized_corpus(corpus, cfg)
+    except PosbenchError:
+        remove_cache(corpus)  # a refused tokenizer leaves no byte cache it made behind either
+        raise
+
+
+def load_byte_corpus(cfg) -> Corpus:
     """Load (building once, then from the cache) the byte tokens of the configured corpus."""
     if cfg.source == "hub":
         fingerprint, build = hub_fingerprint(cfg), lambda tmp: _load_hub(cfg)
@@ -287,6 +319,8 @@ def remove_cache(corpus: Corpus) -> None:
     refused: a refused command leaves nothing behind (a cache it did not build stays)."""
     if corpus.built and corpus.cache is not None:
         shutil.rmtree(corpus.cache, ignore_errors=True)
+    for folder in corpus.built_also:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _build_cache(cache: Path, build, field: str, cfg, fingerprint: dict) -> None:
@@ -327,13 +361,20 @@ def check_corpus_fits(corpus: Corpus, train_len: int, eval_cfg=None, separator: 
         raise PosbenchError(f"train_len={train_len} is longer than the training split allows ({len(corpus.train)} tokens)")
     if len(corpus.val) < train_len + 2:
         raise PosbenchError(f"train_len={train_len} is longer than the validation split allows ({len(corpus.val)} tokens)")
-    if eval_cfg is not None:
+    if eval_cfg is not None and corpus.is_bytes:
         check_fits(corpus.val, eval_cfg, train_len, separator)
+    elif eval_cfg is not None:  # the scored text is chosen in bytes, then tokenized: its own checks
+        from posbench.tokens import scored_stream
+
+        scored_stream(corpus, eval_cfg, train_len, separator)
 
 
 def corpus_change(recorded: dict, now: dict) -> str | None:
     """None when ``recorded`` (a run's corpus fingerprint) is the corpus ``now`` is; else what
     changed, in words (``Python 3.11.4 -> 3.12.1``, ``documents 40 -> 41, bytes ... -> ...``)."""
+    was, tok = (recorded.get("tokenizer") or {}).get("sha256"), (now.get("tokenizer") or {}).get("sha256")
+    if recorded.get("hash") == now.get("hash") and was != tok:
+        return f"tokenizer {was or 'bytes'} -> {tok or 'bytes'}"
     if recorded.get("hash") == now.get("hash"):
         return None
     changes = [f"{'Python' if k == 'python' else k} {recorded[k]} -> {now.get(k)}"
@@ -350,6 +391,11 @@ def check_same_corpus(run_dir: Path, corpus: Corpus) -> None:
     if recorded is None or (change := corpus_change(recorded, corpus.fingerprint)) is None:
         return
     now = corpus.fingerprint
+    if change.startswith("tokenizer "):  # same text, another tokenizer.json (an edited file, another BPE)
+        raise PosbenchError(
+            f"run {Path(run_dir).name} was trained with tokenizer sha256 {change.split()[1]}; data.tokenizer now gives "
+            f"{change.split()[-1]}; its results belong to the old tokenizer: train it in a new runs_dir, or delete "
+            f"{run_dir} to train it again")
     what = {"local": f"data.path={now.get('path')}", "hub": f"data.hub_name={now.get('hub_name')}"}.get(
         now.get("source"), f"the standard library of Python {now.get('python')}")
     raise PosbenchError(
@@ -387,6 +433,11 @@ def check_runs_corpora(runs: list[tuple[Path, DataConfig]]) -> None:
 
 def corpus_stats(corpus: Corpus) -> dict:
     return {**corpus.fingerprint, "train_tokens": int(len(corpus.train)), "val_tokens": int(len(corpus.val))}
+
+
+def tokenizer_label(fingerprint: dict | None) -> str:
+    """``byte`` or the recorded subword tokenizer's name (``bpe1024``), from a corpus fingerprint."""
+    return ((fingerprint or {}).get("tokenizer") or {}).get("name", "byte")
 
 
 # -- batching -----------------------------------------------------------------------------------

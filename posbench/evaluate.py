@@ -7,8 +7,10 @@ how much context (and which positions) the model is given. One routine, ``score_
 plans of one row and length together: a window two protocols share (every other L/2-sliding window
 is a non-overlapping one) is run once.
 
-Reported per protocol and length: mean loss in nats, perplexity exp(loss), bits per byte loss / ln 2 (tokens
-are bytes), the summed loss of each validation document scored (``doc_nats``, in the order of the
+Reported per protocol and length: mean loss in nats per token, perplexity exp(loss), bits per byte
+(the summed loss / (ln 2 x the bytes scored): loss / ln 2 when tokens are bytes; with a subword
+tokenizer the one number comparable across tokenizers), the bytes scored and the mean bytes in a
+window of that length (``length_bytes``), the summed loss of each validation document scored (``doc_nats``, in the order of the
 token set's documents, ``metrics["token_sets"]``: what the report bootstraps over), and the mean
 loss at each position within the window. A length the encoding cannot represent (a learned table
 past its size) gets ``null`` with the reason.
@@ -37,7 +39,7 @@ from posbench.diagnostics import attention_stats
 from posbench.errors import PosbenchError
 from posbench.hydra_state import launch_command
 from posbench.model import LanguageModel
-from posbench.protocols import PROTOCOLS, EvalConfig, WindowPlan, check_fits, eval_lengths
+from posbench.protocols import PROTOCOLS, EvalConfig, Segments, WindowPlan, _Stream, check_fits, eval_lengths
 from posbench.results import (
     CONFIG,
     check_writable_dir,
@@ -53,6 +55,7 @@ from posbench.results import (
 from posbench.progress import progress as progress_bar
 from posbench.plan import RECORDS, attention_plan, evaluation_plan, merge, missing, perplexity_plan, record_key
 from posbench.records_table import records_table
+from posbench.tokens import in_bytes
 from posbench.variants import Row
 from posbench.variants.base import AttentionOptions
 
@@ -126,22 +129,27 @@ def evaluate_model(
     skip: set | None = None,
     tag: str = "",
     options: AttentionOptions = AttentionOptions(),
+    segments: Segments | None = None,
 ) -> tuple[list[dict], dict[str, np.ndarray]]:
     """Records (one per variant x protocol x length) and per-position mean losses (key
     ``<variant>/<protocol>/L<length>``, NaN where a protocol scores no token) for one model.
     Rows are the model's own and its evaluation-time variants' (posbench.variants.rows: plain, and e.g. RoPE with YaRN), all
     from the same weights. Every record names its ``token_set`` (protocols.token_set); ``skip``
     holds record keys (``record_key``) already evaluated, which are not computed again; ``tag``:
-    an extension run's (its rows' names carry it); ``options``: the trained forward's (the kernel)."""
+    an extension run's (its rows' names carry it); ``options``: the trained forward's (the kernel);
+    ``segments``: a subword tokenizer's scored segments, chosen in bytes (posbench/tokens.py
+    scored_stream, which also gives ``val_tokens``); None: the protocols find them in the bytes."""
     model.eval()
     enc = model.encoding
     lengths = eval_lengths(train_len, eval_cfg.multiples)
     protocols = list(eval_cfg.protocols)
-    check_fits(val_tokens, eval_cfg, train_len, doc_separator)
+    if segments is None:
+        check_fits(val_tokens, eval_cfg, train_len, doc_separator)
     n_val = len(val_tokens)
     handlers = {p: PROTOCOLS.get(p)() for p in protocols}
     sets = {p: h.token_set(eval_cfg, train_len, n_val, corpus_hash) for p, h in handlers.items()}
-    contexts = {p: h.prepare(val_tokens, eval_cfg, train_len, doc_separator) for p, h in handlers.items()}
+    contexts = {p: segments if segments is not None and isinstance(h, _Stream)
+                else h.prepare(val_tokens, eval_cfg, train_len, doc_separator) for p, h in handlers.items()}
     plans = {(p, L): handlers[p].plan(L, eval_cfg, train_len, n_val, contexts[p]) for p in protocols for L in lengths}
     stream = torch.from_numpy(np.asarray(val_tokens).astype(np.int64))
     todo = [c for c in perplexity_plan(enc, eval_cfg, train_len, n_val, corpus_hash, tag) if c.key not in (skip or set())]
@@ -161,15 +169,19 @@ def evaluate_model(
                       "row": row.record()} for c in cells]
             if (reason := row.undefined_reason(enc, L)) is not None:
                 bar.update(len(np.unique(np.concatenate([plans[c.protocol, L].ends for c in cells]))) * L)
-                records += [{**base, "tokens_scored": 0, "loss": None, "ppl": None, "bpb": None, "reason": reason}
-                            for base in bases]
+                records += [{**base, "tokens_scored": 0, "bytes_scored": 0, "loss": None, "ppl": None, "bpb": None,
+                             "length_bytes": None, "reason": reason} for base in bases]
                 continue
             scores = score_plans(model, stream, [plans[c.protocol, L] for c in cells], L, eval_cfg.batch_tokens,
                                  device, bar, row, row.options(options, L, train_len))
             for base, c, sc in zip(bases, cells, scores):
                 mean = float(sc.pos_sum.sum() / sc.pos_count.sum())
-                records.append({**base, "tokens_scored": plans[c.protocol, L].tokens_scored, "loss": mean,
-                                "ppl": math.exp(mean), "bpb": mean / math.log(2), "reason": None,
+                n_tokens = plans[c.protocol, L].tokens_scored
+                n_bytes = contexts[c.protocol].bytes if isinstance(contexts[c.protocol], Segments) else n_tokens
+                # bits per byte = summed nats / (ln 2 x bytes scored); for bytes n_tokens / n_bytes is exactly 1
+                records.append({**base, "tokens_scored": n_tokens, "bytes_scored": n_bytes, "loss": mean,
+                                "ppl": math.exp(mean), "bpb": mean / math.log(2) * (n_tokens / n_bytes),
+                                "length_bytes": round(L * n_bytes / n_tokens, 1), "reason": None,
                                 "doc_nats": [round(float(x), 4) for x in sc.doc_nats]})
                 with np.errstate(invalid="ignore", divide="ignore"):
                     per_position[per_position_key(row.name, c.protocol, L)] = (sc.pos_sum / sc.pos_count).astype(np.float32)
@@ -179,19 +191,25 @@ def evaluate_model(
 
 
 def token_sets_of(val_tokens: np.ndarray, eval_cfg, train_len: int, doc_separator: str = DOC_SEPARATOR,
-                  corpus_hash: str = "") -> dict[str, dict]:
+                  corpus_hash: str = "", segments: Segments | None = None) -> dict[str, dict]:
     """Each protocol's token set: the validation documents it scores, the tokens scored in each
-    (the weights of the report's bootstrap over documents), and the documents in the split."""
+    (the weights of the report's bootstrap over documents), and the documents in the split
+    (``segments``: as for evaluate_model)."""
     from posbench.protocols import documents
 
     out, n_val = {}, len(val_tokens)
-    n_docs = len(documents(np.asarray(val_tokens), doc_separator.encode())[0])
+    n_docs = segments.n_docs if segments is not None else len(documents(np.asarray(val_tokens), doc_separator.encode())[0])
     for p in eval_cfg.protocols:
         h = PROTOCOLS.get(p)()
-        plan = h.plan(train_len, eval_cfg, train_len, n_val, h.prepare(val_tokens, eval_cfg, train_len, doc_separator))
+        context = segments if segments is not None and isinstance(h, _Stream) else \
+            h.prepare(val_tokens, eval_cfg, train_len, doc_separator)
+        plan = h.plan(train_len, eval_cfg, train_len, n_val, context)
         docs, tokens = token_set_documents(plan)
-        out[h.token_set(eval_cfg, train_len, n_val, corpus_hash)] = {
-            "docs": docs.tolist(), "doc_tokens": tokens.tolist(), "tokens": int(tokens.sum()), "documents_in_split": n_docs}
+        entry = {"docs": docs.tolist(), "doc_tokens": tokens.tolist(), "tokens": int(tokens.sum()),
+                 "documents_in_split": n_docs}
+        if segments is not None:  # the same bytes under every tokenizer: their count says so
+            entry["bytes"] = segments.bytes
+        out[h.token_set(eval_cfg, train_len, n_val, corpus_hash)] = entry
     return out
 
 
@@ -258,14 +276,16 @@ def probe_steps(fractions, steps: int) -> list[int]:
 
 
 def during_training_probe(val_tokens: np.ndarray, train_len: int, eval_cfg, device: torch.device,
-                          doc_separator: str = DOC_SEPARATOR, corpus_hash: str = "", kernel: str = "auto"):
-    """A callable for trainer.train_model's ``probe``: the records of ``probe_settings``."""
+                          doc_separator: str = DOC_SEPARATOR, corpus_hash: str = "", kernel: str = "auto",
+                          segments: Segments | None = None):
+    """A callable for trainer.train_model's ``probe``: the records of ``probe_settings``
+    (``segments``: as for evaluate_model)."""
     cfg = probe_settings(eval_cfg)
 
     def probe(model: LanguageModel) -> list[dict]:
         records, _ = evaluate_model(model, val_tokens, train_len, cfg, device, progress=False,
                                     doc_separator=doc_separator, corpus_hash=corpus_hash,
-                                    options=AttentionOptions(kernel=kernel))
+                                    options=AttentionOptions(kernel=kernel), segments=segments)
         return [{k: r[k] for k in PROBE_FIELDS} for r in records]
 
     return probe
@@ -306,12 +326,18 @@ def evaluate_into(metrics: dict, model: LanguageModel, cfg, eval_cfg: EvalConfig
     have = {kind: {record_key(kind, r) for r in metrics.get(field) or []} if only_missing else set()
             for kind, field in RECORDS.items()}
     kind = task.record_kind
-    records, per_pos = task.score(model, corpus.val, cfg.train_len, eval_cfg, device, corpus_hash=corpus.fingerprint["hash"],
-                                  doc_separator=cfg.data.doc_separator, skip=have[kind], tag=tag, options=options,
-                                  progress=progress)
+    eval_cfg = in_bytes(eval_cfg, cfg.train_len, corpus.fingerprint)  # a subword tokenizer's scored text, in bytes
+    val, segments = scored_validation(corpus, eval_cfg, cfg.train_len, cfg.data.doc_separator)
+    if segments is not None:  # language modelling on a subword tokenizer (the tasks need bytes: refused before)
+        records, per_pos = evaluate_model(model, val, cfg.train_len, eval_cfg, device, progress, cfg.data.doc_separator,
+                                          corpus.fingerprint["hash"], have[kind], tag, options, segments)
+    else:
+        records, per_pos = task.score(model, corpus.val, cfg.train_len, eval_cfg, device,
+                                      corpus_hash=corpus.fingerprint["hash"], doc_separator=cfg.data.doc_separator,
+                                      skip=have[kind], tag=tag, options=options, progress=progress)
     metrics[RECORDS[kind]] = merge(kind, metrics.get(RECORDS[kind], []), records)
     if kind == "perplexity" and records:  # which documents each token set scores, for the report's bootstrap
-        sets = token_sets_of(corpus.val, eval_cfg, cfg.train_len, cfg.data.doc_separator, corpus.fingerprint["hash"])
+        sets = token_sets_of(val, eval_cfg, cfg.train_len, cfg.data.doc_separator, corpus.fingerprint["hash"], segments)
         metrics["token_sets"] = {**metrics.get("token_sets", {}), **sets}
         if eval_cfg.scored_tokens is None:  # as many as the documents give (a number asked for is not news)
             warn_small_token_sets(sets)
@@ -324,10 +350,21 @@ def evaluate_into(metrics: dict, model: LanguageModel, cfg, eval_cfg: EvalConfig
     made = len(records)
     todo = [p.length for p in attention_plan(model.encoding, eval_cfg, cfg.train_len) if p.key not in have["attention"]]
     if todo:
-        stats = attention_records(model, task, corpus.val, cfg.train_len, eval_cfg, device, todo, options)
+        stats = attention_records(model, task, val, cfg.train_len, eval_cfg, device, todo, options)
         metrics["attention"] = merge("attention", metrics.get("attention", []), stats)
         made += len(stats)
     return made, per_pos
+
+
+def scored_validation(corpus, eval_cfg, train_len: int, separator: str) -> tuple[np.ndarray, Segments | None]:
+    """(the validation tokens to score, the scored segments): the corpus's own tokens and None for
+    bytes (the protocols find the segments); for a subword tokenizer, the segments chosen in bytes
+    and the tokens aligned to them (posbench/tokens.py)."""
+    if corpus.is_bytes:
+        return corpus.val, None
+    from posbench.tokens import scored_stream
+
+    return scored_stream(corpus, eval_cfg, train_len, separator)
 
 
 SMALL_TOKEN_SET = 10_000  # below this, chance moves a perplexity by about a percent or more
@@ -423,7 +460,8 @@ def asked_for(spec, metrics: dict) -> list:
     """The records a run's evaluation settings call for (``spec``: the run's RunSpec with them), on
     the corpus the run recorded: the plan posbench-train's skip decision reads too."""
     corpus = metrics.get("corpus") or {}
-    return evaluation_plan(spec.encoding.build(spec.shape), spec.task.build(), spec.eval, spec.train_len,
+    return evaluation_plan(spec.encoding.build(spec.shape), spec.task.build(), in_bytes(spec.eval, spec.train_len, corpus),
+                           spec.train_len,
                            corpus.get("val_tokens", 0), corpus.get("hash", ""), spec.extend.tag(spec.train_len))
 
 

@@ -8,6 +8,7 @@ on which encoding it is. Positions are an explicit tensor passed to forward.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 from functools import partial
 
 import torch
@@ -17,7 +18,6 @@ from torch import nn
 from posbench.attention import (biased_causal_attention, causal_attention, distance_bias_attention, masked_attention,
                                 use_flex, window_attention)
 from posbench.encodings import ModelShape, PositionalEncoding, build_encoding
-from posbench.data import VOCAB_SIZE
 from posbench.errors import PosbenchError
 from posbench.variants.base import AttentionOptions
 
@@ -32,17 +32,20 @@ class ModelConfig:
     n_heads: int = 4
     mlp_ratio: int = 4
     dropout: float = 0.0
-    vocab_size: int = 256  # bytes
+    vocab_size: Optional[int] = None  # None: the tokenizer's (data.tokenizer; 256 for bytes), filled in by RunSpec
+
+    @property
+    def vocab(self) -> int:
+        """Rows of the embedding and the output layer: ``vocab_size``, or 256 (bytes) when unset."""
+        return self.vocab_size if self.vocab_size is not None else 256
 
     def check(self) -> None:
         for key in ("d_model", "n_layers", "n_heads", "mlp_ratio"):
             if getattr(self, key) < 1:
                 raise PosbenchError(f"model.{key} must be a positive integer, got {getattr(self, key)}")
-        # the embedding and output rows: tokens are bytes, so a larger table has rows no token ever
-        # reads and a softmax spread over outputs the data never holds (and another run id)
-        if self.vocab_size != VOCAB_SIZE:
-            raise PosbenchError(f"model.vocab_size={self.vocab_size} does not fit the data: tokens are bytes, so the "
-                                f"vocabulary is {VOCAB_SIZE}; set model.vocab_size={VOCAB_SIZE} (the default)")
+        # that it fits the tokenizer is RunSpec.check's: it involves the data settings too
+        if self.vocab_size is not None and self.vocab_size < 1:
+            raise PosbenchError(f"model.vocab_size must be a positive integer (or null: the tokenizer's), got {self.vocab_size}")
         if not 0 <= self.dropout < 1:
             raise PosbenchError(f"model.dropout must be in [0, 1), got {self.dropout}")
         if self.d_model % self.n_heads:
@@ -148,12 +151,12 @@ class LanguageModel(nn.Module):
     def __init__(self, cfg: ModelConfig, encoding: PositionalEncoding):
         super().__init__()
         self.cfg = cfg
-        self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.tok_emb = nn.Embedding(cfg.vocab, cfg.d_model)
         self.encoding = encoding
         self.drop = nn.Dropout(cfg.dropout)
         self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layers))
         self.ln_f = nn.LayerNorm(cfg.d_model)
-        self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.head = nn.Linear(cfg.d_model, cfg.vocab, bias=False)
         self.head.weight = self.tok_emb.weight  # weight tying, as in GPT-2
         # GPT-2 init for the transformer; the encoding keeps its own (it knows what its parameters mean)
         nn.init.normal_(self.tok_emb.weight, std=0.02)

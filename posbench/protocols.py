@@ -173,10 +173,19 @@ class Segments:
     length: int
     docs: np.ndarray  # the validation document (index in the split) of each segment
     n_docs: int  # documents in the validation split
+    # a subword tokenizer's segments (posbench/tokens.py): chosen in bytes, so each holds its own
+    # number of tokens (and of bytes, where a boundary moved to a character's start); None: bytes
+    lengths: np.ndarray | None = None
+    byte_lengths: np.ndarray | None = None
 
     @property
     def tokens(self) -> int:
-        return len(self.starts) * self.length
+        return len(self.starts) * self.length if self.lengths is None else int(self.lengths.sum())
+
+    @property
+    def bytes(self) -> int:
+        """The bytes of text scored (tokens are bytes unless a tokenizer said otherwise)."""
+        return self.tokens if self.byte_lengths is None else int(self.byte_lengths.sum())
 
 
 def stream_segments(val: np.ndarray, separator: bytes, first: int, length: int, budget: int | None) -> Segments:
@@ -328,6 +337,8 @@ class _Stream(Protocol):
         if not isinstance(context, Segments):
             raise ValueError("the stream protocols need the scored segments (their prepare)")
         # a window ending at e reads stream[e - L : e] and predicts targets stream[e - L + 1 : e + 1]
+        if context.lengths is not None:
+            return self._plan_each(length, eval_cfg, context)
         L, seg, n = length, context.length, len(context.starts)
         S = min(self.stride_of(L, eval_cfg), seg)
         last = np.minimum(np.arange(1, -(-seg // S) + 1) * S, seg) - 1  # each window's last target, from the segment's start
@@ -335,6 +346,20 @@ class _Stream(Protocol):
         ends = (context.starts[:, None] + last[None, :]).ravel()
         # a final partial window reads the L tokens before its end, like a sliding window
         return WindowPlan(ends, np.tile(scored_one, n), L - S, units=np.repeat(np.arange(n), len(last)),
+                          unit_docs=context.docs)
+
+    def _plan_each(self, L: int, eval_cfg, context: Segments) -> WindowPlan:
+        """The plan over segments of differing lengths (a subword tokenizer's): the same windows,
+        segment by segment; a segment shorter than L is one window reading the L tokens before its end."""
+        ends, scored, units, strides = [], [], [], []
+        for u, (start, seg) in enumerate(zip(context.starts, context.lengths)):
+            S = min(self.stride_of(L, eval_cfg), int(seg))
+            last = np.minimum(np.arange(1, -(-int(seg) // S) + 1) * S, seg) - 1
+            ends.append(start + last)
+            scored.append(np.diff(np.concatenate([[-1], last])))
+            units.append(np.full(len(last), u))
+            strides.append(S)
+        return WindowPlan(np.concatenate(ends), np.concatenate(scored), L - max(strides), units=np.concatenate(units),
                           unit_docs=context.docs)
 
 

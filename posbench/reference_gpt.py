@@ -41,10 +41,10 @@ class PlainBlock(nn.Module):
 class PlainGPT(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.tok_emb = nn.Embedding(cfg.vocab, cfg.d_model)
         self.blocks = nn.ModuleList(PlainBlock(cfg) for _ in range(cfg.n_layers))
         self.ln_f = nn.LayerNorm(cfg.d_model)
-        self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.head = nn.Linear(cfg.d_model, cfg.vocab, bias=False)
         self.head.weight = self.tok_emb.weight
         for p in self.parameters():
             if p.dim() == 2:

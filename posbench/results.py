@@ -74,6 +74,8 @@ def run_identity(config: Mapping[str, Any]) -> dict:
     ``config``: a resolved config (RunSpec.resolved(), or a run's saved config.yaml)."""
     c = OmegaConf.to_container(config, resolve=True) if isinstance(config, DictConfig) else config
     data = {k: v for k, v in c["data"].items() if k != "cache_dir"}
+    if (data.get("tokenizer") or {}).get("kind", "byte") == "byte":  # byte runs keep the ids they always had
+        data.pop("tokenizer", None)
     identity = {
         "encoding": c["encoding"],
         "model": c["model"],
@@ -121,6 +123,7 @@ def run_id(cfg: Mapping[str, Any]) -> str:
         f"x{x['length']}{'' if x['method'] == 'none' else '-' + x['method']}-ft{x['steps']}_"
     task = (cfg.get("task") or {}).get("name", "lm")
     ext += "" if task == "lm" else f"{task}_"
+    ext += "" if (tok := tokenizer_label(cfg)) == "byte" else f"{tok}_"
     return f"{safe_name(cfg['encoding']['name'])}_{cfg['model']['name']}_L{cfg['train_len']}_s{cfg['seed']}_{ext}{digest}"
 
 
@@ -135,6 +138,14 @@ def trunk_id(cfg: Mapping[str, Any], recording: Mapping[str, Any]) -> str:
     task = (cfg.get("task") or {}).get("name", "lm")
     return (f"{safe_name(cfg['encoding']['name'])}_{cfg['model']['name']}_L{cfg['train_len']}_s{cfg['seed']}_"
             f"{'' if task == 'lm' else task + '_'}trunk_{digest}")
+
+
+def tokenizer_label(cfg: Mapping[str, Any]) -> str:
+    """``byte``, or the subword tokenizer of a resolved config as run ids name it (``bpe1024``)."""
+    from posbench.tokenizer import TokenizerConfig
+
+    t = (cfg.get("data") or {}).get("tokenizer") or {}
+    return safe_name(TokenizerConfig(**{k: v for k, v in t.items() if k in ("kind", "vocab_size", "path", "name")}).label)
 
 
 def safe_name(name: str) -> str:

@@ -13,7 +13,7 @@ migrated copy, so that a run keeps the id it was made with.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
@@ -27,6 +27,7 @@ from posbench.params import make_typed
 from posbench.protocols import EvalConfig
 from posbench.settings import from_mapping, to_dict
 from posbench.tasks import LM, Task, task_class
+from posbench.tokenizer import vocab_size as tokenizer_vocab
 from posbench.tracking import LoggerConfig
 from posbench.trainer import TrainConfig
 
@@ -128,9 +129,12 @@ class RunSpec:
             raise PosbenchError(f"unknown config key {bad[0]!r}; valid keys at the top level: "
                                 f"{', '.join(sorted(top | {'encoding', 'task'}))}")
         runtime = from_mapping(Runtime, {k: m[k] for k in RUNTIME_KEYS if k in m})
+        model, data = from_mapping(ModelConfig, m.get("model"), "model."), from_mapping(DataConfig, m.get("data"), "data.")
+        if model.vocab_size is None:  # the model's vocabulary is the tokenizer's (a saved run's config has it written)
+            model = replace(model, vocab_size=tokenizer_vocab(data.tokenizer))
         return cls(
             encoding=EncodingSpec.from_mapping(m["encoding"]), task=TaskSpec.from_mapping(m.get("task")),
-            model=from_mapping(ModelConfig, m.get("model"), "model."), data=from_mapping(DataConfig, m.get("data"), "data."),
+            model=model, data=data,
             train=from_mapping(TrainConfig, m.get("train"), "train."), eval=from_mapping(EvalConfig, m.get("eval"), "eval."),
             logger=from_mapping(LoggerConfig, m.get("logger"), "logger."),
             extend=from_mapping(ExtendConfig, m.get("extend"), "extend."), runtime=runtime,
@@ -154,6 +158,9 @@ class RunSpec:
         """What the run directory's config.yaml holds: ``raw`` with the encoding and task sections
         complete (a plug-in's defaults written out, so that the id changes if they do)."""
         out = copy.deepcopy(self.raw)
+        # the vocabulary the model was built with (null in the yaml: the tokenizer's, 256 for bytes,
+        # which is what byte runs always saved, so their ids do not change)
+        out["model"] = {**out.get("model", {}), "vocab_size": self.model.vocab_size}
         # only the Params' defaults are added: what a migration moved (e.g. lr_mult) stays where it was saved
         out["encoding"] = {**out["encoding"], **{k: v for k, v in to_dict(self.encoding.params).items()
                                                  if k not in out["encoding"]}}
@@ -172,10 +179,16 @@ class RunSpec:
         if self.seed < 0:
             raise PosbenchError(f"seed must be a non-negative integer, got {self.seed}")
         self.model.check()
+        self.data.check()
+        # the embedding and output rows are the tokenizer's: a larger table has rows no token ever
+        # reads and a softmax spread over outputs the data never holds (and another run id)
+        if self.model.vocab_size != (want := tokenizer_vocab(self.data.tokenizer)):
+            raise PosbenchError(f"model.vocab_size={self.model.vocab_size} contradicts the tokenizer: "
+                                f"data.tokenizer={self.data.tokenizer.label} has {want} tokens; leave model.vocab_size "
+                                f"unset (null: the tokenizer's) or set it to {want}")
         # building the encoding is cheap and runs its own constraints (e.g. RoPE's even head dimension)
         self.encoding.build(self.shape)
         self.check_evaluation()
-        self.data.check()
         self.logger.check()
         self.runtime.check()
         self.train.check(self.train_len)
@@ -197,8 +210,16 @@ class RunSpec:
                 raise PosbenchError("eval.during_training is for training from scratch: set eval.during_training=[] "
                                     "for an extension run")
         if self.task.is_lm:
+            if not self.data.tokenizer.is_bytes and "fixed_target" in self.eval.protocols:
+                raise PosbenchError(f"eval.protocols: fixed_target scores the last tokens of documents, other text under "
+                                    f"another tokenizer; with data.tokenizer={self.data.tokenizer.label} use "
+                                    "nonoverlapping, sliding or press_sliding")
             return
         task = self.task.build()
+        if not self.data.tokenizer.is_bytes:
+            # the examples are built from byte tokens (digits, markers, keys are bytes: posbench/tasks/)
+            raise PosbenchError(f"task {task.name} builds its examples from byte tokens and needs data.tokenizer=byte "
+                                f"(got {self.data.tokenizer.label}); use task=lm with a subword tokenizer")
         if self.train_len < task.min_length():
             raise PosbenchError(f"task {task.name} needs windows of at least {task.min_length()} tokens, got "
                                 f"train_len={self.train_len}")

@@ -23,7 +23,8 @@ from posbench import branches
 from posbench import extend as extension
 from posbench.data import check_same_corpus, corpora_for_checks, corpus_stats, load_corpus
 from posbench.device import describe, resolve_device
-from posbench.evaluate import asked_for, during_training_probe, evaluate_into, evaluate_run, probe_steps
+from posbench.evaluate import (asked_for, during_training_probe, evaluate_into, evaluate_run, probe_steps,
+                               scored_validation)
 from posbench.hydra_state import in_sweep, job_index, launch_command
 from posbench.model import LanguageModel
 from posbench.plan import missing
@@ -44,6 +45,7 @@ from posbench.results import (
 from posbench.run_summary import summary_line
 from posbench.settings import to_dict
 from posbench.spec import RunSpec, check_variant_rows
+from posbench.tokens import in_bytes
 from posbench.tracking import make_tracker
 from posbench.trainer import train_model
 
@@ -177,7 +179,9 @@ def _train_and_evaluate(spec: RunSpec, rid: str, run_dir: Path, corpus, parent: 
     task = spec.task.build()
     metrics = new_metrics(
         rid,
-        encoding=spec.encoding.name, model=spec.model.name, train_len=spec.train_len, seed=spec.seed,
+        # a subword tokenizer's runs are another model to the report: perplexity per token is another measure
+        encoding=spec.encoding.name, train_len=spec.train_len, seed=spec.seed,
+        model=spec.model.name if spec.data.tokenizer.is_bytes else f"{spec.model.name}/{spec.data.tokenizer.label}",
         params=model.num_params(), device=describe(device), torch_version=torch.__version__,
         posbench_version=__version__, python=platform.python_version(), corpus=corpus_stats(corpus),
         task=spec.task.name,
@@ -188,8 +192,10 @@ def _train_and_evaluate(spec: RunSpec, rid: str, run_dir: Path, corpus, parent: 
     )
     probe = None
     if spec.eval.during_training:
-        probe = during_training_probe(corpus.val, spec.train_len, spec.eval, device, spec.data.doc_separator,
-                                      corpus.fingerprint["hash"], spec.runtime.attention)
+        probe_eval = in_bytes(spec.eval, spec.train_len, corpus.fingerprint)  # a subword tokenizer's, in bytes
+        val, segments = scored_validation(corpus, probe_eval, spec.train_len, spec.data.doc_separator)
+        probe = during_training_probe(val, spec.train_len, probe_eval, device, spec.data.doc_separator,
+                                      corpus.fingerprint["hash"], spec.runtime.attention, segments)
     try:
         if train_cfg.steps > 0:
             result = train_model(

@@ -77,7 +77,7 @@ def sync(device):
 
 def train_flops_per_token(model, mc: ModelConfig, train_len: int) -> float:
     """6 N (weights, forward + backward) + 12 layers L d (attention scores and mixing), PaLM's count."""
-    n = sum(p.numel() for p in model.parameters()) - mc.vocab_size * mc.d_model  # embeddings do no matmul
+    n = sum(p.numel() for p in model.parameters()) - mc.vocab * mc.d_model  # embeddings do no matmul
     return 6 * n + 12 * mc.n_layers * train_len * mc.d_model
 
 

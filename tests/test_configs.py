@@ -12,7 +12,8 @@ from posbench.encodings import available
 PRESETS = sorted(p.stem for p in (Path(CONF_DIR) / "experiment").glob("*.yaml"))
 N = len(available())  # the presets that sweep every encoding grow with the registry
 EXPECTED_JOBS = {"alibi_paper": 8, "all_encodings": N, "budget": 36, "budget_lr": 48, "converged": 20, "extension": 240, "lr_grid": 6 * N,
-                 "modern": 72, "quick": 5, "reference": 6 * N, "rope_extension": 1, "tasks": 30}
+                 "modern": 72, "quick": 5, "reference": 6 * N, "rope_extension": 1, "tasks": 30,
+                 "tokenizers": 42}
 
 
 @pytest.mark.parametrize("preset", PRESETS)

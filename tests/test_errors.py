@@ -52,8 +52,8 @@ TRAIN_CASES = [
      "key=value, sweeps like key=a,b"),
     # values that types cannot catch
     ("model.n_heads=3", "model.d_model=128 is not divisible by model.n_heads=3"),
-    ("model.vocab_size=50257", "model.vocab_size=50257 does not fit the data: tokens are bytes, so the vocabulary is 256; "
-     "set model.vocab_size=256 (the default)"),
+    ("model.vocab_size=50257", "model.vocab_size=50257 contradicts the tokenizer: data.tokenizer=byte has 256 tokens; "
+     "leave model.vocab_size unset (null: the tokenizer's) or set it to 256"),
     ("train_len=0", "train_len must be a positive integer, got 0"),
     ("seed=-1", "seed must be a non-negative integer, got -1"),
     ("eval.multiples=[1,-2]", "eval.multiples must be positive, got -2; e.g. [1,2,4,8,16]"),
@@ -73,6 +73,16 @@ TRAIN_CASES = [
     ("attention=fast", "unknown attention 'fast'; valid: auto, flex, chunked"),
     ("logger.mode=onlin", "unknown logger.mode 'onlin'; valid: offline, online, disabled"),
     ("data.doc_separator=ab", "data.doc_separator must be one byte (or empty), got 'ab'"),
+    # the tokenizer (tests/test_tokenizers.py has the rest)
+    ("data/tokenizer=bpe model.vocab_size=256", "model.vocab_size=256 contradicts the tokenizer: data.tokenizer=bpe1024 "
+     "has 1024 tokens; leave model.vocab_size unset (null: the tokenizer's) or set it to 1024"),
+    ("data.tokenizer.kind=wordpiece", "unknown data.tokenizer.kind 'wordpiece'; valid: byte, bpe, file, hub"),
+    ("data/tokenizer=bpe data.tokenizer.vocab_size=100", "data.tokenizer.vocab_size must be above 256 (the bytes, which a "
+     "byte-level BPE always holds), got 100"),
+    ("task=passkey data/tokenizer=bpe", "task passkey builds its examples from byte tokens and needs data.tokenizer=byte "
+     "(got bpe1024); use task=lm with a subword tokenizer"),
+    ("data/tokenizer=bpe eval.protocols=[fixed_target]", "eval.protocols: fixed_target scores the last tokens of documents, "
+     "other text under another tokenizer; with data.tokenizer=bpe1024 use nonoverlapping, sliding or press_sliding"),
     # a variant that gives this run no row
     ("encoding=alibi eval.rope_scaling=[yarn]", "eval.rope_scaling=[yarn] adds no row for encoding alibi (it applies to gated, p_rope, rope, sink, ssmax); "
      "set eval.rope_scaling=[] or use an encoding it applies to"),
