@@ -1,6 +1,6 @@
-"""The report's words, generated from the main table: the introduction's note on protocols, and
-per training length and protocol which encodings stayed flat, which broke and at what multiple,
-and which was best."""
+"""The report's words, generated from the main table: what each protocol scores, and per training
+length and protocol which encodings stayed flat, which broke and at what multiple, and which was
+best, as short items that the summary lists."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from posbench.report.tables import NOT_DEFINED, multiple_columns
 from posbench.report.verdicts import FAR_MARGIN, LOCAL, MILD_LIMIT, USES_FAR
 
 
-def protocol_note(evals: pd.DataFrame) -> str:
-    """What each protocol in the report scores (from posbench.protocols, the one description), and
-    which of them score the same tokens (their records name the same token set)."""
+def protocol_items(evals: pd.DataFrame) -> tuple[list[str], str]:
+    """What each protocol in the report scores (from posbench.protocols, the one description), one
+    item each, and which of them score the same tokens (their records name the same token set)."""
     protocols = sorted(evals["protocol"].unique(), key=lambda p: list(PROTOCOLS).index(p) if p in PROTOCOLS else 99)
     notes = [f"`{p}`: {PROTOCOLS[p].note}" if p in PROTOCOLS else f"`{p}`" for p in protocols]
-    text = "Protocols: " + "; ".join(notes) + "."
+    text = ""
     if len(protocols) > 1:
         sets = evals.groupby("protocol")["token_set"].agg(lambda x: frozenset(x.dropna()))
         groups: dict[frozenset, list[str]] = {}
@@ -25,14 +25,14 @@ def protocol_note(evals: pd.DataFrame) -> str:
             groups.setdefault(sets[p], []).append(p)
         shared = [g for g in groups.values() if len(g) > 1]
         alone = [g[0] for g in groups.values() if len(g) == 1]
-        text += " Each protocol scores the same tokens at every length."
+        text += "Each protocol scores the same tokens at every length."
         if shared:
             text += " " + "; ".join(f"{_names(g)} score the same tokens, so their numbers can be compared with each other"
                                     for g in shared) + "."
         if alone:
             text += (f" {_names(alone)} {'scores' if len(alone) == 1 else 'score'} other tokens "
                      "(fixed targets are document ends): compare within a protocol there.")
-    return text
+    return notes, text
 
 
 def scored_text_note(evals: pd.DataFrame, token_sets: dict) -> str:

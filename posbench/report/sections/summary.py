@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from posbench.report import budget
 from posbench.report.document import Bullets, Heading
-from posbench.report.prose import protocol_note, scored_text_note, summary_lists
+from posbench.report.prose import protocol_items, scored_text_note, summary_lists
 from posbench.report.section import SECTIONS, Section
 
 
@@ -18,9 +18,11 @@ class Summary(Section):
         return ctx.has_lm
 
     def build(self, ctx, out) -> list:
-        scored = [protocol_note(ctx.evals), scored_text_note(ctx.evals, ctx.token_sets),
+        protocols, same = protocol_items(ctx.evals)
+        scored = [*protocols, same, scored_text_note(ctx.evals, ctx.token_sets),
                   budget.budget_paragraph(ctx.convergence, ctx.options.improving)]
         if not ctx.task_runs.empty:
             scored.append("The task runs are scored by accuracy, in their own section.")
-        return [Heading("Summary"), Bullets([s for s in scored if s]),
+        return [Heading("Summary"), Bullets([s for s in scored if s], "**How the numbers were scored** (protocols, "
+                                                                       "text and training budget):"),
                 *[Bullets(items, lead) for lead, items in summary_lists(ctx.table, ctx.options.tolerance)]]
