@@ -18,7 +18,7 @@ class Intro(Section):
                                 "on synthetic tasks at windows of `train_len` tokens and scored at multiples of it.")]
         # every completed run is counted: language models at every setting of a learning-rate grid, and task runs
         n_lm, n_tasks = len(ctx.lm_runs), len(ctx.task_runs)
-        runs = f"{n_lm} completed runs" if not n_tasks else \
+        runs = _runs(n_lm, "completed") if not n_tasks else \
             f"{n_lm + n_tasks} completed runs ({_runs(n_lm, 'language-model')} and {_runs(n_tasks, 'task')})"
         return [title,
                 Para(f"{runs} from `{ctx.runs_dir}`: byte-level language models trained on windows of `train_len` "
