@@ -13,19 +13,21 @@ WIDTHS = (1400, 420)  # a laptop and a phone
 HEIGHT = 900
 
 
-def chromium() -> str:
+def chromium() -> str | None:
     """The browser to drive: $POSBENCH_CHROMIUM, else the first chromium on PATH (Debian's package:
     Playwright's own download needs the network, which tests never use)."""
-    found = os.environ.get("POSBENCH_CHROMIUM") or next(
+    return os.environ.get("POSBENCH_CHROMIUM") or next(
         (p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
-    if not found:
-        pytest.skip("no Chromium here (apt-get install chromium; docs/testing.md)")
-    return found
+
+
+# checked when the module loads, so that a machine without them skips before the shared sweep is trained
+sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed (pip install -e '.[test]')")
+if chromium() is None:
+    pytest.skip("no Chromium here (apt-get install chromium; docs/testing.md)", allow_module_level=True)
 
 
 @pytest.fixture
 def page():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed (pip install -e '.[test]')")
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
         try:
