@@ -31,7 +31,7 @@ def test_a_table_scrolls_in_its_own_box_and_sorts_on_the_number_behind_the_text(
     page = Table(frame, keys).html(tmp_path)
     assert page.startswith('<div class="scroll"')
     assert '<td data-v="5.53"><strong>5.53 [5.07, 6.02]</strong></td>' in page and 'data-v="12.1"' in page
-    assert '<td data-v="3">broken</td>' in page and "<td>rope</td>" in page  # text cells sort as text
+    assert '<td data-v="3" class="t">broken</td>' in page and '<td class="t">rope</td>' in page  # text: left, by text
     assert sort_key("n/d") is None and sort_key("1,024") == 1024 and slug("Do the models use far context? Tasks") == \
         "do-the-models-use-far-context-tasks"
 
@@ -89,3 +89,12 @@ def test_colour_bar_ticks_keep_apart():
         gaps = [math.log(b / a) for a, b in zip(ticks, ticks[1:])]
         assert len(ticks) >= 3 and min(gaps) >= math.log(vmax / vmin) / 7 - 1e-9, (vmin, vmax, ticks)
     assert 1 in log_colourbar_ticks(1 / 3.46, 3.46)
+
+
+def test_several_panels_are_named_beside_the_encoding_by_what_differs():
+    two = pd.concat([_main_table(), _main_table().assign(protocol="sliding")], ignore_index=True)
+    shown, _, _ = lm_headline(two, pd.DataFrame())
+    assert list(shown.columns[:2]) == ["encoding", "protocol"] and set(shown["protocol"]) == {"nonoverlapping", "sliding"}
+    three = pd.concat([two, _main_table().assign(train_len=128)], ignore_index=True)
+    shown, _, _ = lm_headline(three, pd.DataFrame())
+    assert shown.columns[1] == "panel" and "sliding, L=64" in set(shown["panel"])

@@ -127,6 +127,8 @@ class Table:
                 text = _text(frame.at[i, c])
                 key = keys.at[i, c] if keys is not None and c in keys.columns else sort_key(text)
                 attr = f' data-v="{float(key):.12g}"' if _finite(key) else ""
+                if sort_key(text) is None:  # words, such as a verdict, read from the left; numbers line up on the right
+                    attr += ' class="t"'
                 cells.append(f"<td{attr}>{_bold(html.escape(text))}</td>")
             cls = f' class="{self.row_class[i]}"' if self.row_class and self.row_class[i] else ""
             rows.append(f"<tr{cls}>{''.join(cells)}</tr>")

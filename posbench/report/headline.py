@@ -60,8 +60,15 @@ def tokens_text(n: float) -> str:
     return f"{n / 1e6:.2f}M" if n >= 1e5 else f"{n:,.0f}"
 
 
-def panel_name(protocol: str, model: str, train_len) -> str:
-    return f"{protocol}, {model}, L={int(train_len)}"
+def panel_label(rows: pd.DataFrame, keys: list[str]):
+    """(column name, row -> its panel in few words), naming only what differs between the panels
+    ("protocol": "sliding"; "panel": "small, L=128"): the column sits beside the name, and must stay
+    narrow on a phone. None with one panel (no column)."""
+    varying = [k for k in keys if rows[k].nunique() > 1]
+    if not varying:
+        return None
+    return (varying[0] if len(varying) == 1 else "panel",
+            lambda r: ", ".join(f"L={int(r[k])}" if k == "train_len" else str(r[k]) for k in varying))
 
 
 def _panel_order(table: pd.DataFrame) -> pd.Series:
@@ -72,17 +79,19 @@ def _panel_order(table: pd.DataFrame) -> pd.Series:
 def lm_headline(table: pd.DataFrame, conv: pd.DataFrame, windowed: bool = False):
     """The language models' headline: the unwindowed rows (``windowed``: the windowed controls), each
     panel's rows by rank (mean log-perplexity over the lengths), with the panel named where the report
-    has several."""
+    has several (beside the name)."""
     ratio = next((c for c in table.columns if c.endswith("/1x")), None)
     is_windowed = table["windowed"].fillna(False).astype(bool) if "windowed" in table else pd.Series(False, index=table.index)
     rows = table[is_windowed == windowed].assign(_p=_panel_order)
     rows = rows.sort_values(["model", "train_len", "_p", "rank_mean_log_ppl", "variant"], na_position="last")
-    several = rows.groupby(["protocol", "model", "train_len"]).ngroups > 1
+    panel_of = panel_label(rows, ["protocol", "model", "train_len"])
     has_far = "far_gain" in rows and rows["far_gain"].notna().any()
     budget = budgets(conv, ["encoding", "model", "train_len"])
     shown, keys = [], []
     for _, r in rows.iterrows():
         s, k = {"encoding": r["variant"]}, {}
+        if panel_of:
+            s[panel_of[0]] = panel_of[1](r)
         if ratio:
             label = r.get("label") or r.get("verdict") or ""
             longest = ratio.split("/")[0]
@@ -101,8 +110,6 @@ def lm_headline(table: pd.DataFrame, conv: pd.DataFrame, windowed: bool = False)
             k["window / full"] = r["far_gain"]
         text, tokens = budget.get((parse_row(r["variant"]).encoding, r["model"], r["train_len"]), ("", float("nan")))
         s["budget"], k["budget"] = text, tokens
-        if several:
-            s["panel"] = panel_name(r["protocol"], r["model"], r["train_len"])
         shown.append(s)
         keys.append(k)
     return pd.DataFrame(shown), pd.DataFrame(keys), [""] * len(shown)
@@ -113,27 +120,26 @@ def task_headline(table: pd.DataFrame, conv: pd.DataFrame):
     first), then the chance row (the score without retrieving) to read them against."""
     cols = sorted([c for c in table.columns if c.endswith("x") and c[:-1].replace(".", "").isdigit()], key=lambda c: float(c[:-1]))
     longest = cols[-1]
-    several = table.groupby(["model", "train_len"]).ngroups > 1
+    panel_of = panel_label(table, ["model", "train_len"])
     budget = budgets(conv, ["task", "encoding", "model", "train_len"])
     shown, keys, classes = [], [], []
     at_1x, at_long = "1x accuracy % [95%]", f"{longest} accuracy % [95%]"
     for (task, model, train_len), g in table.groupby(["task", "model", "train_len"], sort=True):
         for _, r in g.sort_values("beyond train_len", ascending=False).iterrows():
             text, tokens = budget.get((task, parse_row(r["variant"]).encoding, model, train_len), ("", float("nan")))
-            shown.append({"task": task, "encoding": r["variant"],
+            shown.append({"task": task, "encoding": r["variant"], **({panel_of[0]: panel_of[1](r)} if panel_of else {}),
                           at_1x: with_interval(r.get("1x"), r.get("1x_lo"), r.get("1x_hi"), 0, 100),
                           at_long: with_interval(r[longest], r[f"{longest}_lo"], r[f"{longest}_hi"], 0, 100),
                           "beyond train_len %": "" if pd.isna(r["beyond train_len"]) else f"{100 * r['beyond train_len']:.0f}",
-                          "effective length": str(int(r["effective length"])), "budget": text,
-                          **({"panel": f"{model}, L={int(train_len)}"} if several else {})})
+                          "effective length": str(int(r["effective length"])), "budget": text})
             keys.append({at_1x: r.get("1x"), at_long: r[longest], "beyond train_len %": r["beyond train_len"],
                          "effective length": r["effective length"], "budget": tokens})
             classes.append("")
         chance = g["chance"].dropna()
         if len(chance):
             c = f"{100 * chance.mean():.0f}"
-            shown.append({"task": task, "encoding": "chance (no retrieval)", at_1x: c, at_long: c, "beyond train_len %": c,
-                          "effective length": "", "budget": "", **({"panel": f"{model}, L={int(train_len)}"} if several else {})})
+            shown.append({"task": task, "encoding": "chance (no retrieval)", **({panel_of[0]: panel_of[1](g.iloc[0])} if panel_of else {}),
+                          at_1x: c, at_long: c, "beyond train_len %": c, "effective length": "", "budget": ""})
             keys.append({at_1x: chance.mean(), at_long: chance.mean(), "beyond train_len %": chance.mean()})
             classes.append("control")
     return pd.DataFrame(shown), pd.DataFrame(keys), classes

@@ -18,9 +18,9 @@ p,li{overflow-wrap:anywhere}ul{padding-left:1.3em}li{margin:.15em 0}
 .scroll{overflow-x:auto;max-width:100%;margin:.6em 0}
 table.tbl{border-collapse:collapse;font-size:.85em}table.tbl th,table.tbl td{border:1px solid #ccc;padding:.25em .55em;text-align:right;white-space:nowrap}
 table.tbl th{background:#f3f3f3;cursor:pointer;user-select:none;text-align:left}table.tbl tr:nth-child(even){background:#fafafa}
-table.tbl:not(.headline) td:nth-child(-n+4),table.tbl td:not([data-v]){text-align:left}
+table.tbl:not(.headline) td:nth-child(-n+4),table.tbl td.t{text-align:left}
 table.tbl th[aria-sort=ascending]::after{content:" \\25B2"}table.tbl th[aria-sort=descending]::after{content:" \\25BC"}
-table.headline td:nth-child(-n+2){text-align:left}table.headline td:first-child,table.headline th:first-child{position:sticky;left:0;background:#fff;z-index:1}
+table.headline td:first-child,table.headline th:first-child{position:sticky;left:0;background:#fff;z-index:1}
 table.headline th:first-child{background:#f3f3f3}table.headline tr.control td{color:#666;font-style:italic}
 nav.toc{font-size:.9em;background:#fafafa;border:1px solid #eee;padding:.4em .8em;margin:1em 0}
 nav.toc ol{margin:.2em 0;padding-left:1.4em;columns:2 16em}
