@@ -101,7 +101,8 @@ def lm_headline(table: pd.DataFrame, conv: pd.DataFrame, windowed: bool = False)
             s[f"{ratio} [95%]"] = (with_interval(r[ratio], r[f"{ratio}_lo"], r[f"{ratio}_hi"]) if pd.notna(r[ratio])
                                    else r.get(f"{longest}_note") or "n/e")
             k[f"{ratio} [95%]"] = r[ratio]
-        s["1x perplexity [95%]"], k["1x perplexity [95%]"] = with_interval(r["1x"], r["1x_lo"], r["1x_hi"]), r["1x"]
+        if "1x" in r:  # a sweep evaluated only at longer multiples has no 1x column
+            s["1x perplexity [95%]"], k["1x perplexity [95%]"] = with_interval(r["1x"], r["1x_lo"], r["1x_hi"]), r["1x"]
         if "rank_mean_log_ppl" in r:
             s["rank"] = "" if pd.isna(r["rank_mean_log_ppl"]) else str(int(r["rank_mean_log_ppl"]))
             k["rank"] = r["rank_mean_log_ppl"]
