@@ -89,8 +89,8 @@ def test_report_html_is_self_contained(sweep_report):
     html = (sweep_report / "report.html").read_text()
     assert html.startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>")
     assert html.count('src="data:image/png;base64,') == 5  # every figure embedded (during_training.png: the sweep has probes)
-    assert not re.search(r'(src|href)="(?!data:)', html)  # nothing fetched from disk or network
-    assert "<h2>Summary</h2>" in html and "<table" in html and "config of " in html
+    assert not re.search(r'(src|href)="(?!data:|#)', html)  # nothing fetched from disk or network (only anchors)
+    assert '<h2 id="summary">Summary</h2>' in html and "<table" in html and "config of " in html
 
 
 def test_standalone_evaluation_adds_lengths(sweep, tmp_path):

@@ -1,18 +1,23 @@
 """One report, two renderings: ``report.md`` (images beside it) and a self-contained
-``report.html`` (images embedded as base64, inline CSS; opens offline in any browser).
+``report.html`` (images embedded as base64, inline CSS and script; opens offline in any browser).
 
 A report is a list of blocks; each block renders itself to markdown and to HTML, so the two files
-always say the same thing."""
+always say the same thing. The page around the HTML blocks (stylesheet, sorting, contents) is
+posbench/report/page.py."""
 
 from __future__ import annotations
 
 import base64
 import html
+import math
 import re
-from dataclasses import dataclass
+import unicodedata
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+
+from posbench.report.page import page, toc_html, toc_md
 
 
 def _inline_html(text: str) -> str:
@@ -22,16 +27,38 @@ def _inline_html(text: str) -> str:
     return re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", s)
 
 
+def slug(text: str) -> str:
+    """The anchor GitHub gives a markdown heading (lower case, punctuation dropped, spaces to
+    hyphens), so that the contents' links work in report.md on GitHub and in report.html alike."""
+    s = unicodedata.normalize("NFKC", text).lower()
+    s = "".join(ch for ch in s if ch.isalnum() or ch in " -_")
+    return s.replace(" ", "-")
+
+
 @dataclass
 class Heading:
     text: str
     level: int = 2
+    anchor: str = ""  # set by render(): unique within the report
 
     def md(self, _):
         return "#" * self.level + " " + self.text
 
     def html(self, _):
-        return f"<h{self.level}>{html.escape(self.text)}</h{self.level}>"
+        return f'<h{self.level} id="{self.anchor or slug(self.text)}">{html.escape(self.text)}</h{self.level}>'
+
+
+@dataclass
+class Contents:
+    """Where the table of contents goes: every level-2 heading of the report, linked."""
+
+    entries: list = field(default_factory=list)  # (text, anchor), filled by render()
+
+    def md(self, _):
+        return toc_md(self.entries)
+
+    def html(self, _):
+        return toc_html(self.entries)
 
 
 @dataclass
@@ -46,16 +73,85 @@ class Para:
 
 
 @dataclass
+class Bullets:
+    """A short list (a summary reads faster as one line per class than as a paragraph), under an
+    optional lead line. In markdown the list follows the lead line directly, which GitHub renders
+    as a paragraph and a list."""
+
+    items: list[str]
+    lead: str | None = None
+
+    def md(self, _):
+        lines = [f"- {item}" for item in self.items]
+        return "\n".join(([self.lead] if self.lead else []) + lines)
+
+    def html(self, _):
+        lead = f"<p>{_inline_html(self.lead)}</p>" if self.lead else ""
+        return lead + "<ul>" + "".join(f"<li>{_inline_html(i)}</li>" for i in self.items) + "</ul>"
+
+
+LEADING_NUMBER = re.compile(r"^\**\s*(-?\d+(?:\.\d+)?(?:e[-+]?\d+)?)")
+
+
+def sort_key(text: str) -> float | None:
+    """The number a cell sorts by when the table gives none: its leading number ("5.53 [5.07, 6.02]"
+    sorts as 5.53, "12%" as 12); None for a cell that does not start with one (sorted as text)."""
+    m = LEADING_NUMBER.match(text.replace(",", ""))
+    return float(m.group(1)) if m else None
+
+
+@dataclass
 class Table:
+    """A table; in HTML it scrolls inside its own box and sorts by any clicked header.
+
+    ``keys``: numbers to sort by (same index, columns named like the frame's) where the text's
+    leading number is not the order (a verdict, a rank); ``row_class``: a CSS class per row
+    (``control`` greys a control row); ``css``: extra classes of the table."""
+
     frame: pd.DataFrame  # cells already formatted as text where it matters
+    keys: pd.DataFrame | None = None
+    row_class: list[str] | None = None
+    css: str = ""
 
     def md(self, _):
         return self.frame.to_markdown(index=False, disable_numparse=True)
 
     def html(self, _):
-        shown = self.frame.map(lambda v: v if isinstance(v, str) else ("" if pd.isna(v) else str(v)))
-        body = shown.to_html(index=False, escape=True, border=0, classes="tbl")
-        return re.sub(r"\*\*([^*<]+)\*\*", r"<strong>\1</strong>", body)
+        frame = self.frame.reset_index(drop=True)
+        keys = self.keys.reset_index(drop=True) if self.keys is not None else None
+        head = "".join(f'<th scope="col">{html.escape(str(c))}</th>' for c in frame.columns)
+        rows = []
+        for i in range(len(frame)):
+            cells = []
+            for c in frame.columns:
+                text = _text(frame.at[i, c])
+                key = keys.at[i, c] if keys is not None and c in keys.columns else sort_key(text)
+                attr = f' data-v="{float(key):.12g}"' if _finite(key) else ""
+                if sort_key(text) is None:  # words, such as a verdict, read from the left; numbers line up on the right
+                    attr += ' class="t"'
+                cells.append(f"<td{attr}>{_bold(html.escape(text))}</td>")
+            cls = f' class="{self.row_class[i]}"' if self.row_class and self.row_class[i] else ""
+            rows.append(f"<tr{cls}>{''.join(cells)}</tr>")
+        classes = f"tbl {self.css}".strip()
+        table = f'<table class="{classes}"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+        return f'<div class="scroll" tabindex="0">{table}</div>'
+
+
+def _text(v) -> str:
+    if isinstance(v, str):
+        return v
+    return "" if v is None or (not isinstance(v, (list, tuple)) and pd.isna(v)) else str(v)
+
+
+def _finite(v) -> bool:
+    try:
+        return v is not None and math.isfinite(float(v))
+    except (TypeError, ValueError):
+        return False
+
+
+def _bold(s: str) -> str:
+    return re.sub(r"\*\*([^*<]+)\*\*", r"<strong>\1</strong>", s)
 
 
 @dataclass
@@ -67,8 +163,14 @@ class Image:
         return f"![{self.alt}]({self.file})"
 
     def html(self, folder: Path):
+        # click to enlarge: the figure is its own :target, shown at full size over the page (CSS in
+        # page.py); no script, and the image is embedded once
         data = base64.b64encode((folder / self.file).read_bytes()).decode()
-        return f'<figure><img alt="{html.escape(self.alt)}" src="data:image/png;base64,{data}"><figcaption>{html.escape(self.alt)}</figcaption></figure>'
+        anchor = "fig-" + slug(Path(self.file).stem.replace("_", "-"))
+        alt = html.escape(self.alt)
+        return (f'<figure id="{anchor}"><a class="close" href="#_">close ✕</a>'
+                f'<a href="#{anchor}" title="enlarge"><img alt="{alt}" src="data:image/png;base64,{data}"></a>'
+                f"<figcaption>{alt} (click to enlarge)</figcaption></figure>")
 
 
 @dataclass
@@ -85,20 +187,28 @@ class Code:
         return pre if self.summary is None else f"<details><summary>{html.escape(self.summary)}</summary>{pre}</details>"
 
 
-CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}
-h1{border-bottom:2px solid #ddd;padding-bottom:.2em}h2{border-bottom:1px solid #eee;padding-bottom:.15em;margin-top:1.8em}
-table.tbl{border-collapse:collapse;font-size:.85em;margin:.6em 0}table.tbl th,table.tbl td{border:1px solid #ccc;padding:.25em .55em;text-align:right;white-space:nowrap}
-table.tbl th{background:#f3f3f3}table.tbl td:nth-child(-n+4){text-align:left}table.tbl tr:nth-child(even){background:#fafafa}
-figure{margin:1em 0}img{max-width:100%;border:1px solid #eee}figcaption{font-size:.85em;color:#555}
-code,pre{background:#f5f5f5;border-radius:3px}pre{padding:.6em;overflow-x:auto;font-size:.8em}details{margin:.3em 0}
-"""
+def number_headings(blocks: list) -> list[tuple[str, str]]:
+    """Give every heading a unique anchor (GitHub's: a repeated one gets -1, -2, ...); returns the
+    level-2 headings' (text, anchor) for the contents."""
+    seen: dict[str, int] = {}
+    entries = []
+    for b in blocks:
+        if isinstance(b, Heading):
+            base = slug(b.text)
+            n = seen.get(base, 0)
+            seen[base] = n + 1
+            b.anchor = base if n == 0 else f"{base}-{n}"
+            if b.level == 2:
+                entries.append((b.text, b.anchor))
+    return entries
 
 
 def render(blocks: list, folder: Path, title: str) -> tuple[str, str]:
     """(markdown, html) of the blocks; images are read from ``folder``."""
+    entries = number_headings(blocks)
+    for b in blocks:
+        if isinstance(b, Contents):
+            b.entries = entries
     md = "\n\n".join(b.md(folder) for b in blocks) + "\n"
     body = "\n".join(b.html(folder) for b in blocks)
-    page = (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-            f"<style>{CSS}</style></head><body>\n{body}\n</body></html>\n")
-    return md, page
+    return md, page(title, body)

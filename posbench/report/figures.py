@@ -24,6 +24,8 @@ import pandas as pd  # noqa: E402
 from matplotlib.colors import LogNorm  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
+from posbench.report.figure_layout import (distinct_styles, family_axes, family_columns,  # noqa: E402
+                                           first_in_grid_row, log_colourbar_ticks, wrapped_grid)
 from posbench.report.style import families_in, row_order, row_style  # noqa: E402
 from posbench.report.tables import completed, multiple_columns  # noqa: E402
 from posbench.results import atomic_write_bytes, per_position_key  # noqa: E402
@@ -47,9 +49,12 @@ def family_of(row: str) -> str:
     return row_style(row).family
 
 
-def _family_grid(n_rows: int, n_cols: int):
-    """Panels of the family figures: one column per family, a shared y axis along each row."""
-    return plt.subplots(n_rows, n_cols, figsize=(4.3 * n_cols, 3.4 * n_rows), squeeze=False, sharey="row")
+def _family_grid(n_rows: int, n_families: int):
+    """Panels of the family figures: one panel per family, wrapped at FAMILY_COLUMNS so that each is
+    shown near full size on the page, a shared y axis along each row of panels (figure_layout.py)."""
+    grid_rows, grid_cols = wrapped_grid(n_rows, n_families)
+    fig, axes = plt.subplots(grid_rows, grid_cols, figsize=(4.3 * grid_cols, 3.4 * grid_rows), squeeze=False)
+    return fig, family_axes(axes, n_rows, n_families)
 
 
 def _finish_panel(ax, title: str, last_row: bool, first_col: bool, xlabel: str, ylabel: str, legend: bool) -> None:
@@ -78,23 +83,25 @@ def plot_ppl_vs_length(table: pd.DataFrame, path: Path) -> None:
     (two or more seeds), both read from the main table so that the figure shows the table's numbers."""
     cols = multiple_columns(table)
     rows = sorted(table.groupby(["protocol", *PANEL]).groups)
-    fams = families_in(table["variant"])
+    fams = family_columns(table["variant"])
     fig, axes = _family_grid(len(rows), len(fams))
     for r, (protocol, model, train_len) in enumerate(rows):
         sub = table[(table["protocol"] == protocol) & (table["model"] == model) & (table["train_len"] == train_len)]
         lengths = np.array([round(train_len * float(m[:-1])) for m in cols])
-        for c, fam in enumerate(fams):
+        for c, (fam, names) in enumerate(fams):
             ax = axes[r][c]
-            members = sub[sub["variant"].map(family_of) == fam]
-            baseline = sub[sub["variant"] == BASELINE] if fam != family_of(BASELINE) else sub.iloc[0:0]
-            for _, row in pd.concat([members, baseline]).iterrows():
+            members = sub[sub["variant"].isin(names)]
+            baseline = sub[sub["variant"] == BASELINE] if BASELINE not in names else sub.iloc[0:0]
+            drawn = pd.concat([members, baseline])
+            styles = distinct_styles({v: (colour(v), linestyle(v)) for v in drawn["variant"]})
+            for _, row in drawn.iterrows():
                 mean = row[cols].to_numpy(dtype=float)
                 lo = row[[f"{m}_lo" for m in cols]].to_numpy(dtype=float)
                 hi = row[[f"{m}_hi" for m in cols]].to_numpy(dtype=float)
                 ok = ~np.isnan(mean)
-                dashed = row["variant"] == BASELINE and fam != family_of(BASELINE)
+                dashed = row["variant"] == BASELINE and BASELINE not in names
                 ax.plot(lengths[ok], mean[ok], marker="o", ms=3, color=colour(row["variant"]), label=row["variant"],
-                        linestyle="--" if dashed else linestyle(row["variant"]), lw=1 if dashed else 1.5)
+                        linestyle="--" if dashed else styles[row["variant"]][1], lw=1 if dashed else 1.5)
                 band = ok & ~np.isnan(lo) & ~np.isnan(hi)
                 if band.any() and not dashed:
                     ax.fill_between(lengths[band], lo[band], hi[band], color=colour(row["variant"]), alpha=0.2, lw=0)
@@ -109,7 +116,7 @@ def plot_ppl_vs_length(table: pd.DataFrame, path: Path) -> None:
             ax.grid(True, which="both", alpha=0.3)
             if r == len(rows) - 1:
                 ax.set_xlabel("evaluation length (tokens)")
-            if c == 0:
+            if first_in_grid_row(c, len(fams)):
                 ax.set_ylabel("perplexity")
             if len(members):
                 ax.legend(fontsize=7)
@@ -152,7 +159,7 @@ def plot_per_position(evals: pd.DataFrame, per_position: Mapping[str, Mapping[st
             ax.set_xscale("log")
             ax.xaxis.set_major_formatter(PLAIN)  # 100, not 10^2; no labels on minor ticks
             ax.xaxis.set_minor_formatter(NullFormatter())
-            _finish_panel(ax, f"{fam}\n{protocol}, {model}, trained at {train_len}", r == len(rows) - 1, c == 0,
+            _finish_panel(ax, f"{fam}\n{protocol}, {model}, trained at {train_len}", r == len(rows) - 1, first_in_grid_row(c, len(fams)),
                           "position in window (1-based)", "mean loss (nats)", bool(ax.lines[1:]))
     fig.tight_layout()
     save(fig, path)
@@ -191,10 +198,7 @@ def plot_ratio_heatmap(table: pd.DataFrame, path: Path) -> str | None:
             ax.axhline(i - 0.5, color="white", lw=2)
     ax.set_title(f"perplexity ratio {ratio} (mean over seeds)", fontsize=9)
     bar = fig.colorbar(im, ax=ax, shrink=0.8, label=f"perplexity ratio {ratio}")
-    candidates = [0.25, 0.5, 0.67, 0.8, 0.9, 0.95, 1, 1.05, 1.1, 1.25, 1.5, 2, 3, 4, 6, 8, 16, 32]
-    ticks = [t for t in candidates if 1 / span <= t <= span]
-    if len(ticks) < 3:  # a narrow range: evenly spaced (in log) ticks with two decimals
-        ticks = sorted({round(float(t), 2) for t in np.geomspace(1 / span, span, 5)})
+    ticks = log_colourbar_ticks(1 / span, span)  # labels that keep apart
     bar.set_ticks(ticks, labels=[f"{t:g}" for t in ticks])
     bar.ax.yaxis.set_minor_formatter(NullFormatter())
     fig.tight_layout()
@@ -224,7 +228,7 @@ def plot_training_curves(runs: pd.DataFrame, histories: Mapping[str, pd.DataFram
                 if "val_loss" in both:
                     val = both.dropna(subset=["val_loss"]).groupby("step")["val_loss"].mean()
                     ax.plot(val.index, val.values, "o", ms=3, color=colour(encoding))
-            _finish_panel(ax, f"{fam}\ntraining: {model}, train_len {train_len}", r == len(rows) - 1, c == 0,
+            _finish_panel(ax, f"{fam}\ntraining: {model}, train_len {train_len}", r == len(rows) - 1, first_in_grid_row(c, len(fams)),
                           "step", "loss (nats/byte)", bool(ax.lines))
     fig.tight_layout()
     save(fig, path)
@@ -294,41 +298,48 @@ def plot_extension(curves: pd.DataFrame, scratch: pd.DataFrame, path: Path) -> N
     save(fig, path)
 
 
-LEGEND_INSIDE = 12  # rows of a panel whose legend fits inside it
-
-
 def plot_task_accuracy(table: pd.DataFrame, path: Path) -> None:
-    """Task accuracy against evaluation length, one panel per (task, model, train_len), one line per
-    variant (mean over the grid's conditions and seeds; band: 95% interval over examples and seeds); dashed: the
-    chance level (``chance`` of the table) where every run of the panel shares it."""
-    panels = sorted(table.groupby(["task", *PANEL]).groups)
+    """Task accuracy against evaluation length, one row of panels per (task, model, train_len) and one
+    panel per family of encodings (at most MAX_LINES lines each, figure_layout.py), like the perplexity
+    figure; a line per variant (mean over the grid's conditions and seeds; band: 95% interval over
+    examples and seeds); nope, the baseline, dashed in every family; dashed grey: the chance level
+    (``chance`` of the table) where every run of the panel shares it."""
+    rows = sorted(table.groupby(["task", *PANEL]).groups)
     cols = sorted([c for c in table.columns if c.endswith("x")], key=lambda c: float(c[:-1]))
-    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.8), squeeze=False, layout="constrained")
-    for ax, (task, model, train_len) in zip(axes[0], panels):
+    fams = family_columns(table["variant"])
+    fig, axes = _family_grid(len(rows), len(fams))
+    for r, (task, model, train_len) in enumerate(rows):
         sub = table[(table["task"] == task) & (table["model"] == model) & (table["train_len"] == train_len)]
         lengths = np.array([round(train_len * float(c[:-1])) for c in cols])
-        for _, row in sub.iterrows():
-            mean = 100 * row[cols].to_numpy(dtype=float)
-            lo = 100 * row[[f"{c}_lo" for c in cols]].to_numpy(dtype=float)
-            hi = 100 * row[[f"{c}_hi" for c in cols]].to_numpy(dtype=float)
-            ok = ~np.isnan(mean)
-            ax.plot(lengths[ok], mean[ok], marker="o", ms=3, color=colour(row["variant"]), label=row["variant"],
-                    linestyle=linestyle(row["variant"]))
-            band = ok & ~np.isnan(lo)
-            ax.fill_between(lengths[band], lo[band], hi[band], color=colour(row["variant"]), alpha=0.15, lw=0)
-        ax.axvline(train_len, color="grey", linestyle=":", linewidth=1)
         chance = sub["chance"].dropna().unique()
-        if len(chance) == 1:
-            ax.axhline(100 * chance[0], color="grey", linestyle="--", linewidth=1, label="chance")
-        ax.set_xscale("log")
-        ax.set_xticks(lengths, [str(x) for x in lengths])
-        ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.set_ylim(-3, 103)
-        many = len(sub) > LEGEND_INSIDE  # a long legend goes beside the panel, in columns of 20, not over the lines
-        _finish_panel(ax, f"{task}, {model}, trained at {train_len}", True, True, "evaluation length (tokens)",
-                      f"{METRIC_WORDS[getattr(TASKS.find(task), 'metric', 'exact')]} (%)", not many)
-        if many:
-            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1), ncol=-(-(len(sub) + 1) // 20))
+        for c, (fam, names) in enumerate(fams):
+            ax = axes[r][c]
+            members = sub[sub["variant"].isin(names)]
+            baseline = sub[sub["variant"] == BASELINE] if BASELINE not in names else sub.iloc[0:0]
+            drawn = pd.concat([members, baseline])
+            styles = distinct_styles({v: (colour(v), linestyle(v)) for v in drawn["variant"]})
+            for _, row in drawn.iterrows():
+                mean = 100 * row[cols].to_numpy(dtype=float)
+                lo = 100 * row[[f"{c}_lo" for c in cols]].to_numpy(dtype=float)
+                hi = 100 * row[[f"{c}_hi" for c in cols]].to_numpy(dtype=float)
+                ok = ~np.isnan(mean)
+                dashed = row["variant"] == BASELINE and BASELINE not in names
+                ax.plot(lengths[ok], mean[ok], marker="o", ms=3, color=colour(row["variant"]), label=row["variant"],
+                        linestyle="--" if dashed else styles[row["variant"]][1], lw=1 if dashed else 1.5)
+                band = ok & ~np.isnan(lo)
+                if band.any() and not dashed:
+                    ax.fill_between(lengths[band], lo[band], hi[band], color=colour(row["variant"]), alpha=0.15, lw=0)
+            ax.axvline(train_len, color="grey", linestyle=":", linewidth=1)
+            if len(chance) == 1:
+                ax.axhline(100 * chance[0], color="grey", linestyle="--", linewidth=1, label="chance")
+            ax.set_xscale("log")
+            ax.set_xticks(lengths, [str(x) for x in lengths])
+            ax.xaxis.set_minor_formatter(NullFormatter())
+            ax.set_ylim(-3, 103)
+            _finish_panel(ax, f"{fam}\n{task}, {model}, trained at {train_len}", r == len(rows) - 1,
+                          first_in_grid_row(c, len(fams)), "evaluation length (tokens)",
+                          f"{METRIC_WORDS[getattr(TASKS.find(task), 'metric', 'exact')]} (%)", len(members) > 0)
+    fig.tight_layout()
     save(fig, path)
 
 

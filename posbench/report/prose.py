@@ -1,6 +1,6 @@
-"""The report's words, generated from the main table: the introduction's note on protocols, and
-per training length and protocol which encodings stayed flat, which broke and at what multiple,
-and which was best."""
+"""The report's words, generated from the main table: what each protocol scores, and per training
+length and protocol which encodings stayed flat, which broke and at what multiple, and which was
+best, as short items that the summary lists."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from posbench.report.tables import NOT_DEFINED, multiple_columns
 from posbench.report.verdicts import FAR_MARGIN, LOCAL, MILD_LIMIT, USES_FAR
 
 
-def protocol_note(evals: pd.DataFrame) -> str:
-    """What each protocol in the report scores (from posbench.protocols, the one description), and
-    which of them score the same tokens (their records name the same token set)."""
+def protocol_items(evals: pd.DataFrame) -> tuple[list[str], str]:
+    """What each protocol in the report scores (from posbench.protocols, the one description), one
+    item each, and which of them score the same tokens (their records name the same token set)."""
     protocols = sorted(evals["protocol"].unique(), key=lambda p: list(PROTOCOLS).index(p) if p in PROTOCOLS else 99)
     notes = [f"`{p}`: {PROTOCOLS[p].note}" if p in PROTOCOLS else f"`{p}`" for p in protocols]
-    text = "Protocols: " + "; ".join(notes) + "."
+    text = ""
     if len(protocols) > 1:
         sets = evals.groupby("protocol")["token_set"].agg(lambda x: frozenset(x.dropna()))
         groups: dict[frozenset, list[str]] = {}
@@ -25,14 +25,14 @@ def protocol_note(evals: pd.DataFrame) -> str:
             groups.setdefault(sets[p], []).append(p)
         shared = [g for g in groups.values() if len(g) > 1]
         alone = [g[0] for g in groups.values() if len(g) == 1]
-        text += " Each protocol scores the same tokens at every length."
+        text += "Each protocol scores the same tokens at every length."
         if shared:
             text += " " + "; ".join(f"{_names(g)} score the same tokens, so their numbers can be compared with each other"
                                     for g in shared) + "."
         if alone:
             text += (f" {_names(alone)} {'scores' if len(alone) == 1 else 'score'} other tokens "
                      "(fixed targets are document ends): compare within a protocol there.")
-    return text
+    return notes, text
 
 
 def scored_text_note(evals: pd.DataFrame, token_sets: dict) -> str:
@@ -94,10 +94,17 @@ def verdict_group(r: pd.Series) -> str:
 
 
 def describe_panel(sub: pd.DataFrame, tolerance: float) -> str:
-    """One paragraph for one (protocol, model, train_len) panel of the main table: the verdict of
-    every unwindowed row from its ratio's interval (flat / mild / broken only when the interval lies
-    in one class, else undecided), the ranking by mean log-perplexity over the lengths, the best at
-    1x and at the longest multiple with their Holm-corrected tests, then the windowed controls apart."""
+    """One paragraph for one (protocol, model, train_len) panel: panel_items' lead and items in a row."""
+    lead, items = panel_items(sub, tolerance)
+    return " ".join([lead, *items]).strip()
+
+
+def panel_items(sub: pd.DataFrame, tolerance: float) -> tuple[str, list[str]]:
+    """One (protocol, model, train_len) panel of the main table as a lead line and a list: the verdict
+    of every unwindowed row from its ratio's interval (flat / mild / broken only when the interval lies
+    in one class, else undecided; one item per class), the ranking by mean log-perplexity over the
+    lengths, the best at 1x and at the longest multiple with their Holm-corrected tests, then the
+    windowed controls apart. Each item ends with a full stop."""
     # only the multiples this panel has numbers (or "not defined") for: nothing is claimed about the rest
     cols = [c for c in multiple_columns(sub) if sub[c].notna().any() or (sub[f"{c}_note"] == NOT_DEFINED).any()]
     first = sub.iloc[0]
@@ -112,12 +119,13 @@ def describe_panel(sub: pd.DataFrame, tolerance: float) -> str:
     strides = set(sub["stride"]) - {""} if "stride" in sub else set()
     if protocol in PROTOCOLS and PROTOCOLS[protocol].shows_stride and len(strides) == 1:
         words += f" (stride {strides.pop()})"  # the stride the records were scored with
-    head = (f"**train_len {train_len}, model {model}, {words}** "
-            f"({str(seeds) + ' seeds' if seeds > 1 else 'one seed'}; 95% intervals over {over}): ")
+    lead = (f"**train_len {train_len}, model {model}, {words}** "
+            f"({str(seeds) + ' seeds' if seeds > 1 else 'one seed'}; 95% intervals over {over})")
     windowed = sub["windowed"].fillna(False).astype(bool) if "windowed" in sub else pd.Series(False, index=sub.index)
     plain, controls = sub[~windowed], sub[windowed]
-    parts = []
+    items = []
     if ratio in sub and len(cols) > 1:
+        lead += f", {ratio} ({max_len} tokens against {train_len}):"
         n = int(plain["1x"].notna().sum())
         classes = {v: [] for v in VERDICTS}
         undefined, unevaluated = [], []
@@ -136,25 +144,27 @@ def describe_panel(sub: pd.DataFrame, tolerance: float) -> str:
                                  "past train_len",
                   "flat": flat, "mild": f"interval inside ({1 + tolerance:g}, {MILD_LIMIT:g}]",
                   "broken": f"interval above {MILD_LIMIT:g}", "undecided": "interval across a border"}
-        parts.append(f"{ratio} ({max_len} tokens against {train_len}): " + "; ".join(
-            f"**{v}** ({limits[v]}): " + ", ".join(entries) for v, entries in classes.items() if entries and v in limits))
+        items += [f"**{v}** ({limits[v]}): " + ", ".join(entries) + "."
+                  for v, entries in classes.items() if entries and v in limits]
         if undefined:
-            parts.append(f"Not defined at {longest}: {', '.join(undefined)}")
+            items.append(f"Not defined at {longest}: {', '.join(undefined)}.")
         if unevaluated:
-            parts.append(f"Not evaluated at {longest}: {', '.join(unevaluated)}")
-    text = head + ". ".join(parts) + (". " if parts else "")
+            items.append(f"Not evaluated at {longest}: {', '.join(unevaluated)}.")
+    else:
+        lead += ":"
     ranked = plain.dropna(subset=["mean_log_ppl"]).sort_values("mean_log_ppl") if "mean_log_ppl" in plain else plain.iloc[:0]
     if len(ranked) > 1:
-        text += (f"Ranked by mean log-perplexity over {cols[0]} ... {longest} (rows that no test separates share a "
-                 "rank): " + ", ".join(f"{_rank(r)}`{r['variant']}` ({r['mean_log_ppl']:.3f})" for _, r in ranked.iterrows())
-                 + ". ")
+        items.append(f"Ranked by mean log-perplexity over {cols[0]} ... {longest} (rows that no test separates share a "
+                     "rank): " + ", ".join(f"{_rank(r)}`{r['variant']}` ({r['mean_log_ppl']:.3f})" for _, r in ranked.iterrows())
+                     + ".")
     for col in dict.fromkeys(["1x", longest]):
-        text += _best_sentence(plain, col)
+        if sentence := _best_sentence(plain, col).strip():
+            items.append(sentence)
     if not controls.empty and ratio in controls:
-        text += ("Windowed controls (an evaluation-time window limits what each query sees; not in the verdicts above): "
-                 + ", ".join(f"{verdict_entry(r, ratio, len(controls))} {r['verdict']}" for _, r in
-                             controls.sort_values(ratio).iterrows() if pd.notna(r[ratio])) + ". ")
-    return text.strip()
+        items.append("Windowed controls (an evaluation-time window limits what each query sees; not in the verdicts "
+                     "above): " + ", ".join(f"{verdict_entry(r, ratio, len(controls))} {r['verdict']}" for _, r in
+                                             controls.sort_values(ratio).iterrows() if pd.notna(r[ratio])) + ".")
+    return lead, items
 
 
 def _rank(r: pd.Series) -> str:
@@ -184,12 +194,17 @@ def fmt_len(v) -> str:
     return "n/d" if pd.isna(v) else str(int(v))
 
 
-def summary_paragraphs(table: pd.DataFrame, tolerance: float) -> list[str]:
+def _panels(table: pd.DataFrame) -> list[pd.DataFrame]:
     order = {p: i for i, p in enumerate(PROTOCOLS)}
     keys = sorted(table.groupby(["protocol", "model", "train_len"]).groups,
                   key=lambda k: (k[1], k[2], order.get(k[0], 99)))
-    out = []
-    for protocol, model, train_len in keys:
-        sub = table[(table["protocol"] == protocol) & (table["model"] == model) & (table["train_len"] == train_len)]
-        out.append(describe_panel(sub, tolerance))
-    return out
+    return [table[(table["protocol"] == p) & (table["model"] == m) & (table["train_len"] == t)] for p, m, t in keys]
+
+
+def summary_paragraphs(table: pd.DataFrame, tolerance: float) -> list[str]:
+    return [describe_panel(sub, tolerance) for sub in _panels(table)]
+
+
+def summary_lists(table: pd.DataFrame, tolerance: float) -> list[tuple[str, list[str]]]:
+    """Per panel, its lead line and items (panel_items): what the summary shows as lists."""
+    return [panel_items(sub, tolerance) for sub in _panels(table)]

@@ -1,7 +1,8 @@
 """The built-in report sections, one module each, in the order the report shows them:
 
-    intro (0)            title and what the runs are
-    summary (10)         the training budget in one paragraph and the verdicts of every panel
+    intro (0)            title and one line on what the runs are
+    headline (5)         the answer first: every encoding's verdict and numbers in one table, then the contents
+    summary (10)         how the numbers were scored, the training budget and each panel's verdicts, as lists
     perplexity (20)      the main table (table.csv/.md/.tex, runs.csv, pairs.csv, evaluations.csv) and its figure
     glance (30)          the ratio heatmap
     budget (40)          how far each run got in learning (convergence.csv), the spread warnings

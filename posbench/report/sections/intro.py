@@ -1,9 +1,9 @@
-"""The title and what the runs are: how many, from where, and how to read the numbers."""
+"""The title and one line on what the runs are; the headline table follows it (sections/headline.py),
+and how the numbers were scored (protocols, scored text) opens the summary."""
 
 from __future__ import annotations
 
 from posbench.report.document import Heading, Para
-from posbench.report.prose import protocol_note, scored_text_note
 from posbench.report.section import SECTIONS, Section
 
 
@@ -18,14 +18,12 @@ class Intro(Section):
                                 "on synthetic tasks at windows of `train_len` tokens and scored at multiples of it.")]
         # every completed run is counted: language models at every setting of a learning-rate grid, and task runs
         n_lm, n_tasks = len(ctx.lm_runs), len(ctx.task_runs)
-        runs = f"{n_lm} completed runs" if not n_tasks else \
+        runs = _runs(n_lm, "completed") if not n_tasks else \
             f"{n_lm + n_tasks} completed runs ({_runs(n_lm, 'language-model')} and {_runs(n_tasks, 'task')})"
-        tasks = " The task runs are scored by accuracy, in their own section." if n_tasks else ""
         return [title,
                 Para(f"{runs} from `{ctx.runs_dir}`: byte-level language models trained on windows of `train_len` "
-                     "tokens and evaluated at multiples of it. Lower perplexity is better; an encoding that "
-                     "extrapolates keeps its 1x perplexity (ratio near 1) at lengths it never saw in training. "
-                     + protocol_note(ctx.evals) + " " + scored_text_note(ctx.evals, ctx.token_sets) + tasks)]
+                     "tokens, evaluated at multiples of it. Lower perplexity is better; an encoding that extrapolates "
+                     "keeps its 1x perplexity (ratio near 1) at lengths it never saw.")]
 
 
 def _runs(n: int, kind: str) -> str:

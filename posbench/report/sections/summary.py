@@ -1,11 +1,12 @@
-"""The summary: the training budget in one paragraph (no ratio is read without it), then per
-protocol, model and train_len which encodings stayed flat, which broke and which was best."""
+"""The summary, as lists: how the numbers were scored (protocols, scored text) and the training budget
+(no ratio is read without it), then per protocol, model and train_len one item per verdict class,
+the ranking and the best, with the windowed controls apart."""
 
 from __future__ import annotations
 
 from posbench.report import budget
-from posbench.report.document import Heading, Para
-from posbench.report.prose import summary_paragraphs
+from posbench.report.document import Bullets, Heading
+from posbench.report.prose import protocol_items, scored_text_note, summary_lists
 from posbench.report.section import SECTIONS, Section
 
 
@@ -17,12 +18,16 @@ class Summary(Section):
         return ctx.has_lm
 
     def build(self, ctx, out) -> list:
-        blocks = [Heading("Summary"),
-                  Para(budget.budget_paragraph(ctx.convergence, ctx.options.improving)),
-                  *[Para(p) for p in summary_paragraphs(ctx.table, ctx.options.tolerance)]]
+        protocols, same = protocol_items(ctx.evals)
+        scored = [*protocols, same, scored_text_note(ctx.evals, ctx.token_sets),
+                  budget.budget_paragraph(ctx.convergence, ctx.options.improving)]
+        if not ctx.task_runs.empty:
+            scored.append("The task runs are scored by accuracy, in their own section.")
         if ctx.has_budgets and not ctx.budget_trends.empty:
-            blocks.insert(2, Para(budget_headline(ctx.budget_trends)))
-        return blocks
+            scored.append(budget_headline(ctx.budget_trends))
+        return [Heading("Summary"), Bullets([s for s in scored if s], "**How the numbers were scored** (protocols, "
+                                                                       "text and training budget):"),
+                *[Bullets(items, lead) for lead, items in summary_lists(ctx.table, ctx.options.tolerance)]]
 
 
 def budget_headline(trends) -> str:

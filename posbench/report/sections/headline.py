@@ -1,0 +1,45 @@
+"""The answer first: right under the title, one table per kind of run (language models, tasks) with
+every encoding's verdict and the numbers behind it (posbench/report/headline.py), then the table of
+contents. The sections after it explain and qualify these rows."""
+
+from __future__ import annotations
+
+from posbench.report import budget, headline, tasks
+from posbench.report.document import Contents, Heading, Para, Table
+from posbench.report.section import SECTIONS, Section
+
+
+@SECTIONS.register("headline")
+class Headline(Section):
+    order = 5
+
+    def build(self, ctx, out) -> list:
+        blocks = [Heading("Headline")]
+        if ctx.has_lm:
+            ratio = ctx.ratio_column
+            shown, keys, classes = headline.lm_headline(ctx.table, ctx.convergence)
+            blocks += [Table(shown, keys, classes, css="headline"),
+                       Para("One row per encoding, best rank first"
+                            + (f"; `{ratio}`: the longest multiple's perplexity over 1x, and the verdict its 95% interval "
+                               "supports" if ratio else "")
+                            + "; `rank`: by mean log-perplexity over the lengths (tied where no test separates two rows)"
+                            + ("; `window / full`: perplexity at the longest length with a window of train_len keys "
+                               "over without it (above 1: the row uses far context)"
+                               if "window / full" in shown else "")
+                            + "; `budget`: what the runs trained for. Click a header to sort.")]
+            controls, ckeys, cclasses = headline.lm_headline(ctx.table, ctx.convergence, windowed=True)
+            if not controls.empty:
+                blocks += [Para("Windowed controls (an evaluation-time window limits what each query sees; not in the "
+                                "verdicts above):"), Table(controls, ckeys, cclasses, css="headline")]
+        if not ctx.task_records.empty:
+            table = tasks.task_table(ctx.task_records, ctx.options.threshold)
+            scored = ctx.all_completed[ctx.all_completed["run_id"].isin(set(ctx.task_records["run_id"]))]
+            conv = budget.convergence(scored, ctx.histories, ctx.options.improving)
+            if not conv.empty:
+                conv = conv.merge(scored[["run_id", "task"]], on="run_id")
+            shown, keys, classes = headline.task_headline(table, conv)
+            blocks += [Table(shown, keys, classes, css="headline"),
+                       Para("Synthetic tasks: accuracy in % at train_len and at the longest multiple [95% interval over "
+                            "examples and seeds], mean beyond train_len, and the effective length; read each row "
+                            "against its task's chance row.")]
+        return blocks + [Contents()]

@@ -1,0 +1,100 @@
+"""The report's layout helpers, without a sweep: the renderer's anchors, contents and sort keys,
+the headline table, and the figure layout (panels of few lines, colour-bar ticks apart)."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pandas as pd
+
+from posbench.report.document import Bullets, Contents, Heading, Para, Table, render, slug, sort_key
+from posbench.report.figure_layout import MAX_LINES, chunks, distinct_styles, log_colourbar_ticks
+from posbench.report.headline import lm_headline, task_headline
+
+
+def test_every_heading_gets_a_unique_anchor_and_the_contents_link_them(tmp_path):
+    blocks = [Heading("posbench report", 1), Contents(), Heading("Summary"), Bullets(["a", "b"], "**lead**"),
+              Heading("Tuned learning rates (lr x lr_mult)"), Heading("Summary")]
+    md, page = render(blocks, tmp_path, "t")
+    ids = re.findall(r'<h\d id="([^"]+)"', page)
+    assert ids == ["posbench-report", "summary", "tuned-learning-rates-lr-x-lr_mult", "summary-1"]
+    assert all(f'href="#{a}"' in page for a in ids[1:]) and "[Summary](#summary-1)" in md
+    assert '<meta name="viewport"' in page and "<script>" in page
+    assert "**lead**\n- a\n- b" in md and "<ul><li>a</li><li>b</li></ul>" in page
+
+
+def test_a_table_scrolls_in_its_own_box_and_sorts_on_the_number_behind_the_text(tmp_path):
+    frame = pd.DataFrame({"variant": ["rope", "alibi"], "1x": ["**5.53 [5.07, 6.02]**", "12.10 [11.0, 13.2] ≈"],
+                          "verdict": ["broken", "flat"]})
+    keys = pd.DataFrame({"verdict": [3.0, 0.0]})
+    page = Table(frame, keys).html(tmp_path)
+    assert page.startswith('<div class="scroll"')
+    assert '<td data-v="5.53"><strong>5.53 [5.07, 6.02]</strong></td>' in page and 'data-v="12.1"' in page
+    assert '<td data-v="3" class="t">broken</td>' in page and '<td class="t">rope</td>' in page  # text: left, by text
+    assert sort_key("n/d") is None and sort_key("1,024") == 1024 and slug("Do the models use far context? Tasks") == \
+        "do-the-models-use-far-context-tasks"
+
+
+def _main_table() -> pd.DataFrame:
+    rows = []
+    for variant, ratio, lo, hi, label, rank, windowed in [
+            ("rope", 2.46, 2.36, 2.57, "broken", 2, False), ("alibi", 0.97, 0.97, 0.98, "flat, local (gains nothing past train_len)", 1, False),
+            ("learned", math.nan, math.nan, math.nan, "n/a", math.nan, False), ("alibi+swaL", 0.97, 0.96, 0.98, "flat", 1, True)]:
+        rows.append({"protocol": "nonoverlapping", "variant": variant, "model": "small", "train_len": 64, "windowed": windowed,
+                     "1x": 6.5, "1x_lo": 6.0, "1x_hi": 7.1, "16x": 6.4, "16x_note": "n/d" if variant == "learned" else "",
+                     "16x/1x": ratio, "16x/1x_lo": lo, "16x/1x_hi": hi, "label": label, "verdict": label.split(" (")[0],
+                     "rank_mean_log_ppl": rank, "far_gain": 1.002 if variant == "alibi" else math.nan,
+                     "far_gain_lo": 0.999, "far_gain_hi": 1.004})
+    return pd.DataFrame(rows)
+
+
+def test_the_headline_puts_each_encoding_beside_its_verdict_interval_rank_and_budget():
+    conv = pd.DataFrame({"encoding": ["rope", "alibi", "learned"], "model": "small", "train_len": 64, "steps": 600,
+                         "train_tokens": 1228800})
+    shown, keys, _ = lm_headline(_main_table(), conv)
+    assert list(shown["encoding"]) == ["alibi", "rope", "learned"]  # by rank; the windowed control is apart
+    alibi = shown.iloc[0]
+    assert alibi["verdict"] == "flat, local (gains nothing past train_len)" and alibi["16x/1x [95%]"] == "0.97 [0.97, 0.98]"
+    assert alibi["1x perplexity [95%]"] == "6.50 [6.00, 7.10]" and alibi["rank"] == "1"
+    assert alibi["window / full"] == "1.002 [0.999, 1.004]" and alibi["budget"] == "600 steps, 1.23M tokens"
+    assert shown.iloc[2]["verdict"] == "not defined at 16x" and shown.iloc[2]["16x/1x [95%]"] == "n/d"
+    assert keys.iloc[1]["16x/1x [95%]"] == 2.46 and "panel" not in shown  # one panel: no panel column
+    controls, _, _ = lm_headline(_main_table(), conv, windowed=True)
+    assert list(controls["encoding"]) == ["alibi+swaL"]
+
+
+def test_the_task_headline_reads_each_task_against_its_chance_row():
+    table = pd.DataFrame([{"task": "passkey", "variant": v, "model": "small", "train_len": 64, "1x": a, "1x_lo": a - .1,
+                           "1x_hi": min(1, a + .1), "4x": b, "4x_lo": b - .05, "4x_hi": b + .05, "chance": 0.001,
+                           "beyond train_len": b, "effective length": e, "seeds": 1}
+                          for v, a, b, e in [("rope", 1.0, 0.2, 64), ("alibi", 0.98, 0.6, 128)]])
+    shown, keys, classes = task_headline(table, pd.DataFrame())
+    assert list(shown["encoding"]) == ["alibi", "rope", "chance (no retrieval)"] and classes[-1] == "control"
+    assert shown.iloc[0]["4x accuracy % [95%]"] == "60 [55, 65]" and shown.iloc[2]["1x accuracy % [95%]"] == "0"
+
+
+def test_figure_panels_hold_few_lines_that_never_look_alike():
+    parts = chunks([f"rope+s{i}" for i in range(19)])
+    assert [len(p) for p in parts] == [7, 6, 6] and max(len(p) for p in parts) <= MAX_LINES
+    styles = distinct_styles({"alibi": ("#d62728", "-"), "x": ("#393b79", "-"), "y": ("#393b79", "-"), "z": ("#393b79", "-")})
+    assert len(set(styles.values())) == 4 and styles["alibi"] == ("#d62728", "-") and styles["y"] == ("#393b79", "--")
+
+
+def test_colour_bar_ticks_keep_apart():
+    """Today's quick report had ticks 0.9, 0.95, 1, 1.05, 1.1 on a bar from 0.29 to 3.46: printed on top
+    of each other. Ticks now keep at least a seventh of the bar apart."""
+    for vmin, vmax in [(1 / 3.46, 3.46), (1 / 1.09, 1.09), (1 / 40, 40), (0.99, 1.01)]:
+        ticks = log_colourbar_ticks(vmin, vmax)
+        gaps = [math.log(b / a) for a, b in zip(ticks, ticks[1:])]
+        assert len(ticks) >= 3 and min(gaps) >= math.log(vmax / vmin) / 7 - 1e-9, (vmin, vmax, ticks)
+    assert 1 in log_colourbar_ticks(1 / 3.46, 3.46)
+
+
+def test_several_panels_are_named_beside_the_encoding_by_what_differs():
+    two = pd.concat([_main_table(), _main_table().assign(protocol="sliding")], ignore_index=True)
+    shown, _, _ = lm_headline(two, pd.DataFrame())
+    assert list(shown.columns[:2]) == ["encoding", "protocol"] and set(shown["protocol"]) == {"nonoverlapping", "sliding"}
+    three = pd.concat([two, _main_table().assign(train_len=128)], ignore_index=True)
+    shown, _, _ = lm_headline(three, pd.DataFrame())
+    assert shown.columns[1] == "panel" and "sliding, L=64" in set(shown["panel"])
