@@ -73,3 +73,11 @@ def test_the_main_table_reads_the_largest_budget_and_the_budget_table_every_one(
     trends = budgets.trends(table, "2x/1x").set_index("variant")
     assert trends.loc["a", "largest"] == 1200 and trends.loc["a", "trend"].startswith("still moving (down")
     assert trends.loc["a", "1x fall"].startswith("600->1200 -")
+
+
+def test_rows_of_their_own_steps_are_no_budget_axis():
+    """Fine-tunes name their steps in their rows (alibi@4x+ft0, +ft4): runs of different lengths that are
+    different rows make no budget axis, and none of their records is dropped."""
+    evals = records({("alibi", 600): (6.0, 6.0), ("alibi@4x+ft4", 604): (5.9, 5.9)})
+    evals.loc[evals["variant"] == "alibi@4x+ft4", "variant"] = "alibi@4x+ft4"
+    assert not budgets.has_budgets(evals)

@@ -31,7 +31,6 @@ from posbench.report.tables import CELL_KEYS, completed, main_table
 
 BUDGET = "budget_steps"
 TOKENS = "budget_tokens"
-CONFIG_KEYS = ["encoding", "model", "train_len"]
 
 
 def with_budgets(evals: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
@@ -43,16 +42,17 @@ def with_budgets(evals: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def has_budgets(evals: pd.DataFrame) -> bool:
-    """Whether some configuration's runs were trained for more than one budget."""
+    """Whether some row's runs (a table cell: protocol, variant, model, train_len; a fine-tune's row
+    names its steps, so extension runs are rows of their own) were trained for more than one budget."""
     if evals.empty or BUDGET not in evals:
         return False
     done = completed(evals)
-    return bool((done.groupby(CONFIG_KEYS)[BUDGET].nunique() > 1).any())
+    return bool((done.groupby(CELL_KEYS)[BUDGET].nunique() > 1).any())
 
 
 def largest_budget(evals: pd.DataFrame) -> pd.DataFrame:
-    """The records of each configuration's largest budget: what the main table and the headline read."""
-    top = evals.groupby(CONFIG_KEYS)[BUDGET].transform("max")
+    """The records of each row's largest budget: what the main table and the headline read."""
+    top = evals.groupby(CELL_KEYS)[BUDGET].transform("max")
     return evals[evals[BUDGET] == top]
 
 
