@@ -16,7 +16,11 @@ EXPECTED_JOBS = {"alibi_paper": 8, "all_encodings": N, "budget": 36, "budget_lr"
                  "tokenizers": 42}
 
 
-@pytest.mark.parametrize("preset", PRESETS)
+# the largest sweeps compose hundreds of jobs (25-40 s each on 2 cores): run with -m slow
+LARGE = {"extension", "reference", "lr_grid"}
+
+
+@pytest.mark.parametrize("preset", [pytest.param(p, marks=pytest.mark.slow) if p in LARGE else p for p in PRESETS])
 def test_every_preset_composes_into_valid_jobs(preset, cache_dir):
     jobs = compose_jobs("config", [f"experiment={preset}"], multirun=True)
     assert len(jobs) == EXPECTED_JOBS[preset]
