@@ -38,7 +38,7 @@ import torch
 
 from posbench.data import check_same_corpus, corpus_stats, load_corpus
 from posbench.device import resolve_device
-from posbench.evaluate import during_training_probe, probe_steps
+from posbench.evaluate import during_training_probe, probe_steps, scored_validation
 from posbench.hydra_state import job_index
 from posbench.model import LanguageModel
 from posbench.results import (
@@ -61,6 +61,7 @@ from posbench.results import (
     write_json,
 )
 from posbench.schedules import cooldown_start
+from posbench.tokens import in_bytes
 from posbench.trainer import half_step, train_model
 
 log = logging.getLogger("posbench")
@@ -150,9 +151,11 @@ class Trunk:
         probes = {s for b in self.branches for s in probe_steps(b.eval.during_training, b.train.steps)
                   if s <= self.start_of(b)}
         probe = None
-        if spec.eval.during_training:
-            probe = during_training_probe(corpus.val, spec.train_len, spec.eval, device, spec.data.doc_separator,
-                                          corpus.fingerprint["hash"], spec.runtime.attention)
+        if spec.eval.during_training:  # built as posbench.train builds a run's (a subword tokenizer's in bytes)
+            probe_eval = in_bytes(spec.eval, spec.train_len, corpus.fingerprint)
+            val, segments = scored_validation(corpus, probe_eval, spec.train_len, spec.data.doc_separator)
+            probe = during_training_probe(val, spec.train_len, probe_eval, device, spec.data.doc_separator,
+                                          corpus.fingerprint["hash"], spec.runtime.attention, segments)
         log.info("trunk %s: training to step %d for the branches of budgets %s", self.id, target,
                  ", ".join(str(ends[k].train.steps) for k in missing if k in ends))
         t0 = time.perf_counter()

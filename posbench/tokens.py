@@ -147,9 +147,11 @@ def scored_stream(corpus, eval_cfg, train_len: int, separator: str) -> tuple[np.
                             "or press_sliding")
     S0, seg = first_scored(eval_cfg, train_len), segment_length(eval_cfg, train_len)
     key = (S0, seg, eval_cfg.scored_tokens, separator)
-    if key not in _SCORED.setdefault(id(corpus), {}):
-        _SCORED[id(corpus)][key] = _align(corpus, S0, seg, eval_cfg.scored_tokens, separator)
-    tokens, segments = _SCORED[id(corpus)][key]
+    # by what the corpus is (its text and its tokenizer), never by the object's id, which a later corpus can reuse
+    name = (corpus.fingerprint.get("hash"), json.dumps(corpus.fingerprint.get("tokenizer"), sort_keys=True, default=str))
+    if key not in _SCORED.setdefault(name, {}):
+        _SCORED[name][key] = _align(corpus, S0, seg, eval_cfg.scored_tokens, separator)
+    tokens, segments = _SCORED[name][key]
     longest = max(eval_lengths(train_len, eval_cfg.multiples))
     if len(segments.starts) and segments.starts[0] < longest:
         bpt = corpus.fingerprint["bytes_per_token"]

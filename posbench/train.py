@@ -90,7 +90,10 @@ def _run_and_print(spec: RunSpec, trunk: branches.Trunk | None = None) -> Path:
     try:
         return _run(spec, trunk)
     finally:
-        print(_summary(spec), flush=True)
+        try:
+            print(_summary(spec), flush=True)
+        except Exception as e:  # noqa: BLE001 - the summary must never hide the run's own error
+            log.warning("no result line for %s: %s", spec.run_id, e)
 
 
 def _summary(spec: RunSpec) -> str:

@@ -41,6 +41,9 @@ def read_records(folder: Path, protocols: list[str] | None) -> tuple[pd.DataFram
     evals["windowed"] = evals["windowed"].fillna(False).astype(bool)
     if protocols:
         evals = evals[evals["protocol"].isin(protocols)]
+    if evals["model"].astype(str).str.contains("/").any():  # a subword tokenizer's runs: tokens differ per document
+        sys.exit("restat: these records come from a subword tokenizer, whose documents score different numbers of "
+                 "tokens; regenerate the report from its runs with posbench-report")
     token_sets = {}
     for name, g in evals.dropna(subset=["token_set"]).groupby("token_set"):
         match = SEGMENTS.search(name)

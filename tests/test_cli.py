@@ -88,8 +88,12 @@ def test_ctrl_c_while_the_command_imports_is_one_line_and_130(monkeypatch, capsy
 
 def test_ctrl_c_in_the_first_second_through_a_real_interpreter(tmp_path, cache_dir):
     env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    proc = subprocess.Popen([sys.executable, "-c", "from posbench.console import train; train()", "encoding=rope"],
-                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # SIGINT at its default in the child: a shell without job control (CI, nohup, a background job)
+    # starts its children with SIGINT ignored, and Python then never raises KeyboardInterrupt
+    proc = subprocess.Popen([sys.executable, "-c", "from posbench.console import train; train()", "encoding=rope",
+                             "train=smoke", "model=tiny"],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(0.4)  # the interpreter is up; torch and Hydra are still loading
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)

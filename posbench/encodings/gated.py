@@ -27,6 +27,7 @@ from posbench.errors import PosbenchError
 @register("gated")
 class GatedAttention(RoPE):
     family, colour, order = "softmax / gate", "#74c476", 2
+    longrope = False  # LongRoPE's committed factors are searched on plain RoPE checkpoints, keyed by size only
     rope_scalable = True  # a RoPE model: the scalings' claims are about extension, so they apply (the gate follows)
 
     @dataclass

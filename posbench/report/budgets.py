@@ -53,7 +53,7 @@ def has_budgets(evals: pd.DataFrame) -> bool:
 def largest_budget(evals: pd.DataFrame) -> pd.DataFrame:
     """The records of each row's largest budget: what the main table and the headline read."""
     top = evals.groupby(CELL_KEYS)[BUDGET].transform("max")
-    return evals[evals[BUDGET] == top]
+    return evals[top.isna() | (evals[BUDGET] == top)]
 
 
 def budget_table(evals: pd.DataFrame, tolerance: float, token_sets: dict | None = None) -> pd.DataFrame:

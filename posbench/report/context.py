@@ -52,13 +52,6 @@ class ReportContext:
         self.lm_runs = self.all_completed[is_lm]  # every completed language model, tuned or not
         self.has_lm = not evals.empty  # else a report of task runs only: no perplexity sections
         self.evals, self.left_out = comparable_records(evals) if self.has_lm else (evals, pd.DataFrame())
-        # runs of one configuration at several budgets: every budget for the budget section, the
-        # largest for the main table and the headline (posbench/report/budgets.py)
-        self.evals = budgets.with_budgets(self.evals, loaded.runs) if self.has_lm else self.evals
-        self.budget_evals = self.evals
-        self.has_budgets = self.has_lm and budgets.has_budgets(self.evals)
-        if self.has_budgets:
-            self.evals = budgets.largest_budget(self.evals)
         self.completed = self.lm_runs if self.has_lm else self.all_completed
         self.choices = choose_settings(self.completed, self.configs) if self.has_lm else None
         self.tuned = None
@@ -70,6 +63,13 @@ class ReportContext:
             self.completed = self.completed[self.completed["run_id"].isin(keep)]
             if default_ids:
                 self.runs = self.runs[self.runs["run_id"].isin(default_ids) | (self.runs["status"] != "completed")]
+        # runs of one configuration at several budgets: every budget for the budget section, the
+        # largest for the main table and the headline (posbench/report/budgets.py)
+        self.evals = budgets.with_budgets(self.evals, loaded.runs) if self.has_lm else self.evals
+        self.budget_evals = self.evals
+        self.has_budgets = self.has_lm and budgets.has_budgets(self.evals)
+        if self.has_budgets:
+            self.evals = budgets.largest_budget(self.evals)
         self._derived: dict[str, Any] = {}
 
     @classmethod

@@ -43,9 +43,11 @@ def task_interval(g: pd.DataFrame) -> tuple[float, float]:
     freedom, clipped to [0, 1].
 
     The binomial variance of a condition is p~(1 - p~) / n with p~ = (right + 1) / (n + 2) (the
-    Agresti-Coull-style shrinkage that keeps a cell of 0 or n right from claiming no spread). For
-    token accuracy (MQAR, copy) the records treat each example as all right or all wrong, which
-    overstates its spread: the interval is then conservative."""
+    Agresti-Coull-style shrinkage that keeps a cell of 0 or n right from claiming no spread). Every
+    seed is scored on the same examples, so the examples' variance of the mean over seeds is taken as
+    fully shared (the mean of the seeds' variances, not a 1/S of it). For token accuracy (MQAR, copy)
+    the records treat each example as all right or all wrong, which overstates its spread: the
+    interval is then conservative."""
     seeds = sorted(g["seed"].unique())
     conditions = sorted(g["condition"].fillna(-1).unique())
     p = np.full((len(seeds), len(conditions)), np.nan)
@@ -57,7 +59,9 @@ def task_interval(g: pd.DataFrame) -> tuple[float, float]:
         return np.nan, np.nan
     shrunk = (p * n + 1) / (n + 2)
     per_seed_var = (shrunk * (1 - shrunk) / n).sum(1) / len(conditions) ** 2  # of each seed's mean over conditions
-    text_var = float(per_seed_var.sum()) / len(seeds) ** 2
+    # every seed is scored on the same examples (tasks/score.py draws them from a fixed seed), so their
+    # example noise may be shared: the bound for fully shared noise, not the 1/S of independent draws
+    text_var = float(per_seed_var.mean())
     e = seeds_and_text(p.mean(1), text_var, float(n.sum(1).min()) - 1)
     return max(0.0, e.lo), min(1.0, e.hi)
 

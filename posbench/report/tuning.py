@@ -35,6 +35,8 @@ def choose_settings(runs: pd.DataFrame, configs: Mapping[str, DictConfig]) -> pd
     if done.empty or len(done[["lr", "lr_mult"]].drop_duplicates()) < 2:
         return None
     per = done.groupby(GROUP + ["lr", "lr_mult"]).agg(val_loss=("final_val_loss", "mean"), seeds=("seed", "nunique")).reset_index()
+    if per.groupby(GROUP).size().max() < 2:
+        return None  # each configuration at one setting (e.g. each encoding at its chosen rate): nothing was tuned here
     best = per.loc[per.groupby(GROUP)["val_loss"].idxmin()]
     per = per.merge(best[GROUP + ["lr", "lr_mult"]].assign(chosen=True), on=GROUP + ["lr", "lr_mult"], how="left")
     return per.fillna({"chosen": False})

@@ -46,6 +46,8 @@ class RopeScalingVariant(Variant):
         return f"+{p.type}" if ROPE_SCALINGS.get(p.type).dynamic else f"+{p.type}@{p.factor:g}x"
 
     def applies_to(self, encoding) -> bool:
+        if self.params.type == "longrope" and not getattr(encoding, "longrope", True):
+            return False  # factors searched on another model's weights would pass for this one's
         return getattr(encoding, "rope_scalable", False)
 
     def undefined_for(self, encoding, length: int) -> str | None:
