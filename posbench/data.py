@@ -36,7 +36,7 @@ import torch
 
 from posbench.errors import PosbenchError
 from posbench.protocols import check_fits
-from posbench.results import make_dirs, private_tempdir, recorded_corpus
+from posbench.results import make_dirs, private_tempdir, publish_dir, recorded_corpus
 from posbench.tokenizer import TokenizerConfig
 
 log = logging.getLogger("posbench")
@@ -347,10 +347,7 @@ def _build_cache(cache: Path, build, field: str, cfg, fingerprint: dict) -> None
             raise PosbenchError(f"corpus {cfg.name!r} is empty after splitting (train {n_train} bytes, validation {n_val} bytes)")
         shutil.rmtree(tmp / "hf", ignore_errors=True)
         (tmp / "fingerprint.json").write_text(json.dumps({**fingerprint, "train_bytes": n_train, "val_bytes": n_val}, indent=1))
-        try:
-            os.rename(tmp, cache)
-        except OSError:  # another process built the same cache first; theirs is identical
-            pass
+        publish_dir(tmp, cache)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -191,6 +191,16 @@ def private_tempdir(parent: Path, prefix: str) -> Path:
     return tmp
 
 
+def publish_dir(tmp: Path, final: Path) -> None:
+    """Rename a folder built in ``tmp`` into place as ``final`` (a cache keyed by what it holds). Where
+    another process published the same folder first, theirs is identical: keep it (the caller removes
+    ``tmp``)."""
+    try:
+        os.rename(tmp, final)
+    except OSError:
+        pass
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
     make_dirs(path.parent)

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -31,7 +30,7 @@ import numpy as np
 from posbench.errors import PosbenchError
 from posbench.protocols import (DEFAULT_CONTEXT_MULTIPLE, PROTOCOLS, Segments, _Stream, eval_lengths, first_scored,
                                 segment_length, stream_segments)
-from posbench.results import make_dirs, private_tempdir
+from posbench.results import make_dirs, private_tempdir, publish_dir
 from posbench import tokenizer as tokenizers
 
 log = logging.getLogger("posbench")
@@ -104,10 +103,7 @@ def _build(cache: Path, tok, text: str, corpus, sep: bytes, record: dict) -> Non
         (tmp / "fingerprint.json").write_text(json.dumps({
             **corpus.fingerprint, "tokenizer": record, "train_tokens": counts["train"][0], "val_tokens": counts["val"][0],
             "bytes_per_token": round(counts["train"][1] / max(counts["train"][0], 1), 4)}, indent=1))
-        try:
-            os.rename(tmp, cache)
-        except OSError:  # another process built the same cache first; theirs is identical
-            pass
+        publish_dir(tmp, cache)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
