@@ -77,6 +77,29 @@ def save(fig, path: Path) -> None:
     atomic_write_bytes(path, buf.getvalue())
 
 
+def _family_lines(ax, sub: pd.DataFrame, names, cols: list[str], lengths: np.ndarray, scale: float,
+                  alpha: float) -> pd.DataFrame:
+    """One family's panel: a line per row of ``sub`` in ``names`` (``cols``: its value at each length,
+    with ``_lo`` / ``_hi`` for the band, times ``scale``), no two lines alike in colour and style, and
+    nope, the baseline, dashed and without a band where it is not of the family. Returns the members."""
+    members = sub[sub["variant"].isin(names)]
+    baseline = sub[sub["variant"] == BASELINE] if BASELINE not in names else sub.iloc[0:0]
+    drawn = pd.concat([members, baseline])
+    styles = distinct_styles({v: (colour(v), linestyle(v)) for v in drawn["variant"]})
+    for _, row in drawn.iterrows():
+        mean = scale * row[cols].to_numpy(dtype=float)
+        lo = scale * row[[f"{m}_lo" for m in cols]].to_numpy(dtype=float)
+        hi = scale * row[[f"{m}_hi" for m in cols]].to_numpy(dtype=float)
+        ok = ~np.isnan(mean)
+        dashed = row["variant"] == BASELINE and BASELINE not in names
+        ax.plot(lengths[ok], mean[ok], marker="o", ms=3, color=colour(row["variant"]), label=row["variant"],
+                linestyle="--" if dashed else styles[row["variant"]][1], lw=1 if dashed else 1.5)
+        band = ok & ~np.isnan(lo) & ~np.isnan(hi)
+        if band.any() and not dashed:
+            ax.fill_between(lengths[band], lo[band], hi[band], color=colour(row["variant"]), alpha=alpha, lw=0)
+    return members
+
+
 def plot_ppl_vs_length(table: pd.DataFrame, path: Path) -> None:
     """Perplexity against length, log-log; one row per (protocol, model, train_len), one column per
     family of encodings (shared y axis within a row); line = mean over seeds, band = 95% t-interval
@@ -90,21 +113,7 @@ def plot_ppl_vs_length(table: pd.DataFrame, path: Path) -> None:
         lengths = np.array([round(train_len * float(m[:-1])) for m in cols])
         for c, (fam, names) in enumerate(fams):
             ax = axes[r][c]
-            members = sub[sub["variant"].isin(names)]
-            baseline = sub[sub["variant"] == BASELINE] if BASELINE not in names else sub.iloc[0:0]
-            drawn = pd.concat([members, baseline])
-            styles = distinct_styles({v: (colour(v), linestyle(v)) for v in drawn["variant"]})
-            for _, row in drawn.iterrows():
-                mean = row[cols].to_numpy(dtype=float)
-                lo = row[[f"{m}_lo" for m in cols]].to_numpy(dtype=float)
-                hi = row[[f"{m}_hi" for m in cols]].to_numpy(dtype=float)
-                ok = ~np.isnan(mean)
-                dashed = row["variant"] == BASELINE and BASELINE not in names
-                ax.plot(lengths[ok], mean[ok], marker="o", ms=3, color=colour(row["variant"]), label=row["variant"],
-                        linestyle="--" if dashed else styles[row["variant"]][1], lw=1 if dashed else 1.5)
-                band = ok & ~np.isnan(lo) & ~np.isnan(hi)
-                if band.any() and not dashed:
-                    ax.fill_between(lengths[band], lo[band], hi[band], color=colour(row["variant"]), alpha=0.2, lw=0)
+            members = _family_lines(ax, sub, names, cols, lengths, scale=1.0, alpha=0.2)
             ax.axvline(train_len, color="grey", linestyle=":", linewidth=1)
             ax.set(xscale="log", yscale="log", title=f"{fam}\n{protocol}, {model}, trained at {train_len}")
             ax.title.set_fontsize(9)
@@ -314,21 +323,7 @@ def plot_task_accuracy(table: pd.DataFrame, path: Path) -> None:
         chance = sub["chance"].dropna().unique()
         for c, (fam, names) in enumerate(fams):
             ax = axes[r][c]
-            members = sub[sub["variant"].isin(names)]
-            baseline = sub[sub["variant"] == BASELINE] if BASELINE not in names else sub.iloc[0:0]
-            drawn = pd.concat([members, baseline])
-            styles = distinct_styles({v: (colour(v), linestyle(v)) for v in drawn["variant"]})
-            for _, row in drawn.iterrows():
-                mean = 100 * row[cols].to_numpy(dtype=float)
-                lo = 100 * row[[f"{c}_lo" for c in cols]].to_numpy(dtype=float)
-                hi = 100 * row[[f"{c}_hi" for c in cols]].to_numpy(dtype=float)
-                ok = ~np.isnan(mean)
-                dashed = row["variant"] == BASELINE and BASELINE not in names
-                ax.plot(lengths[ok], mean[ok], marker="o", ms=3, color=colour(row["variant"]), label=row["variant"],
-                        linestyle="--" if dashed else styles[row["variant"]][1], lw=1 if dashed else 1.5)
-                band = ok & ~np.isnan(lo)
-                if band.any() and not dashed:
-                    ax.fill_between(lengths[band], lo[band], hi[band], color=colour(row["variant"]), alpha=0.15, lw=0)
+            members = _family_lines(ax, sub, names, cols, lengths, scale=100.0, alpha=0.15)
             ax.axvline(train_len, color="grey", linestyle=":", linewidth=1)
             if len(chance) == 1:
                 ax.axhline(100 * chance[0], color="grey", linestyle="--", linewidth=1, label="chance")
