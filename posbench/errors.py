@@ -1,24 +1,6 @@
-"""One exception type for bad user input, and how entry points turn it into one line and exit 2."""
+"""The old import path of ``PosbenchError`` (now posbench/core/errors.py), kept for plug-ins written
+against it. posbench itself imports posbench.core.errors (.importlinter forbids this module inside)."""
 
-from __future__ import annotations
+from posbench.core.errors import PosbenchError, user_errors
 
-import contextlib
-import sys
-
-
-class PosbenchError(Exception):
-    """A user-facing error: the message names the bad value and what would be valid."""
-
-
-@contextlib.contextmanager
-def user_errors():
-    """PosbenchError -> ``posbench: error: <message>`` and exit 2; Ctrl-C -> one line and 130."""
-    try:
-        yield
-    except PosbenchError as e:
-        print(f"posbench: error: {e}", file=sys.stderr)
-        sys.exit(2)
-    except KeyboardInterrupt:
-        print("posbench: interrupted; run the same command again to resume (unfinished runs continue from their "
-              "last resume state)", file=sys.stderr)
-        sys.exit(130)
+__all__ = ["PosbenchError", "user_errors"]

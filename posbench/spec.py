@@ -6,7 +6,7 @@ long ago (``raw``: its saved ``config.yaml``, read through ``migrate``). Below i
 only its own settings: ``spec.train`` for the trainer, ``spec.data`` for the corpus, ``spec.eval``
 for the evaluator, ``spec.encoding.build(shape)`` for the model.
 
-The run's identity (its id, posbench/results.py) is computed from ``raw`` as saved, never from a
+The run's identity (its id, posbench/store/rundir.py) is computed from ``raw`` as saved, never from a
 migrated copy, so that a run keeps the id it was made with.
 """
 
@@ -17,19 +17,26 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
-from posbench.data import DataConfig
-from posbench.device import Runtime
+from posbench.core.device import Runtime
+from posbench.core.errors import PosbenchError
+from posbench.core.files import check_writable_dir
+from posbench.core.params import make_typed
+from posbench.core.settings import from_mapping, to_dict
+from posbench.core.tracking import LoggerConfig
+from posbench.data.corpus import DataConfig
+from posbench.data.tokenizer import vocab_size as tokenizer_vocab
 from posbench.encodings import ModelShape, PositionalEncoding, encoding_class
-from posbench.errors import PosbenchError
-from posbench.extend import ExtendConfig
-from posbench.model import ModelConfig
-from posbench.params import make_typed
-from posbench.protocols import EvalConfig
-from posbench.settings import from_mapping, to_dict
+from posbench.encodings import available as encoding_names
+from posbench.evaluation.scored_text import check_corpus_fits
+from posbench.evaluation.settings import EvalConfig
+from posbench.evaluation.variants import settings_without_rows
+from posbench.evaluation.windows import eval_lengths
+from posbench.model.transformer import ModelConfig
+from posbench.store.identity import run_id
 from posbench.tasks import LM, Task, task_class
-from posbench.tokenizer import vocab_size as tokenizer_vocab
-from posbench.tracking import LoggerConfig
-from posbench.trainer import TrainConfig
+from posbench.tasks import available as task_names
+from posbench.training.extend import ExtendConfig
+from posbench.training.trainer import TrainConfig
 
 # keys of the encoding and task sections that the harness reads; the rest are the plug-in's Params
 ENCODING_KEYS = ("name", "lr_mult", "_target_")
@@ -50,9 +57,7 @@ class EncodingSpec:
     @classmethod
     def from_mapping(cls, section: Mapping[str, Any]) -> "EncodingSpec":
         if not isinstance(section, Mapping) or not section.get("name"):
-            from posbench.encodings import available
-
-            raise PosbenchError(f"encoding config has no 'name'; valid names: {', '.join(available())}")
+            raise PosbenchError(f"encoding config has no 'name'; valid names: {', '.join(encoding_names())}")
         name, target = str(section["name"]), section.get("_target_")
         try:
             lr_mult = float(section.get("lr_mult", 1.0))
@@ -83,9 +88,7 @@ class TaskSpec:
         if section is None:  # runs made before tasks existed
             return cls()
         if not isinstance(section, Mapping) or not section.get("name"):
-            from posbench.tasks import available
-
-            raise PosbenchError(f"task config has no 'name'; valid names: {', '.join(available())}")
+            raise PosbenchError(f"task config has no 'name'; valid names: {', '.join(task_names())}")
         name, target = str(section["name"]), section.get("_target_")
         params = {k: v for k, v in section.items() if k not in TASK_KEYS}
         return cls(name, make_typed("task", name, task_class(name, target).Params, params), target)
@@ -172,8 +175,6 @@ class RunSpec:
     def check(self) -> None:
         """Every check of one run that needs no data; PosbenchError with one line. Each settings
         class checks its own values; here, what involves two of them."""
-        from posbench.results import check_writable_dir
-
         if self.train_len < 1:
             raise PosbenchError(f"train_len must be a positive integer, got {self.train_len}")
         if self.seed < 0:
@@ -233,9 +234,6 @@ class RunSpec:
         """The corpus holds the windows this run trains on and, when it is evaluated (``evaluated``;
         None: as ``evaluate_after_training`` says), every window its evaluation asks for (a task's
         filler comes from the validation split)."""
-        from posbench.data import check_corpus_fits
-        from posbench.protocols import eval_lengths
-
         evaluated = self.evaluate_after_training if evaluated is None else evaluated
         check_corpus_fits(corpus, self.train_len, self.eval if evaluated and self.task.is_lm else None,
                           self.data.doc_separator)
@@ -262,8 +260,6 @@ class RunSpec:
 
     @property
     def run_id(self) -> str:
-        from posbench.results import run_id
-
         return run_id(self.resolved())
 
     @property
@@ -289,7 +285,7 @@ def migrate(raw: Mapping[str, Any]) -> dict:
       are dropped;
     * ``train.position_lr_mult`` (before ``encoding.lr_mult``) becomes ``encoding.lr_mult``.
 
-    The run id is computed from the config as saved, never from this (posbench/results.py)."""
+    The run id is computed from the config as saved, never from this (posbench/store/rundir.py)."""
     m = copy.deepcopy(dict(raw))
     m.setdefault("task", {"name": LM})
     if isinstance(m.get("eval"), dict):
@@ -309,7 +305,6 @@ def check_variant_rows(specs: list[RunSpec]) -> None:
     across every encoding). The variants decide which encodings they apply to (Variant.applies_to)."""
     import logging
 
-    from posbench.variants import settings_without_rows
 
     asked: dict[str, dict[str, bool]] = {}  # setting -> encoding -> gets a row
     first: dict[str, RunSpec] = {}  # setting -> the first job asking for it (for the message)
@@ -336,11 +331,8 @@ def check_variant_rows(specs: list[RunSpec]) -> None:
 
 def _applies_to(key: str, spec: RunSpec) -> str:
     """The built-in and installed encodings that get rows from setting ``key`` (for a message)."""
-    from posbench.encodings import available, encoding_class
-    from posbench.variants import settings_without_rows
-
     names = []
-    for name in available():
+    for name in encoding_names():
         try:
             cls = encoding_class(name)
             if key not in settings_without_rows(cls(spec.shape, cls.Params()), spec.eval):

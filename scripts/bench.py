@@ -3,9 +3,9 @@
     python scripts/bench.py                       # small model, train_len 128, batch 32 (issue defaults)
     python scripts/bench.py --encodings nope,alibi --steps 5 --out /tmp/bench
 
-For each encoding (and the reference: posbench.reference_gpt.PlainGPT, same size, causal SDPA, no
+For each encoding (and the reference: posbench.model.reference_gpt.PlainGPT, same size, causal SDPA, no
 positional code):
-  * training tokens/s through the real training loop (posbench.trainer.train_model), and model FLOPs
+  * training tokens/s through the real training loop (posbench.training.trainer.train_model), and model FLOPs
     utilisation = tokens/s x (6 N + 12 layers L d) / matmul peak, the peak measured here first;
   * evaluation (forward) time (the fastest of three passes after a warm-up) and peak memory at 1x and
     16x the training length, each length in a fresh process on CPU (peak RSS growth) or with CUDA's
@@ -30,13 +30,12 @@ import pandas as pd
 import torch
 from omegaconf import OmegaConf
 
-from posbench.config import CONF_DIR
-from posbench.trainer import TrainConfig
-from posbench.device import describe, resolve_device
+from posbench.cli.config import CONF_DIR
+from posbench.core.device import describe, resolve_device
 from posbench.encodings import available
-from posbench.model import ModelConfig, build_model
-from posbench.reference_gpt import PlainGPT
-from posbench.trainer import train_model
+from posbench.model.reference_gpt import PlainGPT
+from posbench.model.transformer import ModelConfig, build_model
+from posbench.training.trainer import TrainConfig, train_model
 
 REFERENCE = "reference_gpt"
 MODEL_DIR = Path(CONF_DIR) / "model"  # the same size definitions as `model=` in posbench-train

@@ -20,11 +20,12 @@ from pathlib import Path
 
 import torch
 
-from posbench.data import DataConfig, load_corpus
-from posbench.device import describe, resolve_device
-from posbench.evaluate import evaluate_model, token_sets_of
-from posbench.model import ModelConfig, build_model
-from posbench.protocols import EvalConfig
+from posbench.core.device import describe, resolve_device
+from posbench.data.corpus import DataConfig
+from posbench.data.load import load_corpus
+from posbench.evaluation.perplexity import evaluate_model, token_sets_of
+from posbench.evaluation.settings import EvalConfig
+from posbench.model.transformer import ModelConfig, build_model
 
 EARLIER_TOKENS = 32768  # the earlier default eval.scored_tokens (a contiguous range)
 

@@ -30,7 +30,12 @@ from pathlib import Path
 import pandas as pd
 
 from posbench.report.sections.decision_guide import guide_frame, verdict
-from posbench.report.tables import comparable_records, display_table, main_table, row_caveats
+from posbench.report.tables import (
+    comparable_records,
+    display_table,
+    main_table,
+    row_caveats,
+)
 
 SEGMENTS = re.compile(r"segments\[(\d+), 1 per doc")
 

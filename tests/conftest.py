@@ -50,13 +50,13 @@ def compose(cache_dir):
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
-    from posbench.config import CONF_DIR, register_configs
+    from posbench.cli.config import CONF_DIR, register_configs
 
     register_configs()
 
     def _compose(*overrides: str, config_name: str = "config", raw: bool = False):
         """The typed RunSpec of the overrides (every value checked), or with ``raw`` Hydra's DictConfig."""
-        from posbench.config import to_spec
+        from posbench.cli.config import to_spec
 
         with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
             cfg = hydra_compose(config_name=config_name, overrides=list(overrides))
@@ -80,7 +80,7 @@ def entry(monkeypatch, capsys):
     (exit status, stderr). For commands that stop before training: bad input."""
 
     def _run(program: str, *argv: str) -> tuple[int, str]:
-        module = importlib.import_module({"train": "posbench.train", "eval": "posbench.evaluate"}[program])
+        module = importlib.import_module({"train": "posbench.cli.train", "eval": "posbench.cli.evaluate"}[program])
         monkeypatch.setattr(sys, "argv", [f"posbench-{program}", *argv])
         capsys.readouterr()
         # a job that starts configures logging with handlers on this test's captured stderr: put the
@@ -117,7 +117,7 @@ def sweep(tmp_path_factory, text_corpus, cache_dir):
     runs = tmp_path_factory.mktemp("runs")
     overrides = ["-m", f"encoding={','.join(ENCODINGS)}", "seed=0,1", *SWEEP_OVERRIDES,
                  f"data.path={text_corpus}", f"runs_dir={runs}"]
-    proc = cli("posbench.train", *overrides)
+    proc = cli("posbench.cli.train", *overrides)
     return runs, overrides, proc
 
 
@@ -126,7 +126,7 @@ def sweep_report(sweep, tmp_path_factory):
     """posbench-report on the shared sweep."""
     runs, _, _ = sweep
     out = tmp_path_factory.mktemp("report")
-    cli("posbench.report", str(runs), "--out", str(out))
+    cli("posbench.cli.report", str(runs), "--out", str(out))
     return out
 
 

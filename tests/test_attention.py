@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from posbench import attention
-from posbench.variants.base import AttentionOptions
-from posbench.model import ModelConfig, build_model
+from posbench.attention import kernels as attention
+from posbench.attention.options import AttentionOptions
+from posbench.model.transformer import ModelConfig, build_model
 
 
 def test_flex_is_used_for_cpu_evaluation_at_long_lengths_only():

@@ -11,10 +11,10 @@ import time
 
 import pytest
 import torch
-
 from conftest import tree
-from posbench.schedules import cooldown_start, lr_factor
-from posbench.trainer import TrainConfig
+
+from posbench.training.schedules import cooldown_start, lr_factor
+from posbench.training.trainer import TrainConfig
 
 # 0.3 of 20 and of 36 steps: cool-downs of 6 and 10 steps, branch points 14 and 26 (one not on a
 # log or checkpoint step); probes at fractions of each budget fall in the trunk and in the branch
@@ -49,8 +49,8 @@ def assert_same_run(a, b):
 
 
 def test_each_branch_is_the_standalone_wsd_run_of_its_budget_bit_for_bit(compose, tmp_path, text_corpus):
-    from posbench.results import snapshot_steps
-    from posbench.train import run
+    from posbench.jobs.train import run
+    from posbench.store.resume import snapshot_steps
 
     common = [*COMMON, f"data.path={text_corpus}"]
     trunk_dir = run(compose(*common, "train.budgets=[20,36]", f"runs_dir={tmp_path / 'branched'}"))
@@ -75,7 +75,7 @@ def test_a_branch_whose_snapshot_exists_does_not_train_the_trunk_and_a_complete_
     import logging
     import shutil
 
-    from posbench.train import run
+    from posbench.jobs.train import run
 
     spec = compose(*COMMON, f"data.path={text_corpus}", "train.budgets=[20,36]", f"runs_dir={tmp_path}")
     trunk_dir = run(spec)
@@ -95,8 +95,8 @@ def test_a_branch_whose_snapshot_exists_does_not_train_the_trunk_and_a_complete_
 
 
 def test_a_budget_added_later_extends_the_trunk_from_its_last_snapshot(compose, tmp_path, text_corpus):
-    from posbench.results import snapshot_steps
-    from posbench.train import run
+    from posbench.jobs.train import run
+    from posbench.store.resume import snapshot_steps
 
     common = [*COMMON, f"data.path={text_corpus}"]
     run(compose(*common, "train.budgets=[20]", f"runs_dir={tmp_path / 'grown'}"))
@@ -116,7 +116,7 @@ KILL = ["model=small", "train_len=32", "train.batch_size=16", "train.warmup_step
 
 
 def start(runs_dir, corpus):
-    cmd = [sys.executable, "-m", "posbench.train", *KILL, f"data.path={corpus}", f"runs_dir={runs_dir}"]
+    cmd = [sys.executable, "-m", "posbench.cli.train", *KILL, f"data.path={corpus}", f"runs_dir={runs_dir}"]
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env={**os.environ})
 
 

@@ -7,9 +7,9 @@ import math
 import pandas as pd
 import pytest
 import torch
-
 from conftest import SWEEP_OVERRIDES, cli
-from posbench.evaluate import probe_steps
+
+from posbench.evaluation.probes import probe_steps
 from posbench.report.budget import last_doubling, spread_warnings, stability, verdict
 
 
@@ -42,8 +42,8 @@ def test_validation_loss_is_measured_at_half_the_budget(sweep):
 def test_probes_do_not_change_the_weights(tmp_path, text_corpus, cache_dir):
     """Evaluating during training leaves the trained model bit for bit what it is without it."""
     common = [*SWEEP_OVERRIDES, "encoding=alibi", f"data.path={text_corpus}", "train.steps=12"]
-    cli("posbench.train", *common, "eval.during_training=[0.25,0.5]", f"runs_dir={tmp_path / 'with'}")
-    cli("posbench.train", *common, "eval.during_training=[]", f"runs_dir={tmp_path / 'without'}")
+    cli("posbench.cli.train", *common, "eval.during_training=[0.25,0.5]", f"runs_dir={tmp_path / 'with'}")
+    cli("posbench.cli.train", *common, "eval.during_training=[]", f"runs_dir={tmp_path / 'without'}")
     (a,), (b,) = list((tmp_path / "with").glob("*/checkpoint.pt")), list((tmp_path / "without").glob("*/checkpoint.pt"))
     wa, wb = (torch.load(p, weights_only=True)["model"] for p in (a, b))
     assert all(torch.equal(wa[k], wb[k]) for k in wa)

@@ -9,8 +9,9 @@ import sys
 import time
 
 import pytest
-
 from conftest import cli, tree
+
+from posbench.cli.console import report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -43,7 +44,7 @@ def test_errors_keep_the_fix_in_their_one_line(entry, here, program, argv, expec
 
 
 def test_did_you_mean_is_case_insensitive_and_quiet_without_a_close_name():
-    from posbench.suggest import did_you_mean
+    from posbench.core.suggest import did_you_mean
 
     assert did_you_mean("ALiBi", ["alibi", "rope"]) == " (did you mean alibi?)"
     assert did_you_mean("ROPE", ["alibi", "rope", "p_rope"]) == " (did you mean rope or p_rope?)"
@@ -66,15 +67,15 @@ def test_console_scripts_are_the_thin_entries():
 
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
         scripts = tomllib.load(f)["project"]["scripts"]
-    assert scripts == {"posbench-train": "posbench.console:train", "posbench-eval": "posbench.console:evaluate",
-                       "posbench-report": "posbench.console:report"}
+    assert scripts == {"posbench-train": "posbench.cli.console:train", "posbench-eval": "posbench.cli.console:evaluate",
+                       "posbench.cli.report": "posbench.cli.console:report"}
 
 
 # -- Ctrl-C at any moment --------------------------------------------------------------------------
 
 
 def test_ctrl_c_while_the_command_imports_is_one_line_and_130(monkeypatch, capsys):
-    from posbench import console
+    from posbench.cli import console
 
     def interrupted(name):
         raise KeyboardInterrupt
@@ -90,7 +91,7 @@ def test_ctrl_c_in_the_first_second_through_a_real_interpreter(tmp_path, cache_d
     env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
     # SIGINT at its default in the child: a shell without job control (CI, nohup, a background job)
     # starts its children with SIGINT ignored, and Python then never raises KeyboardInterrupt
-    proc = subprocess.Popen([sys.executable, "-c", "from posbench.console import train; train()", "encoding=rope",
+    proc = subprocess.Popen([sys.executable, "-c", "from posbench.cli.console import train; train()", "encoding=rope",
                              "train=smoke", "model=tiny"],
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
@@ -111,7 +112,7 @@ TINY = ["model=tiny", "train=smoke", "train.steps=4", "train_len=16", "eval.mult
 def tiny_run(tmp_path_factory, text_corpus, cache_dir):
     """One tiny run trained through a real interpreter: (its directory, the command's output)."""
     runs = tmp_path_factory.mktemp("cli-runs")
-    proc = cli("posbench.train", *TINY, f"data.path={text_corpus}", f"runs_dir={runs}", cwd=runs)
+    proc = cli("posbench.cli.train", *TINY, f"data.path={text_corpus}", f"runs_dir={runs}", cwd=runs)
     (run_dir,) = [p for p in runs.iterdir() if p.is_dir()]
     return run_dir, proc
 
@@ -132,20 +133,20 @@ def test_train_prints_one_result_line_per_run_on_stdout(tiny_run):
 
 
 def test_eval_again_scores_only_what_is_new_and_prints_one_aligned_table(run_copy, tmp_path):
-    first = cli("posbench.evaluate", f"run_dir={run_copy}", "eval.multiples=[1,2]", "eval.scored_tokens=256", cwd=tmp_path)
+    first = cli("posbench.cli.evaluate", f"run_dir={run_copy}", "eval.multiples=[1,2]", "eval.scored_tokens=256", cwd=tmp_path)
     assert f"{run_copy.name}: already have 4 records; nothing new to score" in first.stderr
     assert "ppl:" not in first.stderr  # the scores are on stdout only, not logged again
     lines = first.stdout.strip().splitlines()
     assert lines[0].split() == ["variant", "protocol", "length", "multiple", "ppl", "tokens"] and len(lines) == 5
     assert len({len(line) for line in lines[1:]}) == 1  # aligned: every row as wide
     assert len({line.index(" 1x") if " 1x" in line else line.index(" 2x") for line in lines[1:]}) == 1
-    more = cli("posbench.evaluate", f"run_dir={run_copy}", "eval.multiples=[1,2,4]", "eval.scored_tokens=256", cwd=tmp_path)
+    more = cli("posbench.cli.evaluate", f"run_dir={run_copy}", "eval.multiples=[1,2,4]", "eval.scored_tokens=256", cwd=tmp_path)
     assert f"{run_copy.name}: already have 4 records; scoring 2 new" in more.stderr
     assert len(more.stdout.strip().splitlines()) == 7
 
 
 def test_records_table_aligns_long_names_and_undefined_lengths():
-    from posbench.records_table import records_table
+    from posbench.jobs.records_table import records_table
 
     recs = [{"variant": "rope+dynamic_ntk", "protocol": "sliding", "length": 16, "multiple": 1.0, "ppl": 4.5,
              "tokens_scored": 256},
@@ -163,7 +164,7 @@ def test_records_table_aligns_long_names_and_undefined_lengths():
 def test_plain_progress_every_tenth_or_every_30_seconds(caplog):
     import logging
 
-    from posbench.progress import PlainProgress
+    from posbench.core.progress import PlainProgress
 
     now = [0.0]
     bar = PlainProgress(range(100), total=100, desc="train rope L=64", unit="step", clock=lambda: now[0])
@@ -190,7 +191,7 @@ def test_plain_progress_every_tenth_or_every_30_seconds(caplog):
 def test_progress_is_a_bar_on_a_terminal_and_lines_elsewhere(monkeypatch):
     from tqdm.auto import tqdm
 
-    from posbench.progress import PlainProgress, progress
+    from posbench.core.progress import PlainProgress, progress
 
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
     assert isinstance(progress(range(3), total=3), tqdm)
@@ -222,7 +223,6 @@ def in_runs(tiny_run, tmp_path):
 def test_a_newer_metrics_schema_is_refused_by_every_command(entry, in_runs, text_corpus, tmp_path, monkeypatch, capsys):
     import json
 
-    from posbench.report import main as report
 
     monkeypatch.chdir(tmp_path)
     metrics = in_runs / "metrics.json"
@@ -255,7 +255,7 @@ def test_eval_refusing_an_unfinished_run_leaves_no_lock(entry, tiny_run, tmp_pat
 
 
 def test_eval_says_when_the_validation_set_is_small(run_copy, tmp_path):
-    proc = cli("posbench.evaluate", f"run_dir={run_copy}", "eval.multiples=[1,2]", "eval.scored_tokens=null", cwd=tmp_path)
+    proc = cli("posbench.cli.evaluate", f"run_dir={run_copy}", "eval.multiples=[1,2]", "eval.scored_tokens=null", cwd=tmp_path)
     (line,) = [x for x in proc.stderr.splitlines() if "small validation set" in x]
     assert re.search(r"small validation set: [\d,]+ tokens scored at each length \(in \d+ documents\), fewer than 10,000",
                      line), line

@@ -7,10 +7,10 @@ import shutil
 
 import pandas as pd
 import pytest
-
 from conftest import cli
-from posbench.results import read_metrics, write_metrics
-from posbench.train import run
+
+from posbench.jobs.train import run
+from posbench.store.rundir import read_metrics, write_metrics
 
 BASE = ["model=tiny", "train=smoke", "train_len=16", "eval.protocols=[nonoverlapping]", "eval.scored_tokens=256", "data=local"]
 
@@ -22,12 +22,12 @@ def test_a_report_never_compares_numbers_scored_on_different_tokens(sweep, tmp_p
     copy = tmp_path / "runs"
     shutil.copytree(runs, copy, ignore=shutil.ignore_patterns("*_s1_*"))
     rope = next(copy.glob("rope_*"))
-    cli("posbench.evaluate", f"run_dir={rope}", "eval.multiples=[1,2,4]", "eval.protocols=[nonoverlapping]",
+    cli("posbench.cli.evaluate", f"run_dir={rope}", "eval.multiples=[1,2,4]", "eval.protocols=[nonoverlapping]",
         "eval.scored_tokens=128")  # other tokens: fewer of them
     sets = {r["token_set"] for r in read_metrics(rope)["evaluations"] if r["protocol"] == "nonoverlapping"}
     assert len(sets) == 2  # the old records are kept beside the new ones
     out = tmp_path / "rep"
-    cli("posbench.report", str(copy), "--out", str(out), "--protocols", "nonoverlapping")
+    cli("posbench.cli.report", str(copy), "--out", str(out), "--protocols", "nonoverlapping")
     table = pd.read_csv(out / "table.csv")
     evals = pd.read_csv(out / "evaluations.csv")
     assert evals["token_set"].nunique() == 1  # every compared record: one token set
@@ -52,7 +52,7 @@ def test_not_evaluated_is_not_called_not_defined(sweep, tmp_path):
         m["evaluations"] = [r for r in m["evaluations"] if r["multiple"] <= 2]
         write_metrics(run_dir, m)
     out = tmp_path / "rep"
-    cli("posbench.report", str(copy), "--out", str(out), "--protocols", "nonoverlapping")
+    cli("posbench.cli.report", str(copy), "--out", str(out), "--protocols", "nonoverlapping")
     md = (out / "report.md").read_text()
     rows = {line.split("|")[2].strip(): line for line in md.splitlines() if line.startswith("| nonoverlapping")}
     cells = [c.strip() for c in rows["nope"].split("|")]
@@ -85,7 +85,7 @@ def test_rerunning_a_complete_run_with_new_eval_settings_evaluates_what_is_missi
 
 
 def test_a_kill_during_evaluation_keeps_the_training(compose, tmp_path, text_corpus, monkeypatch):
-    import posbench.train as train
+    import posbench.jobs.train as train
 
     cfg = compose("encoding=rope", *BASE, "eval.multiples=[1,2]", f"data.path={text_corpus}", f"runs_dir={tmp_path}")
 

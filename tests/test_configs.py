@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from posbench.cli import compose_jobs
-from posbench.config import CONF_DIR, to_spec as validate
+from posbench.cli.app import compose_jobs
+from posbench.cli.config import CONF_DIR
+from posbench.cli.config import to_spec as validate
 from posbench.encodings import available
 
 PRESETS = sorted(p.stem for p in (Path(CONF_DIR) / "experiment").glob("*.yaml"))

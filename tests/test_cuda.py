@@ -7,12 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from posbench import attention
-from posbench.variants.base import AttentionOptions
-from posbench.trainer import TrainConfig
-from posbench.device import autocast, resolve_device
-from posbench.model import ModelConfig, build_model
-from posbench.trainer import train_model
+from posbench.attention import kernels as attention
+from posbench.attention.options import AttentionOptions
+from posbench.core.device import autocast, resolve_device
+from posbench.model.transformer import ModelConfig, build_model
+from posbench.training.trainer import TrainConfig, train_model
 
 pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 SMALL = ModelConfig(name="t", d_model=64, n_layers=2, n_heads=4, mlp_ratio=2)

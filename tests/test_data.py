@@ -5,16 +5,11 @@ import time
 
 import numpy as np
 import pytest
-from omegaconf import OmegaConf
 
-from posbench.data import DataConfig
-from posbench.data import (
-    is_validation_document,
-    list_documents,
-    load_corpus,
-    sample_batch,
-)
-from posbench.errors import PosbenchError
+from posbench.core.errors import PosbenchError
+from posbench.data.batches import sample_batch
+from posbench.data.corpus import DataConfig, is_validation_document, list_documents
+from posbench.data.load import load_corpus
 
 
 def data_cfg(cache_dir, **kw):

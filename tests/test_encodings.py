@@ -5,15 +5,15 @@ import math
 import pytest
 import torch
 
-from posbench.attention import biased_causal_attention
-from posbench.protocols import EvalConfig
-from posbench.variants import rows
-from posbench.variants.base import AttentionOptions
+from posbench.attention.kernels import biased_causal_attention
+from posbench.attention.options import AttentionOptions
 from posbench.encodings import ENCODINGS, ModelShape, available, build_encoding
 from posbench.encodings.alibi import alibi_slopes
 from posbench.encodings.rope import rope_frequencies
 from posbench.encodings.sinusoidal import sinusoidal_table
-from posbench.model import ModelConfig, build_model
+from posbench.evaluation.settings import EvalConfig
+from posbench.evaluation.variants import rows
+from posbench.model.transformer import ModelConfig, build_model
 
 TINY = ModelConfig(name="t", d_model=32, n_layers=2, n_heads=4)
 
@@ -119,7 +119,7 @@ def test_chunked_bias_attention_equals_the_naive_formula():
 
 
 def test_unknown_encoding_parameter_is_a_clear_error():
-    from posbench.errors import PosbenchError
+    from posbench.core.errors import PosbenchError
 
     with pytest.raises(PosbenchError, match="has no parameter 'bsae'.*valid: base"):
         build_encoding("rope", ModelShape(32, 4, 1, 16), {"bsae": 1.0})
@@ -135,7 +135,7 @@ def test_every_encoding_yaml_names_a_registered_encoding_with_its_params():
 
     import yaml
 
-    from posbench.config import CONF_DIR
+    from posbench.cli.config import CONF_DIR
 
     for path in (Path(CONF_DIR) / "encoding").glob("*.yaml"):
         y = yaml.safe_load(path.read_text())
@@ -272,7 +272,7 @@ def naive_relative_attention(q, k, v, dist_index, rel_q, rel_k, rel_v):
 
 def test_shaw_matches_the_naive_formula():
     torch.manual_seed(0)
-    from posbench.attention import relative_causal_attention
+    from posbench.attention.kernels import relative_causal_attention
 
     B, H, L, D, K = 2, 3, 30, 8, 5
     q, k, v = (torch.randn(B, H, L, D, dtype=torch.float64) for _ in range(3))
@@ -326,7 +326,7 @@ def test_conv_is_causal_even_with_a_wide_kernel():
 
 
 def test_randomized_positions_are_sorted_distinct_and_reproducible():
-    from posbench.positions import sample_positions as random_positions
+    from posbench.attention.positions import sample_positions as random_positions
 
     a, b = random_positions(1024, 64, 0, 5), random_positions(1024, 64, 0, 5)
     assert a.equal(b) and a.shape == (64,) and bool((a[1:] > a[:-1]).all()) and int(a.max()) < 1024

@@ -6,12 +6,11 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import ENCODINGS, cli
 
 
 def train_cmd(*overrides):
-    return ("posbench.train", *overrides)
+    return ("posbench.cli.train", *overrides)
 
 
 def test_sweep_trains_and_evaluates_every_encoding(sweep):
@@ -101,7 +100,7 @@ def test_standalone_evaluation_adds_lengths(sweep, tmp_path):
     shutil.copytree(next(runs.glob("alibi_*s1_*")), run_dir)  # the shared sweep stays as trained
     old = {e["length"]: e["ppl"] for e in json.loads((run_dir / "metrics.json").read_text())["evaluations"]
            if e["protocol"] == "nonoverlapping"}
-    cli("posbench.evaluate", f"run_dir={run_dir}", "eval.multiples=[1,8]", "eval.scored_tokens=256",
+    cli("posbench.cli.evaluate", f"run_dir={run_dir}", "eval.multiples=[1,8]", "eval.scored_tokens=256",
         "eval.protocols=[nonoverlapping]")
     metrics = json.loads((run_dir / "metrics.json").read_text())
     new = {e["length"]: e for e in metrics["evaluations"] if e["protocol"] == "nonoverlapping"}
@@ -121,7 +120,7 @@ def test_wandb_logger_runs_offline_without_login(tmp_path, text_corpus, cache_di
     (run_dir,) = [p.parent for p in tmp_path.glob("*/metrics.json")]
     assert json.loads((run_dir / "metrics.json").read_text())["status"] == "completed"
     assert list((run_dir / "wandb").glob("offline-run-*")), "wandb wrote no offline run"
-    cli("posbench.report", str(tmp_path), "--out", str(tmp_path / "rep"), "--wandb")
+    cli("posbench.cli.report", str(tmp_path), "--out", str(tmp_path / "rep"), "--wandb")
     (report_run,) = (tmp_path / "rep" / "wandb").glob("offline-run-*")
     logged = list(report_run.rglob("*.png"))
     assert len(logged) == 4, logged  # the report's figures went into the offline run
@@ -192,7 +191,7 @@ def test_report_lists_failed_and_incomplete_runs_apart(sweep, tmp_path):
     diverged = next(copy.glob("nope_*"))
     m = json.loads((diverged / "metrics.json").read_text())
     (diverged / "metrics.json").write_text(json.dumps({**m, "status": "diverged", "evaluations": []}))
-    cli("posbench.report", str(copy), "--out", str(tmp_path / "rep"))
+    cli("posbench.cli.report", str(copy), "--out", str(tmp_path / "rep"))
     md = (tmp_path / "rep" / "report.md").read_text()
     table = pd.read_csv(tmp_path / "rep" / "table.csv")
     assert sorted(table["variant"].unique()) == ["alibi", "learned", "sinusoidal"]

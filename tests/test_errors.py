@@ -6,12 +6,12 @@ import json
 import os
 
 import pytest
-
-from posbench.protocols import PROTOCOLS
-from posbench.variants.rope_scaling import evaluable_scalings
-
 from conftest import cli, tree
-from posbench.errors import PosbenchError
+
+from posbench.cli.config import group_options
+from posbench.core.errors import PosbenchError
+from posbench.evaluation.protocols import PROTOCOLS
+from posbench.evaluation.variants.rope_scaling import evaluable_scalings
 
 TINY = ["model=tiny", "train=smoke", "train_len=16", "eval.multiples=[1,2]", "eval.scored_tokens=256"]
 
@@ -123,8 +123,7 @@ def test_one_bad_cell_refuses_the_whole_sweep_before_anything_trains(entry, plac
      ("model=huge", "model", "huge"), ("data=wikitext", "data", "wikitext"), ("experiment=nope", "experiment", "nope")],
 )
 def test_unknown_config_choice_is_one_line_naming_the_valid_ones(entry, places, override, group, bad):
-    from posbench.cli import group_options
-    from posbench.suggest import did_you_mean
+    from posbench.core.suggest import did_you_mean
 
     options = group_options([])[group]  # the yaml files and the registries (yaml-less built-ins)
     assert_refused(entry("train", "-m", override, f"runs_dir={places[0]}"),
@@ -277,7 +276,7 @@ def test_truncated_or_foreign_checkpoints_are_refused_without_unpickling(tmp_pat
 
     import torch
 
-    from posbench.results import load_checkpoint
+    from posbench.store.rundir import load_checkpoint
 
     (tmp_path / "checkpoint.pt").write_bytes(b"PK\x03\x04 not really")
     with pytest.raises(PosbenchError, match="truncated or not a posbench checkpoint"):
@@ -296,7 +295,7 @@ def test_truncated_or_foreign_checkpoints_are_refused_without_unpickling(tmp_pat
 
 
 def test_console_error_is_one_line_exit_2_and_leaves_no_hydra_folder(tmp_path, cache_dir):
-    proc = cli("posbench.train", "+train.stpes=5", f"runs_dir={tmp_path / 'runs'}", cwd=tmp_path, check=False)
+    proc = cli("posbench.cli.train", "+train.stpes=5", f"runs_dir={tmp_path / 'runs'}", cwd=tmp_path, check=False)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines() == [proc.stderr.strip()]
     assert os.listdir(tmp_path) == []
@@ -305,11 +304,11 @@ def test_console_error_is_one_line_exit_2_and_leaves_no_hydra_folder(tmp_path, c
 def test_a_successful_single_run_writes_only_its_run_directory(tmp_path, text_corpus, cache_dir):
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
-    cli("posbench.train", *TINY, "train.steps=2", "data=local", f"data.path={text_corpus}", f"runs_dir={tmp_path / 'runs'}",
+    cli("posbench.cli.train", *TINY, "train.steps=2", "data=local", f"data.path={text_corpus}", f"runs_dir={tmp_path / 'runs'}",
         cwd=tmp_path, env={"TMPDIR": str(tmpdir)})
     (run_dir,) = (tmp_path / "runs").iterdir()
     assert sorted(os.listdir(tmp_path)) == ["runs", "tmp"] and not (tmp_path / "runs" / ".hydra").exists()
-    cli("posbench.evaluate", f"run_dir={run_dir}", "eval.multiples=[1]", cwd=tmp_path, env={"TMPDIR": str(tmpdir)})
+    cli("posbench.cli.evaluate", f"run_dir={run_dir}", "eval.multiples=[1]", cwd=tmp_path, env={"TMPDIR": str(tmpdir)})
     # no Hydra folder in TMPDIR (torch may keep its own compiler cache there, shared by every process)
     assert sorted(os.listdir(tmp_path)) == ["runs", "tmp"] and set(os.listdir(tmpdir)) <= {"torchinductor_root"}
     assert json.loads((run_dir / "metrics.json").read_text())["schema_version"] == 1
@@ -319,7 +318,7 @@ def test_unwritable_home_is_one_line(tmp_path, text_corpus):
     home = tmp_path / "home"
     home.write_text("not a folder")
     env = {"HOME": str(home), "POSBENCH_CACHE": "~/.cache/posbench"}
-    proc = cli("posbench.train", *TINY, "data=local", f"data.path={text_corpus}", f"runs_dir={tmp_path / 'runs'}",
+    proc = cli("posbench.cli.train", *TINY, "data=local", f"data.path={text_corpus}", f"runs_dir={tmp_path / 'runs'}",
                cwd=tmp_path, env=env, check=False)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert proc.stderr.strip() == (f"posbench: error: cannot write the token cache in '{home}/.cache/posbench' "
@@ -339,7 +338,7 @@ def test_help_and_version_are_posbench_s(program, monkeypatch, capsys, cache_dir
     from posbench import __version__
 
     monkeypatch.chdir(tmp_path)
-    module = importlib.import_module({"train": "posbench.train", "eval": "posbench.evaluate"}[program])
+    module = importlib.import_module({"train": "posbench.cli.train", "eval": "posbench.cli.evaluate"}[program])
 
     def run(*argv) -> tuple[int, str]:
         monkeypatch.setattr(sys, "argv", [f"posbench-{program}", *argv])
@@ -359,13 +358,13 @@ def test_help_and_version_are_posbench_s(program, monkeypatch, capsys, cache_dir
         assert "encoding" not in out and "experiment" not in out and "run_dir=<required>" in out
     assert os.listdir(tmp_path) == []
     # Hydra's own pages stay (through an interpreter of its own: Hydra configures this process's logging)
-    proc = cli({"train": "posbench.train", "eval": "posbench.evaluate"}[program], "--hydra-help", cwd=tmp_path)
+    proc = cli({"train": "posbench.cli.train", "eval": "posbench.cli.evaluate"}[program], "--hydra-help", cwd=tmp_path)
     assert proc.stdout.startswith("Hydra (")
 
 
 def test_help_s_defaults_are_the_settings_classes_own():
     from posbench.cli.help import help_text
-    from posbench.trainer import TrainConfig
+    from posbench.training.trainer import TrainConfig
 
     assert f"train.lr={TrainConfig().lr:g}" in help_text("config")
 

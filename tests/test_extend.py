@@ -1,4 +1,4 @@
-"""Extension runs (posbench/extend.py): a finished run continued at a longer window."""
+"""Extension runs (posbench/training/extend.py): a finished run continued at a longer window."""
 
 import re
 
@@ -6,10 +6,10 @@ import pandas as pd
 import pytest
 import torch
 
+from posbench.attention.options import AttentionOptions
 from posbench.encodings.rope import rope_frequencies
-from posbench.variants.base import AttentionOptions
-from posbench.results import load_checkpoint, read_history, read_metrics, run_id
-from posbench.train import run
+from posbench.jobs.train import run
+from posbench.store.rundir import load_checkpoint, read_history, read_metrics
 
 BASE = ["model=tiny", "train=smoke", "train_len=16", "eval.protocols=[nonoverlapping]", "eval.multiples=[1,4]",
         "eval.scored_tokens=256", "data=local"]
@@ -54,7 +54,7 @@ def test_a_fine_tune_trains_at_the_target_length_from_the_parent(compose, tmp_pa
 
 
 def test_rope_trains_and_evaluates_with_the_methods_frequencies(compose, tmp_path, text_corpus):
-    from posbench.evaluate import model_from_checkpoint
+    from posbench.jobs.evaluate import model_from_checkpoint
 
     args = ["encoding=rope", *BASE, f"data.path={text_corpus}", f"runs_dir={tmp_path}"]
     child_dir = run(compose(*args, *ext("extend.method=linear", "extend.steps=0")))
@@ -79,7 +79,7 @@ def test_rope_trains_and_evaluates_with_the_methods_frequencies(compose, tmp_pat
     (["encoding=rope", "extend.length=8"], "extend.length=8 must be a multiple of train_len=16"),
 ])
 def test_bad_extension_settings_are_one_line_errors(compose, tmp_path, text_corpus, extra, message):
-    from posbench.errors import PosbenchError
+    from posbench.core.errors import PosbenchError
 
     with pytest.raises(PosbenchError, match=message.replace("[", r"\[").replace("]", r"\]")):
         (compose(*BASE, *extra, f"data.path={text_corpus}", f"runs_dir={tmp_path}"))
@@ -88,14 +88,14 @@ def test_bad_extension_settings_are_one_line_errors(compose, tmp_path, text_corp
 
 def test_ordinary_runs_keep_their_ids(compose, tmp_path, text_corpus):
     """Adding ``extend`` to the schema must not move any existing run directory."""
-    from posbench.results import run_identity
+    from posbench.store.identity import run_identity
 
     cfg = compose("encoding=rope", *BASE, f"data.path={text_corpus}", f"runs_dir={tmp_path}")
     assert "extend" not in run_identity(cfg.resolved())
 
 
 def test_the_restart_warms_up_for_a_tenth_of_the_steps_by_default(compose, tmp_path, text_corpus):
-    from posbench.extend import finetune_settings
+    from posbench.training.extend import finetune_settings
 
     spec = compose("encoding=rope", *BASE, *ext("extend.steps=40"), f"data.path={text_corpus}", f"runs_dir={tmp_path}")
     assert finetune_settings(spec).warmup_steps == 4
@@ -144,7 +144,7 @@ def test_the_report_compares_fine_tunes_with_a_model_trained_at_the_target_and_t
 def test_the_preset_pairs_each_fine_tune_with_a_model_trained_at_the_target(cache_dir):
     from collections import Counter
 
-    from posbench.cli import compose_jobs
+    from posbench.cli.app import compose_jobs
 
     jobs = compose_jobs("config", ["experiment=extension"], multirun=True)
     kinds = Counter((c.encoding.name, c.train_len, c.extend.length, c.extend.method) for c in jobs)

@@ -9,10 +9,10 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
+from posbench.attention.options import AttentionOptions
 from posbench.encodings import ModelShape, build_encoding
-from posbench.model import ModelConfig, build_model
-from posbench.protocols import EvalConfig
-from posbench.variants.base import AttentionOptions
+from posbench.evaluation.settings import EvalConfig
+from posbench.model.transformer import ModelConfig, build_model
 
 
 def nemo_sandwich(distance: int, head: int, n_heads: int, d: int) -> float:
@@ -87,8 +87,8 @@ def test_fire_matches_the_paper_formula_and_its_normaliser_varies_in_training():
 
 
 def test_t5_every_bucket_used_in_evaluation_is_trained():
+    from posbench.core.errors import PosbenchError
     from posbench.encodings.t5 import relative_position_bucket
-    from posbench.errors import PosbenchError
 
     for train_len in (16, 64, 128):
         enc = build_encoding("t5", ModelShape(32, 4, 2, train_len))
@@ -126,7 +126,7 @@ def test_transformer_xl_u_v_start_like_the_authors_weights():
 def test_every_encoding_trains_at_the_model_learning_rate_by_default():
     from pathlib import Path
 
-    from posbench.config import CONF_DIR
+    from posbench.cli.config import CONF_DIR
 
     for f in (Path(CONF_DIR) / "encoding").glob("*.yaml"):
         assert "lr_mult" not in OmegaConf.load(f), f"{f.name} gives its encoding a private learning rate"
@@ -136,7 +136,7 @@ def test_every_encoding_trains_at_the_model_learning_rate_by_default():
 
 
 def test_blockwise_causal_attention_hides_keys_before_the_previous_block():
-    from posbench.attention import future_mask
+    from posbench.attention.kernels import future_mask
 
     m = future_mask(0, 12, "cpu", block=4)
     for i in range(12):
@@ -156,7 +156,7 @@ def test_blockwise_causal_attention_hides_keys_before_the_previous_block():
 
 
 def test_evaluation_rows_for_bca_and_randomized_positions():
-    from posbench.evaluate import evaluate_model
+    from posbench.evaluation.perplexity import evaluate_model
 
     torch.manual_seed(0)
     cfg = ModelConfig(name="t", d_model=16, n_layers=1, n_heads=2, mlp_ratio=2)

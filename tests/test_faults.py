@@ -13,12 +13,13 @@ import time
 import numpy as np
 import pytest
 import torch
-
 from conftest import cli
-from posbench.data import DataConfig
-from posbench.data import load_corpus
-from posbench.results import RESUME, read_metrics, run_lock
-from posbench.train import run
+
+from posbench.data.corpus import DataConfig
+from posbench.data.load import load_corpus
+from posbench.jobs.train import run
+from posbench.store.lock import run_lock
+from posbench.store.rundir import RESUME, read_metrics
 
 SMALL = ["model=tiny", "train_len=16", "train.batch_size=4", "train.warmup_steps=2", "train.log_every=5",
          "train.val_every=20", "train.val_batches=1", "eval.multiples=[1,2]", "eval.scored_tokens=128", "data=local"]
@@ -29,7 +30,7 @@ def test_ctrl_c_exits_130_with_one_line_and_the_run_resumes(tmp_path, text_corpu
     # A shell that starts the test suite in the background (CI runners, `cmd &`) hands its children
     # SIGINT ignored, and Python then installs no KeyboardInterrupt handler: restore the default,
     # as a terminal's foreground job has it.
-    proc = subprocess.Popen([sys.executable, "-m", "posbench.train", *args], stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen([sys.executable, "-m", "posbench.cli.train", *args], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 120
@@ -45,7 +46,7 @@ def test_ctrl_c_exits_130_with_one_line_and_the_run_resumes(tmp_path, text_corpu
     (resume,) = tmp_path.glob(f"*/{RESUME}")
     step = torch.load(resume, weights_only=True)["next_step"]  # whole and loadable
     assert step >= 5 and not (resume.parent / "metrics.json").exists()
-    proc = cli("posbench.train", *args)  # the same command again continues where it stopped
+    proc = cli("posbench.cli.train", *args)  # the same command again continues where it stopped
     assert "resuming from step" in proc.stderr
     assert read_metrics(resume.parent)["status"] == "completed" and not resume.exists()
 
@@ -110,7 +111,7 @@ def test_files_and_folders_follow_the_umask(tmp_path, text_corpus):
     cache = tmp_path / "cache"
     argv = ["posbench-train", *SMALL, "train.steps=2", f"data.path={text_corpus}", f"data.cache_dir={cache}",
             f"runs_dir={tmp_path / 'runs'}"]
-    code = f"import os, sys; os.umask(0o002); sys.argv = {argv!r}; from posbench.train import main; main()"
+    code = f"import os, sys; os.umask(0o002); sys.argv = {argv!r}; from posbench.jobs.train import main; main()"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
     (run_dir,) = (tmp_path / "runs").iterdir()
@@ -200,9 +201,10 @@ def test_a_run_of_a_corpus_edited_since_is_refused_not_skipped(entry, compose, t
 
 
 def test_a_stdlib_run_of_another_python_is_refused(tmp_path):
-    from posbench.data import Corpus, check_same_corpus
-    from posbench.errors import PosbenchError
-    from posbench.results import write_corpus
+    from posbench.core.errors import PosbenchError
+    from posbench.data.corpus import Corpus
+    from posbench.jobs.corpora import check_same_corpus
+    from posbench.store.rundir import write_corpus
 
     write_corpus(tmp_path, {"name": "stdlib", "source": "stdlib", "python": "3.10.4", "documents": 1890, "hash": "a" * 16})
     now = Corpus(np.zeros(4, np.uint8), np.zeros(4, np.uint8),
@@ -221,10 +223,10 @@ def test_a_stdlib_run_of_another_python_is_refused(tmp_path):
 def test_two_evaluations_of_one_run_at_once_keep_both_records(sweep, tmp_path, monkeypatch):
     import threading
 
-    import posbench.evaluate as ev
-    from posbench.device import Runtime
-    from posbench.protocols import EvalConfig
-    from posbench.results import write_metrics
+    import posbench.jobs.evaluate as ev
+    from posbench.core.device import Runtime
+    from posbench.evaluation.settings import EvalConfig
+    from posbench.store.rundir import write_metrics
 
     runs, _, _ = sweep
     run_dir = tmp_path / "run"
@@ -269,7 +271,7 @@ def test_a_sweep_on_a_pipe_keeps_stdout_for_results_and_says_each_thing_once(tmp
     for i in range(6):
         (docs / f"text{i}.txt").write_text("plain text, and more of it. " * 120)
     (docs / "blob.txt").write_bytes(bytes(range(128, 256)) * 20)
-    proc = cli("posbench.train", "-m", "seed=0,1", *SMALL, "train.steps=2", f"data.path={docs}", f"runs_dir={tmp_path / 'runs'}")
+    proc = cli("posbench.cli.train", "-m", "seed=0,1", *SMALL, "train.steps=2", f"data.path={docs}", f"runs_dir={tmp_path / 'runs'}")
     # stdout: one result line per run (run id, status, scores, directory), nothing else
     assert sorted(line.split()[0] for line in proc.stdout.splitlines()) == sorted(
         p.name for p in (tmp_path / "runs").iterdir() if not p.name.startswith("."))

@@ -16,7 +16,7 @@ COMMON = ["threads=1", "model=tiny", "train=smoke", "train.steps=6", "train_len=
 
 def sweep(tmp_path, corpus, launcher):
     runs = tmp_path / launcher
-    cmd = [sys.executable, "-m", "posbench.train", "-m", f"hydra/launcher={launcher}", "encoding=nope,alibi",
+    cmd = [sys.executable, "-m", "posbench.cli.train", "-m", f"hydra/launcher={launcher}", "encoding=nope,alibi",
            *COMMON, f"data.path={corpus}", f"runs_dir={runs}"]
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "POSBENCH_JOBS": "2"}, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]

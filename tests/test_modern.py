@@ -9,12 +9,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from posbench.attention import Window, masked_attention
+from posbench.attention.kernels import Window, masked_attention
+from posbench.attention.options import AttentionOptions
+from posbench.core.errors import PosbenchError
 from posbench.encodings import ModelShape, build_encoding
-from posbench.errors import PosbenchError
-from posbench.model import ModelConfig, build_model
-from posbench.variants import make_variant
-from posbench.variants.base import AttentionOptions
+from posbench.evaluation.variants import make_variant
+from posbench.model.transformer import ModelConfig, build_model
 
 MODERN = ["layers", "rope_swa", "irope", "rnope_swa", "ssmax", "sink", "gated", "fox", "cope", "stickbreaking"]
 CFG = ModelConfig(name="t", d_model=32, n_layers=4, n_heads=4, mlp_ratio=2)
@@ -187,7 +187,7 @@ def test_ssmax_is_softmax_with_base_n():
 
 
 def test_logn_and_floorlog_rows_scale_queries_as_qwen_and_llama4():
-    from posbench.temperatures import floor_log_scale, logn_scale
+    from posbench.attention.temperatures import floor_log_scale, logn_scale
 
     T = 16
     pos = torch.arange(300)
@@ -230,8 +230,8 @@ def test_a_temperature_row_is_offered_exactly_where_it_changes_the_output(name):
     """logn / floor-log rows apply to an encoding iff the model's output changes under them: none for
     one whose layers all have a window or a temperature of their own (rope_swa, iRoPE, SSMax) or that
     attends through relative_attention (Shaw, Transformer-XL), whose row would equal the plain row."""
-    from posbench.variants import rows
-    from posbench.protocols import EvalConfig
+    from posbench.evaluation.settings import EvalConfig
+    from posbench.evaluation.variants import rows
 
     torch.manual_seed(0)
     model = build_model(CFG, name, {}, 64).eval()  # a table of 64 positions (learned); the rows say train_len 16
@@ -357,7 +357,7 @@ def test_stick_breaking_matches_the_reference_definition(attend_current):
 
 
 def test_stick_breaking_in_blocks_of_queries_and_with_blockwise_causal_keys():
-    from posbench.attention import future_mask, stick_breaking_attention
+    from posbench.attention.kernels import future_mask, stick_breaking_attention
 
     g = torch.Generator().manual_seed(3)
     q, k, v = (torch.randn(1, 2, 19, 8, generator=g, dtype=torch.float64) for _ in range(3))
@@ -383,7 +383,7 @@ def test_past_tokens_never_see_the_future_at_long_lengths(name):
 
 
 def test_a_window_of_the_whole_length_is_plain_attention_and_diagnostics_agree():
-    from posbench.diagnostics import AttentionRecorder
+    from posbench.evaluation.diagnostics import AttentionRecorder
 
     model = model_of("alibi")
     x = torch.randint(0, 256, (2, 40), generator=X)
@@ -414,9 +414,9 @@ def test_local_window_rows_name_themselves_and_apply_to_every_encoding():
 
 @pytest.mark.parametrize("name", MODERN)
 def test_each_method_trains_and_scores_every_token_at_every_length(name):
-    from posbench.evaluate import evaluate_model
-    from posbench.protocols import EvalConfig
-    from posbench.trainer import TrainConfig, train_model
+    from posbench.evaluation.perplexity import evaluate_model
+    from posbench.evaluation.settings import EvalConfig
+    from posbench.training.trainer import TrainConfig, train_model
 
     torch.manual_seed(0)
     cfg = ModelConfig(name="t", d_model=32, n_layers=4, n_heads=2, mlp_ratio=2)
@@ -458,7 +458,7 @@ def test_new_encodings_leave_existing_run_ids_alone(compose):
 @pytest.mark.parametrize("pattern", [["nope/swa64"], ["alibi/chunk64"]])
 def test_flex_window_attention_matches_the_explicit_path(pattern):
     """CPU evaluation at 1024 tokens goes through compiled flex attention with a window block mask."""
-    from posbench import attention
+    from posbench.attention import kernels as attention
 
     if not attention.flex_supported():
         pytest.skip("flex attention not importable in this torch")
@@ -499,7 +499,7 @@ def test_an_evaluation_window_hides_far_keys_in_the_kernels_that_compute_their_o
 ])
 def test_a_window_not_below_train_len_is_refused(encoding, params, entry):
     """It would mask nothing in training: a plain model under a windowed name."""
-    from posbench.errors import PosbenchError
+    from posbench.core.errors import PosbenchError
 
     with pytest.raises(PosbenchError) as e:
         build_encoding(encoding, ModelShape(32, 4, 4, 64), params)

@@ -1,7 +1,7 @@
 """Methods from outside posbench: an encoding, an evaluation variant and a task defined in packages
 installed apart from the repository train, evaluate and reach the report, with no posbench file
 changed. One package is found through its entry points (``posbench.encodings``,
-``posbench.variants``, ``posbench.tasks``), the other through ``module:attr`` paths on the command
+``posbench.evaluation.variants``, ``posbench.tasks``), the other through ``module:attr`` paths on the command
 line. And posbench itself, installed without the repository (``pip install .``), runs a sweep."""
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from conftest import cli
 
 SOURCE = Path(__file__).with_name("plugin_source.py")
@@ -48,13 +47,13 @@ def plugin_runs(tmp_path_factory, text_corpus, cache_dir):
     runs = tmp_path_factory.mktemp("plugin-runs")
     env = {"PYTHONPATH": str(site)}
     common = [*SMOKE, f"data.path={text_corpus}", f"runs_dir={runs}"]
-    cli("posbench.train", "-m", "encoding=demo_bias,alibi", "train_len=16", "eval.variants=[demo_wide]", *common, env=env)
-    cli("posbench.train", "encoding=posbench_demo_paths:LogDistanceBias", "train_len=16",
+    cli("posbench.cli.train", "-m", "encoding=demo_bias,alibi", "train_len=16", "eval.variants=[demo_wide]", *common, env=env)
+    cli("posbench.cli.train", "encoding=posbench_demo_paths:LogDistanceBias", "train_len=16",
         "eval.variants=[posbench_demo_paths:WideWindow]", *common, env=env)
-    cli("posbench.train", "encoding=demo_bias", "task=demo_first", "train_len=24", *common, env=env)
-    cli("posbench.train", "encoding=nope", "task=posbench_demo_paths:FirstLetter", "train_len=24", *common, env=env)
+    cli("posbench.cli.train", "encoding=demo_bias", "task=demo_first", "train_len=24", *common, env=env)
+    cli("posbench.cli.train", "encoding=nope", "task=posbench_demo_paths:FirstLetter", "train_len=24", *common, env=env)
     out = tmp_path_factory.mktemp("plugin-report")
-    cli("posbench.report", str(runs), "--out", str(out), env=env)
+    cli("posbench.cli.report", str(runs), "--out", str(out), env=env)
     return site, runs, out, env
 
 
@@ -81,7 +80,7 @@ def test_a_plugin_run_records_its_rows_and_evaluates_again(plugin_runs):
     wide = [r for r in records if r["variant"] == "demo_bias+wide1"]
     assert wide and wide[0]["row"] == {"encoding": "demo_bias", "tag": "",
                                        "variants": [{"variant": "demo_wide", "blocks": 1}]}
-    cli("posbench.evaluate", f"run_dir={run_dir}", "eval.multiples=[1,2,4]", "eval.protocols=[nonoverlapping]",
+    cli("posbench.cli.evaluate", f"run_dir={run_dir}", "eval.multiples=[1,2,4]", "eval.protocols=[nonoverlapping]",
         "eval.scored_tokens=256", "eval.bca=[]", "eval.variants=[demo_wide]", env=env)
     lengths = {r["length"] for r in json.loads((run_dir / "metrics.json").read_text())["evaluations"]
                if r["variant"] == "demo_bias+wide1"}
@@ -100,7 +99,7 @@ def test_a_plugin_cannot_take_a_builtin_name(plugin_runs, tmp_path):
 
 
 def test_an_unknown_plugin_is_one_line(tmp_path, text_corpus):
-    proc = cli("posbench.train", "encoding=nosuchpkg.enc:Thing", f"data.path={text_corpus}", "data=local",
+    proc = cli("posbench.cli.train", "encoding=nosuchpkg.enc:Thing", f"data.path={text_corpus}", "data=local",
                f"runs_dir={tmp_path / 'runs'}", check=False)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines() == [
@@ -123,9 +122,9 @@ def test_a_non_editable_install_runs_a_sweep_and_the_report(tmp_path, text_corpu
                            env={**os.environ, **env}, capture_output=True, text=True, check=True)
     assert where.stdout.strip().startswith(str(target))
     runs = tmp_path / "runs"
-    cli("posbench.train", "-m", "encoding=nope,alibi", "train_len=16", *SMOKE, f"data.path={text_corpus}",
+    cli("posbench.cli.train", "-m", "encoding=nope,alibi", "train_len=16", *SMOKE, f"data.path={text_corpus}",
         f"runs_dir={runs}", cwd=elsewhere, env=env)
-    cli("posbench.report", str(runs), "--out", str(tmp_path / "report"), cwd=elsewhere, env=env)
+    cli("posbench.cli.report", str(runs), "--out", str(tmp_path / "report"), cwd=elsewhere, env=env)
     assert (tmp_path / "report" / "report.md").is_file()
 
 
@@ -151,9 +150,9 @@ print("ok")
 def test_a_yaml_less_plugin_s_parameters_are_set_without_plus(cache_dir, tmp_path, monkeypatch):
     """docs/extending.md's ``encoding=logbias encoding.slope=0.5``: the option a command line chooses
     lists its Params' defaults, as a yaml would; an unknown key names the valid ones."""
-    from posbench.cli import compose_jobs, preflight
-    from posbench.config import to_spec
-    from posbench.errors import PosbenchError
+    from posbench.cli.app import compose_jobs, preflight
+    from posbench.cli.config import to_spec
+    from posbench.core.errors import PosbenchError
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(SOURCE.parent))

@@ -1,15 +1,16 @@
 """Evaluation protocols: which tokens each scores, and that scoring matches a naive forward pass."""
 
-import math
 
 import numpy as np
 import pytest
 import torch
 
-
-from posbench.errors import PosbenchError
-from posbench.protocols import (PROTOCOLS, EvalConfig, check_eval, check_fits, document_targets, documents, plan_windows,
-                                stream_segments, token_set)
+from posbench.core.errors import PosbenchError
+from posbench.data.load import load_corpus
+from posbench.evaluation.protocols import PROTOCOLS, plan_windows, token_set
+from posbench.evaluation.scored_text import check_fits
+from posbench.evaluation.settings import EvalConfig, check_eval
+from posbench.evaluation.windows import document_targets, documents, stream_segments
 
 
 def eval_cfg(**kw):
@@ -84,7 +85,7 @@ def test_a_budget_of_scored_tokens_gives_one_segment_per_document_first_then_by_
 def test_the_default_scores_at_least_80_percent_of_the_default_corpus_documents_identically_at_every_length():
     """The issue's criterion: on the embedded corpus (the stdlib), the default settings at train_len
     64 score segments from at least 80% of the validation documents, the same tokens at 1x ... 16x."""
-    from posbench.data import DataConfig, load_corpus
+    from posbench.data.corpus import DataConfig
 
     val = np.asarray(load_corpus(DataConfig()).val)
     cfg, train_len = EvalConfig(), 64
@@ -135,8 +136,8 @@ def test_scoring_matches_a_naive_forward_pass_per_window_and_per_document():
     another plan's (shared windows run once); the documents' summed losses add up to it."""
     from tqdm import tqdm
 
-    from posbench.evaluate import score_plans
-    from posbench.model import ModelConfig, build_model
+    from posbench.evaluation.perplexity import score_plans
+    from posbench.model.transformer import ModelConfig, build_model
 
     torch.manual_seed(0)
     model = build_model(ModelConfig(name="t", d_model=16, n_layers=1, n_heads=2, mlp_ratio=2), "alibi", {}, 8, 8).eval()
@@ -165,7 +166,7 @@ def test_scoring_matches_a_naive_forward_pass_per_window_and_per_document():
     "override, message",
     [
         ({"protocols": ["sliding", "striding"]},
-         "unknown eval protocol 'striding'; valid: nonoverlapping, sliding, press_sliding, fixed_target"),
+         "unknown eval protocol 'striding'; valid: {valid}"),  # the registry's names, in its order
         ({"protocols": ["press_sliding"], "press_stride": 0}, "eval.press_stride=0 must be between 1"),
         ({"segment": 0}, "eval.segment must be a positive integer, got 0 \\(or null for the default\\)"),
         ({"protocols": []}, "eval.protocols is empty"),
@@ -180,6 +181,7 @@ def test_bad_evaluation_settings_get_one_line(override, message):
     if message is None:  # settings of a protocol that is not asked for are not checked
         check_eval(eval_cfg(**override), 8)
         return
+    message = message.replace("{valid}", ", ".join(PROTOCOLS.names()))
     with pytest.raises(PosbenchError, match=message.replace("[", r"\[")):
         check_eval(eval_cfg(**override), 8)
 
@@ -187,8 +189,8 @@ def test_bad_evaluation_settings_get_one_line(override, message):
 def test_1x_perplexity_is_identical_whichever_multiples_were_requested():
     """The reproduction of the evaluation-integrity issue: 1x used to change with the longest
     multiple requested (20.14 with [1,2], 11.09 with [1,2,4,8,16] for one rope run)."""
-    from posbench.evaluate import evaluate_model
-    from posbench.model import ModelConfig, build_model
+    from posbench.evaluation.perplexity import evaluate_model
+    from posbench.model.transformer import ModelConfig, build_model
 
     torch.manual_seed(0)
     model = build_model(ModelConfig(name="t", d_model=16, n_layers=1, n_heads=2, mlp_ratio=2), "rope", {}, 8, 8).eval()

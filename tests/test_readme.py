@@ -10,12 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from conftest import write_text_corpus
 
 README = Path(__file__).resolve().parent.parent / "README.md"
-MODULES = {"posbench-train": "posbench.train", "posbench-eval": "posbench.evaluate", "posbench-report": "posbench.report"}
+MODULES = {"posbench-train": "posbench.cli.train", "posbench-eval": "posbench.cli.evaluate", "posbench.cli.report": "posbench.cli.report"}
 
 SKIPPED = {  # line (without its comment) -> why it is not run here
     "bash scripts/quickstart.sh": "installs and trains the 10-minute quick sweep (CI runs scripts/test.sh)",

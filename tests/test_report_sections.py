@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from conftest import tree
+
 from posbench.report.load import load_runs
 from posbench.report.pipeline import build_report, sections
 from posbench.report.section import SECTIONS, Output, Section, SectionOutput
-from posbench.results import read_metrics, write_metrics
+from posbench.store.rundir import read_metrics, write_metrics
 
 
 @pytest.fixture(scope="module")
@@ -211,7 +211,7 @@ def test_rows_recorded_for_an_encoding_their_variant_does_not_apply_to_are_named
 
 
 def run_report(capsys, *argv) -> tuple[int, str]:
-    from posbench.report import main
+    from posbench.cli.report import main
 
     capsys.readouterr()
     with pytest.raises(SystemExit) as exc:
@@ -291,7 +291,7 @@ def test_an_unwritable_home_gives_no_matplotlib_warnings(small_runs, tmp_path):
     home = tmp_path / "home"
     home.write_text("a file: nothing can be created below it")
     env = {k: v for k, v in os.environ.items() if k not in ("MPLCONFIGDIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")}
-    proc = subprocess.run([sys.executable, "-m", "posbench.report", str(small_runs), "--out", str(tmp_path / "rep"),
+    proc = subprocess.run([sys.executable, "-m", "posbench.cli.report", str(small_runs), "--out", str(tmp_path / "rep"),
                            "--protocols", "nonoverlapping"], capture_output=True, text=True, env={**env, "HOME": str(home)},
                           timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -6,9 +6,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from posbench.report.stats import ci95_halfwidth, paired_pvalue
 from posbench.report.prose import summary_paragraphs
-from posbench.report.tables import comparisons, display_table, extrapolation_length, main_table
+from posbench.report.stats import ci95_halfwidth, paired_pvalue
+from posbench.report.tables import (
+    comparisons,
+    display_table,
+    extrapolation_length,
+    main_table,
+)
 
 
 def test_ci95_halfwidth_known_values():

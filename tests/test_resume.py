@@ -15,7 +15,7 @@ OVERRIDES = ["model=small", "train_len=32", "train.batch_size=16", "train.steps=
 
 
 def start(runs_dir, corpus):
-    cmd = [sys.executable, "-m", "posbench.train", *OVERRIDES, f"data.path={corpus}", f"runs_dir={runs_dir}"]
+    cmd = [sys.executable, "-m", "posbench.cli.train", *OVERRIDES, f"data.path={corpus}", f"runs_dir={runs_dir}"]
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env={**os.environ})
 
 
@@ -70,8 +70,8 @@ SMALL = ["model=tiny", "train_len=16", "train.batch_size=4", "train.warmup_steps
 def loadable_state(cfg, changes: dict) -> dict:
     """A resume state train_model could apply after 5 steps (this run's model, optimiser and
     schedule), with ``changes`` (``schedule_step``: the schedule's step count, else next_step's)."""
-    from posbench.model import LanguageModel
-    from posbench.trainer import lr_factor, make_optimizer
+    from posbench.model.transformer import LanguageModel
+    from posbench.training.trainer import lr_factor, make_optimizer
 
     changes = dict(changes)
     next_step = changes.get("next_step", 5)
@@ -101,8 +101,8 @@ def test_a_resume_state_that_does_not_fit_the_run_is_discarded_and_the_run_is_bi
                                                                                               text_corpus, caplog):
     import logging
 
-    from posbench.results import RESUME, read_metrics
-    from posbench.train import run
+    from posbench.jobs.train import run
+    from posbench.store.rundir import RESUME, read_metrics
 
     clean = compose(*SMALL, f"data.path={text_corpus}", f"runs_dir={tmp_path / 'clean'}")
     run(clean)

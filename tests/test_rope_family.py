@@ -8,17 +8,22 @@ import math
 import pytest
 import torch
 
-from posbench.attention import piecewise_rotary_attention
+from posbench.attention.kernels import piecewise_rotary_attention
+from posbench.attention.options import AttentionOptions
+from posbench.attention.positions import pose_positions
+from posbench.attention.rope_scalings import (
+    ROPE_SCALINGS,
+    llama3_bands,
+    plain_frequencies,
+)
+from posbench.core.errors import PosbenchError
 from posbench.encodings import ModelShape, build_encoding
 from posbench.encodings.rope import apply_rotation, rotation_tables
-from posbench.errors import PosbenchError
-from posbench.model import ModelConfig, build_model
-from posbench.protocols import EvalConfig
-from posbench.results import read_metrics
-from posbench.train import run
-from posbench.variants import make_variant, rows
-from posbench.variants.base import AttentionOptions
-from posbench.variants.rope_scalings import ROPE_SCALINGS, llama3_bands, plain_frequencies
+from posbench.evaluation.settings import EvalConfig
+from posbench.evaluation.variants import make_variant, rows
+from posbench.jobs.train import run
+from posbench.model.transformer import ModelConfig, build_model
+from posbench.store.rundir import read_metrics
 
 TINY = ModelConfig(name="tiny", d_model=64, n_layers=2, n_heads=2)
 BASE = ["model=tiny", "train=smoke", "train_len=16", "eval.protocols=[nonoverlapping]", "eval.multiples=[1,4]",
@@ -30,8 +35,8 @@ BASE = ["model=tiny", "train=smoke", "train_len=16", "eval.protocols=[nonoverlap
 @pytest.mark.parametrize("kind", ["llama3", "longrope", "abf", "drope", "pose", "pose_yarn"])
 def test_new_types_are_registered_with_their_roles(kind):
     k = ROPE_SCALINGS.get(kind)
-    from posbench.extend import extend_methods
-    from posbench.variants.rope_scaling import evaluable_scalings
+    from posbench.evaluation.variants.rope_scaling import evaluable_scalings
+    from posbench.training.extend import extend_methods
 
     assert kind in extend_methods()
     assert (kind in evaluable_scalings()) == (kind not in ("pose", "pose_yarn"))
@@ -73,7 +78,7 @@ def test_a_drope_model_ignores_positions():
 
 @pytest.fixture
 def table(tmp_path, monkeypatch):
-    from posbench.variants import longrope
+    from posbench.attention import longrope
 
     path = tmp_path / "factors.json"
     monkeypatch.setattr(longrope, "TABLE", path)
@@ -81,11 +86,11 @@ def table(tmp_path, monkeypatch):
 
 
 def test_longrope_without_searched_factors_is_refused_in_one_line(table, compose, tmp_path):
-    from posbench.variants.longrope import missing_reason
+    from posbench.attention.longrope import missing_reason
 
     reason = missing_reason(32, 10000.0, 16, 4.0)
     assert "no searched LongRoPE factors for head dimension 32, base 10000, train_len 16, factor 4" in reason
-    assert "python -m posbench.variants.longrope <run_dir> --factor 4 --write" in reason
+    assert "python -m posbench.jobs.longrope_search <run_dir> --factor 4 --write" in reason
     with pytest.raises(PosbenchError, match="extend.method=longrope: no searched LongRoPE factors"):
         compose(*BASE, "encoding=rope", "extend.length=64", "extend.method=longrope", f"runs_dir={tmp_path}").check()
     # at evaluation: the row has no score, with that reason (not a failed evaluation)
@@ -95,7 +100,8 @@ def test_longrope_without_searched_factors_is_refused_in_one_line(table, compose
 
 
 def test_longrope_reads_the_table_and_switches_at_the_training_length(table):
-    from posbench.variants.longrope import table_key, write_entry
+    from posbench.attention.longrope import table_key
+    from posbench.jobs.longrope_search import write_entry
 
     long = [1.0 + 0.1 * i for i in range(16)]
     write_entry(table_key(32, 10000.0, 16, 4.0), {"long_factor": long, "short_factor": [1.0] * 16})
@@ -110,7 +116,8 @@ def test_longrope_reads_the_table_and_switches_at_the_training_length(table):
 
 
 def test_the_factor_search_improves_on_its_yarn_start(table):
-    from posbench.variants.longrope import search_factors, yarn_init
+    from posbench.attention.longrope import yarn_init
+    from posbench.jobs.longrope_search import search_factors
 
     torch.manual_seed(0)
     model = build_model(TINY, "rope", {}, 16)
@@ -129,7 +136,7 @@ def test_the_factor_search_improves_on_its_yarn_start(table):
 
 
 def test_the_tests_never_write_the_committed_table(table):
-    from posbench.variants import longrope
+    from posbench.attention import longrope
 
     assert longrope.TABLE == table and longrope.read_table() == {}
     committed = json.loads((__import__("pathlib").Path(longrope.__file__).with_name("longrope_factors.json")).read_text())
@@ -138,7 +145,7 @@ def test_the_tests_never_write_the_committed_table(table):
 
 def test_the_committed_factors_fit_the_presets():
     """rope_extension evaluates longrope at 16x, extension fine-tunes with it at 4x (small: head dimension 32)."""
-    from posbench.variants.longrope import TABLE, table_key
+    from posbench.attention.longrope import TABLE, table_key
 
     table = json.loads(TABLE.read_text())
     for factor in (4.0, 16.0):
@@ -153,7 +160,6 @@ def test_the_committed_factors_fit_the_presets():
 # -- PoSE and DroPE as extension methods --------------------------------------------------------------
 
 def test_pose_positions_skip_within_the_target():
-    from posbench.variants.pose import pose_positions
 
     seen_skips = set()
     for step in range(50):
@@ -167,12 +173,12 @@ def test_pose_positions_skip_within_the_target():
 
 
 def test_pose_and_drope_fine_tune_at_the_training_length(compose, tmp_path, text_corpus):
-    from posbench import extend
+    from posbench.training import extend
 
     args = ["encoding=rope", *BASE, f"data.path={text_corpus}", f"runs_dir={tmp_path}"]
     pose = compose(*args, "extend.length=64", "extend.method=pose", "extend.steps=4", "extend.lr=1e-3")
     assert extend.finetune_window(pose) == 16 and extend.finetune_settings(pose).batch_size == 8
-    assert torch.equal(extend.training_positions(pose)(2), __import__("posbench.variants.pose", fromlist=["x"]).pose_positions(16, 64, 0, 2))
+    assert torch.equal(extend.training_positions(pose)(2), __import__("posbench.evaluation.variants.pose", fromlist=["x"]).pose_positions(16, 64, 0, 2))
     child = read_metrics(run(pose))
     assert child["train_steps"] == 4 and child["train_tokens"] == 4 * 8 * 16  # windows of 16, as the parent's
     assert {r["variant"] for r in child["evaluations"]} == {"rope+pose@4x+ft4"}

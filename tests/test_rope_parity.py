@@ -15,9 +15,9 @@ transformers = pytest.importorskip("transformers")
 from transformers import LlamaConfig  # noqa: E402
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS  # noqa: E402
 
+from posbench.attention.options import AttentionOptions  # noqa: E402
+from posbench.attention.rope_scalings import ROPE_SCALINGS, plain_frequencies  # noqa: E402
 from posbench.encodings import ModelShape, build_encoding  # noqa: E402
-from posbench.variants.base import AttentionOptions  # noqa: E402
-from posbench.variants.rope_scalings import ROPE_SCALINGS, plain_frequencies  # noqa: E402
 
 HEAD_DIMS = [16, 32, 64, 128]
 FACTORS = [2.0, 4.0, 16.0]

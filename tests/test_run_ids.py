@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from posbench.results import run_id
 from posbench.spec import RunSpec
+from posbench.store.identity import run_id
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 CONFIG_BLOCK = re.compile(r"<summary>config of (\S+)</summary>\s*```\n(.*?)```", re.S)

@@ -5,10 +5,10 @@ import dataclasses
 
 import pytest
 
-from posbench.protocols import EvalConfig
-from posbench.settings import hydra_schema
+from posbench.core.settings import hydra_schema
+from posbench.evaluation.settings import EvalConfig
 from posbench.spec import RunSpec
-from posbench.trainer import TrainConfig
+from posbench.training.trainer import TrainConfig
 
 TINY = ["model=tiny", "train=smoke", "train_len=16"]
 
@@ -53,7 +53,7 @@ def test_a_config_saved_before_tasks_and_extend_reads_as_language_modelling(comp
 
 
 def test_an_unknown_saved_key_is_one_line():
-    from posbench.errors import PosbenchError
+    from posbench.core.errors import PosbenchError
 
     with pytest.raises(PosbenchError, match=r"^unknown config key 'train.stpes'; valid keys of train: "):
         RunSpec.from_config({"encoding": {"name": "nope"}, "train": {"stpes": 5}})
@@ -61,7 +61,7 @@ def test_an_unknown_saved_key_is_one_line():
 
 def test_posbench_eval_of_an_extension_run_refuses_a_rope_scaling(compose, tmp_path):
     """posbench-train refuses eval.rope_scaling on an extension run; so does posbench-eval."""
-    from posbench.errors import PosbenchError
+    from posbench.core.errors import PosbenchError
 
     spec = compose(*TINY, "extend.length=32", "extend.method=yarn", f"runs_dir={tmp_path}")
     with pytest.raises(PosbenchError, match="an extension run is evaluated with its own method"):
@@ -70,7 +70,7 @@ def test_posbench_eval_of_an_extension_run_refuses_a_rope_scaling(compose, tmp_p
 
 def test_configs_of_early_runs_still_read(compose, tmp_path):
     """Keys early runs saved and that no longer exist are migrated; their run id is the saved one."""
-    from posbench.results import run_id
+    from posbench.store.identity import run_id
 
     saved = compose(*TINY, f"runs_dir={tmp_path}").resolved()
     saved["eval"] |= {"protocol": "nonoverlapping", "windows_at_max": 32}

@@ -6,15 +6,15 @@ windowed controls and exist for RoPE models only."""
 import pytest
 import torch
 
+from posbench.attention.options import AttentionOptions
+from posbench.attention.rope_scalings import plain_frequencies
+from posbench.core.errors import PosbenchError
 from posbench.encodings import ModelShape, build_encoding
 from posbench.encodings.rope import apply_rotation, rotation_tables
-from posbench.errors import PosbenchError
-from posbench.model import ModelConfig, build_model
-from posbench.protocols import EvalConfig
+from posbench.evaluation.settings import EvalConfig
+from posbench.evaluation.variants import make_variant, rows
+from posbench.model.transformer import ModelConfig, build_model
 from posbench.report.load import is_windowed
-from posbench.variants import make_variant, rows
-from posbench.variants.base import AttentionOptions
-from posbench.variants.rope_scalings import plain_frequencies
 
 
 def rotate(x, pos, inv):

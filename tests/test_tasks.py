@@ -1,15 +1,16 @@
 """Synthetic tasks (posbench/tasks), their scoring, attention diagnostics, and task runs end to end."""
 
 import math
+
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 
+from posbench.evaluation.task_scores import score_predictions
 from posbench.tasks import build_task
 from posbench.tasks.mqar import KEYS, VALUES
 from posbench.tasks.passkey import NEEDLE, QUESTION
-from posbench.tasks.score import score_predictions
 
 TEXT = np.frombuffer(b"def f(x):\n    return x + 1\n" * 200, dtype=np.uint8)
 BASE = ["model=tiny", "train=smoke", "train_len=32", "eval.multiples=[1,2]", "data=local", "threads=1"]
@@ -68,7 +69,7 @@ def test_copy_repeats_the_string_after_the_separator():
 
 
 def test_batches_depend_only_on_the_seed_and_step():
-    from posbench.trainer import training_batch
+    from posbench.training.trainer import training_batch
 
     task = build_task("passkey")
     a = training_batch(TEXT, 4, 32, seed=5, step=7, task=task)
@@ -85,7 +86,7 @@ def test_exact_match_needs_every_answer_token_and_token_accuracy_counts_each():
 
 
 def test_the_answer_loss_trains_only_the_answers_and_the_mixed_loss_adds_every_token():
-    from posbench.trainer import token_loss
+    from posbench.tasks.loss import token_loss
 
     logits = torch.zeros(1, 3, 5)
     logits[0, 1, 2] = 10.0
@@ -100,14 +101,14 @@ def test_the_answer_loss_trains_only_the_answers_and_the_mixed_loss_adds_every_t
 
 @pytest.mark.parametrize("task_name, mixed", [("passkey", True), ("mqar", False)])
 def test_training_and_validation_use_the_task_loss(monkeypatch, task_name, mixed):
-    from omegaconf import OmegaConf
 
-    import posbench.trainer as trainer
-    from posbench.trainer import TrainConfig
-    from posbench.model import ModelConfig, build_model
+    import posbench.tasks.base as task_base
+    import posbench.training.trainer as trainer
+    from posbench.model.transformer import ModelConfig, build_model
+    from posbench.training.trainer import TrainConfig
 
-    seen, real = [], trainer.token_loss
-    monkeypatch.setattr(trainer, "token_loss", lambda logits, y, scored, m=False: seen.append(m) or real(logits, y, scored, m))
+    seen, real = [], task_base.token_loss
+    monkeypatch.setattr(task_base, "token_loss", lambda logits, y, scored, m=False: seen.append(m) or real(logits, y, scored, m))
     model = build_model(ModelConfig(name="tiny", d_model=32, n_layers=1, n_heads=2), "nope", {}, 32)
     tc = (TrainConfig(steps=2, batch_size=2, warmup_steps=1, val_batches=1, checkpoint_every=10**6))
     trainer.train_model(model, TEXT, TEXT, tc, 32, 0, torch.device("cpu"), task=build_task(task_name))
@@ -122,7 +123,7 @@ def test_chance_levels():
 
 
 def test_attention_recorder_against_an_explicit_softmax():
-    from posbench.diagnostics import AttentionRecorder
+    from posbench.evaluation.diagnostics import AttentionRecorder
 
     torch.manual_seed(0)
     B, H, L, D = 2, 3, 50, 8
@@ -130,7 +131,7 @@ def test_attention_recorder_against_an_explicit_softmax():
     slopes = torch.tensor([0.5, 0.25, 0.125])
     bias_fn = lambda i, j: -slopes[:, None, None] * (i[:, None] - j[None, :]).clamp(min=0)  # noqa: E731
     rec = AttentionRecorder(1, H)
-    import posbench.diagnostics as diag
+    import posbench.evaluation.diagnostics as diag
 
     old, diag.MAX_ELEMENTS = diag.MAX_ELEMENTS, B * H * L * 7  # force several query blocks
     try:
@@ -151,8 +152,8 @@ def test_attention_recorder_against_an_explicit_softmax():
 def test_a_model_without_positions_attends_uniformly_to_identical_tokens():
     """NoPE on a constant input: every query sees identical keys, so attention is uniform:
     distance (L - 1) / 4 and entropy ln(i + 1) averaged over queries."""
-    from posbench.diagnostics import attention_stats, uniform_entropy
-    from posbench.model import ModelConfig, build_model
+    from posbench.evaluation.diagnostics import attention_stats, uniform_entropy
+    from posbench.model.transformer import ModelConfig, build_model
 
     model = build_model(ModelConfig(name="tiny", d_model=32, n_layers=2, n_heads=2), "nope", {}, 16).eval()
     stats = attention_stats(model, [torch.full((1, 40), 7)], torch.device("cpu"))
@@ -163,9 +164,10 @@ def test_a_model_without_positions_attends_uniformly_to_identical_tokens():
 
 
 def test_a_task_run_trains_evaluates_resumes_and_reports(compose, tmp_path, text_corpus):
+    from posbench.jobs.train import run
     from posbench.report.pipeline import build_report
-    from posbench.results import read_metrics, run_identity
-    from posbench.train import run
+    from posbench.store.identity import run_identity
+    from posbench.store.rundir import read_metrics
 
     args = ["encoding=alibi", "task=passkey", "task.eval_examples=8", "task.eval_depths=[0,1]", *BASE,
             f"data.path={text_corpus}", f"runs_dir={tmp_path / 'runs'}", "eval.attention_stats=true"]
@@ -219,7 +221,7 @@ def test_runs_that_never_learned_the_task_at_train_len_are_named():
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["task.name=sort"], "unknown task 'sort'; valid: lm, copy, mqar, passkey"),
+    (["task.name=sort"], "unknown task 'sort'; valid: {valid}"),  # the registry's names
     (["task=passkey", "task.digits=0"], "task.digits of 'passkey' must be positive"),
     (["task=passkey", "+task.depth=3"], "task 'passkey' has no parameter 'depth'"),
     (["task=passkey", "task.eval_depths=[1.5]"], "task.eval_depths are fractions in [0, 1], got 1.5"),
@@ -230,8 +232,10 @@ def test_runs_that_never_learned_the_task_at_train_len_are_named():
     (["eval.attention_examples=0"], "eval.attention_examples must be a positive integer"),
 ])
 def test_bad_task_settings_are_one_line_errors(compose, tmp_path, text_corpus, extra, message):
-    from posbench.errors import PosbenchError
+    from posbench.core.errors import PosbenchError
+    from posbench.tasks import available
 
+    message = message.replace("{valid}", ", ".join(available()))
     with pytest.raises(PosbenchError, match=message.replace("[", r"\[").replace("]", r"\]")):
         (compose(*BASE, *extra, f"data.path={text_corpus}", f"runs_dir={tmp_path}"))
     assert not any(tmp_path.iterdir())
@@ -241,7 +245,7 @@ def test_the_answer_loss_keeps_the_ids_of_runs_made_before_task_loss(compose, tm
     """Task runs trained on the answers alone before ``task.loss`` existed: their ids stand."""
     from omegaconf import open_dict
 
-    from posbench.results import run_id
+    from posbench.store.identity import run_id
 
     cfg = compose("task=mqar", *BASE, f"data.path={text_corpus}", f"runs_dir={tmp_path}", raw=True)
     assert cfg.task.loss == "answer"
@@ -254,7 +258,7 @@ def test_the_answer_loss_keeps_the_ids_of_runs_made_before_task_loss(compose, tm
 
 
 def test_language_model_runs_keep_their_ids(compose, tmp_path, text_corpus):
-    from posbench.results import run_identity
+    from posbench.store.identity import run_identity
 
     assert "task" not in run_identity(compose("encoding=rope", *BASE, f"data.path={text_corpus}", f"runs_dir={tmp_path}").resolved())
 

@@ -7,12 +7,11 @@ import math
 import pytest
 import torch
 
-
-from posbench.evaluate import evaluate_model
-from posbench.model import ModelConfig, build_model
-from posbench.protocols import EvalConfig
-from posbench.variants import base_variant, make_variant, temperature_of
-from posbench.variants.base import AttentionOptions
+from posbench.attention.options import AttentionOptions
+from posbench.evaluation.perplexity import evaluate_model
+from posbench.evaluation.settings import EvalConfig
+from posbench.evaluation.variants import base_variant, make_variant, temperature_of
+from posbench.model.transformer import ModelConfig, build_model
 
 CFG = ModelConfig(d_model=32, n_layers=2, n_heads=2, mlp_ratio=2, dropout=0.0, vocab_size=256)
 

@@ -3,20 +3,21 @@ scored text in bytes whatever the tokenizer, bits per byte, refusals, and the wh
 
 import json
 import math
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-
 from conftest import cli, write_text_corpus
-from posbench import tokenizer as tokenizers
-from posbench.data import DataConfig, corpus_change, load_corpus
-from posbench.errors import PosbenchError
-from posbench.protocols import EvalConfig, stream_segments
-from posbench.tokenizer import TokenizerConfig
-from posbench.tokens import scored_stream
+
+from posbench.core.errors import PosbenchError
+from posbench.data import tokenizer as tokenizers
+from posbench.data.corpus import DataConfig, corpus_change
+from posbench.data.load import load_corpus
+from posbench.data.tokenizer import TokenizerConfig
+from posbench.evaluation.scored_text import scored_stream
+from posbench.evaluation.settings import EvalConfig
+from posbench.evaluation.windows import stream_segments
 
 VOCAB = 300  # the test corpus holds about a hundred merges' worth of words and numbers
 
@@ -95,8 +96,8 @@ def test_the_scored_bytes_are_the_same_for_bytes_and_bpe(corpus_dir, tmp_path):
 
 def test_bits_per_byte_divide_by_the_bytes_scored(corpus_dir, tmp_path):
     from posbench.encodings import ModelShape, build_encoding
-    from posbench.evaluate import evaluate_model
-    from posbench.model import LanguageModel, ModelConfig
+    from posbench.evaluation.perplexity import evaluate_model
+    from posbench.model.transformer import LanguageModel, ModelConfig
 
     bpe = load_corpus(data(corpus_dir, tmp_path, kind="bpe", vocab_size=VOCAB))
     cfg = EvalConfig(multiples=[1, 2], protocols=["nonoverlapping"], segment=512, first_scored=1024)
@@ -137,7 +138,7 @@ def test_every_tokenizer_option_composes(compose, tmp_path):
 
 def test_byte_runs_keep_their_ids_and_bpe_runs_get_their_own(compose):
     byte, bpe = compose("model=tiny"), compose("model=tiny", "data/tokenizer=bpe")
-    assert "tokenizer" not in json.dumps(__import__("posbench.results").results.run_identity(byte.resolved())["data"])
+    assert "tokenizer" not in json.dumps(__import__("posbench.store.rundir").results.run_identity(byte.resolved())["data"])
     assert bpe.run_id.startswith("rope_tiny_L64_s0_bpe1024_") and bpe.run_id != byte.run_id
     assert byte.resolved()["model"]["vocab_size"] == 256  # what byte runs always saved
 
@@ -149,7 +150,7 @@ def test_train_eval_report_with_bpe_end_to_end(corpus_dir, tmp_path):
     common = ["model=tiny", "train=smoke", "train_len=16", "eval.multiples=[1,2,4]", "data=local",
               f"data.path={corpus_dir}", "data.val_fraction=0.2", "data.tokenizer.vocab_size=300", "eval.segment=512", "eval.first_scored=1024",
               f"runs_dir={runs}", "eval.protocols=[nonoverlapping,sliding]", "eval.variants=[local]"]
-    cli("posbench.train", "-m", "data/tokenizer=byte,bpe", *common)
+    cli("posbench.cli.train", "-m", "data/tokenizer=byte,bpe", *common)
     metrics = {m["corpus"].get("tokenizer", {}).get("name", "byte"): m
                for m in (json.loads(p.read_text()) for p in runs.glob("*/metrics.json"))}
     assert sorted(metrics) == ["bpe300", "byte"]
@@ -163,19 +164,19 @@ def test_train_eval_report_with_bpe_end_to_end(corpus_dir, tmp_path):
         assert e["tokens_scored"] < e["bytes_scored"] and e["length_bytes"] > e["length"]
         assert e["bpb"] == pytest.approx(e["loss"] * e["tokens_scored"] / (math.log(2) * e["bytes_scored"]))
     run_dir = runs / bpe["run_id"]
-    cli("posbench.evaluate", f"run_dir={run_dir}", "eval.multiples=[1,2,4,8]", "eval.segment=512",
+    cli("posbench.cli.evaluate", f"run_dir={run_dir}", "eval.multiples=[1,2,4,8]", "eval.segment=512",
         "eval.first_scored=1024", "eval.protocols=[nonoverlapping]")
     again = json.loads((run_dir / "metrics.json").read_text())
     assert 128 in {e["length"] for e in again["evaluations"]}
     out = tmp_path / "report"
-    cli("posbench.report", str(runs), "--out", str(out))
+    cli("posbench.cli.report", str(runs), "--out", str(out))
     md = (out / "report.md").read_text()
     assert "tiny/bpe300" in md and "bits per byte" in md
 
 
 def test_the_tokenizers_preset_pairs_each_tokenizer_with_its_steps(cache_dir):
-    from posbench.cli import compose_jobs
-    from posbench.config import to_spec
+    from posbench.cli.app import compose_jobs
+    from posbench.cli.config import to_spec
 
     specs = [to_spec(c) for c in compose_jobs("config", ["experiment=tokenizers"], multirun=True)]
     arms = {(s.data.tokenizer.label, s.train.steps, s.model.vocab_size) for s in specs}

@@ -4,11 +4,11 @@ per-forward options they give (nothing of a row stays on the model)."""
 import pytest
 import torch
 
-from posbench.errors import PosbenchError
-from posbench.model import ModelConfig, build_model
-from posbench.protocols import EvalConfig
-from posbench.variants import check_variant_settings, parse_row, rows
-from posbench.variants.base import AttentionOptions
+from posbench.attention.options import AttentionOptions
+from posbench.core.errors import PosbenchError
+from posbench.evaluation.settings import EvalConfig
+from posbench.evaluation.variants import check_variant_settings, parse_row, rows
+from posbench.model.transformer import ModelConfig, build_model
 
 CFG = ModelConfig(name="t", d_model=32, n_layers=1, n_heads=4, mlp_ratio=2)
 
@@ -65,7 +65,7 @@ def test_a_randomized_positions_row_names_its_own_reason():
                                   "learned+randpos", "rope+yarn@4x+ft100", "xpos@4x+ft100+bca"])
 def test_old_records_names_read_back_as_the_rows_that_make_them(name):
     """Records made before rows were stored are read from their names, to the same rows."""
-    from posbench.variants import Row, make_variant
+    from posbench.evaluation.variants import Row, make_variant
 
     rec = parse_row(name)
     variants = tuple(make_variant(v["variant"], {k: x for k, x in v.items() if k != "variant"} |
@@ -77,8 +77,8 @@ def test_old_records_names_read_back_as_the_rows_that_make_them(name):
 def test_only_the_window_variants_mark_their_rows_as_controls():
     """``window`` is a class flag (the report lists such rows apart, as controls): a method of that
     name (ReRoPE's clipping distance once was) would make every row of the variant a control."""
+    from posbench.evaluation.variants import VARIANTS
     from posbench.report.load import is_windowed
-    from posbench.variants import VARIANTS
 
     assert all(isinstance(cls.window, bool) for _, cls in VARIANTS.items())
     assert {name for name, cls in VARIANTS.items() if cls.window} == {"bca", "local", "streaming"}

@@ -8,10 +8,10 @@ no row to the run (eval.rope_scaling on a run without rotary frequencies) is ref
 
 from pathlib import Path
 
-from posbench.cli import hydra_app
-from posbench.config import to_eval_request
-from posbench.data import check_runs_corpora
-from posbench.evaluate import run
+from posbench.cli.app import hydra_app
+from posbench.cli.config import to_eval_request
+from posbench.jobs.corpora import check_runs_corpora
+from posbench.jobs.evaluate import run
 from posbench.spec import check_variant_rows
 
 

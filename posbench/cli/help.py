@@ -11,7 +11,14 @@ from typing import Any
 
 import yaml
 
-from posbench.version import version_text  # noqa: F401 - posbench.cli's --version
+from posbench.cli.config import CONF_DIR, RUN_KEYS, group_options
+from posbench.core.device import Runtime
+from posbench.core.version import version_text  # noqa: F401 - posbench.cli.app's --version
+from posbench.data.corpus import DataConfig
+from posbench.evaluation.settings import EvalConfig
+from posbench.model.transformer import ModelConfig
+from posbench.spec import RunSpec
+from posbench.training.trainer import TrainConfig
 
 TRAIN = """\
 posbench-train: train a toy byte-level language model with one positional encoding, score its
@@ -109,15 +116,6 @@ def group_defaults(conf_dir: str) -> dict[str, str]:
 
 def help_text(config_name: str) -> str:
     """posbench-train's (``config``) or posbench-eval's (``evaluate``) help page."""
-    from posbench.cli import group_options
-    from posbench.config import CONF_DIR, RUN_KEYS
-    from posbench.data import DataConfig
-    from posbench.device import Runtime
-    from posbench.model import ModelConfig
-    from posbench.protocols import EvalConfig
-    from posbench.spec import RunSpec
-    from posbench.trainer import TrainConfig
-
     if config_name == "evaluate":
         keys = ["run_dir=<required>", *defaults(Runtime, "", ("device", "threads", "attention")), *[k for k in defaults(EvalConfig, "eval.") if not k.startswith("eval.during_training")]]
         return (f"{EVAL}\nkeys (defaults):\n{wrap(keys)}\nexamples:\n{EVAL_EXAMPLES}\n{EVAL_REFERENCE}")

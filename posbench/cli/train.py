@@ -3,13 +3,13 @@
     posbench-train encoding=alibi model=small train_len=64
     posbench-train -m encoding=nope,sinusoidal,learned,rope,alibi train_len=64,128
 
-Every job of the command line becomes a typed ``RunSpec`` (posbench.config.to_spec, every value
-checked) before the first one starts; posbench.train.run does the rest.
+Every job of the command line becomes a typed ``RunSpec`` (posbench.cli.config.to_spec, every value
+checked) before the first one starts; posbench.jobs.train.run does the rest.
 """
 
-from posbench.cli import hydra_app
-from posbench.config import to_spec
-from posbench.train import check_jobs, run
+from posbench.cli.app import hydra_app
+from posbench.cli.config import to_spec
+from posbench.jobs.train import check_jobs, run
 
 main = hydra_app("config", to_spec, run, check_jobs)
 

@@ -3,16 +3,16 @@
 Every module of this package is imported on first lookup, so a built-in encoding is one file here
 (its yaml in ``conf/encoding/`` is optional: without one, ``encoding=<name>`` gets its Params'
 defaults). An encoding from another package comes through the entry-point group
-``posbench.encodings`` or a ``module:attr`` path (posbench/registry.py).
+``posbench.encodings`` or a ``module:attr`` path (posbench/core/registry.py).
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
+from posbench.core.params import make_typed
+from posbench.core.registry import Registry, subclass_check
 from posbench.encodings.base import ModelShape, PositionalEncoding
-from posbench.params import make_typed
-from posbench.registry import Registry, subclass_check
 
 ENCODINGS: Registry[type[PositionalEncoding]] = Registry(
     "encoding", "posbench.encodings", "posbench.encodings", subclass_check(PositionalEncoding))

@@ -13,7 +13,7 @@ The 2024-2026 recipes add five hooks, each given the layer index so that a model
 layer (every one is a no-op here, so the model's plain path is unchanged for the encodings above):
 
 * **layer**    ``at(layer)`` the encoding that serves one layer (a layer pattern: iRoPE, RNoPE-SWA);
-* **window**   ``window(layer)`` a sliding or chunked local window (posbench.attention.Window);
+* **window**   ``window(layer)`` a sliding or chunked local window (posbench.attention.kernels.Window);
 * **softmax**  ``query_scale(positions, keys_seen, layer)`` a temperature by position or by number of
                keys (SSMax, logn, Llama 4's floor-log), and ``sink(layer)`` a learned sink logit;
 * **gate**     ``gate(x, y, layer)`` the attention output gated from the layer input;
@@ -29,8 +29,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from posbench.variants.base import AttentionOptions
-
+from posbench.attention.options import AttentionOptions
+from posbench.core.errors import PosbenchError
 
 FAMILY_ORDER = ("absolute / none", "rotary", "score bias", "relative (content)")
 
@@ -70,7 +70,7 @@ class PositionalEncoding(nn.Module):
     uses_relative: bool = False
     # logits depend on positions only through differences (tested: shifting all positions changes nothing)
     translation_invariant: bool = False
-    # rotary frequencies that the RoPE scalings (posbench/variants/rope_scalings.py) can rescale
+    # rotary frequencies that the RoPE scalings (posbench/attention/rope_scalings.py) can rescale
     rope_scalable: bool = False
     # what the initialisation does to attention over distance, where it decides what a short budget can
     # learn: the report prints it beside the runs that did not learn a retrieval task ("" : nothing to say)
@@ -121,7 +121,7 @@ class PositionalEncoding(nn.Module):
         return self
 
     def window(self, layer: int):
-        """A local window (posbench.attention.Window) for this layer's attention, or None (full causal)."""
+        """A local window (posbench.attention.kernels.Window) for this layer's attention, or None (full causal)."""
         return None
 
     def query_scale(self, positions: torch.Tensor, keys_seen: torch.Tensor, layer: int) -> torch.Tensor | None:
@@ -150,7 +150,7 @@ class PositionalEncoding(nn.Module):
         return y
 
     def content_bias(self, x: torch.Tensor, q: torch.Tensor, k: torch.Tensor, layer: int):
-        """A data-dependent term on this layer's logits (posbench.attention.ScoreMod: called with the
+        """A data-dependent term on this layer's logits (posbench.attention.kernels.ScoreMod: called with the
         raw scores q.k * scale of one block of queries), from the layer's input x [B, L, D] and its
         queries and keys [B, H, L, Dh]; None: none. It must only use tokens at or before each query."""
         return None
@@ -158,7 +158,7 @@ class PositionalEncoding(nn.Module):
     # -- relative content terms -------------------------------------------------------------------
     def relative_attention(self, q, k, v, positions, layer: int, options: AttentionOptions) -> torch.Tensor:
         """Whole attention for encodings with content-position terms (Shaw, Transformer-XL);
-        ``options.block``: blockwise causal attention (posbench.attention.future_mask);
+        ``options.block``: blockwise causal attention (posbench.attention.kernels.future_mask);
         ``options.logit_scale``: through ``relative_scale``."""
         raise NotImplementedError
 
@@ -166,14 +166,12 @@ class PositionalEncoding(nn.Module):
         """The softmax scale of encodings that compute their own scores (Shaw, Transformer-XL)."""
         return options.logit_scale * self.shape.head_dim ** -0.5
 
-    # -- context extension (an extension run's training, posbench/extend.py) -------------------------
+    # -- context extension (an extension run's training, posbench/training/extend.py) -------------------------
     def extend_to(self, method: str, factor: float) -> None:
         """Adopt a context-extension ``method`` at ``factor`` = target / train_len for training and
-        evaluation (posbench/extend.py). ``none`` (plain continuation) suits every encoding; the
+        evaluation (posbench/training/extend.py). ``none`` (plain continuation) suits every encoding; the
         frequency methods belong to RoPE, which overrides this."""
         if method != "none":
-            from posbench.errors import PosbenchError
-
             raise PosbenchError(f"extend.method={method} is a RoPE method and {self.name} has no rotary frequencies; "
                                 "use extend.method=none (plain continuation at the longer length)")
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from posbench.core.errors import PosbenchError
 from posbench.encodings import register
 from posbench.encodings.rope import RoPE
-from posbench.errors import PosbenchError
 
 
 @register("gated")

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import List, Optional
 
+from posbench.attention.temperatures import floor_log_scale
 from posbench.encodings import register
-from posbench.encodings.layers import LayerView, Layers
-from posbench.temperatures import floor_log_scale
+from posbench.encodings.layers import Layers, LayerView
 
 
 @register("irope")

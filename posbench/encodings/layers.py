@@ -30,13 +30,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-import torch
 from torch import nn
 
-from posbench.attention import Window
+from posbench.attention.kernels import Window
+from posbench.core.errors import PosbenchError
 from posbench.encodings import build_encoding, encoding_class, register
 from posbench.encodings.base import PositionalEncoding
-from posbench.errors import PosbenchError
 
 ENTRY = re.compile(r"^(?P<name>[^/\s]+)(?:/(?P<kind>swa|chunk)(?P<size>\d+)?)?$")
 

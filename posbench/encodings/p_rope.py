@@ -26,9 +26,14 @@ from dataclasses import dataclass
 
 import torch
 
+from posbench.core.errors import PosbenchError
 from posbench.encodings import register
-from posbench.encodings.rope import RoPE, apply_rotation, rope_frequencies, rotation_tables
-from posbench.errors import PosbenchError
+from posbench.encodings.rope import (
+    RoPE,
+    apply_rotation,
+    rope_frequencies,
+    rotation_tables,
+)
 
 MODES = ("truncate", "neox")
 

@@ -10,7 +10,7 @@ of the attention logits of the NoPE layers at inference). No official code to co
 
 SWAN-GPT's inference scaling is the row ``rnope_swa+logn`` (``eval.variants=[logn]``): a row's
 temperature scales the layers without a window, here the global NoPE layers. posbench implements
-it in Qwen's logn form, max(1, log_{train_len} n) on the queries (posbench/variants/logn.py); the
+it in Qwen's logn form, max(1, log_{train_len} n) on the queries (posbench/evaluation/variants/logn.py); the
 paper's exact schedule was not checked against code. Training is identical for both names, so one
 encoding serves both, and its two rows compare the scaling on the same weights.
 

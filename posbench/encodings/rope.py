@@ -9,8 +9,8 @@ channel i + d/2 (the "rotate half" layout of GPT-NeoX); this is a fixed permutat
 adjacent pairs and gives the same model class.
 
 Context extension (PI, NTK, dynamic NTK, YaRN and any registered scaling) is a RoPE scaling
-(posbench/variants/rope_scalings.py): an evaluation row asks for one per forward
-(``AttentionOptions.rope``), and an extension run (posbench/extend.py) trains with one static
+(posbench/attention/rope_scalings.py): an evaluation row asks for one per forward
+(``AttentionOptions.rope``), and an extension run (posbench/training/extend.py) trains with one static
 scaling (``extend_to``). Frequencies are computed per forward from those, never stored in a
 checkpoint, so loading one cannot undo them.
 """
@@ -22,11 +22,16 @@ from dataclasses import dataclass
 
 import torch
 
+from posbench.attention.options import AttentionOptions
+from posbench.attention.rope_scalings import (
+    ROPE_SCALINGS,
+    extend_methods,
+    plain_frequencies,
+    scaled_frequencies,
+)
+from posbench.core.errors import PosbenchError
 from posbench.encodings import register
 from posbench.encodings.base import PositionalEncoding
-from posbench.errors import PosbenchError
-from posbench.variants.base import AttentionOptions
-from posbench.variants.rope_scalings import ROPE_SCALINGS, plain_frequencies, scaled_frequencies
 
 
 def rope_frequencies(
@@ -84,8 +89,6 @@ class RoPE(PositionalEncoding):
 
     def extend_to(self, method, factor):
         """Train and evaluate with a static scaling at one factor, as PI and YaRN fine-tune."""
-        from posbench.extend import extend_methods
-
         if method not in extend_methods():
             raise PosbenchError(f"extend.method={method!r}; valid for rope: {', '.join(extend_methods())}")
         kind = None if method == "none" else ROPE_SCALINGS.get(method)

@@ -6,7 +6,7 @@ d = clip(i - j, 0, k) (causal: only j <= i), one table per layer, shared by the 
     e_ij = q_i . (k_j + a^K_d) / sqrt(d_h),      z_i = sum_j softmax(e)_ij (v_j + a^V_d)
 
 Distances beyond k share one embedding (k = 16 in the paper's base model). Runs on the relative
-attention path (posbench.attention.relative_causal_attention), never building L x L x d_h.
+attention path (posbench.attention.kernels.relative_causal_attention), never building L x L x d_h.
 """
 
 from dataclasses import dataclass
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from posbench.attention import relative_causal_attention
+from posbench.attention.kernels import relative_causal_attention
 from posbench.encodings import register
 from posbench.encodings.base import PositionalEncoding
 

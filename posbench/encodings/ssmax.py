@@ -23,9 +23,9 @@ from typing import Optional
 import torch
 from torch import nn
 
+from posbench.attention.temperatures import ssmax_scale
 from posbench.encodings import register
 from posbench.encodings.rope import RoPE
-from posbench.temperatures import ssmax_scale
 
 
 @register("ssmax")

@@ -14,7 +14,7 @@ does so by default, ``sb_remainder: true``); defaults ``attend_current: false`` 
 masked, its value enters through the remainder) and inv_temp 1/sqrt(d_h). Nothing needs scaling
 to toy lengths: the method has no length parameter.
 
-posbench runs it in plain PyTorch (posbench.attention.stick_breaking_attention, blocks of queries,
+posbench runs it in plain PyTorch (posbench.attention.kernels.stick_breaking_attention, blocks of queries,
 float32), on CPU and GPU alike, not the reference's Triton kernel: the same formula, slower. It
 computes its own attention, as the relative encodings do (``uses_relative``), so the rows that
 change a softmax layer's queries (``+logn``, ``+floorlog``) do not apply; an evaluation window
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from posbench.attention import stick_breaking_attention
+from posbench.attention.kernels import stick_breaking_attention
 from posbench.encodings import register
 from posbench.encodings.base import PositionalEncoding
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from posbench.core.errors import PosbenchError
 from posbench.encodings import register
 from posbench.encodings.base import PositionalEncoding
-from posbench.errors import PosbenchError
 
 
 def relative_position_bucket(

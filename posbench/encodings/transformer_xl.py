@@ -12,7 +12,7 @@ of shape [heads, head_dim], one pair for the model) and ``pytorch/train.py`` (``
 every weight, u and v included, drawn from N(0, init_std = 0.02)). Deviation: no segment memory
 (posbench scores windows, not a recurrent stream), pre-LN blocks like the rest of posbench. The position term is
 computed once per distance and gathered by distance (the relative-shift trick generalised to
-explicit positions, posbench.attention.relative_causal_attention), never as L x L x d.
+explicit positions, posbench.attention.kernels.relative_causal_attention), never as L x L x d.
 """
 
 from dataclasses import dataclass
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from posbench.attention import relative_causal_attention
+from posbench.attention.kernels import relative_causal_attention
 from posbench.encodings import register
 from posbench.encodings.base import PositionalEncoding
 from posbench.encodings.sinusoidal import sinusoidal_table

@@ -10,7 +10,7 @@ Reference code followed: microsoft/torchscale, ``torchscale/component/xpos_relat
 (scale = (arange(0, d, 2) + 0.4 d) / 1.4 d, raised to the position / scale_base, scale_base 512).
 Scaled to toy lengths: the paper trains at 1024 tokens with B = 512, so B defaults to train_len / 2.
 At inference the paper uses blockwise causal attention (BCA); posbench evaluates xPos both without
-it (row ``xpos``) and with it (row ``xpos+bca``, ``eval.bca``; see posbench/attention.py).
+it (row ``xpos``) and with it (row ``xpos+bca``, ``eval.bca``; see posbench/attention/kernels.py).
 """
 
 from dataclasses import dataclass

@@ -32,8 +32,17 @@ DEFAULT_IMPROVING = 0.02  # a run still improving: 1x validation loss fell by mo
 DEFAULT_SPREAD = 0.10  # compared encodings' 1x perplexities differ by more: a warning
 # the verdict classes and their thresholds live in posbench/report/verdicts.py; re-exported here
 from posbench.report.verdicts import (  # noqa: E402,F401
-    FAR_MARGIN, FAR_UNDECIDED, LOCAL, MILD_LIMIT, UNDECIDED, USES_FAR, far_context_class, interval_verdict,
-    qualified_verdict, verdict)
+    FAR_MARGIN,
+    FAR_UNDECIDED,
+    LOCAL,
+    MILD_LIMIT,
+    UNDECIDED,
+    USES_FAR,
+    far_context_class,
+    interval_verdict,
+    qualified_verdict,
+    verdict,
+)
 
 
 def last_doubling(history: pd.DataFrame | None) -> dict:

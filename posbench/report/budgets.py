@@ -3,7 +3,7 @@ whether it has settled, and how far the 1x loss is from its floor.
 
 A sweep with budgets holds, for one configuration (encoding, model, train_len, seed), runs that
 differ only in their number of steps: the cool-down branches of one warmup-stable-decay trunk
-(``train.budgets``, posbench/branches.py), each an annealed model of its budget, or separate runs.
+(``train.budgets``, posbench/jobs/branches.py), each an annealed model of its budget, or separate runs.
 Per row (protocol, variant, model, train_len) and budget B (training steps):
 
 * the main table of the records at B alone (posbench/report/tables.py: 1x perplexity, the longest

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from posbench.results import CONFIG, HISTORY, METRICS, PER_POSITION
+from posbench.store.rundir import CONFIG, HISTORY, METRICS, PER_POSITION
 
 
 def _number(v: Any) -> bool:

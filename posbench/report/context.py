@@ -17,7 +17,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from posbench.errors import PosbenchError
+from posbench.core.errors import PosbenchError
 from posbench.report import budget, budgets, tasks
 from posbench.report.load import LoadedRuns, RunFiles, load_runs
 from posbench.report.tables import comparable_records, main_table

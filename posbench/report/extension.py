@@ -1,4 +1,4 @@
-"""Context extension in a report: the rows of extension runs (posbench/extend.py) at their target
+"""Context extension in a report: the rows of extension runs (posbench/training/extend.py) at their target
 length against fine-tuning steps, beside the same encoding trained from scratch at that length.
 
 A row ``rope+yarn@4x+ft100`` is a model trained at train_len, continued for 100 steps at 4 x

@@ -10,6 +10,8 @@ import math
 
 import numpy as np
 
+from posbench.report.style import families_in, row_order, row_style
+
 FAMILY_COLUMNS = 3  # 3 panels of 4.3 in at 100 dpi: about the page's width, so a panel is shown near full size
 MAX_LINES = 8  # more lines than this in one panel can no longer be told apart
 LINESTYLES = ("-", "--", "-.", ":")
@@ -90,8 +92,6 @@ def family_columns(variants) -> list[tuple[str, list[str]]]:
     """The columns of a family figure: per family (in style.families_in order) its rows in their
     order, cut into panels of at most MAX_LINES lines (the baseline drawn beside them is the one more);
     a family cut in several is titled "rotary (1/2)", ...."""
-    from posbench.report.style import families_in, row_order, row_style
-
     names = sorted(set(variants), key=row_order)
     out = []
     for fam in families_in(names):

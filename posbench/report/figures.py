@@ -24,11 +24,19 @@ import pandas as pd  # noqa: E402
 from matplotlib.colors import LogNorm  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
-from posbench.report.figure_layout import (distinct_styles, family_axes, family_columns,  # noqa: E402
-                                           first_in_grid_row, log_colourbar_ticks, wrapped_grid)
+from posbench.core.files import atomic_write_bytes
+from posbench.report.extension import CONTROL
+from posbench.report.figure_layout import (  # noqa: E402
+    distinct_styles,
+    family_axes,
+    family_columns,
+    first_in_grid_row,
+    log_colourbar_ticks,
+    wrapped_grid,
+)
 from posbench.report.style import families_in, row_order, row_style  # noqa: E402
 from posbench.report.tables import completed, multiple_columns  # noqa: E402
-from posbench.results import atomic_write_bytes, per_position_key  # noqa: E402
+from posbench.store.rundir import per_position_key  # noqa: E402
 from posbench.tasks import TASKS  # noqa: E402
 
 PANEL = ["model", "train_len"]
@@ -278,8 +286,6 @@ def plot_extension(curves: pd.DataFrame, scratch: pd.DataFrame, path: Path) -> N
     zero-shot point), one line per encoding and method, one panel per (model, train_len, target);
     dashed: the encoding trained from scratch at the target length; dotted: the control, continued
     at train_len for the same steps."""
-    from posbench.report.extension import CONTROL
-
     panels = sorted(curves.groupby(["model", "train_len", "target"]).groups)
     fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.2), squeeze=False)
     for ax, (model, train_len, target) in zip(axes[0], panels):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from posbench.protocols import PROTOCOLS
+from posbench.evaluation.protocols import PROTOCOLS
 from posbench.report.style import parse_row
 from posbench.report.tables import NOT_DEFINED, NOT_EVALUATED
 

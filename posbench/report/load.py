@@ -22,9 +22,16 @@ import numpy as np
 import pandas as pd
 from omegaconf import DictConfig
 
+from posbench.evaluation.variants import VARIANTS
+from posbench.report.checks import (
+    check_history,
+    check_per_position,
+    check_records,
+    parse_config,
+)
 from posbench.report.style import remember_row
-from posbench.report.checks import check_history, check_per_position, check_records, parse_config
-from posbench.results import (
+from posbench.spec import RunSpec
+from posbench.store.rundir import (
     CONFIG,
     CONTEXT_COLUMNS,
     METRICS,
@@ -116,8 +123,6 @@ def applicable(config: DictConfig):
     whose layers all have a window or a temperature of their own, recorded before logn said so)."""
     from omegaconf import OmegaConf
 
-    from posbench.spec import RunSpec
-    from posbench.variants import VARIANTS
 
     encoding = None
 
@@ -145,8 +150,6 @@ def applicable(config: DictConfig):
 def is_windowed(row: dict | None) -> bool:
     """Whether a record's row is scored with an evaluation-time window (a variant whose class says
     ``window = True``, e.g. +bca): a control, shown apart from the unwindowed rows."""
-    from posbench.variants import VARIANTS
-
     if not isinstance(row, dict):
         return False
     return any(getattr(VARIANTS.find(str(v.get("variant"))), "window", False) is True for v in row.get("variants") or []

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from posbench.errors import PosbenchError
+from posbench.core.errors import PosbenchError
+from posbench.core.files import atomic_write_text
 from posbench.report import budget, tasks
 from posbench.report.context import Options, ReportContext
 from posbench.report.document import Heading, Para, Table, render
 from posbench.report.section import SECTIONS, Section, SectionOutput, write_or_fail
-from posbench.results import atomic_write_text
 
 log = logging.getLogger("posbench")
 DEFAULT_TOLERANCE = 0.05

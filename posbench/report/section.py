@@ -8,7 +8,7 @@ every run was read once, and a ``SectionOutput`` that writes only the files the 
 
 Built-in sections are the modules of posbench/report/sections/, registered with
 ``@SECTIONS.register("name")``; another package adds one through the entry-point group
-``posbench.report_sections`` (posbench/registry.py)::
+``posbench.report_sections`` (posbench/core/registry.py)::
 
     [project.entry-points."posbench.report_sections"]
     my_section = "mypkg.report:MySection"
@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 import pandas as pd
 
-from posbench.errors import PosbenchError
-from posbench.registry import Registry, subclass_check
-from posbench.results import atomic_write_text
+from posbench.core.errors import PosbenchError
+from posbench.core.files import atomic_write_text
+from posbench.core.registry import Registry, subclass_check
 
 if TYPE_CHECKING:
     from posbench.report.context import ReportContext

@@ -20,8 +20,17 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from posbench.attention.rope_scalings import ROPE_SCALINGS
+from posbench.encodings import ENCODINGS
 from posbench.encodings.base import FAMILY_ORDER
-from posbench.variants import BCA_SUFFIX, RANDPOS_SUFFIX, base_variant, temperature_of
+from posbench.evaluation.variants import (
+    BCA_SUFFIX,
+    RANDPOS_SUFFIX,
+    VARIANTS,
+    base_variant,
+    temperature_of,
+)
+from posbench.evaluation.variants import parse_row as read_name
 
 OTHER = "other"  # the family of a row whose encoding is not installed here
 # colours of encodings without one: matplotlib's tab20b, a colormap none of the built-ins uses
@@ -30,7 +39,7 @@ DERIVED = ("#393b79", "#5254a3", "#6b6ecf", "#9c9ede", "#637939", "#8ca252", "#b
            "#ce6dbd", "#de9ed6")
 
 # what each row is, from the records that carry it (Row.record(), posbench/variants); rows of
-# records made before that are read from their names (posbench.variants.parse_row)
+# records made before that are read from their names (posbench.evaluation.variants.parse_row)
 _ROWS: dict[str, dict] = {}
 
 
@@ -43,15 +52,13 @@ def remember_row(name: str, row: dict | None) -> None:
 
 def rope_scaling_style(kind: str) -> tuple[str, int] | None:
     """(colour, order within the encoding's family) of a RoPE scaling's rows, from the scaling
-    registry (posbench/variants/rope_scalings.py); None for a scaling not installed here."""
-    from posbench.variants.rope_scalings import ROPE_SCALINGS
-
+    registry (posbench/attention/rope_scalings.py); None for a scaling not installed here."""
     scaling = ROPE_SCALINGS.find(kind)
     if scaling is None:
         return None
     return scaling.colour or derived_colour(f"rope+{kind}"), ROPE_SCALINGS.names().index(kind) + 1
 
-# an extension run's row (posbench/extend.py): <encoding>[+<method>]@<factor>x+ft<steps>
+# an extension run's row (posbench/training/extend.py): <encoding>[+<method>]@<factor>x+ft<steps>
 EXTENSION = re.compile(r"^(?P<encoding>.+?)(?:\+(?P<method>[A-Za-z0-9_]+))?@(?P<factor>[0-9.]+)x\+ft(?P<steps>\d+)$")
 
 
@@ -105,8 +112,6 @@ def row_style(name: str) -> Style:
     (a RoPE scaling, also as an extension run's method) gives the row that colour; the others
     keep their encoding's colour and draw with their own line style (dash-dotted: a window,
     +bca, +randpos; dotted: a temperature)."""
-    from posbench.variants import VARIANTS, parse_row as read_name
-
     row = _ROWS.get(name) or read_name(name)
     cls = _encoding_class(row["encoding"])
     family = getattr(cls, "family", None) or OTHER
@@ -131,8 +136,6 @@ def row_style(name: str) -> Style:
 
 
 def _encoding_class(name: str):
-    from posbench.encodings import ENCODINGS
-
     return ENCODINGS.find(name)
 
 

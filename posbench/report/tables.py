@@ -16,6 +16,11 @@ import pandas as pd
 
 from posbench.report import bootstrap
 from posbench.report.stats import ALPHA
+from posbench.report.verdicts import (
+    far_context_class,
+    interval_verdict,
+    qualified_verdict,
+)
 
 NOT_DEFINED = "n/d"  # evaluated, and the encoding cannot represent the length (a learned table past its size)
 NOT_EVALUATED = "n/e"  # no record (for some seed) at that length on the compared token set
@@ -152,8 +157,6 @@ def main_table(evals: pd.DataFrame, tolerance: float, token_sets: dict | None = 
     ``rank_1x`` and ``rank_mean_log_ppl`` within the panel, tied where no test separates two rows
     (bootstrap.tied_ranks); ``extrapolation_len`` (from the mean curve) and
     ``extrapolation_len_min`` (worst seed)."""
-    from posbench.report.verdicts import interval_verdict
-
     summary = run_summary(evals, tolerance)
     ms = multiples(evals)
     notes = cell_notes(evals)
@@ -214,15 +217,13 @@ def interval_kind(c: bootstrap.CellReplicates) -> str:
 
 def far_control(variant: str) -> str:
     """The name of a row's far-context control: the same weights and row with a sliding window of
-    train_len keys in every layer (posbench/variants/local.py)."""
+    train_len keys in every layer (posbench/evaluation/variants/local.py)."""
     return f"{variant}+swaL"
 
 
 def _far_context(table: pd.DataFrame, reps: dict, ms: list[float]) -> None:
     """Fill ``far_gain`` (and its interval), ``far_context`` and ``label`` of every unwindowed row whose
     window control was scored at the longest multiple; rows without one say so in ``far_context``."""
-    from posbench.report.verdicts import far_context_class, qualified_verdict
-
     table["far_gain"], table["far_gain_lo"], table["far_gain_hi"] = math.nan, math.nan, math.nan
     table["far_context"] = ""
     key = lambda i: tuple(table.loc[i, k] for k in CELL_KEYS)  # noqa: E731
@@ -370,5 +371,5 @@ def row_caveats(variants) -> list[str]:
                      "and counted positions also read: they change those as well as the softmax.")
     if any("longrope" in v for v in names):
         notes.append("LongRoPE's factors were searched on the model they are evaluated on (its training text, "
-                     "posbench/variants/longrope.py), an advantage no other zero-shot row has.")
+                     "posbench/attention/longrope.py), an advantage no other zero-shot row has.")
     return notes

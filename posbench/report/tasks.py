@@ -27,8 +27,11 @@ import numpy as np
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from posbench.errors import PosbenchError
+from posbench.core.errors import PosbenchError
+from posbench.evaluation.diagnostics import uniform_entropy
 from posbench.report.bootstrap import seeds_and_text
+from posbench.report.style import remember_row
+from posbench.spec import RunSpec, TaskSpec
 from posbench.tasks import TASKS
 
 DEFAULT_THRESHOLD = 0.8
@@ -88,8 +91,6 @@ def task_frame(runs: pd.DataFrame, configs: Mapping[str, DictConfig]) -> tuple[p
 def _task_of_run(cfg: DictConfig):
     """The task (with the run's parameters) a run trained on; None when its config cannot say."""
     try:
-        from posbench.spec import TaskSpec
-
         section = cfg.get("task")
         return TaskSpec.from_mapping(OmegaConf.to_container(section, resolve=True) if section is not None else None).build()
     except (ValueError, PosbenchError):
@@ -119,8 +120,6 @@ def one_hop_reach(cfg: DictConfig) -> tuple[int, int] | None:
     layer reaches is W - 1 back; relaying through the layers reaches further), else None (some layer
     is global, or the config cannot say)."""
     try:
-        from posbench.spec import RunSpec
-
         spec = RunSpec.from_config(OmegaConf.to_container(cfg, resolve=True))
         enc = spec.encoding.build(spec.shape)
         windows = [enc.at(i).window(i) for i in range(spec.shape.n_layers)]
@@ -230,8 +229,6 @@ def _records(runs: pd.DataFrame, column: str) -> pd.DataFrame:
     """The record lists in ``column`` of the runs (loaded by report/load.py), one row per record
     with the run's id, encoding, model, train_len and seed. A record's ``row`` (what the row is)
     goes to the style (report/style.py), not into a column."""
-    from posbench.report.style import remember_row
-
     facts = ["run_id", "encoding", "model", "train_len", "seed"]
     out = []
     for r in runs.itertuples():
@@ -246,8 +243,6 @@ def _records(runs: pd.DataFrame, column: str) -> pd.DataFrame:
 def attention_table(att: pd.DataFrame) -> pd.DataFrame:
     """Per source (text or task), encoding, model, train_len and length: mean attention distance and
     entropy over layers, heads and seeds, and the entropy of uniform attention at that length."""
-    from posbench.diagnostics import uniform_entropy
-
     g = att.groupby(["source", "encoding", "model", "train_len", "length", "multiple"], as_index=False)[
         ["mean_distance", "entropy"]].mean()
     g["uniform entropy"] = g["length"].map(uniform_entropy)

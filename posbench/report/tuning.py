@@ -12,7 +12,7 @@ from typing import Mapping
 import pandas as pd
 from omegaconf import DictConfig
 
-from posbench.trainer import TrainConfig
+from posbench.training.trainer import TrainConfig
 
 DEFAULT = (TrainConfig().lr, 1.0)  # (train.lr, encoding.lr_mult) of a run with no overrides
 GROUP = ["encoding", "model", "train_len"]

@@ -1,24 +1,24 @@
 """Tasks: ``task=`` chooses what a run trains on and how it is scored.
 
 ``lm`` (the default) is language modelling on the corpus, scored by perplexity
-(posbench/evaluate.py). The others are byte-level synthetic tasks (posbench/tasks/base.py), trained
-at ``train_len`` and scored by accuracy at multiples of it (posbench/tasks/score.py):
+(posbench/evaluation/evaluate.py). The others are byte-level synthetic tasks (posbench/tasks/base.py), trained
+at ``train_len`` and scored by accuracy at multiples of it (posbench/evaluation/task_scores.py):
 
     passkey   retrieve a k-digit key hidden at a depth of real text (Mohtashami & Jaggi 2023)
     mqar      multi-query associative recall (Arora et al. 2023)
     copy      copy a random string (Ruoss et al. 2023; Kazemnejad et al. 2023)
 
 A built-in task is one module here decorated with ``@register("name")``; another package's comes
-through the entry-point group ``posbench.tasks`` or a ``module:attr`` path (posbench/registry.py).
+through the entry-point group ``posbench.tasks`` or a ``module:attr`` path (posbench/core/registry.py).
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
-from posbench.errors import PosbenchError
-from posbench.params import make_typed
-from posbench.registry import Registry, subclass_check
+from posbench.core.errors import PosbenchError
+from posbench.core.params import make_typed
+from posbench.core.registry import Registry, subclass_check
 from posbench.tasks.base import Task, TaskBatch
 
 LM = "lm"

@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from posbench.errors import PosbenchError
+from posbench.core.errors import PosbenchError
+from posbench.tasks.loss import token_loss
 
 PAD = 0  # filler byte of the token-only tasks (copy's left padding)
 LOSSES = ("answer", "mixed")
@@ -62,7 +63,7 @@ class Task:
             if self.loss not in LOSSES:
                 raise PosbenchError(f"task.loss must be one of {', '.join(LOSSES)}, got {self.loss!r}")
 
-    # which records it makes (posbench/plan.py): "task" (accuracy per length x condition) or
+    # which records it makes (posbench/evaluation/plan.py): "task" (accuracy per length x condition) or
     # "perplexity" (language modelling)
     record_kind = "task"
 
@@ -73,7 +74,8 @@ class Task:
     def mixed_loss(self) -> bool:
         return self.params.loss == "mixed"
 
-    # -- training and scoring (language modelling overrides these: posbench/tasks/lm.py) ---------------
+    # -- training (language modelling overrides these: posbench/tasks/lm.py; evaluation dispatches on
+    # ``record_kind``: posbench/evaluation/) ------------------------------------------------------------
     def training_batch(self, tokens: np.ndarray, batch_size: int, length: int, seed: int,
                        step: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """(inputs, targets, scored) of one training step, from (seed, step) alone: examples with
@@ -83,30 +85,7 @@ class Task:
 
     def loss(self, logits: torch.Tensor, y: torch.Tensor, scored: torch.Tensor | None) -> torch.Tensor:
         """The training objective (``loss``: the answers, or ``mixed``: plus every token)."""
-        from posbench.trainer import token_loss
-
         return token_loss(logits, y, scored, self.mixed_loss)
-
-    def plan(self, encoding, eval_cfg, train_len: int, n_val: int, corpus_hash: str, tag: str = "") -> list:
-        """The records this task's evaluation calls for (posbench/plan.py)."""
-        from posbench.plan import task_plan
-
-        return task_plan(encoding, self, eval_cfg, train_len, corpus_hash, tag)
-
-    def score(self, model, val_tokens: np.ndarray, train_len: int, eval_cfg, device, *, corpus_hash: str,
-              doc_separator: str, skip: set, tag: str, options, progress: bool) -> tuple[list[dict], dict]:
-        """(records, per-position curves) of a trained model, for the planned records not in ``skip``."""
-        from posbench.tasks.score import evaluate_task
-
-        return evaluate_task(model, self, val_tokens, eval_cfg, device, corpus_hash, progress, skip, tag, options), {}
-
-    def attention_inputs(self, length: int, n: int, val_tokens: np.ndarray, eval_cfg, train_len: int) -> torch.Tensor:
-        """[n, length] inputs for the attention diagnostics: examples of the middle condition."""
-        from posbench.tasks.score import eval_batches
-
-        conditions = self.conditions()
-        mid = len(conditions) // 2
-        return eval_batches(self, length, conditions[mid], mid, val_tokens)[0].x[:n]
 
     @property
     def source(self) -> str:

@@ -23,7 +23,7 @@ from typing import List
 
 import numpy as np
 
-from posbench.errors import PosbenchError
+from posbench.core.errors import PosbenchError
 from posbench.tasks import register
 from posbench.tasks.base import Task, text_window
 

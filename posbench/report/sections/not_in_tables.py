@@ -10,7 +10,7 @@ import pandas as pd
 
 from posbench.report.document import Heading, Para, Table
 from posbench.report.section import SECTIONS, Section
-from posbench.results import find_incomplete, read_config
+from posbench.store.rundir import find_incomplete, read_config
 
 COLUMNS = ["run_id", "status", "encoding", "train_len", "seed"]
 

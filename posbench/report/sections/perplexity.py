@@ -8,8 +8,16 @@ from posbench.report import figures
 from posbench.report.document import Heading, Image, Para, Table
 from posbench.report.section import SECTIONS, Output, Section
 from posbench.report.stats import ALPHA
-from posbench.report.tables import (NOT_DEFINED, NOT_EVALUATED, NOT_RESOLVABLE, comparisons, display_table, latex_table,
-                                    row_caveats, run_summary)
+from posbench.report.tables import (
+    NOT_DEFINED,
+    NOT_EVALUATED,
+    NOT_RESOLVABLE,
+    comparisons,
+    display_table,
+    latex_table,
+    row_caveats,
+    run_summary,
+)
 from posbench.report.verdicts import FAR_MARGIN, MILD_LIMIT
 
 

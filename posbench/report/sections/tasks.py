@@ -4,6 +4,7 @@ length x condition heatmap (passkey depth, MQAR pairs)."""
 
 from __future__ import annotations
 
+from posbench.encodings import encoding_class
 from posbench.report import budget, figures, tasks
 from posbench.report.document import Heading, Image, Para, Table
 from posbench.report.section import SECTIONS, Output, Section
@@ -95,8 +96,6 @@ def _not_learned_text(low) -> str:
 
 
 def _init_note(encoding: str) -> str:
-    from posbench.encodings import encoding_class
-
     try:
         return getattr(encoding_class(encoding), "init_note", "")
     except Exception:  # noqa: BLE001 - an encoding not installed where the report is built says nothing

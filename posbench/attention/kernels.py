@@ -1,0 +1,439 @@
+"""Attention kernels. The model picks one from the hooks its encoding declares:
+
+* no bias, no relative terms -> ``F.scaled_dot_product_attention(is_causal=True)``, the fast path;
+* score bias                 -> ``biased_causal_attention``: SDPA with a float mask, built for one
+  block of queries at a time so that heads x L x L is never held for a whole long sequence; or,
+  for a bias that depends only on the distance i - j over contiguous positions, flex attention
+  (``distance_bias_attention``): the bias is a [H, L] table read by a ``score_mod``, causality is a
+  block mask, and no score matrix is materialised. Flex runs where ``use_flex`` says so: on CUDA
+  for training and evaluation, on CPU (no flex backward in torch 2.13) for evaluation at long
+  lengths, where its one-off compilation pays for itself;
+* relative content terms     -> the encoding's own ``relative_attention``;
+* a local window, a sink logit or a content-dependent term (the 2024-2026 hooks of
+  posbench/encodings/base.py) -> ``masked_attention``: explicit scores for one block of queries at
+  a time against only the keys its window reaches (sliding or chunked: ``Window``), so a 16x
+  window never holds heads x L x L; a sink joins the softmax denominator, a ``score_mod`` adds a
+  data-dependent term (FoX's forget gates, CoPE's counted positions). Windowed attention without
+  a sink or content term runs through flex attention (``window_attention``, a block mask) where
+  flex runs.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import torch
+import torch.nn.functional as F
+
+from posbench.core.errors import PosbenchError
+
+log = logging.getLogger("posbench")
+
+BiasFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (q_pos [c], k_pos [e]) -> [H, c, e]
+# (scores [B, H, c, e], start, end, lo, hidden [c, e]) -> scores plus a term, for queries [start, end)
+# and keys [lo, end), ``hidden`` the pairs the mask will remove (future keys, keys outside the window)
+ScoreMod = Callable[[torch.Tensor, int, int, int, torch.Tensor], torch.Tensor]
+
+# Largest score block (batch x heads x queries x keys) materialised at once: 2^24 floats = 64 MiB.
+MAX_SCORE_ELEMENTS = 1 << 24
+
+
+def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None = None) -> torch.Tensor:
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
+
+
+def biased_causal_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    bias_fn: BiasFn | None,
+    positions: torch.Tensor,
+    scale: float | None = None,
+    max_elements: int = MAX_SCORE_ELEMENTS,
+    block: int | None = None,
+) -> torch.Tensor:
+    """Causal attention with logits q.k * scale + bias_fn(pos_i, pos_j)[h] (no bias: None),
+    chunked over queries; ``block``: blockwise causal attention (``future_mask``).
+
+    Causality is by index (j <= i), not by position value, so randomized or interpolated positions
+    keep the mask right. SDPA refuses a float mask together with ``is_causal``, so the -inf causal
+    part is folded into the bias.
+    """
+    B, H, L, _ = q.shape
+    out = []
+    for start, end in query_chunks(q.shape, max_elements):
+        masked = future_mask(start, end, q.device, block)
+        bias = bias_fn(positions[start:end], positions[:end]) if bias_fn is not None else torch.zeros(masked.shape, device=q.device)
+        bias = bias.masked_fill(masked, float("-inf")).to(q.dtype)
+        out.append(F.scaled_dot_product_attention(q[:, :, start:end], k[:, :, :end], v[:, :, :end], attn_mask=bias, scale=scale))
+    return out[0] if len(out) == 1 else torch.cat(out, dim=2)
+
+
+# -- flex attention -----------------------------------------------------------------------------
+
+# On CPU, flex is compiled per shape (tens of seconds the first time), so it is used only from
+# this window length on, where the chunked float-mask path gets slow and memory-hungry.
+FLEX_MIN_LEN_CPU = 1024
+_flex_state: dict = {"compiled": None, "broken": None, "masks": {}}
+
+
+def flex_supported() -> bool:
+    """Flex attention importable and not found broken earlier in this process."""
+    if _flex_state["broken"] is not None:
+        return False
+    try:
+        from torch.nn.attention.flex_attention import flex_attention  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def use_flex(device: torch.device, length: int, training: bool, setting: str = "auto") -> bool:
+    """Whether the flex path should run: ``setting`` is ``auto``, ``flex`` or ``chunked``."""
+    if setting == "chunked" or not flex_supported():
+        return False
+    if setting == "flex":
+        return device.type == "cuda" or not training
+    if device.type == "cuda":
+        return True
+    return not training and length >= FLEX_MIN_LEN_CPU
+
+
+def _causal_block_mask(length: int, device: torch.device):
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    key = (length, str(device))
+    if key not in _flex_state["masks"]:
+        causal = lambda b, h, q_idx, kv_idx: q_idx >= kv_idx  # noqa: E731
+        _flex_state["masks"][key] = create_block_mask(causal, None, None, length, length, device=str(device))
+    return _flex_state["masks"][key]
+
+
+def _compiled_flex():
+    if _flex_state["compiled"] is None:
+        from torch.nn.attention.flex_attention import flex_attention
+
+        _flex_state["compiled"] = torch.compile(flex_attention, dynamic=False)
+    return _flex_state["compiled"]
+
+
+def distance_bias_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, table: torch.Tensor, scale: float | None = None
+) -> torch.Tensor | None:
+    """Causal attention with logits q_i.k_j * scale + table[h, i - j] through compiled flex
+    attention, for positions 0..L-1. Returns None (after a one-line warning) if flex cannot run
+    here, so that the caller falls back to the chunked path."""
+    L = q.shape[-2]
+    table = table.to(q.dtype)
+
+    def score_mod(score, b, h, q_idx, kv_idx):
+        # masked pairs (kv_idx > q_idx) never reach the softmax; clamp keeps their lookup in range
+        return score + table[h, (q_idx - kv_idx).clamp(min=0)]
+
+    try:
+        return _compiled_flex()(q, k, v, score_mod=score_mod, block_mask=_causal_block_mask(L, q.device), scale=scale)
+    except Exception as e:  # noqa: BLE001 - any compiler failure means: use the portable path
+        _flex_state["broken"] = f"{type(e).__name__}: {e}"
+        log.warning("flex attention unavailable, using chunked attention (%s)", str(e).splitlines()[0][:200])
+        return None
+
+
+def query_chunks(shape: torch.Size, max_elements: int) -> list[tuple[int, int]]:
+    """Blocks of queries [start, end) whose score block (B x H x block x L) fits in max_elements."""
+    B, H, L, _ = shape
+    chunk = max(1, min(L, max_elements // max(1, B * H * L)))
+    return [(s, min(L, s + chunk)) for s in range(0, L, chunk)]
+
+
+def future_mask(start: int, end: int, device, block: int | None = None) -> torch.Tensor:
+    """[end - start, end] boolean mask of the pairs a query must not see: keys after it (causality
+    by index), and with ``block`` (blockwise causal attention, Sun et al. 2022) keys before the
+    previous block of ``block`` tokens, so a query sees between ``block`` and 2 ``block`` keys."""
+    keys = torch.arange(end, device=device)[None, :]
+    queries = torch.arange(start, end, device=device)[:, None]
+    mask = keys > queries
+    if block is not None:
+        mask = mask | (keys // block < queries // block - 1)
+    return mask
+
+
+def relative_causal_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    positions: torch.Tensor,
+    rel_q: torch.Tensor,
+    rel_k: torch.Tensor,
+    rel_v: torch.Tensor | None = None,
+    scale: float | None = None,
+    max_elements: int = MAX_SCORE_ELEMENTS,
+    block: int | None = None,
+    window: Optional[Window] = None,
+) -> torch.Tensor:
+    """Attention with content-position terms indexed by clipped distance d = min(pos_i - pos_j, R-1):
+
+        logit_ij = (q_i . k_j + rel_q_i . rel_k[d]) * scale
+        out_i    = sum_j a_ij (v_j + rel_v[d])                     (rel_v: Shaw et al.'s value term)
+
+    rel_q: [B, H, L, Dh]; rel_k: [H or 1, R, Dh]; rel_v: [R, Dh] or None. The position term is
+    computed for the R distances only (rel_q @ rel_k^T, [B, H, L, R]) and gathered by distance: the
+    relative-shift trick of Transformer-XL, generalised to explicit (possibly non-contiguous)
+    positions. Nothing of size L x L x Dh is built; score blocks are chunked over queries. ``block``
+    (blockwise causal attention) and ``window`` (a local window, the +swa rows) hide keys as
+    ``hidden_pairs`` says.
+    """
+    B, H, L, Dh = q.shape
+    scale = Dh ** -0.5 if scale is None else scale
+    R = rel_k.shape[-2]
+    out = []
+    for start, end in query_chunks(q.shape, max_elements):
+        dist = (positions[start:end, None] - positions[None, :end]).clamp(0, R - 1).expand(B, H, -1, -1)
+        scores = q[:, :, start:end] @ k[:, :, :end].transpose(-1, -2)
+        scores = scores + (rel_q[:, :, start:end] @ rel_k.transpose(-1, -2)).gather(-1, dist)
+        scores = (scores * scale).masked_fill(hidden_pairs(start, end, 0, q.device, window, block), float("-inf"))
+        # softmax in at least fp32 (bf16 under autocast would lose the small weights)
+        attn = scores.softmax(-1, dtype=torch.promote_types(scores.dtype, torch.float32)).to(v.dtype)
+        y = attn @ v[:, :, :end]
+        if rel_v is not None:
+            # sum the attention falling on each distance, then mix the R value embeddings
+            per_distance = torch.zeros(B, H, end - start, R, dtype=attn.dtype, device=attn.device)
+            y = y + per_distance.scatter_add_(-1, dist, attn) @ rel_v.to(attn.dtype)
+        out.append(y)
+    return out[0] if len(out) == 1 else torch.cat(out, dim=2)
+
+
+# -- piecewise rotary attention (training-free extenders) ---------------------------------------------
+
+RotateFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (x [B, H, n, Dh], positions [n]) -> rotated x
+WhereFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (query idx [c, 1], key idx [1, e]) -> bool [c, e]
+
+
+def piecewise_rotary_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    rotate: RotateFn,
+    pieces: list[tuple[torch.Tensor, torch.Tensor, WhereFn | None]],
+    scale: float,
+    max_elements: int = MAX_SCORE_ELEMENTS,
+    hidden: WhereFn | None = None,
+) -> torch.Tensor:
+    """Causal attention whose rotary logit for a pair (i, j) comes from one of several position maps:
+
+        logit_ij = rotate(q_i, qpos_p[i]) . rotate(k_j, kpos_p[j]) * scale
+
+    with p the last piece whose ``where(i, j)`` holds (the first piece's where is None: every pair);
+    pairs where ``hidden(i, j)`` holds are masked as the future is (StreamingLLM's evicted keys).
+    ReRoPE, SelfExtend, DCA and StreamingLLM are such maps (posbench/evaluation/variants/). q, k: [B, H, L, Dh] not yet
+    rotated; each piece: (qpos [L], kpos [L], where). Keys are rotated once per piece ([B, H, L, Dh]
+    each); scores are built one block of queries at a time (as ``biased_causal_attention``), so no
+    heads x L x L matrix is held for a whole long window.
+    """
+    B, H, L, _ = q.shape
+    keys = [rotate(k, kpos) for _, kpos, _ in pieces]
+    out = []
+    for start, end in query_chunks(q.shape, max(1, max_elements // (len(pieces) + 2))):
+        i = torch.arange(start, end, device=q.device)[:, None]
+        j = torch.arange(end, device=q.device)[None, :]
+        scores = None
+        for (qpos, _, where), k_rot in zip(pieces, keys):
+            s = rotate(q[:, :, start:end], qpos[start:end]) @ k_rot[:, :, :end].transpose(-1, -2)
+            scores = s if scores is None else torch.where(where(i, j), s, scores)
+        masked = j > i if hidden is None else (j > i) | hidden(i, j)
+        scores = (scores * scale).masked_fill(masked, float("-inf"))
+        attn = scores.softmax(-1, dtype=torch.promote_types(scores.dtype, torch.float32)).to(v.dtype)
+        out.append(attn @ v[:, :, :end])
+    return out[0] if len(out) == 1 else torch.cat(out, dim=2)
+
+
+# -- local windows, sinks and content-dependent terms ------------------------------------------------
+
+@dataclass(frozen=True)
+class Window:
+    """Local attention by index (as causality): ``sliding`` lets query i see keys i - size < j <= i
+    (Mistral / Gemma sliding windows, HF ``sliding_window``: ``size`` keys, itself included);
+    ``chunked`` lets it see keys of its own chunk, j // size == i // size, j <= i (Llama 4's
+    ``attention_chunk_size``)."""
+
+    kind: str
+    size: int
+
+    KINDS = ("sliding", "chunked")
+
+    def __post_init__(self):
+        if self.kind not in self.KINDS:
+            raise PosbenchError(f"window kind must be one of {', '.join(self.KINDS)}, got {self.kind!r}")
+        if not isinstance(self.size, int) or self.size < 1:
+            raise PosbenchError(f"a {self.kind} window needs a positive integer size, got {self.size!r}")
+
+    @property
+    def tag(self) -> str:
+        return f"{'swa' if self.kind == 'sliding' else 'chunk'}{self.size}"
+
+    def first_key(self, start: int) -> int:
+        """The first key any query of a block starting at ``start`` can see."""
+        return max(0, start - self.size + 1) if self.kind == "sliding" else (start // self.size) * self.size
+
+    def hidden(self, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        """Pairs (broadcast) outside the window (future keys are the causal mask's)."""
+        if self.kind == "sliding":
+            return keys <= queries - self.size
+        return keys // self.size != queries // self.size
+
+    def keys_seen(self, length: int, device=None) -> torch.Tensor:
+        """[length] number of keys query i sees (i + 1 capped by the window): SSMax's n."""
+        i = torch.arange(length, device=device)
+        return (i.clamp(max=self.size - 1) if self.kind == "sliding" else i % self.size) + 1
+
+
+def hidden_pairs(start: int, end: int, lo: int, device, window: Optional[Window] = None,
+                 block: int | None = None) -> torch.Tensor:
+    """[end - start, end - lo] boolean mask of the keys [lo, end) that queries [start, end) must not
+    see: the future, keys outside the window, and (``block``) keys before the previous block."""
+    keys = torch.arange(lo, end, device=device)[None, :]
+    queries = torch.arange(start, end, device=device)[:, None]
+    mask = keys > queries
+    if window is not None:
+        mask = mask | window.hidden(queries, keys)
+    if block is not None:
+        mask = mask | (keys // block < queries // block - 1)
+    return mask
+
+
+def masked_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    scale: float | None = None,
+    bias: Callable[[int, int, int], torch.Tensor] | None = None,
+    window: Optional[Window] = None,
+    sink: torch.Tensor | None = None,
+    score_mod: ScoreMod | None = None,
+    block: int | None = None,
+    on_weights: Callable[[torch.Tensor, int, int, int], None] | None = None,
+    max_elements: int = MAX_SCORE_ELEMENTS,
+) -> torch.Tensor:
+    """Causal attention with explicit scores, one block of queries [start, end) at a time against
+    the keys [lo, end) its ``window`` reaches (lo = 0 without one):
+
+        logit_ij = score_mod(q_i . k_j * scale) + bias(start, end, lo)[.., i, j]    (j visible to i)
+        out_i    = sum_j exp(logit_ij) v_j / (exp(sink_h) + sum_j exp(logit_ij))
+
+    ``bias``: [H or B x H, c, e] by index ranges; ``sink``: [H] logits of a key that is seen by every
+    query and carries no value (gpt-oss; None: no sink); ``score_mod``: a data-dependent term from
+    the raw scores (posbench.attention.kernels.ScoreMod); ``on_weights(p, start, end, lo)``: the attention
+    weights of each block (diagnostics). The softmax runs in at least fp32.
+    """
+    B, H, L, Dh = q.shape
+    scale = Dh ** -0.5 if scale is None else scale
+    out = []
+    blocks = query_chunks(q.shape, max_elements) if window is None else window_chunks(q.shape, window, max_elements)
+    for start, end in blocks:
+        lo = window.first_key(start) if window is not None else 0
+        hidden = hidden_pairs(start, end, lo, q.device, window, block)
+        s = (q[:, :, start:end] @ k[:, :, lo:end].transpose(-1, -2)) * scale
+        if score_mod is not None:
+            s = score_mod(s, start, end, lo, hidden)
+        if bias is not None:
+            s = s + bias(start, end, lo)
+        s = s.masked_fill(hidden, float("-inf"))
+        if sink is not None:
+            s = torch.cat((s, sink.to(s.dtype).view(1, H, 1, 1).expand(s.shape[0], H, end - start, 1)), dim=-1)
+        p = s.softmax(-1, dtype=torch.promote_types(s.dtype, torch.float32))
+        if sink is not None:
+            p = p[..., :-1]  # the sink takes its share of the mass and adds nothing
+        if on_weights is not None:
+            on_weights(p, start, end, lo)
+        out.append(p.to(v.dtype) @ v[:, :, lo:end])
+    return out[0] if len(out) == 1 else torch.cat(out, dim=2)
+
+
+def stick_breaking_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    scale: float | None = None,
+    attend_current: bool = False,
+    remainder: bool = True,
+    block: int | None = None,
+    max_elements: int = MAX_SCORE_ELEMENTS,
+    window: Optional[Window] = None,
+) -> torch.Tensor:
+    """Stick-breaking attention (Tan et al. 2025, arXiv 2410.17980), one block of queries at a time:
+
+        beta_ij = sigmoid(q_i . k_j * scale)
+        A_ij    = beta_ij prod_{j < t <= last} (1 - beta_it)      (last = i - 1; i with attend_current)
+        out_i   = sum_{j <= last} A_ij v_j + rem_i v_i,  rem_i = prod_{j <= last} (1 - beta_ij) = 1 - sum_j A_ij
+
+    in log space (ln beta = logsigmoid(z), ln(1 - beta) = logsigmoid(-z)) with a reverse cumulative
+    sum over the keys, in float32 at least, as the reference ``sb_ref.py``; ``remainder`` adds
+    rem_i v_i (the reference's tests and dolomite's default ``sb_remainder``). ``block``: blockwise
+    causal attention (future_mask) and ``window`` (a local window, the +swa rows): keys they hide take
+    no share of the stick."""
+    B, H, L, Dh = q.shape
+    scale = Dh ** -0.5 if scale is None else scale
+    dtype = torch.promote_types(q.dtype, torch.float32)
+    out = []
+    for start, end in query_chunks(q.shape, max(1, max_elements // 4)):  # four score-sized tensors per block
+        z = (q[:, :, start:end] @ k[:, :, :end].transpose(-1, -2)).to(dtype) * scale
+        hidden = hidden_pairs(start, end, 0, q.device, window, block)
+        if not attend_current:
+            hidden = hidden | (torch.arange(end, device=q.device)[None, :] == torch.arange(start, end, device=q.device)[:, None])
+        log_beta = F.logsigmoid(z).masked_fill(hidden, float("-inf"))
+        log_rest = F.logsigmoid(-z).masked_fill(hidden, 0.0)  # ln(1 - beta); hidden keys break nothing
+        later = log_rest.flip(-1).cumsum(-1).flip(-1) - log_rest  # sum over the visible keys after j
+        a = (log_beta + later).exp()
+        y = a.to(v.dtype) @ v[:, :, :end]
+        if remainder:
+            y = y + log_rest.sum(-1, keepdim=True).exp().to(v.dtype) * v[:, :, start:end]
+        out.append(y)
+    return out[0] if len(out) == 1 else torch.cat(out, dim=2)
+
+
+def window_chunks(shape: torch.Size, window: Window, max_elements: int, min_block: int = 128) -> list[tuple[int, int]]:
+    """Blocks of queries for windowed attention: about ``min_block`` queries (a multiple of a chunked
+    window's size, so blocks start at chunk boundaries), so that each block's scores span block +
+    window keys, not the whole prefix: the cost grows as L x (block + window), not L^2."""
+    B, H, L, _ = shape
+    size = window.size
+    block = size * max(1, -(-min_block // size)) if window.kind == "chunked" else max(min_block, size)
+    while block > 1 and B * H * block * (block + size) > max_elements:
+        block //= 2
+    return [(s, min(L, s + block)) for s in range(0, L, block)]
+
+
+def _window_block_mask(length: int, device: torch.device, window: Window):
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    key = (length, str(device), window)
+    if key not in _flex_state["masks"]:
+        size = window.size
+        if window.kind == "sliding":
+            mask = lambda b, h, q_idx, kv_idx: (q_idx >= kv_idx) & (q_idx - kv_idx < size)  # noqa: E731
+        else:
+            mask = lambda b, h, q_idx, kv_idx: (q_idx >= kv_idx) & (q_idx // size == kv_idx // size)  # noqa: E731
+        _flex_state["masks"][key] = create_block_mask(mask, None, None, length, length, device=str(device))
+    return _flex_state["masks"][key]
+
+
+def window_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, window: Window,
+                     table: torch.Tensor | None = None, scale: float | None = None) -> torch.Tensor | None:
+    """Windowed causal attention through compiled flex attention (positions 0..L-1): the window is
+    a block mask, so blocks outside it are skipped; ``table``: an optional [H, L] bias by distance
+    (as ``distance_bias_attention``). None (after a one-line warning) if flex cannot run here."""
+    score_mod = None
+    if table is not None:
+        table = table.to(q.dtype)
+
+        def score_mod(score, b, h, q_idx, kv_idx):
+            return score + table[h, (q_idx - kv_idx).clamp(min=0)]
+
+    try:
+        block_mask = _window_block_mask(q.shape[-2], q.device, window)
+        return _compiled_flex()(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale)
+    except Exception as e:  # noqa: BLE001 - any compiler failure means: use the portable path
+        _flex_state["broken"] = f"{type(e).__name__}: {e}"
+        log.warning("flex attention unavailable, using chunked attention (%s)", str(e).splitlines()[0][:200])
+        return None

@@ -1,0 +1,28 @@
+"""The console scripts' entry functions (pyproject's [project.scripts]): each imports its command
+only once it is running inside posbench's error handling, so a Ctrl-C while torch and Hydra load
+(the first second or two) is one line and exit 130 like a Ctrl-C at any later moment, never a
+KeyboardInterrupt traceback. Only the standard library and posbench.core.errors load before that."""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+from posbench.core.errors import user_errors
+
+
+def _run(module: str) -> None:
+    with user_errors():
+        command = import_module(module).main
+        command()
+
+
+def train() -> None:
+    _run("posbench.cli.train")
+
+
+def evaluate() -> None:
+    _run("posbench.cli.evaluate")
+
+
+def report() -> None:
+    _run("posbench.cli.report")

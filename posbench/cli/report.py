@@ -1,0 +1,61 @@
+"""Tables, plots and a readable report from run directories: ``posbench-report RUNS_DIR [--out DIR]``.
+
+The command line of the report (posbench/report/: it reads every ``metrics.json`` below RUNS_DIR and
+never trains or evaluates).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from posbench.core.errors import user_errors
+from posbench.core.tracking import log_report
+from posbench.core.version import version_text
+from posbench.report import budget, tasks
+from posbench.report.context import Options
+from posbench.report.pipeline import DEFAULT_TOLERANCE, make_report
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a bad flag reported like every other user error: one line, exit 2."""
+
+    def error(self, message: str):
+        print(f"posbench: error: {message} (posbench-report --help lists the flags)", file=sys.stderr)
+        sys.exit(2)
+
+
+def main(argv: list[str] | None = None) -> None:
+    if "--version" in (sys.argv[1:] if argv is None else argv):  # like posbench-train's: before RUNS_DIR is asked for
+        print(version_text())
+        sys.exit(0)
+    parser = _Parser(prog="posbench-report", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="store_true", help="posbench's version, torch's, Python's and the device")
+    parser.add_argument("runs_dir", type=Path, help="folder with run directories (searched recursively)")
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default: RUNS_DIR/report)")
+    parser.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE,
+                        help="extrapolation length: perplexity within this fraction of 1x (default 0.05)")
+    parser.add_argument("--improving", type=float, default=budget.DEFAULT_IMPROVING,
+                        help="flag runs whose 1x validation loss fell by more than this fraction over their last "
+                             "doubling of steps (default 0.02)")
+    parser.add_argument("--spread", type=float, default=budget.DEFAULT_SPREAD,
+                        help="warn when compared encodings' 1x perplexities differ by more than this fraction (default 0.1)")
+    parser.add_argument("--threshold", type=float, default=tasks.DEFAULT_THRESHOLD,
+                        help="tasks: effective context length keeps accuracy at or above this fraction, 0 to 1 (default 0.8)")
+    parser.add_argument("--protocols", default=None,
+                        help="comma-separated evaluation protocols to report (default: every one found)")
+    parser.add_argument("--wandb", action="store_true", help="also log the tables and figures to a wandb run (logger settings from WANDB_* variables; offline by default)")
+    args = parser.parse_args(argv)
+    with user_errors():
+        out = args.out or args.runs_dir / "report"
+        protocols = [p for p in args.protocols.split(",") if p] if args.protocols else None
+        options = Options(args.tolerance, args.improving, args.spread, args.threshold, protocols)
+        report = make_report(args.runs_dir, out, options)
+        if args.wandb:
+            log_report(out, report.figures)
+    print(f"report written to {report.path} and {report.path.with_suffix('.html')}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,184 @@
+"""One registry per plug-in kind: encodings, tasks, evaluation variants, RoPE scalings, evaluation
+protocols, report sections. Each finds a name in three places, in this order:
+
+1. **built-ins**: classes in posbench that register themselves with ``@REGISTRY.register("name")``
+   (the modules of a built-in package are imported on first use, so adding one is one file);
+2. **installed plug-ins**: an entry point in the kind's group of another installed package, e.g. in
+   its ``pyproject.toml``::
+
+       [project.entry-points."posbench.encodings"]
+       myenc = "mypkg.encodings:MyEncoding"
+
+   loaded only when its name is asked for (importing posbench imports no user code);
+3. **a path**: a ``module:attr`` (or dotted ``module.attr``) string given as the name, or as
+   ``_target_`` beside it in a config (``encoding.name=myenc encoding._target_=mypkg.enc:MyEnc``).
+
+Built-ins win a name clash: an entry point that reuses a built-in's name is never loaded for it,
+and a ``_target_`` beside a built-in's name is ignored with a warning, so an installed package can
+never change what a built-in name measures.
+This follows lm-evaluation-harness's registry (decorators, entry points, lazy loading).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import pkgutil
+import threading
+from importlib import metadata
+from typing import Any, Callable, Generic, TypeVar
+
+from posbench.core.errors import PosbenchError
+
+log = logging.getLogger("posbench")
+T = TypeVar("T")
+
+
+def load_path(path: str) -> Any:
+    """The object at ``module:attr`` or ``module.attr``; PosbenchError naming what is missing."""
+    module, sep, attr = path.partition(":")
+    if not sep:
+        module, _, attr = path.rpartition(".")
+    if not module or not attr:
+        raise PosbenchError(f"{path!r} is not an import path; write module:attr, e.g. mypkg.encodings:MyEncoding")
+    try:
+        obj = importlib.import_module(module)
+    except ImportError as e:
+        raise PosbenchError(f"cannot import {module!r} for {path!r} ({e}); is its package installed?") from None
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise PosbenchError(f"module {module!r} has no {attr!r} (from {path!r})")
+        obj = getattr(obj, part)
+    return obj
+
+
+def is_path(name: str) -> bool:
+    return ":" in name
+
+
+class Registry(Generic[T]):
+    """Names -> plug-ins of one kind. ``builtin_package``: the posbench package whose modules hold
+    the built-ins (imported on first lookup); ``group``: the entry-point group of installed ones;
+    ``check``: called on every plug-in loaded from outside posbench (its interface, one line)."""
+
+    def __init__(self, kind: str, group: str, builtin_package: str | None = None,
+                 check: Callable[[str, Any], None] | None = None,
+                 sort: bool | Callable[[Any], Any] = True):
+        self.kind, self.group, self.builtin_package, self._check = kind, group, builtin_package, check
+        # True: by name; False: in the order they registered (a sequence of methods in one module); a
+        # function: by its value for each built-in (built-ins spread over modules, which load in name order)
+        self.sort = sort
+        self._builtins: dict[str, T] = {}
+        self._external: dict[str, T] = {}
+        self._discovered = builtin_package is None
+        self._discovering, self._discovery = False, threading.RLock()
+
+    # -- built-ins ----------------------------------------------------------------------------------
+    def register(self, name: str) -> Callable[[T], T]:
+        """Decorator of a built-in: ``@ENCODINGS.register("rope")``; sets ``obj.name`` for classes."""
+        def deco(obj: T) -> T:
+            if name in self._builtins:
+                raise RuntimeError(f"{self.kind} {name!r} registered twice")
+            if isinstance(obj, type):
+                obj.name = name
+            self._builtins[name] = obj
+            return obj
+        return deco
+
+    def _discover(self) -> None:
+        if self._discovered:
+            return
+        # another thread waits until the built-ins are imported (it would see none); the importing
+        # thread itself may come back here from a module it imports, and goes on
+        with self._discovery:
+            if self._discovered or self._discovering:
+                return
+            self._discovering = True
+            try:
+                package = importlib.import_module(self.builtin_package)
+                for mod in pkgutil.iter_modules(package.__path__):
+                    if not mod.name.startswith("_"):
+                        importlib.import_module(f"{self.builtin_package}.{mod.name}")
+            finally:
+                self._discovering, self._discovered = False, True
+
+    # -- lookups ------------------------------------------------------------------------------------
+    def builtins(self) -> list[str]:
+        self._discover()
+        if callable(self.sort):
+            return sorted(self._builtins, key=lambda name: self.sort(self._builtins[name]))
+        return sorted(self._builtins) if self.sort else list(self._builtins)
+
+    def entry_point_names(self) -> list[str]:
+        """Names of installed plug-ins (without importing them)."""
+        return sorted({ep.name for ep in metadata.entry_points(group=self.group)} - set(self.builtins()))
+
+    def names(self) -> list[str]:
+        """Every name this kind can take: built-ins, then installed plug-ins, then loaded paths."""
+        loaded = sorted({name for name, _ in self._external})
+        return self.builtins() + [n for n in dict.fromkeys(self.entry_point_names() + loaded) if n not in self._builtins]
+
+    def __iter__(self):
+        return iter(self.names())
+
+    def __getitem__(self, name: str) -> T:
+        return self.get(name)
+
+    def __contains__(self, name: str) -> bool:
+        try:
+            self.get(name)
+        except PosbenchError:
+            return False
+        return True
+
+    def get(self, name: str, target: str | None = None) -> T:
+        """The plug-in called ``name``; ``target``: its ``module:attr`` (a config's ``_target_``)."""
+        self._discover()
+        if name in self._builtins:
+            if target is not None:
+                log.warning("%s %r is a built-in: ignoring _target_=%s (choose another name for your own)",
+                            self.kind, name, target)
+            return self._builtins[name]
+        if (name, target) in self._external:
+            return self._external[name, target]
+        path = target or (name if is_path(name) else None)
+        if path is None:
+            eps = [ep for ep in metadata.entry_points(group=self.group) if ep.name == name]
+            if not eps:
+                raise PosbenchError(f"unknown {self.kind} {name!r}; valid: {', '.join(self.names())} "
+                                    f"(or a plug-in: module:attr, or an entry point in group {self.group})")
+            try:
+                obj = eps[0].load()
+            except Exception as e:  # noqa: BLE001 - a broken plug-in: say which, in one line
+                raise PosbenchError(f"cannot load {self.kind} {name!r} from entry point {eps[0].value} "
+                                    f"({type(e).__name__}: {e})") from None
+        else:
+            obj = load_path(path)
+        if self._check is not None:
+            self._check(name, obj)
+        if isinstance(obj, type) and not obj.__dict__.get("name"):
+            obj.name = name
+        self._external[name, target] = obj
+        return obj
+
+    def find(self, name: str) -> T | None:
+        """``get`` without the error: None when nothing is called ``name`` (e.g. a report of runs
+        made with a plug-in that is not installed here)."""
+        try:
+            return self.get(name)
+        except PosbenchError:
+            return None
+
+    def items(self) -> list[tuple[str, T]]:
+        """Built-ins and whatever has been loaded so far (installed plug-ins load when asked for)."""
+        self._discover()
+        loaded = {name: obj for (name, _), obj in self._external.items()}
+        return sorted({**loaded, **self._builtins}.items())
+
+
+def subclass_check(base: type) -> Callable[[str, Any], None]:
+    """A ``check`` that wants a subclass of ``base``."""
+    def check(name: str, obj: Any) -> None:
+        if not (isinstance(obj, type) and issubclass(obj, base)):
+            raise PosbenchError(f"{name!r} is not a {base.__module__}.{base.__name__} subclass (got {obj!r})")
+    return check

@@ -1,0 +1,222 @@
+"""Perplexity at many lengths: the heart of the benchmark.
+
+Each protocol of ``eval.protocols`` (``nonoverlapping``, ``sliding``, ``press_sliding``,
+``fixed_target``; see posbench/evaluation/protocols/) is a plan of windows and of the final positions
+scored in each; every length of a protocol scores the same tokens, so its numbers differ only by
+how much context (and which positions) the model is given. One routine, ``score_plans``, runs the
+plans of one row and length together: a window two protocols share (every other L/2-sliding window
+is a non-overlapping one) is run once.
+
+Reported per protocol and length: mean loss in nats per token, perplexity exp(loss), bits per byte
+(the summed loss / (ln 2 x the bytes scored): loss / ln 2 when tokens are bytes; with a subword
+tokenizer the one number comparable across tokenizers), the bytes scored and the mean bytes in a
+window of that length (``length_bytes``), the summed loss of each validation document scored (``doc_nats``, in the order of the
+token set's documents, ``metrics["token_sets"]``: what the report bootstraps over), and the mean
+loss at each position within the window. A length the encoding cannot represent (a learned table
+past its size) gets ``null`` with the reason.
+
+Stand-alone use on a finished run, e.g. with longer lengths::
+
+    posbench-eval run_dir=runs/<run_id> eval.multiples=[1,2,4,8,16,32]
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from posbench.attention.options import AttentionOptions
+from posbench.core.device import autocast
+from posbench.core.progress import progress as progress_bar
+from posbench.data.corpus import DOC_SEPARATOR
+from posbench.evaluation.plan import (
+    perplexity_plan,
+)
+from posbench.evaluation.protocols import PROTOCOLS
+from posbench.evaluation.protocols.base import StreamProtocol
+from posbench.evaluation.scored_text import check_fits
+from posbench.evaluation.variants import Row
+from posbench.evaluation.windows import Segments, WindowPlan, documents, eval_lengths
+from posbench.model.transformer import LanguageModel
+from posbench.store.rundir import (
+    per_position_key,
+)
+
+log = logging.getLogger("posbench")
+
+
+@dataclass
+class Scores:
+    """What one plan's windows scored: summed loss and count at each window position, and the
+    summed loss of each document (``docs``, ascending) of the token set."""
+
+    pos_sum: np.ndarray
+    pos_count: np.ndarray
+    doc_nats: np.ndarray
+    docs: np.ndarray
+    doc_tokens: np.ndarray
+
+
+def token_set_documents(plan: WindowPlan) -> tuple[np.ndarray, np.ndarray]:
+    """(documents, scored tokens of each) of a plan's token set, documents ascending."""
+    unit_tokens = np.bincount(plan.units, weights=plan.scored, minlength=len(plan.unit_docs))
+    docs, inverse = np.unique(plan.unit_docs, return_inverse=True)
+    return docs, np.bincount(inverse, weights=unit_tokens, minlength=len(docs)).astype(np.int64)
+
+
+@torch.inference_mode()
+def evaluate_model(
+    model: LanguageModel,
+    val_tokens: np.ndarray,
+    train_len: int,
+    eval_cfg,
+    device: torch.device,
+    progress: bool = True,
+    doc_separator: str = DOC_SEPARATOR,
+    corpus_hash: str = "",
+    skip: set | None = None,
+    tag: str = "",
+    options: AttentionOptions = AttentionOptions(),
+    segments: Segments | None = None,
+) -> tuple[list[dict], dict[str, np.ndarray]]:
+    """Records (one per variant x protocol x length) and per-position mean losses (key
+    ``<variant>/<protocol>/L<length>``, NaN where a protocol scores no token) for one model.
+    Rows are the model's own and its evaluation-time variants' (posbench.evaluation.variants.rows: plain, and e.g. RoPE with YaRN), all
+    from the same weights. Every record names its ``token_set`` (protocols.token_set); ``skip``
+    holds record keys (``record_key``) already evaluated, which are not computed again; ``tag``:
+    an extension run's (its rows' names carry it); ``options``: the trained forward's (the kernel);
+    ``segments``: a subword tokenizer's scored segments, chosen in bytes (posbench/data/tokens.py
+    scored_stream, which also gives ``val_tokens``); None: the protocols find them in the bytes."""
+    model.eval()
+    enc = model.encoding
+    lengths = eval_lengths(train_len, eval_cfg.multiples)
+    protocols = list(eval_cfg.protocols)
+    if segments is None:
+        check_fits(val_tokens, eval_cfg, train_len, doc_separator)
+    n_val = len(val_tokens)
+    handlers = {p: PROTOCOLS.get(p)() for p in protocols}
+    sets = {p: h.token_set(eval_cfg, train_len, n_val, corpus_hash) for p, h in handlers.items()}
+    contexts = {p: segments if segments is not None and isinstance(h, StreamProtocol)
+                else h.prepare(val_tokens, eval_cfg, train_len, doc_separator) for p, h in handlers.items()}
+    plans = {(p, L): handlers[p].plan(L, eval_cfg, train_len, n_val, contexts[p]) for p in protocols for L in lengths}
+    stream = torch.from_numpy(np.asarray(val_tokens).astype(np.int64))
+    todo = [c for c in perplexity_plan(enc, eval_cfg, train_len, n_val, corpus_hash, tag) if c.key not in (skip or set())]
+    groups: dict[tuple, list] = {}  # the cells of one row and length run their windows together
+    for c in todo:
+        groups.setdefault((c.row.name, c.length), []).append(c)
+    records, per_position = [], {}
+    total = sum(len(np.unique(np.concatenate([plans[c.protocol, c.length].ends for c in cells]))) * cells[0].length
+                for cells in groups.values())
+    bar = progress_bar(total=total, unit="tok", desc="eval", enabled=progress)
+    try:
+        for cells in groups.values():
+            row, L = cells[0].row, cells[0].length
+            bar.set_description(f"eval {row.name} L={L}")
+            bases = [{"variant": row.name, "protocol": c.protocol, "length": L, "multiple": L / train_len,
+                      "token_set": sets[c.protocol], "min_context": plans[c.protocol, L].min_context,
+                      "row": row.record()} for c in cells]
+            if (reason := row.undefined_reason(enc, L)) is not None:
+                bar.update(len(np.unique(np.concatenate([plans[c.protocol, L].ends for c in cells]))) * L)
+                records += [{**base, "tokens_scored": 0, "bytes_scored": 0, "loss": None, "ppl": None, "bpb": None,
+                             "length_bytes": None, "reason": reason} for base in bases]
+                continue
+            scores = score_plans(model, stream, [plans[c.protocol, L] for c in cells], L, eval_cfg.batch_tokens,
+                                 device, bar, row, row.options(options, L, train_len))
+            for base, c, sc in zip(bases, cells, scores):
+                mean = float(sc.pos_sum.sum() / sc.pos_count.sum())
+                n_tokens = plans[c.protocol, L].tokens_scored
+                n_bytes = contexts[c.protocol].bytes if isinstance(contexts[c.protocol], Segments) else n_tokens
+                # bits per byte = summed nats / (ln 2 x bytes scored); for bytes n_tokens / n_bytes is exactly 1
+                records.append({**base, "tokens_scored": n_tokens, "bytes_scored": n_bytes, "loss": mean,
+                                "ppl": math.exp(mean), "bpb": mean / math.log(2) * (n_tokens / n_bytes),
+                                "length_bytes": round(L * n_bytes / n_tokens, 1), "reason": None,
+                                "doc_nats": [round(float(x), 4) for x in sc.doc_nats]})
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    per_position[per_position_key(row.name, c.protocol, L)] = (sc.pos_sum / sc.pos_count).astype(np.float32)
+    finally:
+        bar.close()
+    return records, per_position
+
+
+def token_sets_of(val_tokens: np.ndarray, eval_cfg, train_len: int, doc_separator: str = DOC_SEPARATOR,
+                  corpus_hash: str = "", segments: Segments | None = None) -> dict[str, dict]:
+    """Each protocol's token set: the validation documents it scores, the tokens scored in each
+    (the weights of the report's bootstrap over documents), and the documents in the split
+    (``segments``: as for evaluate_model)."""
+    out, n_val = {}, len(val_tokens)
+    n_docs = segments.n_docs if segments is not None else len(documents(np.asarray(val_tokens), doc_separator.encode())[0])
+    for p in eval_cfg.protocols:
+        h = PROTOCOLS.get(p)()
+        context = segments if segments is not None and isinstance(h, StreamProtocol) else \
+            h.prepare(val_tokens, eval_cfg, train_len, doc_separator)
+        plan = h.plan(train_len, eval_cfg, train_len, n_val, context)
+        docs, tokens = token_set_documents(plan)
+        entry = {"docs": docs.tolist(), "doc_tokens": tokens.tolist(), "tokens": int(tokens.sum()),
+                 "documents_in_split": n_docs}
+        if segments is not None:  # the same bytes under every tokenizer: their count says so
+            entry["bytes"] = segments.bytes
+        out[h.token_set(eval_cfg, train_len, n_val, corpus_hash)] = entry
+    return out
+
+
+def score_plans(model, stream: torch.Tensor, plans: list[WindowPlan], L: int, batch_tokens: int, device, bar,
+                row: Row | None = None, options: AttentionOptions | None = None) -> list[Scores]:
+    """Run the windows of several plans at length L, each distinct window once (two protocols
+    often share windows): per plan, (summed loss, count) at each position of the window, counting
+    only the scored (final) positions of each of its windows, and the summed loss of each document,
+    as ``row`` asks (its forward ``options``; explicit positions per batch of windows for
+    +randpos, as Ruoss et al. 2023's code samples them at evaluation too, reproducible from
+    (L, batch))."""
+    ends = np.unique(np.concatenate([p.ends for p in plans]))
+    where = [np.searchsorted(ends, p.ends) for p in plans]  # each plan's windows among the distinct ones (sorted)
+    offsets = torch.arange(-L, 0)
+    pos_sum = [torch.zeros(L, dtype=torch.float64) for _ in plans]
+    pos_count = [torch.zeros(L, dtype=torch.float64) for _ in plans]
+    window_nats = [np.zeros(len(p.ends)) for p in plans]
+    batch = max(1, batch_tokens // L)
+    positions = torch.arange(L, device=device)
+    all_ends = torch.as_tensor(ends, dtype=torch.int64)
+    for s in range(0, len(ends), batch):
+        idx = all_ends[s : s + batch, None] + offsets  # input indices [b, L]; targets are one further
+        x, y = stream[idx].to(device), stream[idx + 1].to(device)
+        sampled = row.positions(L, model.encoding.shape.max_position, s) if row is not None else None
+        with autocast(device):
+            logits = model(x, positions if sampled is None else sampled.to(device), options)
+        loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten(), reduction="none").view_as(y).double().cpu()
+        for k, plan in enumerate(plans):
+            lo, hi = np.searchsorted(where[k], [s, s + len(idx)])  # this plan's windows in the batch
+            if lo == hi:
+                continue
+            rows_ = torch.as_tensor(where[k][lo:hi] - s)
+            scored = torch.as_tensor(plan.scored[lo:hi], dtype=torch.int64)
+            mask = torch.arange(L)[None, :] >= (L - scored[:, None])  # the scored final positions
+            masked = loss[rows_].masked_fill(~mask, 0)
+            pos_sum[k] += masked.sum(0)
+            pos_count[k] += mask.sum(0).double()
+            window_nats[k][lo:hi] = masked.sum(1).numpy()
+        bar.update(x.numel())
+    out = []
+    for k, plan in enumerate(plans):
+        docs, tokens = token_set_documents(plan)
+        unit_nats = np.bincount(plan.units, weights=window_nats[k], minlength=len(plan.unit_docs))
+        doc_nats = np.bincount(np.searchsorted(docs, plan.unit_docs), weights=unit_nats, minlength=len(docs))
+        out.append(Scores(pos_sum[k].numpy(), pos_count[k].numpy(), doc_nats, docs, tokens))
+    return out
+
+
+SMALL_TOKEN_SET = 10_000  # below this, chance moves a perplexity by about a percent or more
+
+
+def warn_small_token_sets(sets: dict[str, dict]) -> None:
+    """One line when a token set scores few tokens at each length (a small local corpus): its
+    perplexities are noisy, and ratios between lengths a percent apart may be chance."""
+    fewest = min(sets.values(), key=lambda s: s["tokens"], default=None)
+    if fewest is not None and fewest["tokens"] < SMALL_TOKEN_SET:
+        log.warning("small validation set: %s tokens scored at each length (in %d documents), fewer than %s; "
+                    "differences of about a percent may be chance (a larger corpus or data.val_fraction scores more)",
+                    f"{fewest['tokens']:,}", len(fewest["docs"]), f"{SMALL_TOKEN_SET:,}")

@@ -1,0 +1,105 @@
+"""The evaluation plan: which records a run's settings and corpus call for, one function per kind.
+
+The same plan drives "what does this run still miss?" (posbench.jobs.train skips a complete run, or
+evaluates only what it lacks) and the scoring itself (posbench.evaluation.evaluate, posbench.evaluation.task_scores,
+the attention diagnostics), so the two can never disagree about what a setting asks for.
+
+Every planned record has a ``key``, the same tuple that identifies a stored record of its kind
+(``record_key``), so "missing" is a set difference and a merge replaces records of equal key.
+
+    perplexity  (row, protocol, length, token set)   metrics["evaluations"]
+    task        (row, length, condition, example set) metrics["task_evaluations"]
+    attention   (length,)                             metrics["attention"]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from posbench.evaluation.protocols import token_set
+from posbench.evaluation.variants import Row, rows
+from posbench.evaluation.windows import eval_lengths
+from posbench.store.identity import task_settings
+from posbench.tasks.base import Task
+
+# where each kind of record lives in metrics.json
+RECORDS = {"perplexity": "evaluations", "task": "task_evaluations", "attention": "attention"}
+
+
+@dataclass(frozen=True)
+class Planned:
+    kind: str  # perplexity | task | attention
+    length: int
+    key: tuple
+    row: Row | None = None
+    protocol: str | None = None
+    condition: Any = None
+
+
+def example_set(task: Task, corpus_hash: str) -> str:
+    """Names the evaluation examples: the task, its settings (results.task_settings, as the run id
+    sees them) and the corpus its filler comes from."""
+    settings = json.dumps(task_settings(dataclasses.asdict(task.params)), sort_keys=True)
+    return f"{task.name}:{hashlib.sha1((settings + corpus_hash).encode()).hexdigest()[:10]}"
+
+
+def record_key(kind: str, r: dict) -> tuple:
+    """The identity of a stored record of ``kind`` (what a new record with the same key replaces)."""
+    if kind == "perplexity":
+        return r["variant"], r["protocol"], r["length"], r.get("token_set") or ""
+    if kind == "task":
+        return r["variant"], r["length"], r.get("condition"), r["example_set"]
+    return (r["length"],)
+
+
+def merge(kind: str, old: list[dict], new: list[dict]) -> list[dict]:
+    """One merge for every kind: new records replace old ones of the same key; records of other
+    keys (other token or example sets, other lengths) stay beside them."""
+    fresh = {record_key(kind, r) for r in new}
+    kept = [r for r in old if record_key(kind, r) not in fresh] + new
+    if kind != "perplexity":  # task and attention records stay in the order they were made
+        return kept
+    return sorted(kept, key=lambda r: tuple("" if x is None else x for x in record_key(kind, r)))
+
+
+def perplexity_plan(encoding, eval_cfg, train_len: int, n_val: int, corpus_hash: str, tag: str = "") -> list[Planned]:
+    """Rows x lengths x protocols, each on its protocol's token set."""
+    sets = {p: token_set(p, eval_cfg, train_len, n_val, corpus_hash) for p in eval_cfg.protocols}
+    return [Planned("perplexity", L, (row.name, p, L, sets[p]), row, protocol=p)
+            for row in rows(encoding, eval_cfg, tag)
+            for L in eval_lengths(train_len, eval_cfg.multiples) for p in eval_cfg.protocols]
+
+
+def task_plan(encoding, task, eval_cfg, train_len: int, corpus_hash: str, tag: str = "") -> list[Planned]:
+    """Rows x lengths x the task's conditions, on the task's example set."""
+    eset = example_set(task, corpus_hash)
+    return [Planned("task", L, (row.name, L, c, eset), row, condition=c)
+            for row in rows(encoding, eval_cfg, tag)
+            for L in eval_lengths(train_len, eval_cfg.multiples) for c in task.conditions()]
+
+
+def attention_plan(encoding, eval_cfg, train_len: int) -> list[Planned]:
+    """With ``eval.attention_stats``: every length the encoding is defined at (its plain row; the
+    relative encodings compute their own scores, which the recorder does not see)."""
+    if not eval_cfg.attention_stats or encoding.uses_relative:
+        return []
+    return [Planned("attention", L, (L,)) for L in eval_lengths(train_len, eval_cfg.multiples)
+            if encoding.undefined_reason(L) is None]
+
+
+def evaluation_plan(encoding, task, eval_cfg, train_len: int, n_val: int, corpus_hash: str, tag: str = "") -> list[Planned]:
+    """Every record the settings call for: the task's (perplexity for language modelling, accuracy
+    for a synthetic task: ``Task.record_kind``) and the attention diagnostics."""
+    own = (perplexity_plan(encoding, eval_cfg, train_len, n_val, corpus_hash, tag) if task.record_kind == "perplexity"
+           else task_plan(encoding, task, eval_cfg, train_len, corpus_hash, tag))
+    return own + attention_plan(encoding, eval_cfg, train_len)
+
+
+def missing(plan: list[Planned], metrics: dict) -> list[Planned]:
+    """The planned records ``metrics`` does not hold yet."""
+    have = {kind: {record_key(kind, r) for r in metrics.get(field) or []} for kind, field in RECORDS.items()}
+    return [p for p in plan if p.key not in have[p.kind]]

@@ -1,0 +1,46 @@
+"""Probes during training (``eval.during_training``): the validation perplexity at a few lengths at
+fractions of the training budget, scored like the final evaluation on a smaller token set."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import torch
+
+from posbench.attention.options import AttentionOptions
+from posbench.data.corpus import DOC_SEPARATOR
+from posbench.evaluation.perplexity import evaluate_model
+from posbench.evaluation.settings import EvalConfig
+from posbench.evaluation.windows import Segments
+from posbench.model.transformer import LanguageModel
+
+PROBE_FIELDS = ("variant", "protocol", "length", "multiple", "token_set", "loss", "ppl")
+
+
+def probe_settings(eval_cfg: EvalConfig) -> EvalConfig:
+    """What a during-training evaluation scores: the plain encoding at 1x and at the longest
+    multiple, nonoverlapping, on the final evaluation's tokens (so its last point is the table's)."""
+    return replace(eval_cfg, multiples=sorted({1, max(eval_cfg.multiples)}), protocols=["nonoverlapping"],
+                   rope_scaling=[], bca=[], temperature=[], variants=[])
+
+
+def probe_steps(fractions, steps: int) -> list[int]:
+    """The training steps (1-based) of ``eval.during_training``'s fractions of the budget."""
+    return sorted({min(steps, max(1, round(f * steps))) for f in fractions})
+
+
+def during_training_probe(val_tokens: np.ndarray, train_len: int, eval_cfg, device: torch.device,
+                          doc_separator: str = DOC_SEPARATOR, corpus_hash: str = "", kernel: str = "auto",
+                          segments: Segments | None = None):
+    """A callable for trainer.train_model's ``probe``: the records of ``probe_settings``
+    (``segments``: as for evaluate_model)."""
+    cfg = probe_settings(eval_cfg)
+
+    def probe(model: LanguageModel) -> list[dict]:
+        records, _ = evaluate_model(model, val_tokens, train_len, cfg, device, progress=False,
+                                    doc_separator=doc_separator, corpus_hash=corpus_hash,
+                                    options=AttentionOptions(kernel=kernel), segments=segments)
+        return [{k: r[k] for k in PROBE_FIELDS} for r in records]
+
+    return probe

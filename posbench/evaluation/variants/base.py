@@ -1,0 +1,86 @@
+"""The interface of an evaluation variant: it asks one forward pass to do something differently
+(posbench/attention/options.py: ``AttentionOptions``).
+
+A variant scores the same weights another way and is its own report row (``rope+yarn@16x``,
+``xpos+bca``, ``alibi+temp0.1``). It never changes the model or the encoding: it turns the
+trained configuration's options into its own, per forward, so nothing set for one row can leak
+into the next (or into a checkpoint).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from posbench.attention.options import AttentionOptions
+
+
+class Variant:
+    """Base class of an evaluation variant. Subclasses declare ``Params`` (checked like an
+    encoding's), and override what they change:
+
+    * ``suffix()``             the row-name suffix (rendered in one place: Row.name)
+    * ``applies_to(encoding)`` whether an encoding has this row (default: every encoding); a row
+      that would equal the encoding's own row by construction does not apply
+    * ``options(opts, length, train_len)`` the forward's AttentionOptions at windows of ``length``
+    * ``positions(length, max_position, batch)`` explicit positions, or None for 0..L-1
+
+    and, for the report, ``linestyle`` (a matplotlib line style; the row keeps its encoding's
+    colour) or ``colour`` (a colour of its own, e.g. each RoPE scaling), and ``window`` (True for a
+    variant that limits what a query sees: its rows are controls, listed apart from the others)."""
+
+    name = "variant"
+    linestyle = "-."
+    colour: str | None = None
+    window = False  # an evaluation-time attention window: its rows are controls, reported apart
+    # applies_to depends on the encoding alone, not on the row's parameters: the report can ask it
+    # again of a recorded row, and leaves out rows recorded by older code for encodings they do not
+    # apply to (report/load.py)
+    encoding_decides = False
+
+    @dataclass
+    class Params:
+        pass
+
+    def __init__(self, params: Any = None):
+        self.params = params if params is not None else self.Params()
+
+    def suffix(self) -> str:
+        return f"+{self.name}"
+
+    def applies_to(self, encoding) -> bool:
+        return True
+
+    def options(self, opts: AttentionOptions, length: int, train_len: int) -> AttentionOptions:
+        return opts
+
+    def positions(self, length: int, max_position: int, batch: int):
+        return None
+
+    def undefined_reason(self, length: int, max_position: int) -> str | None:
+        """Why this row cannot be scored at ``length`` (beyond the encoding's own reasons)."""
+        return None
+
+    def undefined_for(self, encoding, length: int) -> str | None:
+        """The same, for a variant that needs to know the model (its shape, its encoding's Params):
+        by default ``undefined_reason``."""
+        return self.undefined_reason(length, encoding.shape.max_position)
+
+    def record(self) -> dict:
+        """What this variant is, for the records (so that no reader parses a row's name)."""
+        return {"variant": self.name, **dataclasses.asdict(self.params)}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.params})"
+
+
+class RowTemperature(Variant):
+    """A temperature on the queries of the layers without a window or a temperature of their own
+    (model.temper): logn, floor-log. It applies to an encoding with at least one such layer; on
+    one without (RoPE with a window in every layer, iRoPE, SSMax) its row would equal the plain row."""
+
+    encoding_decides = True
+
+    def applies_to(self, encoding) -> bool:
+        return encoding.takes_row_temperature()

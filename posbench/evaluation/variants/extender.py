@@ -1,0 +1,65 @@
+"""The shared part of the training-free extenders (ReRoPE, SelfExtend, DCA, StreamingLLM: one module each): an
+evaluation variant that replaces a RoPE model's attention with ``piecewise_rotary_attention``
+(posbench/attention/kernels.py), where each pair (i, j) takes its rotary positions from one of a few maps.
+
+The hook is ``AttentionOptions.attention`` (posbench/evaluation/variants/base.py): the model calls it with q and k
+not yet rotated; the extender rotates them at the positions its pieces say, through the encoding's own
+``prepare``/``rotate`` (so a partial RoPE or an extension run's scaled frequencies rotate as they were
+trained), and applies the encoding's softmax scale and the row's temperature.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import torch
+
+from posbench.attention.kernels import piecewise_rotary_attention
+from posbench.attention.options import AttentionOptions
+from posbench.evaluation.variants.base import Variant
+
+
+class RotaryExtender(Variant):
+    linestyle = "--"
+    encoding_decides = True  # applies_to reads the encoding only (report/load.py asks it again)
+
+    def applies_to(self, encoding) -> bool:
+        # RoPE and partial RoPE (not xPos: its decay is centred); not the RoPE models whose softmax is
+        # their own (SSMax's temperature, a sink logit): the extenders' kernel computes a plain softmax
+        return getattr(encoding, "rope_scalable", False) and getattr(encoding, "plain_softmax", True)
+
+    def options(self, opts: AttentionOptions, length: int, train_len: int) -> AttentionOptions:
+        return opts.replace(attention=partial(self.attend, train_len=train_len))
+
+    # -- what a subclass says -------------------------------------------------------------------------
+    def pieces(self, positions: torch.Tensor, train_len: int) -> list:
+        """[(qpos [L], kpos [L], where(i, j) or None)], the first for every pair (attention.py)."""
+        raise NotImplementedError
+
+    def hidden(self, positions: torch.Tensor, train_len: int):
+        """where(i, j) of the pairs a query must not see beyond the future (StreamingLLM's evicted
+        keys), or None: every past key is seen."""
+        return None
+
+    def query_scale(self, positions: torch.Tensor, train_len: int) -> torch.Tensor | None:
+        """A factor per query position on q (ReRoPE's log-n), or None."""
+        return None
+
+    def logit_factor(self, length: int, train_len: int) -> float:
+        """A factor on every logit (DCA's mscale squared), 1 by default."""
+        return 1.0
+
+    # -- the attention -----------------------------------------------------------------------------------
+    def attend(self, q, k, v, enc, positions, options: AttentionOptions, train_len: int):
+        plain = options.replace(attention=None)
+
+        def rotate(x: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+            return enc.rotate(x, x, enc.prepare(pos, plain))[0]
+
+        scale = enc.softmax_scale(enc.prepare(positions[:1], plain))
+        scale = (q.shape[-1] ** -0.5 if scale is None else scale) * options.logit_scale
+        scale *= self.logit_factor(len(positions), train_len)
+        if (qs := self.query_scale(positions, train_len)) is not None:
+            q = q * qs.to(q.dtype)[:, None]
+        return piecewise_rotary_attention(q, k, v, rotate, self.pieces(positions, train_len), scale,
+                                          hidden=self.hidden(positions, train_len))

@@ -1,0 +1,24 @@
+"""Rows ``<encoding>+randpos``: a model trained on randomized positions (Ruoss et al. 2023,
+``train.random_positions``; posbench/attention/positions.py) scored as it was trained, on a sorted sample of
+L positions from [0, M) drawn per batch of windows (the authors' code samples at evaluation too).
+Added for every run trained that way, beside the plain row (positions 0..L-1)."""
+
+from __future__ import annotations
+
+from posbench.attention.positions import sample_positions
+from posbench.evaluation.variants import register
+from posbench.evaluation.variants.base import Variant
+
+
+@register("randpos")
+class RandomizedPositions(Variant):
+    def applies_to(self, encoding) -> bool:
+        return encoding.shape.max_position > encoding.shape.train_len
+
+    def positions(self, length: int, max_position: int, batch: int):
+        return sample_positions(max_position, length, seed=length, step=batch)
+
+    def undefined_reason(self, length: int, max_position: int) -> str | None:
+        if length > max_position:
+            return f"randomized positions are drawn from [0, {max_position}), fewer than {length}"
+        return None

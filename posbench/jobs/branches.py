@@ -1,0 +1,280 @@
+"""Budget branches: one warmup-stable-decay trunk per configuration and a cool-down branch per budget.
+
+    posbench-train encoding=rope train.schedule=wsd train.budgets=[600,1200,2400]
+
+Hägele et al. 2024, "Scaling Laws and Compute-Optimal Training Beyond Fixed Training Durations"
+(arXiv 2405.18392, section 3; reference code epfml/schedules-and-scaling, whose
+``src/optim/utils.py:wsd_schedule`` is posbench/training/schedules.py's ``wsd``): before its cool-down a WSD
+run's learning rate does not depend on its length, so the run of budget B is the constant-rate
+trunk's state after ``cooldown_start(B)`` steps, cooled down for the rest. The paper branches off
+a long run to save compute; here it is exact: **a branch is the run of ``train.steps=B`` bit for
+bit** (on CPU; its weights, history, probes and evaluations), so it has that run's id and
+directory, and everything downstream (posbench-eval, the report, a sweep's skipping and resuming)
+treats it as any run.
+
+The trunk (``<runs_dir>/trunks/<trunk_id>``, posbench/store/rundir.py) trains once, to the last branch
+point any unfinished branch needs, and stores its full training state (model, optimiser, schedule,
+RNG, history, probes) at each branch point as a snapshot. A branch starts as a killed run would
+resume: its resume state is the snapshot, with the trunk's history and probes cut to what the run
+of B steps records (the trunk validates and probes at every step any of its budgets does). A
+branch whose snapshot exists never retrains the trunk; a budget added later extends it from its
+last snapshot before that budget's branch point; a killed trunk resumes like a run.
+
+Deviations from the paper: none in the schedule beyond posbench/training/schedules.py's; the trunk is never
+evaluated or reported (it is no annealed model), and its snapshots are kept (delete
+``<runs_dir>/trunks`` once every budget you want is complete).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from posbench.core.device import resolve_device
+from posbench.core.files import atomic_write_bytes, atomic_write_text, write_json
+from posbench.core.hydra_state import job_index
+from posbench.core.settings import to_dict
+from posbench.data.corpus import corpus_stats
+from posbench.data.load import load_corpus
+from posbench.evaluation.probes import during_training_probe, probe_steps
+from posbench.evaluation.scored_text import in_bytes, scored_validation
+from posbench.jobs.corpora import check_same_corpus
+from posbench.model.transformer import LanguageModel
+from posbench.spec import RunSpec
+from posbench.store.identity import trunk_id
+from posbench.store.lock import run_lock
+from posbench.store.resume import (
+    clear_resume,
+    load_resume,
+    load_snapshot,
+    save_resume,
+    snapshot_path,
+    snapshot_steps,
+)
+from posbench.store.rundir import (
+    RESUME,
+    TRUNK_CONFIG,
+    TRUNK_STATUS,
+    TRUNKS,
+    read_metrics,
+    write_corpus,
+    write_history,
+)
+from posbench.training.schedules import cooldown_start
+from posbench.training.trainer import half_step, train_model
+
+log = logging.getLogger("posbench")
+
+
+def branch_spec(spec, budget: int):
+    """The run of one budget: the config with ``train.steps`` = the budget and no budgets."""
+    raw = copy.deepcopy(spec.raw)
+    raw["train"] = {**raw["train"], "steps": budget, "budgets": []}
+    return RunSpec.from_config(raw)
+
+
+def validation_steps(spec) -> set[int]:
+    """The steps at which the run of ``spec`` (no budgets) measures validation loss, besides every
+    ``val_every``-th: what posbench.training.trainer.train_model adds."""
+    steps = spec.train.steps
+    return {half_step(steps), steps, *probe_steps(spec.eval.during_training, steps)}
+
+
+class Trunk:
+    """The trunk of a ``train.budgets`` spec and the branches that start from it."""
+
+    def __init__(self, spec):
+        self.spec = spec
+        self.id = trunk_id(spec.resolved(), recording(spec))
+        self.dir = Path(spec.runs_dir).expanduser() / TRUNKS / self.id
+        self.branches = [branch_spec(spec, b) for b in spec.train.budgets]
+
+    def start_of(self, branch) -> int:
+        """The trunk step at which ``branch`` leaves it (its cool-down's first step)."""
+        return cooldown_start(branch.train.cooldown, branch.train.steps)
+
+    def facts(self, branch) -> dict:
+        """What a branch's metrics.json records of its budget and trunk (a report groups by budget)."""
+        t = branch.train
+        return {"trunk": self.id, "branch_step": self.start_of(branch),
+                "budget": {"steps": t.steps, "tokens": t.steps * t.batch_size * branch.train_len}}
+
+    # -- the branch's start ------------------------------------------------------------------------
+    def seed(self, branch) -> dict:
+        """Give an unfinished branch without a resume state of its own the trunk's snapshot as one
+        (training the trunk when the snapshot is missing); returns the branch's metrics facts.
+        Without a snapshot (a diverged trunk) the branch trains from step 0, the same run."""
+        if not (branch.run_dir / RESUME).exists():
+            k = self.start_of(branch)
+            state = load_snapshot(self.dir, k)
+            if state is None:
+                self.train([k])
+                state = load_snapshot(self.dir, k)
+            if state is not None:
+                save_resume(branch.run_dir, cut(state, branch))
+                log.info("branch %s starts from trunk %s at step %d", branch.run_id, self.id, k)
+        return self.facts(branch)
+
+    # -- the trunk ---------------------------------------------------------------------------------
+    def train(self, needed: list[int]) -> None:
+        """Train the trunk until it has a snapshot at each step of ``needed`` (one pass, from the
+        latest state before the first missing one). Waits for another process on the same trunk."""
+        if not needed:
+            return
+        with run_lock(self.dir, wait=True):
+            missing = sorted({k for k in needed if load_snapshot(self.dir, k) is None})
+            status = _read_json(self.dir / TRUNK_STATUS)
+            if not missing or (status.get("status") == "diverged" and not self.spec.retry_diverged):
+                return
+            self._train(missing)
+
+    def _train(self, missing: list[int]) -> None:
+        spec = self.spec
+        corpus = load_corpus(spec.data)
+        check_same_corpus(self.dir, corpus)
+        _write_yaml(self.dir / TRUNK_CONFIG, spec.resolved())
+        write_corpus(self.dir, corpus_stats(corpus))
+        self._start_before(missing[0], [b for b in self.branches if self.start_of(b) in missing])
+        spec.runtime.apply_threads()
+        device = resolve_device(spec.runtime.device, job_index())
+        torch.manual_seed(spec.seed)  # as posbench.jobs.train does before building a run's model
+        model = LanguageModel(spec.model, spec.encoding.build(spec.shape)).to(device)
+        target = missing[-1]
+        # constant after the warm-up (no cool-down step), to the last branch point asked for
+        tc = replace(spec.train, steps=target, cooldown=0.0, budgets=[])
+        ends = {self.start_of(b): b for b in self.branches}
+        # every step at which a branch's run validates or probes before it leaves the trunk
+        validate_at = {s for b in self.branches for s in validation_steps(b) if s <= self.start_of(b)}
+        probes = {s for b in self.branches for s in probe_steps(b.eval.during_training, b.train.steps)
+                  if s <= self.start_of(b)}
+        probe = None
+        if spec.eval.during_training:  # built as posbench.jobs.train builds a run's (a subword tokenizer's in bytes)
+            probe_eval = in_bytes(spec.eval, spec.train_len, corpus.fingerprint)
+            val, segments = scored_validation(corpus, probe_eval, spec.train_len, spec.data.doc_separator)
+            probe = during_training_probe(val, spec.train_len, probe_eval, device, spec.data.doc_separator,
+                                          corpus.fingerprint["hash"], spec.runtime.attention, segments)
+        log.info("trunk %s: training to step %d for the branches of budgets %s", self.id, target,
+                 ", ".join(str(ends[k].train.steps) for k in missing if k in ends))
+        t0 = time.perf_counter()
+        result = train_model(
+            model, corpus.train, corpus.val, tc, spec.train_len, spec.seed, device, lr_mult=spec.encoding.lr_mult,
+            compile=spec.runtime.compile, resume_dir=self.dir, desc=f"trunk {spec.encoding.name} L={spec.train_len}",
+            probe=probe, probe_steps=probes, task=spec.task.build(), attention=spec.runtime.attention,
+            validate_at=validate_at, snapshots={k: snapshot_path(self.dir, k) for k in missing},
+        )
+        write_history(self.dir, result["history"])
+        write_json(self.dir / TRUNK_STATUS, {"trunk_id": self.id, "status": result["status"],
+                                             "snapshots": snapshot_steps(self.dir), "train_steps": result["train_steps"],
+                                             "train_wall_s": result["train_wall_s"],
+                                             "this_pass_wall_s": time.perf_counter() - t0})
+        if result["status"] == "completed":
+            clear_resume(self.dir)  # the snapshots supersede it
+
+    def _start_before(self, first_missing: int, branches: list) -> None:
+        """Make the trunk's resume.pt the latest state before ``first_missing`` that recorded all
+        the ``branches`` record up to it (a budget added later may validate or probe at steps an
+        earlier pass did not): its own resume.pt, else such a snapshot, else none (step 0)."""
+        state = load_resume(self.dir)
+        if state is not None and (state["next_step"] >= first_missing or not covers(state, branches)):
+            clear_resume(self.dir)
+            state = None
+        at = state["next_step"] if state is not None else 0
+        for k in sorted((k for k in snapshot_steps(self.dir) if at < k < first_missing), reverse=True):
+            snap = load_snapshot(self.dir, k)
+            if snap is not None and covers(snap, branches):
+                atomic_write_bytes(self.dir / RESUME, snapshot_path(self.dir, k).read_bytes())
+                return
+
+
+def recording(spec) -> dict:
+    """What a trunk records besides its weights, and so what its id names too: a branch's history
+    and probes before its branch point are the trunk's, so they must be made as the run of the
+    budget makes them (how often it logs and validates, and the probes' evaluation settings)."""
+    t = spec.train
+    out = {"log_every": t.log_every, "val_every": t.val_every, "val_batches": t.val_batches}
+    if spec.eval.during_training:
+        out["eval"] = to_dict(spec.eval)
+    return out
+
+
+def own_steps(branch, upto: int) -> tuple[set[int], set[int], set[int]]:
+    """The steps up to ``upto`` at which the run of ``branch`` logs, validates and probes."""
+    t = branch.train
+    validates = {s for s in validation_steps(branch) if s <= upto} | set(range(t.val_every, upto + 1, t.val_every))
+    logs = validates | set(range(t.log_every, upto + 1, t.log_every))
+    probes = {s for s in probe_steps(branch.eval.during_training, t.steps) if s <= upto}
+    return logs, validates, probes
+
+
+def covers(state: dict, branches: list) -> bool:
+    """Whether a trunk state recorded every log, validation and probe step the runs of ``branches``
+    make up to the state's step (or their branch point)."""
+    logged = {e["step"] for e in state["history"]}
+    validated = {e["step"] for e in state["history"] if "val_loss" in e}
+    probed = {p["step"] for p in state["probes"]}
+    for b in branches:
+        logs, validates, probes = own_steps(b, min(state["next_step"], cooldown_start(b.train.cooldown, b.train.steps)))
+        if not (logs <= logged and validates <= validated and probes <= probed):
+            return False
+    return True
+
+
+def cut(state: dict, branch) -> dict:
+    """The trunk's snapshot as the resume state of ``branch``'s run: the history entries, validation
+    losses and probes that run records (the trunk logs more: it validates for every budget)."""
+    logs, validates, own_probes = own_steps(branch, state["next_step"])
+    history = [{key: v for key, v in entry.items() if key != "val_loss" or entry["step"] in validates}
+               for entry in state["history"] if entry["step"] in logs]
+    vals = [e["val_loss"] for e in history if "val_loss" in e]
+    return {**state, "history": history, "probes": [p for p in state["probes"] if p["step"] in own_probes],
+            "last_loss": history[-1]["loss"] if history else float("nan"), "val_loss": vals[-1] if vals else None}
+
+
+def pending(branch) -> bool:
+    """A branch that still needs the trunk: not finished (nor diverged for good) and without a
+    resume state of its own."""
+    m = read_metrics(branch.run_dir, warn=False)
+    done = m is not None and (m["status"] == "completed" or (m["status"] == "diverged" and not branch.retry_diverged))
+    return not done and not (branch.run_dir / RESUME).exists()
+
+
+def run_budgets(spec, run_branch: Callable[..., Path]) -> Path:
+    """Every budget of ``spec``: the trunk (once, for every branch that needs it), then each branch
+    through ``run_branch(branch, trunk)`` (posbench.jobs.train's run of one spec). Returns the trunk's
+    directory."""
+    trunk = Trunk(spec)
+    trunk.train([trunk.start_of(b) for b in trunk.branches if pending(b)])
+    for branch in trunk.branches:
+        run_branch(branch, trunk)
+    return trunk.dir
+
+
+def directories(spec) -> list[Path]:
+    """The directories a spec's training writes: its run's, or (budgets) its branches' and trunk's."""
+    if not spec.train.budgets:
+        return [spec.run_dir]
+    trunk = Trunk(spec)
+    return [*(b.run_dir for b in trunk.branches), trunk.dir]
+
+
+def _read_json(path: Path) -> dict:
+    import json
+
+    try:
+        out = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return out if isinstance(out, dict) else {}
+
+
+def _write_yaml(path: Path, resolved: dict) -> None:
+    from omegaconf import OmegaConf
+
+
+    atomic_write_text(path, OmegaConf.to_yaml(resolved))

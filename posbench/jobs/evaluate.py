@@ -1,0 +1,159 @@
+"""``posbench-eval``'s job: a finished run directory scored again (other lengths, protocols or
+variants), only what its metrics.json lacks, under the run's lock; the records it asked for printed
+as one table on stdout."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import torch
+
+from posbench.core.device import Runtime, resolve_device
+from posbench.core.errors import PosbenchError
+from posbench.core.files import check_writable_dir
+from posbench.core.hydra_state import launch_command
+from posbench.data.load import load_corpus
+from posbench.evaluation.evaluate import evaluate_into
+from posbench.evaluation.plan import (
+    RECORDS,
+    evaluation_plan,
+    missing,
+    record_key,
+)
+from posbench.evaluation.scored_text import in_bytes
+from posbench.evaluation.settings import EvalConfig
+from posbench.jobs.corpora import check_same_corpus
+from posbench.jobs.records_table import records_table
+from posbench.model.transformer import LanguageModel
+from posbench.spec import RunSpec
+from posbench.store.lock import run_lock
+from posbench.store.rundir import (
+    CONFIG,
+    METRICS,
+    load_checkpoint,
+    load_metrics,
+    read_run_config,
+    write_metrics,
+    write_per_position,
+)
+from posbench.training import extend as extension
+
+log = logging.getLogger("posbench")
+
+
+@dataclass(frozen=True)
+class EvalRequest:
+    """posbench-eval: score the run in ``run_dir`` with the evaluation settings ``eval``."""
+
+    eval: EvalConfig
+    run_dir: Optional[str]
+    runtime: Runtime
+
+    def check(self) -> None:
+        """What posbench-train would refuse in ``eval`` for this run is refused here too: the same
+        checks (RunSpec.check_evaluation), against the run's own settings."""
+        self.run_spec()
+        completed_metrics(Path(self.run_dir).expanduser())  # before the lock: a refusal leaves nothing behind
+        self.runtime.check()
+        check_writable_dir(self.run_dir, "run_dir")
+
+    def run_spec(self):
+        """The run's own spec (from its saved config.yaml), with this request's evaluation settings."""
+        if self.run_dir is None:
+            raise PosbenchError("give the run to evaluate: posbench-eval run_dir=runs/<run_id>")
+        run_dir = Path(self.run_dir).expanduser()
+        if not (run_dir / CONFIG).is_file():
+            raise PosbenchError(f"run_dir={self.run_dir} is not a run directory (no {CONFIG}); give a folder that "
+                                "posbench-train made, e.g. runs/<run_id>")
+        try:
+            spec = RunSpec.from_config(read_run_config(run_dir))
+        except (ValueError, PosbenchError) as e:  # unreadable YAML, no train_len, a plug-in not installed here
+            raise PosbenchError(f"{run_dir / CONFIG} is not a usable posbench run config ({e})") from None
+        spec = spec.with_eval(self.eval)
+        spec.check_evaluation()
+        return spec
+
+
+def model_from_checkpoint(ckpt: dict, device: torch.device):
+    """(the trained model of a checkpoint (results.load_checkpoint), the run's RunSpec); one-line
+    error if it does not fit."""
+    try:
+        cfg = RunSpec.from_config(ckpt["config"])
+        model = LanguageModel(cfg.model, cfg.encoding.build(cfg.shape))
+        model.load_state_dict(ckpt["model"])
+        extension.apply(model, cfg)  # an extension run's method and row names (nothing for others)
+    except PosbenchError:
+        raise
+    except Exception as e:  # noqa: BLE001 - keys or shapes of another model, a config without a field
+        raise PosbenchError(f"checkpoint does not match its own config ({type(e).__name__}: "
+                            f"{str(e).splitlines()[0][:160]}); train the run again") from None
+    return model.to(device), cfg
+
+
+def completed_metrics(run_dir: Path) -> dict:
+    """The metrics of a run that can be evaluated; a one-line PosbenchError for any other."""
+    try:
+        metrics = load_metrics(run_dir)
+    except ValueError as e:
+        raise PosbenchError(f"{run_dir / METRICS} is unreadable ({e}); posbench-train with the run's config trains "
+                            "it again") from None
+    if metrics is None:
+        raise PosbenchError(f"{run_dir} has no {METRICS}: its training has not finished (posbench-train resumes it)")
+    if metrics["status"] != "completed":
+        raise PosbenchError(f"{run_dir} has status {metrics['status']!r}: only a completed run can be evaluated")
+    return metrics
+
+
+def evaluate_run(run_dir: Path, eval_cfg: EvalConfig, runtime: Runtime = Runtime(), progress: bool = True,
+                 only_missing: bool = False, command: str | None = None, show: bool = True) -> tuple[dict, int]:
+    """Evaluate a trained run at the settings of ``eval_cfg`` and merge the records into its files;
+    with ``only_missing``, only the records it does not have yet. Returns (metrics, records made)."""
+    run_dir = Path(run_dir)
+    metrics = completed_metrics(run_dir)
+    device = resolve_device(runtime.device)
+    model, cfg = model_from_checkpoint(load_checkpoint(run_dir), device)
+    corpus = load_corpus(cfg.data)
+    check_same_corpus(run_dir, corpus)  # scored on the text it was trained on, or not at all
+    cfg.with_eval(eval_cfg).check_corpus(corpus, evaluated=True)  # every window asked for fits, before anything is scored
+    if only_missing:  # say what a re-run skips, so that a quick finish is not mistaken for a failure
+        plan = asked_for(cfg.with_eval(eval_cfg), metrics)
+        todo = len(missing(plan, metrics))
+        log.info("%s: already have %d records; %s", run_dir.name, len(plan) - todo,
+                 f"scoring {todo} new" if todo else "nothing new to score")
+    made, per_pos = evaluate_into(metrics, model, cfg, eval_cfg, corpus, device, progress, only_missing,
+                                  kernel=runtime.attention, show=show)
+    if not made:
+        return metrics, 0
+    if command:
+        metrics["commands"] = list(dict.fromkeys([*metrics.get("commands", []), command.replace(str(run_dir), "<run_dir>")]))
+    if per_pos:
+        write_per_position(run_dir, per_pos)
+    write_metrics(run_dir, metrics)
+    return metrics, made
+
+
+def asked_for(spec, metrics: dict) -> list:
+    """The records a run's evaluation settings call for (``spec``: the run's RunSpec with them), on
+    the corpus the run recorded: the plan posbench-train's skip decision reads too."""
+    corpus = metrics.get("corpus") or {}
+    return evaluation_plan(spec.encoding.build(spec.shape), spec.task.build(), in_bytes(spec.eval, spec.train_len, corpus),
+                           spec.train_len,
+                           corpus.get("val_tokens", 0), corpus.get("hash", ""), spec.extend.tag(spec.train_len))
+
+
+def run(request: EvalRequest) -> None:
+    """posbench-eval's job: score what the run does not have yet, merge the records into its files,
+    and print the records asked for as one table on stdout (the scores are not logged as well). It
+    holds the run's lock (waiting for another process working on the run), so that two evaluations
+    of a run at once each add their records: the second reads the first's before it writes."""
+    request.runtime.apply_threads()
+    run_dir = Path(request.run_dir).expanduser()
+    with run_lock(run_dir, wait=True):
+        metrics, _ = evaluate_run(run_dir, request.eval, request.runtime, only_missing=True,
+                                  command=launch_command("posbench-eval"), show=False)
+    keys = {p.key for p in asked_for(request.run_spec(), metrics)}
+    shown = {kind: [r for r in metrics.get(field) or [] if record_key(kind, r) in keys] for kind, field in RECORDS.items()}
+    print(records_table(shown["perplexity"], shown["task"]), end="")

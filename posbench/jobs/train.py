@@ -1,0 +1,239 @@
+"""One run, from its RunSpec: train -> evaluate -> write the run directory (``posbench-train``'s job;
+its command line is posbench/cli/train.py).
+
+    posbench-train encoding=alibi model=small train_len=64
+    posbench-train -m encoding=nope,sinusoidal,learned,rope,alibi train_len=64,128
+
+Every job of the command line is converted and checked before the first starts. One run = one
+directory ``<runs_dir>/<run_id>`` (posbench.store.rundir); the run id is a hash of the config that
+determines the weights, so re-running a sweep skips the runs that are complete, and resumes the
+ones that were killed. After training, the run is evaluated (posbench.evaluation.evaluate) unless
+``evaluate_after_training=false``.
+"""
+
+from __future__ import annotations
+
+import logging
+import platform
+from pathlib import Path
+
+import torch
+
+from posbench import __version__
+from posbench.core.device import describe, resolve_device
+from posbench.core.hydra_state import in_sweep, job_index, launch_command
+from posbench.core.settings import to_dict
+from posbench.core.tracking import make_tracker
+from posbench.data.corpus import corpus_stats
+from posbench.data.load import load_corpus
+from posbench.evaluation.evaluate import evaluate_into
+from posbench.evaluation.plan import missing
+from posbench.evaluation.probes import during_training_probe, probe_steps
+from posbench.evaluation.scored_text import in_bytes, scored_validation
+from posbench.jobs import branches
+from posbench.jobs.corpora import check_same_corpus, corpora_for_checks
+from posbench.jobs.evaluate import asked_for, evaluate_run
+from posbench.jobs.summary import summary_line
+from posbench.model.transformer import LanguageModel
+from posbench.spec import RunSpec, check_variant_rows
+from posbench.store.lock import lock_holder, run_lock
+from posbench.store.resume import clear_resume
+from posbench.store.rundir import (
+    load_checkpoint,
+    new_metrics,
+    read_metrics,
+    save_checkpoint,
+    write_config,
+    write_corpus,
+    write_history,
+    write_metrics,
+    write_per_position,
+)
+from posbench.training import extend as extension
+from posbench.training.trainer import train_model
+
+log = logging.getLogger("posbench")
+
+
+def check_jobs(jobs: list[RunSpec]) -> None:
+    """Everything about every job, before any trains (their values were checked when they were
+    converted): whether each corpus holds the windows its jobs need (this may build a token cache,
+    removed again when the command is refused), whether a run that exists already was trained on
+    the corpus the command gives now, and whether every evaluation variant asked for gives a row."""
+    with corpora_for_checks() as corpus_of:
+        for spec in jobs:
+            corpus = corpus_of(spec.data)
+            spec.check_corpus(corpus)
+            # skipping, resuming or evaluating a run made from other text would mix two corpora in one run
+            for run_dir in branches.directories(spec):  # a budgets job: every branch and its trunk
+                check_same_corpus(run_dir, corpus)
+            if spec.is_extension:  # and an extension run continues its parent's weights
+                check_same_corpus(spec.parent().run_dir, corpus)
+        check_variant_rows(jobs)
+
+
+def run(spec: RunSpec) -> Path:
+    """Train (unless done) and evaluate one run; returns its directory.
+
+    A completed run is not trained again: what the evaluation settings ask for and the run does
+    not have yet is evaluated from its checkpoint (so a kill during evaluation loses no training).
+    A diverged run is final unless ``retry_diverged=true``; a failed or killed one resumes.
+    With ``train.budgets``: the WSD trunk, then one run per budget (posbench/jobs/branches.py);
+    returns the trunk's directory."""
+    spec.check()  # again, for callers that did not come through the command line (cheap)
+    if spec.train.budgets:
+        return branches.run_budgets(spec, _run_and_print)
+    run_dir = _run_and_print(spec)
+    log.info("run directory: %s", run_dir)
+    return run_dir
+
+
+def _run_and_print(spec: RunSpec, trunk: branches.Trunk | None = None) -> Path:
+    """``_run``, then one line on stdout for the run (a failed one's too; each budget's branch its own)."""
+    try:
+        return _run(spec, trunk)
+    finally:
+        try:
+            print(_summary(spec), flush=True)
+        except Exception as e:  # noqa: BLE001 - the summary must never hide the run's own error
+            log.warning("no result line for %s: %s", spec.run_id, e)
+
+
+def _summary(spec: RunSpec) -> str:
+    m = read_metrics(spec.run_dir, warn=False)
+    asked = {p.key for p in asked_for(spec, m)} if m is not None else set()
+    return summary_line(spec.run_id, spec.run_dir, m, asked, list(spec.eval.protocols))
+
+
+def _run(spec: RunSpec, trunk: branches.Trunk | None = None) -> Path:
+    """One run; ``trunk``: the run is a budget's branch, started from that trunk's snapshot."""
+    rid, run_dir = spec.run_id, spec.run_dir
+    if _settled(spec, rid, run_dir):
+        return run_dir
+    # an extension run continues its parent: trained first when missing (or awaited, if another job is on it)
+    parent = extension.wait_for_parent(spec.parent(), run) if spec.is_extension else None
+    with run_lock(run_dir) as mine:
+        if not mine:
+            log.warning("skipping %s: another process (pid %s) is working on it", rid, lock_holder(run_dir))
+            return run_dir
+        if _settled(spec, rid, run_dir):  # finished by that other process while we waited for the lock
+            return run_dir
+        m = read_metrics(run_dir, warn=False)
+        if m is not None and m["status"] == "completed":
+            _evaluate_missing(spec, rid, run_dir)
+        else:
+            if m is not None and m["status"] == "diverged":  # asked to retry: from step 0, not the resume state
+                clear_resume(run_dir)
+            facts = trunk.seed(spec) if trunk is not None else {}
+            _train_and_evaluate(spec, rid, run_dir, load_corpus(spec.data), parent, facts)
+    return run_dir
+
+
+def _settled(spec: RunSpec, rid: str, run_dir: Path) -> bool:
+    """Nothing to do: diverged (and no retry asked), or complete with every evaluation asked for."""
+    m = read_metrics(run_dir, warn=False)
+    if m is None:
+        return False
+    if m["status"] == "diverged" and not spec.retry_diverged:
+        loss = m.get("final_train_loss")  # NaN and inf are stored as null
+        log.warning("skipping %s: it diverged (loss %s at step %s); runs that diverge are final "
+                    "(retry_diverged=true trains it again)", rid, "not finite" if loss is None else f"{loss:.4g}",
+                    m.get("train_steps"))
+        return True
+    if m["status"] != "completed":
+        return False
+    if not spec.evaluate_after_training or not _missing_evaluations(spec, m):
+        log.info("skipping %s: already complete", rid)
+        return True
+    return False
+
+
+def _missing_evaluations(spec: RunSpec, metrics: dict) -> bool:
+    """Whether the eval settings ask for a record the run does not have (more lengths, another
+    protocol, token or example set, a new variant, attention diagnostics at a length): the same
+    plan the evaluation scores (posbench/evaluation/plan.py), on the corpus the run recorded."""
+    return bool(missing(asked_for(spec, metrics), metrics))
+
+
+def _evaluate_missing(spec: RunSpec, rid: str, run_dir: Path) -> None:
+    spec.runtime.apply_threads()
+    log.info("%s is trained; evaluating what its metrics do not have yet", rid)
+    _, made = evaluate_run(run_dir, spec.eval, spec.runtime, only_missing=True)
+    log.info("%s: %d new evaluation records", rid, made)
+
+
+def _train_and_evaluate(spec: RunSpec, rid: str, run_dir: Path, corpus, parent: Path | None = None,
+                        facts: dict | None = None) -> None:
+    """Train from scratch, or (``parent``: an extension run's parent directory) continue its final
+    weights. ``facts``: more for its metrics (a branch's budget and trunk)."""
+    check_same_corpus(run_dir, corpus)  # a killed or failed run resumes on the corpus it started on
+    spec.runtime.apply_threads()
+    device = resolve_device(spec.runtime.device, job_index())
+    torch.manual_seed(spec.seed)
+    model = LanguageModel(spec.model, spec.encoding.build(spec.shape))
+    if parent is not None:
+        model.load_state_dict(load_checkpoint(parent)["model"])
+        extension.apply(model, spec)
+    model = model.to(device)
+    # what trains, at which window: the run's own settings, or the extension's fine-tune
+    train_cfg, window = (extension.finetune_settings(spec), extension.finetune_window(spec)) if parent else (spec.train, spec.train_len)
+    resolved = spec.resolved()
+    write_config(run_dir, resolved)
+    write_corpus(run_dir, corpus_stats(corpus))  # what a resume after a kill checks the corpus against
+    log.info("run %s: %s, %d parameters, %s", rid, spec.encoding.name, model.num_params(), describe(device))
+    tracker = make_tracker(spec.logger, rid, run_dir, resolved)
+    task = spec.task.build()
+    metrics = new_metrics(
+        rid,
+        # a subword tokenizer's runs are another model to the report: perplexity per token is another measure
+        encoding=spec.encoding.name, train_len=spec.train_len, seed=spec.seed,
+        model=spec.model.name if spec.data.tokenizer.is_bytes else f"{spec.model.name}/{spec.data.tokenizer.label}",
+        params=model.num_params(), device=describe(device), torch_version=torch.__version__,
+        posbench_version=__version__, python=platform.python_version(), corpus=corpus_stats(corpus),
+        task=spec.task.name,
+        # how to make this run again; sweeps are recorded once, in their multirun.yaml
+        commands=[cmd] if (cmd := launch_command("posbench-train")) and not in_sweep() else [],
+        **({"parent": parent.name, "extend": to_dict(spec.extend)} if parent else {}),
+        **(facts or {}),
+    )
+    probe = None
+    if spec.eval.during_training:
+        probe_eval = in_bytes(spec.eval, spec.train_len, corpus.fingerprint)  # a subword tokenizer's, in bytes
+        val, segments = scored_validation(corpus, probe_eval, spec.train_len, spec.data.doc_separator)
+        probe = during_training_probe(val, spec.train_len, probe_eval, device, spec.data.doc_separator,
+                                      corpus.fingerprint["hash"], spec.runtime.attention, segments)
+    try:
+        if train_cfg.steps > 0:
+            result = train_model(
+                model, corpus.train, corpus.val, train_cfg, window, spec.seed, device,
+                lr_mult=spec.encoding.lr_mult, compile=spec.runtime.compile, tracker=tracker, resume_dir=run_dir,
+                desc=f"train {spec.encoding.name}{spec.extend.tag(spec.train_len)}{'' if spec.task.is_lm else ' ' + task.name} L={window}",
+                probe=probe, probe_steps=probe_steps(spec.eval.during_training, train_cfg.steps), task=task,
+                attention=spec.runtime.attention, positions_at=extension.training_positions(spec) if parent else None,
+            )
+        else:  # an extension run of 0 steps: the parent's weights with the method, evaluated as they are
+            result = {"status": "completed", "history": [], "train_steps": 0, "train_tokens": 0, "train_wall_s": 0.0}
+        write_history(run_dir, result.pop("history"))
+        metrics.update(result)
+        if result["status"] == "completed":
+            save_checkpoint(run_dir, model.state_dict(), resolved)
+            metrics["status"] = "completed"
+            # recorded before evaluating: a kill during evaluation keeps the training, and the next
+            # run of the command evaluates from the checkpoint
+            write_metrics(run_dir, metrics)
+            clear_resume(run_dir)  # the final checkpoint supersedes it
+            if spec.evaluate_after_training:
+                _, per_pos = evaluate_into(metrics, model, spec, spec.eval, corpus, device, tracker=tracker,
+                                           kernel=spec.runtime.attention)
+                if per_pos:
+                    write_per_position(run_dir, per_pos)
+    except Exception as e:
+        if metrics["status"] == "completed":  # training is safe; the evaluation is retried on the next run
+            metrics["evaluation_error"] = f"{type(e).__name__}: {e}"
+        else:
+            metrics["status"], metrics["error"] = "failed", f"{type(e).__name__}: {e}"
+        write_metrics(run_dir, metrics)
+        raise
+    finally:
+        tracker.finish()
+    write_metrics(run_dir, metrics)

@@ -1,0 +1,207 @@
+"""A toy decoder-only language model (pre-LN GPT, after karpathy/nanoGPT).
+
+The positional encoding is a plug-in: the model calls its hooks (input, rotation, bias, relative;
+and per layer: window, temperature, sink, output gate, content-dependent bias) and never branches
+on which encoding it is. Positions are an explicit tensor passed to forward.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from posbench.attention.kernels import (
+    biased_causal_attention,
+    causal_attention,
+    distance_bias_attention,
+    masked_attention,
+    use_flex,
+    window_attention,
+)
+from posbench.attention.options import AttentionOptions
+from posbench.core.errors import PosbenchError
+from posbench.encodings import ModelShape, PositionalEncoding, build_encoding
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The model's shape (``model=`` in conf/model/: tiny, small, medium, base)."""
+
+    name: str = "small"
+    d_model: int = 128
+    n_layers: int = 4
+    n_heads: int = 4
+    mlp_ratio: int = 4
+    dropout: float = 0.0
+    vocab_size: Optional[int] = None  # None: the tokenizer's (data.tokenizer; 256 for bytes), filled in by RunSpec
+
+    @property
+    def vocab(self) -> int:
+        """Rows of the embedding and the output layer: ``vocab_size``, or 256 (bytes) when unset."""
+        return self.vocab_size if self.vocab_size is not None else 256
+
+    def check(self) -> None:
+        for key in ("d_model", "n_layers", "n_heads", "mlp_ratio"):
+            if getattr(self, key) < 1:
+                raise PosbenchError(f"model.{key} must be a positive integer, got {getattr(self, key)}")
+        # that it fits the tokenizer is RunSpec.check's: it involves the data settings too
+        if self.vocab_size is not None and self.vocab_size < 1:
+            raise PosbenchError(f"model.vocab_size must be a positive integer (or null: the tokenizer's), got {self.vocab_size}")
+        if not 0 <= self.dropout < 1:
+            raise PosbenchError(f"model.dropout must be in [0, 1), got {self.dropout}")
+        if self.d_model % self.n_heads:
+            raise PosbenchError(f"model.d_model={self.d_model} is not divisible by model.n_heads={self.n_heads}")
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, cfg: ModelConfig, layer: int):
+        super().__init__()
+        self.n_heads, self.layer = cfg.n_heads, layer
+        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model, bias=False)
+        self.proj = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def forward(self, x, enc: PositionalEncoding, positions, pos_state, options: AttentionOptions, flex: bool = False):
+        B, L, D = x.shape
+        q, k, v = self.qkv(x).view(B, L, 3, self.n_heads, D // self.n_heads).permute(2, 0, 3, 1, 4)
+        block = options.block
+        if enc.uses_relative:
+            y = enc.relative_attention(q, k, v, positions, self.layer, options)
+        elif options.attention is not None and enc.uses_rotation:
+            # a training-free extender (ReRoPE, SelfExtend, DCA: posbench/evaluation/variants/) rotates q and k itself
+            y = options.attention(q, k, v, enc, positions, options)
+        else:
+            if enc.uses_rotation:
+                q, k = enc.rotate(q, k, pos_state)
+            own = enc.window(self.layer)
+            window = own or options.window
+            # a row's temperature (logn, floor-log) scales the layers without a window or temperature of their own
+            q = temper(q, enc, positions, window, self.layer, options.query_scale if own is None else None)
+            scale, t = enc.softmax_scale(pos_state), options.logit_scale
+            if t != 1.0:  # an attention temperature scales every logit: q.k through the scale, the bias below
+                scale = (scale if scale is not None else q.shape[-1] ** -0.5) * t
+            bias_fn = (lambda i, j: enc.bias(i, j, self.layer) * t) if enc.uses_bias else None  # noqa: E731
+            sink, content = enc.sink(self.layer), enc.content_bias(x, q, k, self.layer)
+            if window is not None or sink is not None or content is not None:
+                # the 2024-2026 hooks: explicit scores per block of queries, only the keys the window reaches
+                y = None
+                # flex with a window block mask: on CUDA (on CPU the blocks below are cheaper than compiling)
+                if flex and window is not None and sink is None and content is None and block is None \
+                        and (q.device.type == "cuda" or options.kernel == "flex") \
+                        and (bias_fn is None or enc.translation_invariant):
+                    table = enc.bias(positions, positions[:1], self.layer)[:, :, 0] * t if bias_fn else None
+                    y = window_attention(q, k, v, window, table, scale)
+                if y is None:
+                    bias = (lambda s, e, lo: bias_fn(positions[s:e], positions[lo:e])) if bias_fn else None  # noqa: E731
+                    weights = partial(options.recorder.add_weights, self.layer) if options.recorder is not None else None
+                    y = masked_attention(q, k, v, scale, bias, window, sink, content, block, weights)
+            else:
+                if options.recorder is not None:  # attention diagnostics (posbench/evaluation/diagnostics.py), evaluation only
+                    options.recorder.add(self.layer, q, k, scale, bias_fn, positions, block)
+                if block is not None:  # blockwise causal attention (evaluation only): the masked path
+                    y = biased_causal_attention(q, k, v, bias_fn, positions, scale, block=block)
+                elif enc.uses_bias:
+                    y = None
+                    if flex and enc.translation_invariant:
+                        # the bias depends on i - j only: one [H, L] table (distances 0..L-1) serves every pair
+                        table = enc.bias(positions, positions[:1], self.layer)[:, :, 0] * t
+                        y = distance_bias_attention(q, k, v, table, scale)
+                    if y is None:
+                        y = biased_causal_attention(q, k, v, bias_fn, positions, scale)
+                else:
+                    y = causal_attention(q, k, v, scale)
+        y = enc.gate(x, y, self.layer)  # an output gate from the layer's input (gated attention), else y
+        return self.dropout(self.proj(y.transpose(1, 2).reshape(B, L, D)))
+
+
+def temper(q, enc: PositionalEncoding, positions, window, layer: int, row_scale=None):
+    """q times the layer's own temperature (SSMax, iRoPE's floor-log), or where it has none, the
+    row's (logn, floor-log: ``row_scale``); each a function of the positions and of how many keys
+    each query sees."""
+    keys = window.keys_seen(len(positions), q.device) if window is not None else torch.arange(1, len(positions) + 1, device=q.device)
+    scale = enc.query_scale(positions, keys, layer)
+    if scale is None and row_scale is not None:
+        scale = row_scale(positions, keys)
+    return q if scale is None else (q * scale.to(q.dtype)[..., None]).to(q.dtype)
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.fc = nn.Linear(cfg.d_model, cfg.mlp_ratio * cfg.d_model, bias=False)
+        self.proj = nn.Linear(cfg.mlp_ratio * cfg.d_model, cfg.d_model, bias=False)
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def forward(self, x):
+        return self.dropout(self.proj(F.gelu(self.fc(x))))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: ModelConfig, layer: int):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
+        self.attn = CausalSelfAttention(cfg, layer)
+        self.mlp = MLP(cfg)
+
+    def forward(self, x, enc, positions, pos_state, options, flex=False):
+        x = x + self.attn(self.ln1(x), enc, positions, pos_state, options, flex)
+        return x + self.mlp(self.ln2(x))
+
+
+class LanguageModel(nn.Module):
+    def __init__(self, cfg: ModelConfig, encoding: PositionalEncoding):
+        super().__init__()
+        self.cfg = cfg
+        self.tok_emb = nn.Embedding(cfg.vocab, cfg.d_model)
+        self.encoding = encoding
+        self.drop = nn.Dropout(cfg.dropout)
+        self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layers))
+        self.ln_f = nn.LayerNorm(cfg.d_model)
+        self.head = nn.Linear(cfg.d_model, cfg.vocab, bias=False)
+        self.head.weight = self.tok_emb.weight  # weight tying, as in GPT-2
+        # GPT-2 init for the transformer; the encoding keeps its own (it knows what its parameters mean)
+        nn.init.normal_(self.tok_emb.weight, std=0.02)
+        for name, p in self.blocks.named_parameters():
+            if name.endswith(".weight") and p.dim() == 2:
+                # scaled residual projections keep the residual stream's variance flat in depth
+                std = 0.02 / (2 * cfg.n_layers) ** 0.5 if name.endswith("proj.weight") else 0.02
+                nn.init.normal_(p, std=std)
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def forward(self, idx: torch.Tensor, positions: torch.Tensor | None = None,
+                options: AttentionOptions | None = None) -> torch.Tensor:
+        """idx: [B, L] token ids; positions: [L] (default 0..L-1); options: how attention runs in
+        this forward (default: as trained; evaluation rows pass their own) -> logits [B, L, vocab]."""
+        if positions is None:
+            positions = torch.arange(idx.shape[1], device=idx.device)
+        options = options or AttentionOptions()
+        x = self.encoding.embed(self.tok_emb(idx), positions)
+        x = self.drop(x)
+        L = idx.shape[1]
+        # flex attention (a bias by distance, a window) where it pays, over contiguous positions
+        flex = (
+            options.block is None
+            and use_flex(idx.device, L, self.training, options.kernel)
+            and torch.equal(positions, torch.arange(L, device=positions.device))
+        )
+        states = {}  # per-forward state of each layer's encoding (one for a plain model), computed once
+        for i, layer in enumerate(self.blocks):
+            enc = self.encoding.at(i)
+            if id(enc) not in states:
+                states[id(enc)] = enc.prepare(positions, options)
+            x = layer(x, enc, positions, states[id(enc)], options, flex)
+        return self.head(self.ln_f(x))
+
+
+def build_model(
+    model_cfg: ModelConfig, encoding_name: str, encoding_params: dict, train_len: int, max_position: int = 0
+) -> LanguageModel:
+    shape = ModelShape(model_cfg.d_model, model_cfg.n_heads, model_cfg.n_layers, train_len, max(train_len, max_position))
+    return LanguageModel(model_cfg, build_encoding(encoding_name, shape, encoding_params))

@@ -1,5 +1,0 @@
-import sys
-
-from posbench.report import main
-
-main(sys.argv[1:])
