@@ -75,6 +75,7 @@ class EncodingSpec:
     def build(self, shape: ModelShape) -> PositionalEncoding:
         return self.cls(shape, self.params)
 
+
 @dataclass(frozen=True)
 class TaskSpec:
     """``task.name``: ``lm`` (language modelling, scored by perplexity) or a synthetic task."""
@@ -304,7 +305,6 @@ def check_variant_rows(specs: list[RunSpec]) -> None:
     encodings without such rows when some jobs get them (a preset that sweeps the RoPE scalings
     across every encoding). The variants decide which encodings they apply to (Variant.applies_to)."""
     import logging
-
 
     asked: dict[str, dict[str, bool]] = {}  # setting -> encoding -> gets a row
     first: dict[str, RunSpec] = {}  # setting -> the first job asking for it (for the message)

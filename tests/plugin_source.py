@@ -8,8 +8,8 @@ import numpy as np
 import torch
 
 from posbench.encodings import ModelShape, PositionalEncoding
-from posbench.evaluation.variants import Variant
 from posbench.tasks import Task
+from posbench.variants import Variant  # the plug-in API's old path, kept as a re-export
 
 
 class LogDistanceBias(PositionalEncoding):

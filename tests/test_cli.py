@@ -11,8 +11,6 @@ import time
 import pytest
 from conftest import cli, tree
 
-from posbench.cli.console import report
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -53,7 +51,8 @@ def test_did_you_mean_is_case_insensitive_and_quiet_without_a_close_name():
 
 @pytest.mark.parametrize("entry_point", ["train", "evaluate", "report"])
 def test_every_command_has_version(entry_point, monkeypatch, capsys):
-    from posbench import __version__, console
+    from posbench import __version__
+    from posbench.cli import console
 
     monkeypatch.setattr(sys, "argv", [f"posbench-{entry_point}", "--version"])
     with pytest.raises(SystemExit) as exc:
@@ -68,7 +67,7 @@ def test_console_scripts_are_the_thin_entries():
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
         scripts = tomllib.load(f)["project"]["scripts"]
     assert scripts == {"posbench-train": "posbench.cli.console:train", "posbench-eval": "posbench.cli.console:evaluate",
-                       "posbench.cli.report": "posbench.cli.console:report"}
+                       "posbench-report": "posbench.cli.console:report"}
 
 
 # -- Ctrl-C at any moment --------------------------------------------------------------------------
@@ -223,6 +222,7 @@ def in_runs(tiny_run, tmp_path):
 def test_a_newer_metrics_schema_is_refused_by_every_command(entry, in_runs, text_corpus, tmp_path, monkeypatch, capsys):
     import json
 
+    from posbench.cli.report import main as report
 
     monkeypatch.chdir(tmp_path)
     metrics = in_runs / "metrics.json"

@@ -111,7 +111,7 @@ def test_files_and_folders_follow_the_umask(tmp_path, text_corpus):
     cache = tmp_path / "cache"
     argv = ["posbench-train", *SMALL, "train.steps=2", f"data.path={text_corpus}", f"data.cache_dir={cache}",
             f"runs_dir={tmp_path / 'runs'}"]
-    code = f"import os, sys; os.umask(0o002); sys.argv = {argv!r}; from posbench.jobs.train import main; main()"
+    code = f"import os, sys; os.umask(0o002); sys.argv = {argv!r}; from posbench.cli.train import main; main()"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
     (run_dir,) = (tmp_path / "runs").iterdir()

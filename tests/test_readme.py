@@ -13,7 +13,7 @@ from pathlib import Path
 from conftest import write_text_corpus
 
 README = Path(__file__).resolve().parent.parent / "README.md"
-MODULES = {"posbench-train": "posbench.cli.train", "posbench-eval": "posbench.cli.evaluate", "posbench.cli.report": "posbench.cli.report"}
+MODULES = {"posbench-train": "posbench.cli.train", "posbench-eval": "posbench.cli.evaluate", "posbench-report": "posbench.cli.report"}
 
 SKIPPED = {  # line (without its comment) -> why it is not run here
     "bash scripts/quickstart.sh": "installs and trains the 10-minute quick sweep (CI runs scripts/test.sh)",

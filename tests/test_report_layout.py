@@ -27,11 +27,11 @@ from posbench.report.headline import lm_headline, task_headline
 
 
 def test_every_heading_gets_a_unique_anchor_and_the_contents_link_them(tmp_path):
-    blocks = [Heading("posbench.cli.report", 1), Contents(), Heading("Summary"), Bullets(["a", "b"], "**lead**"),
+    blocks = [Heading("posbench-report", 1), Contents(), Heading("Summary"), Bullets(["a", "b"], "**lead**"),
               Heading("Tuned learning rates (lr x lr_mult)"), Heading("Summary")]
     md, page = render(blocks, tmp_path, "t")
     ids = re.findall(r'<h\d id="([^"]+)"', page)
-    assert ids == ["posbench.cli.report", "summary", "tuned-learning-rates-lr-x-lr_mult", "summary-1"]
+    assert ids == ["posbench-report", "summary", "tuned-learning-rates-lr-x-lr_mult", "summary-1"]
     assert all(f'href="#{a}"' in page for a in ids[1:]) and "[Summary](#summary-1)" in md
     assert '<meta name="viewport"' in page and "<script>" in page
     assert "**lead**\n- a\n- b" in md and "<ul><li>a</li><li>b</li></ul>" in page

@@ -178,7 +178,7 @@ def test_pose_and_drope_fine_tune_at_the_training_length(compose, tmp_path, text
     args = ["encoding=rope", *BASE, f"data.path={text_corpus}", f"runs_dir={tmp_path}"]
     pose = compose(*args, "extend.length=64", "extend.method=pose", "extend.steps=4", "extend.lr=1e-3")
     assert extend.finetune_window(pose) == 16 and extend.finetune_settings(pose).batch_size == 8
-    assert torch.equal(extend.training_positions(pose)(2), __import__("posbench.evaluation.variants.pose", fromlist=["x"]).pose_positions(16, 64, 0, 2))
+    assert torch.equal(extend.training_positions(pose)(2), pose_positions(16, 64, 0, 2))
     child = read_metrics(run(pose))
     assert child["train_steps"] == 4 and child["train_tokens"] == 4 * 8 * 16  # windows of 16, as the parent's
     assert {r["variant"] for r in child["evaluations"]} == {"rope+pose@4x+ft4"}

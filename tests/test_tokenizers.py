@@ -18,6 +18,7 @@ from posbench.data.tokenizer import TokenizerConfig
 from posbench.evaluation.scored_text import scored_stream
 from posbench.evaluation.settings import EvalConfig
 from posbench.evaluation.windows import stream_segments
+from posbench.store.identity import run_identity
 
 VOCAB = 300  # the test corpus holds about a hundred merges' worth of words and numbers
 
@@ -138,7 +139,7 @@ def test_every_tokenizer_option_composes(compose, tmp_path):
 
 def test_byte_runs_keep_their_ids_and_bpe_runs_get_their_own(compose):
     byte, bpe = compose("model=tiny"), compose("model=tiny", "data/tokenizer=bpe")
-    assert "tokenizer" not in json.dumps(__import__("posbench.store.rundir").results.run_identity(byte.resolved())["data"])
+    assert "tokenizer" not in json.dumps(run_identity(byte.resolved())["data"])
     assert bpe.run_id.startswith("rope_tiny_L64_s0_bpe1024_") and bpe.run_id != byte.run_id
     assert byte.resolved()["model"]["vocab_size"] == 256  # what byte runs always saved
 

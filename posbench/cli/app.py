@@ -62,10 +62,6 @@ Check = Callable[[list[Any]], None]  # every job's settings, before the first ru
 # -- composing every job before anything runs ---------------------------------------------------
 
 
-
-
-
-
 def check_group_choices(overrides: list[str], conf_dir: str = CONF_DIR) -> None:
     """Unknown config-group options (``encoding=ropee``, also inside sweeps ``encoding=rope,ropee``)
     get one line naming the value and the valid choices, before Hydra prints its long version."""

@@ -13,6 +13,5 @@ def version_text() -> str:
     """posbench's version, with torch's, Python's and the device ``device=auto`` would use."""
     import torch
 
-
     return (f"posbench {__version__} (torch {torch.__version__}, Python {platform.python_version()}; "
             f"device: {describe(resolve_device('auto'))})")

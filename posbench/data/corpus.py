@@ -192,10 +192,6 @@ def _load_files(root: Path, files: list[Path], val_fraction: float, hf_cache: Pa
     )
 
 
-
-
-
-
 def _load_hub(cfg):
     import datasets
 
@@ -254,8 +250,6 @@ def _write_tokens(texts: Iterable[str], path: Path, separator: bytes, max_bytes:
 def _iter_texts(split, field: str) -> Iterable[str]:
     for batch in split.iter(batch_size=1000):
         yield from batch[field]
-
-
 
 
 def load_byte_corpus(cfg) -> Corpus:
@@ -319,8 +313,6 @@ def _build_cache(cache: Path, build, field: str, cfg, fingerprint: dict) -> None
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-
-
 def corpus_change(recorded: dict, now: dict) -> str | None:
     """None when ``recorded`` (a run's corpus fingerprint) is the corpus ``now`` is; else what
     changed, in words (``Python 3.11.4 -> 3.12.1``, ``documents 40 -> 41, bytes ... -> ...``)."""
@@ -334,12 +326,6 @@ def corpus_change(recorded: dict, now: dict) -> str | None:
     return ", ".join(changes) or ("same size, other content" if "documents" in recorded else "other settings")
 
 
-
-
-
-
-
-
 def corpus_stats(corpus: Corpus) -> dict:
     return {**corpus.fingerprint, "train_tokens": int(len(corpus.train)), "val_tokens": int(len(corpus.val))}
 
@@ -347,8 +333,3 @@ def corpus_stats(corpus: Corpus) -> dict:
 def tokenizer_label(fingerprint: dict | None) -> str:
     """``byte`` or the recorded subword tokenizer's name (``bpe1024``), from a corpus fingerprint."""
     return ((fingerprint or {}).get("tokenizer") or {}).get("name", "byte")
-
-
-# -- batching -----------------------------------------------------------------------------------
-
-

@@ -105,7 +105,6 @@ def from_hub(name: str):
     the Hugging Face cache); one line naming the alternatives where it cannot."""
     from tokenizers import Tokenizer
 
-
     offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
     alternatives = ("use data/tokenizer=bpe (trained offline on the corpus) or data/tokenizer=file "
                     "data.tokenizer.path=<a tokenizer.json>")

@@ -107,16 +107,5 @@ def _build(cache: Path, tok, text: str, corpus, sep: bytes, record: dict) -> Non
 # -- the scored text ---------------------------------------------------------------------------
 
 
-
-
-
-
-
-
-
-
 def tokenizers_name(corpus) -> str:
     return (corpus.fingerprint.get("tokenizer") or {}).get("kind", "byte")
-
-
-

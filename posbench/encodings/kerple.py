@@ -59,6 +59,7 @@ class _Kerple(PositionalEncoding):
 @register("kerple_log")
 class KerpleLog(_Kerple):
     family, colour, order = "score bias", "#2ca02c", 2  # the report's column, line colour and place in it
+
     @dataclass
     class Params:
         init_r1: float = 2.0  # the multiplier p: U(0, 2)

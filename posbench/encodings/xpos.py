@@ -24,6 +24,7 @@ from posbench.encodings.rope import RoPE, apply_rotation
 @register("xpos")
 class XPos(RoPE):
     family, colour, order = "rotary", "#17becf", 5  # the report's column, line colour and place in it
+
     @dataclass
     class Params:
         ZERO_OK = ("gamma",)  # 0 is meaningful here

@@ -16,12 +16,7 @@ from posbench.evaluation.perplexity import (
     token_sets_of,
     warn_small_token_sets,
 )
-from posbench.evaluation.plan import (
-    RECORDS,
-    attention_plan,
-    merge,
-    record_key,
-)
+from posbench.evaluation.plan import RECORDS, attention_plan, merge, record_key
 from posbench.evaluation.scored_text import in_bytes, scored_validation
 from posbench.evaluation.settings import EvalConfig
 from posbench.evaluation.task_scores import eval_batches, evaluate_task
@@ -31,31 +26,7 @@ from posbench.model.transformer import LanguageModel
 log = logging.getLogger("posbench")
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-# -- during training ---------------------------------------------------------------------------
-
-
-
-
-
-
-
-
-
 # -- loading a run ------------------------------------------------------------------------------
-
-
 
 
 def evaluate_into(metrics: dict, model: LanguageModel, cfg, eval_cfg: EvalConfig, corpus, device: torch.device,
@@ -105,12 +76,6 @@ def evaluate_into(metrics: dict, model: LanguageModel, cfg, eval_cfg: EvalConfig
     return made, per_pos
 
 
-
-
-
-
-
-
 def attention_records(model: LanguageModel, task, val_tokens: np.ndarray, train_len: int, eval_cfg, device,
                       lengths: list[int], options: AttentionOptions = AttentionOptions()) -> list[dict]:
     """posbench.evaluation.diagnostics.attention_stats at ``lengths`` (the plan's), for the trained encoding:
@@ -147,10 +112,6 @@ def log_task_records(records: list[dict], metric: str) -> None:
                 cells.setdefault(r["multiple"], []).append(r[metric])
         shown = ", ".join(f"{m:g}x={sum(v) / len(v):.2f}" for m, v in cells.items())
         log.info("%s %s %s: %s", variant, records[0]["task"], metric.replace("_", " "), shown)
-
-
-
-
 
 
 def log_records(records: list[dict]) -> None:

@@ -34,18 +34,14 @@ from posbench.attention.options import AttentionOptions
 from posbench.core.device import autocast
 from posbench.core.progress import progress as progress_bar
 from posbench.data.corpus import DOC_SEPARATOR
-from posbench.evaluation.plan import (
-    perplexity_plan,
-)
+from posbench.evaluation.plan import perplexity_plan
 from posbench.evaluation.protocols import PROTOCOLS
 from posbench.evaluation.protocols.base import StreamProtocol
 from posbench.evaluation.scored_text import check_fits
 from posbench.evaluation.variants import Row
 from posbench.evaluation.windows import Segments, WindowPlan, documents, eval_lengths
 from posbench.model.transformer import LanguageModel
-from posbench.store.rundir import (
-    per_position_key,
-)
+from posbench.store.rundir import per_position_key
 
 log = logging.getLogger("posbench")
 

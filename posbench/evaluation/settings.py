@@ -58,24 +58,6 @@ class EvalConfig:
         check_variant_settings(self)
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 def check_multiples(multiples, train_len: int) -> None:
     """Positive multiples that include 1 (the baseline of every ratio) and give whole lengths."""
     if not multiples:

@@ -77,5 +77,3 @@ def score_predictions(pred: torch.Tensor, y: torch.Tensor, answer: torch.Tensor)
     batch of argmax predictions [B, L] against targets [B, L]; ``answer`` marks the scored ones."""
     ok = (pred == y) & answer
     return int((ok | ~answer).all(-1).sum()), int(ok.sum()), int(answer.sum())
-
-

@@ -106,8 +106,6 @@ def stream_segments(val: np.ndarray, separator: bytes, first: int, length: int, 
     return Segments(np.asarray(seg_starts, dtype=np.int64), length, np.asarray(seg_docs, dtype=np.int64), len(starts))
 
 
-
-
 def document_targets(val: np.ndarray, separator: bytes, first: int, target_tokens: int, n_docs: int) -> np.ndarray:
     """Index of the last byte of up to n_docs documents, evenly spread over the validation split
     from index ``first`` on, that are at least target_tokens long. Without document separators,

@@ -276,5 +276,4 @@ def _read_json(path: Path) -> dict:
 def _write_yaml(path: Path, resolved: dict) -> None:
     from omegaconf import OmegaConf
 
-
     atomic_write_text(path, OmegaConf.to_yaml(resolved))

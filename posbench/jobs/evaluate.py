@@ -17,12 +17,7 @@ from posbench.core.files import check_writable_dir
 from posbench.core.hydra_state import launch_command
 from posbench.data.load import load_corpus
 from posbench.evaluation.evaluate import evaluate_into
-from posbench.evaluation.plan import (
-    RECORDS,
-    evaluation_plan,
-    missing,
-    record_key,
-)
+from posbench.evaluation.plan import RECORDS, evaluation_plan, missing, record_key
 from posbench.evaluation.scored_text import in_bytes
 from posbench.evaluation.settings import EvalConfig
 from posbench.jobs.corpora import check_same_corpus

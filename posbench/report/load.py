@@ -123,7 +123,6 @@ def applicable(config: DictConfig):
     whose layers all have a window or a temperature of their own, recorded before logn said so)."""
     from omegaconf import OmegaConf
 
-
     encoding = None
 
     def applies(row) -> bool:

@@ -126,4 +126,3 @@ def remove_stale(out_dir: Path, every: list[Section], written: dict[str, str]) -
                 path.unlink()
             except OSError as e:
                 log.warning("cannot remove %s, left from an earlier report: %s", path, e.strerror or e)
-

@@ -58,6 +58,7 @@ def rope_scaling_style(kind: str) -> tuple[str, int] | None:
         return None
     return scaling.colour or derived_colour(f"rope+{kind}"), ROPE_SCALINGS.names().index(kind) + 1
 
+
 # an extension run's row (posbench/training/extend.py): <encoding>[+<method>]@<factor>x+ft<steps>
 EXTENSION = re.compile(r"^(?P<encoding>.+?)(?:\+(?P<method>[A-Za-z0-9_]+))?@(?P<factor>[0-9.]+)x\+ft(?P<steps>\d+)$")
 

@@ -64,49 +64,7 @@ SNAPSHOTS = "snapshots"
 STATUSES = ("completed", "diverged", "failed")
 
 
-# -- run ids ------------------------------------------------------------------------------------
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 # -- atomic writes that respect the umask -------------------------------------------------------
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def write_config(run_dir: Path, resolved: dict) -> None:
@@ -267,35 +225,6 @@ def load_checkpoint(run_dir: Path) -> dict:
     if not isinstance(ckpt, dict) or not isinstance(ckpt.get("model"), dict) or not isinstance(ckpt.get("config"), dict):
         raise PosbenchError(f"checkpoint {path} is not a posbench checkpoint (expected keys 'model' and 'config')")
     return ckpt
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-# -- one process per run ------------------------------------------------------------------------
-
-
-
-
 
 
 # -- finding and loading runs -------------------------------------------------------------------

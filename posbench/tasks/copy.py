@@ -27,6 +27,7 @@ LETTERS = np.arange(ord("a"), ord("z") + 1, dtype=np.uint8)
 @register("copy")
 class Copy(Task):
     metric = "token_accuracy"  # Ruoss et al.'s accuracy: the fraction of copied bytes right
+
     @dataclass
     class Params(Task.Params):
         pass

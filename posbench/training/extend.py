@@ -51,8 +51,6 @@ log = logging.getLogger("posbench")
 PARENT_WAIT_S = 5.0  # poll interval while another process trains the parent
 
 
-
-
 @dataclass(frozen=True)
 class ExtendConfig:
     """Continue a finished run (the parent: this config without ``extend``) at a longer window.

@@ -158,8 +158,6 @@ def training_batch(tokens: np.ndarray, batch_size: int, length: int, seed: int, 
     return (task or LanguageModelling()).training_batch(tokens, batch_size, length, seed, step)
 
 
-
-
 @torch.no_grad()
 def validation_loss(model, val_tokens, tc, train_len: int, device, task: Task | None = None,
                     options: AttentionOptions | None = None) -> float:

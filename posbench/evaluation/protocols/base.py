@@ -42,8 +42,6 @@ class Protocol:
         raise NotImplementedError
 
 
-
-
 class StreamProtocol(Protocol):
     """The stream protocols score the same segments (``stream_segments``) at every length; they
     differ in their stride, the tokens between consecutive windows (``stride_of``)."""
@@ -87,21 +85,3 @@ class StreamProtocol(Protocol):
             strides.append(S)
         return WindowPlan(np.concatenate(ends), np.concatenate(scored), L - max(strides), units=np.concatenate(units),
                           unit_docs=context.docs)
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-

@@ -152,7 +152,6 @@ def check_variant_settings(eval_cfg) -> None:
 # -- names of extension runs, and reading old records ----------------------------------------------
 
 
-
 _SUFFIX = re.compile(r"(\+temp[0-9.eE+-]+|\+bca|\+randpos)$")
 
 

@@ -17,6 +17,3 @@ to 5 L tokens (so the only change from the "continued training" control is the p
 """
 
 from __future__ import annotations
-
-
-
