@@ -25,6 +25,7 @@ from posbench.extend import ExtendConfig
 from posbench.model import ModelConfig
 from posbench.params import make_typed
 from posbench.protocols import EvalConfig
+from posbench.registry import plugin_code
 from posbench.settings import from_mapping, to_dict
 from posbench.tasks import LM, Task, task_class
 from posbench.tokenizer import vocab_size as tokenizer_vocab
@@ -68,7 +69,11 @@ class EncodingSpec:
         return encoding_class(self.name, self.target)
 
     def build(self, shape: ModelShape) -> PositionalEncoding:
-        return self.cls(shape, self.params)
+        """The encoding at ``shape``; a plug-in that raises here is one line naming it (RunSpec.check
+        builds it first, so that happens before anything is written)."""
+        cls = self.cls
+        with plugin_code("encoding", self.name, cls.__module__, "being built"):
+            return cls(shape, self.params)
 
 @dataclass(frozen=True)
 class TaskSpec:
@@ -95,8 +100,10 @@ class TaskSpec:
         return self.name == LM
 
     def build(self) -> Task:
-        """The task object (language modelling included)."""
-        return task_class(self.name, self.target)(self.params)
+        """The task object (language modelling included); a plug-in that raises here is one line."""
+        cls = task_class(self.name, self.target)
+        with plugin_code("task", self.name, cls.__module__, "being built"):
+            return cls(self.params)
 
 
 @dataclass(frozen=True)

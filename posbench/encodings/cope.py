@@ -28,6 +28,7 @@ from torch import nn
 
 from posbench.encodings import register
 from posbench.encodings.base import PositionalEncoding
+from posbench.params import param, positive
 
 
 def cope_logits(scores: torch.Tensor, q: torch.Tensor, pos_emb: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
@@ -48,7 +49,7 @@ class CoPE(PositionalEncoding):
 
     @dataclass
     class Params:
-        npos: Optional[int] = None  # null: train_len + 1 (the reference's block_size + 1)
+        npos: Optional[int] = param(None, positive)  # null: train_len + 1 (the reference's block_size + 1)
 
     def __init__(self, shape, params):
         super().__init__(shape, params)

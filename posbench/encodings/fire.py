@@ -25,6 +25,7 @@ from torch import nn
 
 from posbench.encodings import register
 from posbench.encodings.base import PositionalEncoding
+from posbench.params import param, positive
 
 NORM_EPS = 1e-6
 
@@ -51,13 +52,12 @@ class _FireLayer(nn.Module):
 @register("fire")
 class Fire(PositionalEncoding):
     family, colour, order = "score bias", "#c5b0d5", 5  # the report's column, line colour and place in it
-    uses_bias = True
 
     @dataclass
     class Params:
-        mlp_width: int = 32
-        init_c: float = 0.1
-        init_L: float | None = None  # None: train_len / 4 (the paper: 512 at training length 2048)
+        mlp_width: int = param(32, positive)
+        init_c: float = param(0.1, positive)
+        init_L: float | None = param(None, positive)  # None: train_len / 4 (the paper: 512 at training length 2048)
 
     def __init__(self, shape, params):
         super().__init__(shape, params)

@@ -37,6 +37,7 @@ from posbench.attention import Window
 from posbench.encodings import build_encoding, encoding_class, register
 from posbench.encodings.base import PositionalEncoding
 from posbench.errors import PosbenchError
+from posbench.params import param, positive
 
 ENTRY = re.compile(r"^(?P<name>[^/\s]+)(?:/(?P<kind>swa|chunk)(?P<size>\d+)?)?$")
 
@@ -81,7 +82,7 @@ class Layers(PositionalEncoding):
     @dataclass
     class Params:
         pattern: List[str] = field(default_factory=lambda: ["rope/swa", "nope"])
-        window: Optional[int] = None  # null: train_len / 4 (at least 1)
+        window: Optional[int] = param(None, positive)  # null: train_len / 4 (at least 1)
         params: Dict[str, Any] = field(default_factory=dict)  # each part's Params: {rope: {base: 500000}}
 
     def __init__(self, shape, params):
@@ -109,7 +110,7 @@ class Layers(PositionalEncoding):
                 cls = encoding_class(name)
                 if issubclass(cls, Layers):
                     raise PosbenchError(f"{self.name}: a layer pattern cannot hold another pattern ({name})")
-                part = build_encoding(name, shape, (params.params or {}).get(name))
+                part = build_encoding(name, shape, (params.params or {}).get(name), prefix=f"encoding.params.{name}")
                 if part.uses_input:
                     raise PosbenchError(f"{self.name}: {name} is an input encoding (added to the embeddings once, "
                                         "not per layer); a pattern holds rotary, bias or no-position layers")

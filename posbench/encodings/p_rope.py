@@ -29,6 +29,7 @@ import torch
 from posbench.encodings import register
 from posbench.encodings.rope import RoPE, apply_rotation, rope_frequencies, rotation_tables
 from posbench.errors import PosbenchError
+from posbench.params import above, at_least, param
 
 MODES = ("truncate", "neox")
 
@@ -39,9 +40,8 @@ class PartialRoPE(RoPE):
 
     @dataclass
     class Params:
-        ZERO_OK = ("fraction",)
-        base: float = 10000.0
-        fraction: float = 0.75  # share of rotary pairs that turn (p of p-RoPE; rotary_pct of GPT-NeoX)
+        base: float = param(10000.0, above(1))
+        fraction: float = param(0.75, at_least(0))  # share of rotary pairs that turn (p of p-RoPE; rotary_pct of GPT-NeoX)
         mode: str = "truncate"  # truncate: zero the lowest frequencies (p-RoPE) | neox: rotate the first channels
 
         def check(self) -> None:

@@ -25,6 +25,7 @@ import torch
 from posbench.encodings import register
 from posbench.encodings.base import PositionalEncoding
 from posbench.errors import PosbenchError
+from posbench.params import above, param
 from posbench.variants.base import AttentionOptions
 from posbench.variants.rope_scalings import ROPE_SCALINGS, plain_frequencies, scaled_frequencies
 
@@ -68,13 +69,12 @@ def rotation_tables(positions: torch.Tensor, inv_freq: torch.Tensor) -> tuple[to
 @register("rope")
 class RoPE(PositionalEncoding):
     family, colour, order = "rotary", "#1f77b4", 0  # the report's column, line colour and place in it
-    uses_rotation = True
     rope_scalable = True
     translation_invariant = True
 
     @dataclass
     class Params:
-        base: float = 10000.0
+        base: float = param(10000.0, above(1))
 
     def __init__(self, shape, params):
         super().__init__(shape, params)

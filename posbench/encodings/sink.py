@@ -22,6 +22,7 @@ from torch import nn
 
 from posbench.encodings import register
 from posbench.encodings.rope import RoPE
+from posbench.params import at_least, param
 
 
 @register("sink")
@@ -33,8 +34,7 @@ class Sink(RoPE):
 
     @dataclass
     class Params(RoPE.Params):
-        ZERO_OK = ("init_std",)
-        init_std: float = 0.02
+        init_std: float = param(0.02, at_least(0))
 
     def __init__(self, shape, params):
         super().__init__(shape, params)

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from posbench.errors import PosbenchError
+from posbench.params import param, positive
 
 PAD = 0  # filler byte of the token-only tasks (copy's left padding)
 LOSSES = ("answer", "mixed")
@@ -53,7 +54,7 @@ class Task:
 
     @dataclass
     class Params:
-        eval_examples: int = 64  # examples per evaluation cell (length x condition)
+        eval_examples: int = param(64, positive)  # examples per evaluation cell (length x condition)
         # ``answer``: cross-entropy on the answer positions only; ``mixed``: plus the language-model
         # loss on every position of the window (the filler text, the needle, the answer)
         loss: str = "answer"

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Optional
 
+from posbench.params import param, positive
 from posbench.temperatures import floor_log_scale
 from posbench.variants import register
 from posbench.variants.base import AttentionOptions, RowTemperature
@@ -29,8 +30,8 @@ class FloorLog(RowTemperature):
 
     @dataclass
     class Params:
-        beta: float = 0.1
-        floor_scale: Optional[int] = None  # null: train_len
+        beta: float = param(0.1, positive)
+        floor_scale: Optional[int] = param(None, positive)  # null: train_len
 
     def suffix(self) -> str:
         p = self.params

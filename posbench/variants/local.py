@@ -16,6 +16,7 @@ from typing import Optional
 
 from posbench.attention import Window
 from posbench.errors import PosbenchError
+from posbench.params import param, positive
 from posbench.variants import register
 from posbench.variants.base import AttentionOptions, Variant
 
@@ -27,7 +28,7 @@ class LocalWindow(Variant):
     @dataclass
     class Params:
         kind: str = "sliding"
-        size: Optional[int] = None  # null: train_len
+        size: Optional[int] = param(None, positive)  # null: train_len
 
         def check(self) -> None:
             if self.kind not in Window.KINDS:

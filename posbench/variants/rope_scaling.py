@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from posbench.params import param, positive
+from posbench.registry import plugin_code
 from posbench.variants import register
 from posbench.variants.base import AttentionOptions, Variant
 from posbench.variants.rope_scalings import ROPE_SCALINGS
@@ -24,7 +26,7 @@ class RopeScalingVariant(Variant):
     @dataclass
     class Params:
         type: str = "yarn"
-        factor: Optional[float] = None  # static types: s at every length (None only for a dynamic type)
+        factor: Optional[float] = param(None, positive)  # static types: s at every length (None only for a dynamic type)
 
         def check(self) -> None:
             from posbench.errors import PosbenchError
@@ -35,7 +37,8 @@ class RopeScalingVariant(Variant):
             if not kind.dynamic:
                 if self.factor is None:
                     raise PosbenchError(f"RoPE scaling {self.type} is static: give its factor (eval.rope_factor)")
-                kind.validate(self.factor)
+                with plugin_code("RoPE scaling", self.type, getattr(kind.validate, "__module__", None), "checking its factor"):
+                    kind.validate(self.factor)
 
     @property
     def colour(self) -> str | None:

@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass
 
 from posbench.errors import PosbenchError
+from posbench.params import at_least, param
 from posbench.variants import register
 from posbench.variants.base import AttentionOptions, Variant
 
@@ -19,8 +20,7 @@ class Temperature(Variant):
 
     @dataclass
     class Params:
-        ZERO_OK = ("c",)
-        c: float = 0.1
+        c: float = param(0.1, at_least(0))
 
         def check(self) -> None:
             if not 0 <= self.c <= 10:
