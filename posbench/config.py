@@ -28,6 +28,7 @@ from posbench.evaluate import EvalRequest
 from posbench.extend import ExtendConfig
 from posbench.model import ModelConfig
 from posbench.protocols import EvalConfig
+from posbench.registry import plugin_code
 from posbench.settings import from_mapping, hydra_schema
 from posbench.spec import RUN_KEYS, RUNTIME_KEYS, RunSpec
 from posbench.tasks import TASKS
@@ -119,11 +120,12 @@ def param_defaults(group: str, name: str) -> dict:
     if params is None or not dataclasses.is_dataclass(params):
         return {}
     out = {}
-    for f in dataclasses.fields(params):
-        if f.default is not dataclasses.MISSING:
-            out[f.name] = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            out[f.name] = f.default_factory()
+    with plugin_code(group, name, params.__module__, "giving its Params' defaults"):  # a default_factory may raise
+        for f in dataclasses.fields(params):
+            if f.default is not dataclasses.MISSING:
+                out[f.name] = f.default
+            elif f.default_factory is not dataclasses.MISSING:
+                out[f.name] = f.default_factory()
     return out
 
 

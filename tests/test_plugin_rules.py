@@ -396,7 +396,7 @@ def test_a_plugin_section_that_raises_is_left_out_with_one_warning(report_runs, 
     from posbench.report.section import SECTIONS, Output, Section
 
     class Broken(Section):
-        order = 15
+        name, order = "broken", 15
         files = (Output("broken.csv", "half a table"),)
 
         def build(self, ctx, out):
