@@ -21,6 +21,7 @@ from posbench.core.device import Runtime
 from posbench.core.errors import PosbenchError
 from posbench.core.files import check_writable_dir
 from posbench.core.params import make_typed
+from posbench.core.registry import plugin_code
 from posbench.core.settings import from_mapping, to_dict
 from posbench.core.tracking import LoggerConfig
 from posbench.data.corpus import DataConfig
@@ -73,7 +74,11 @@ class EncodingSpec:
         return encoding_class(self.name, self.target)
 
     def build(self, shape: ModelShape) -> PositionalEncoding:
-        return self.cls(shape, self.params)
+        """The encoding at ``shape``; a plug-in that raises here is one line naming it (RunSpec.check
+        builds it first, so that happens before anything is written)."""
+        cls = self.cls
+        with plugin_code("encoding", self.name, cls.__module__, "being built"):
+            return cls(shape, self.params)
 
 
 @dataclass(frozen=True)
@@ -99,8 +104,10 @@ class TaskSpec:
         return self.name == LM
 
     def build(self) -> Task:
-        """The task object (language modelling included)."""
-        return task_class(self.name, self.target)(self.params)
+        """The task object (language modelling included); a plug-in that raises here is one line."""
+        cls = task_class(self.name, self.target)
+        with plugin_code("task", self.name, cls.__module__, "being built"):
+            return cls(self.params)
 
 
 @dataclass(frozen=True)

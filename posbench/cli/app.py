@@ -105,6 +105,7 @@ def _schema_keys(config_name: str, parent: str) -> list[str]:
 
 
 _AMBIGUOUS = re.compile(r"Ambiguous value for argument '(.*)'")
+_APPEND = re.compile(r"Could not append to config\. An item is already at '([^']*)'")
 _CONVERSION = re.compile(r"Value '(.*)' of type '.*' could not be converted to (\w+)")
 _KINDS = {"Integer": "an integer", "Float": "a number", "Boolean": "true or false", "String": "a string"}
 
@@ -121,6 +122,10 @@ def hydra_error_line(e: Exception, config_name: str, overrides: list[str]) -> st
             if parent in PLUGIN_GROUPS and (line := _no_parameter(parent, c.full_key, overrides)):
                 return line
             valid = _schema_keys(config_name, parent)
+            typed = _override_of(c.full_key, overrides)
+            if not valid and parent.partition(".")[0] in PLUGIN_GROUPS and typed and not typed.startswith("+"):
+                # a free-form mapping of a plug-in (a layer pattern's encoding.params) starts empty
+                return f"unknown config key {c.full_key!r}: {parent} holds no keys until one is added; write +{typed}"
             where = f"of {parent}" if parent else "at the top level"
             return f"unknown config key {c.full_key!r}; valid keys {where}: {', '.join(valid)}"
         if isinstance(c, ValidationError) and getattr(c, "full_key", None):
@@ -128,6 +133,9 @@ def hydra_error_line(e: Exception, config_name: str, overrides: list[str]) -> st
             if m:
                 return f"{c.full_key} must be {_KINDS.get(m.group(2), m.group(2))}, got {m.group(1)!r}"
             return f"bad value for {c.full_key}: {str(c).splitlines()[0]}"
+    if m := _APPEND.search(str(e)):  # ``+key=value`` for a key the config already has (a plug-in's defaults)
+        typed = _override_of(m.group(1), overrides) or m.group(1)
+        return f"{m.group(1)} is already in the config (its defaults list it): set it without +, as {typed.lstrip('+')}"
     if isinstance(e, OverrideParseException):
         bad = next((o for o in overrides if _unparsable(OverridesParser.create(), o)), overrides[0] if overrides else "")
         key, sep, val = bad.partition("=")
@@ -158,6 +166,11 @@ def _no_parameter(group: str, full_key: str, overrides: list[str]) -> str | None
         return None
     key = full_key.rpartition(".")[2]
     return f"{group} {name!r} has no parameter {key!r}; valid: {', '.join(sorted(fields))}"
+
+
+def _override_of(key: str, overrides: list[str]) -> str | None:
+    """The override on the command line that sets ``key`` or a key below it, as typed."""
+    return next((o for o in overrides if (k := o.partition("=")[0].lstrip("+~")) == key or k.startswith(key + ".")), None)
 
 
 def _unparsable(parser, override: str) -> bool:

@@ -22,6 +22,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 
 from posbench.core.device import Runtime
 from posbench.core.errors import PosbenchError
+from posbench.core.registry import plugin_code
 from posbench.core.settings import from_mapping, hydra_schema
 from posbench.core.tracking import LoggerConfig
 from posbench.data.corpus import DataConfig
@@ -119,11 +120,12 @@ def param_defaults(group: str, name: str) -> dict:
     if params is None or not dataclasses.is_dataclass(params):
         return {}
     out = {}
-    for f in dataclasses.fields(params):
-        if f.default is not dataclasses.MISSING:
-            out[f.name] = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            out[f.name] = f.default_factory()
+    with plugin_code(group, name, params.__module__, "giving its Params' defaults"):  # a default_factory may raise
+        for f in dataclasses.fields(params):
+            if f.default is not dataclasses.MISSING:
+                out[f.name] = f.default
+            elif f.default_factory is not dataclasses.MISSING:
+                out[f.name] = f.default_factory()
     return out
 
 

@@ -13,20 +13,29 @@ protocols, report sections. Each finds a name in three places, in this order:
 3. **a path**: a ``module:attr`` (or dotted ``module.attr``) string given as the name, or as
    ``_target_`` beside it in a config (``encoding.name=myenc encoding._target_=mypkg.enc:MyEnc``).
 
-Built-ins win a name clash: an entry point that reuses a built-in's name is never loaded for it,
-and a ``_target_`` beside a built-in's name is ignored with a warning, so an installed package can
-never change what a built-in name measures.
+Built-ins win a name clash: an entry point that reuses a built-in's name is never loaded for it
+(a warning names both when the name is used), and a ``_target_`` beside a built-in's name is
+ignored with a warning, so an installed package can never change what a built-in name measures.
+
+A plug-in's code that raises while it is loaded, built or checked (``plugin_code``) is one line
+naming the plug-in, its file and its error (exit 2, nothing written), not a traceback; posbench's
+own code keeps its traceback: an exception there is a bug of posbench, not the user's doing.
+
 This follows lm-evaluation-harness's registry (decorators, entry points, lazy loading).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import importlib.util
 import logging
 import pkgutil
+import sys
 import threading
+import traceback
 from importlib import metadata
-from typing import Any, Callable, Generic, TypeVar
+from typing import Any, Callable, Generic, Iterator, TypeVar
 
 from posbench.core.errors import PosbenchError
 
@@ -34,16 +43,26 @@ log = logging.getLogger("posbench")
 T = TypeVar("T")
 
 
-def load_path(path: str) -> Any:
-    """The object at ``module:attr`` or ``module.attr``; PosbenchError naming what is missing."""
+def split_path(path: str) -> tuple[str, str]:
+    """(module, attr) of ``module:attr`` or ``module.attr`` (either may be empty when it is not a path)."""
     module, sep, attr = path.partition(":")
     if not sep:
         module, _, attr = path.rpartition(".")
+    return module, attr
+
+
+def load_path(path: str) -> Any:
+    """The object at ``module:attr`` or ``module.attr``; PosbenchError naming what is missing. A module
+    that is there but raises while it is imported (also an ImportError of something it imports)
+    raises that error, for ``plugin_code`` to name in one line."""
+    module, attr = split_path(path)
     if not module or not attr:
         raise PosbenchError(f"{path!r} is not an import path; write module:attr, e.g. mypkg.encodings:MyEncoding")
     try:
         obj = importlib.import_module(module)
     except ImportError as e:
+        if e.name is None or not (module == e.name or module.startswith(e.name + ".")):
+            raise  # the module exists and something it imports does not: the plug-in's own error
         raise PosbenchError(f"cannot import {module!r} for {path!r} ({e}); is its package installed?") from None
     for part in attr.split("."):
         if not hasattr(obj, part):
@@ -54,6 +73,57 @@ def load_path(path: str) -> Any:
 
 def is_path(name: str) -> bool:
     return ":" in name
+
+
+def is_posbench_module(module: str | None) -> bool:
+    """Whether code in ``module`` is posbench's own (a built-in) rather than a plug-in's."""
+    return module is not None and (module == "posbench" or module.startswith("posbench."))
+
+
+@contextlib.contextmanager
+def plugin_code(kind: str, name: str, module: str | None, doing: str) -> Iterator[None]:
+    """Runs a plug-in's code (``module``: where it is defined): an exception other than a
+    PosbenchError (its own one-line refusal, which passes through) becomes one PosbenchError naming
+    the plug-in, the file and line that raised and the error, so that a broken plug-in is one line,
+    exit 2, before anything is written. In posbench's own modules nothing is caught: an exception
+    there is a bug, and its traceback is what fixes it."""
+    if is_posbench_module(module):
+        yield
+        return
+    try:
+        yield
+    except PosbenchError:
+        raise
+    except Exception as e:  # noqa: BLE001 - anything a plug-in raises
+        lines = str(e).strip().splitlines()
+        raise PosbenchError(f"{kind} {name!r} failed while {doing} ({_where(module, e)}): {type(e).__name__}"
+                            f"{': ' + lines[0] if lines else ''}") from None
+
+
+def _where(module: str | None, e: BaseException) -> str:
+    """``file:line`` of the plug-in's own code that raised: the deepest frame in its module's file
+    (for a syntax error, the error's place), else the module's file."""
+    if isinstance(e, SyntaxError) and e.filename:
+        return f"{e.filename}:{e.lineno}"
+    file = _module_file(module)
+    line = None
+    for frame, lineno in traceback.walk_tb(e.__traceback__):
+        if file is not None and frame.f_code.co_filename == file:
+            line = lineno
+    return f"{file}:{line}" if line is not None else file or str(module)
+
+
+def _module_file(module: str | None) -> str | None:
+    """The source file of ``module``, also of one whose import just failed (it is not in sys.modules)."""
+    if module is None:
+        return None
+    if (file := getattr(sys.modules.get(module), "__file__", None)) is not None:
+        return file
+    try:
+        spec = importlib.util.find_spec(module)
+    except Exception:  # noqa: BLE001 - its package itself does not import: no file to name
+        return None
+    return spec.origin if spec is not None else None
 
 
 class Registry(Generic[T]):
@@ -72,6 +142,7 @@ class Registry(Generic[T]):
         self._external: dict[str, T] = {}
         self._discovered = builtin_package is None
         self._discovering, self._discovery = False, threading.RLock()
+        self._shadowing: dict[str, Any] | None = None  # entry points named like a built-in, not yet warned of
 
     # -- built-ins ----------------------------------------------------------------------------------
     def register(self, name: str) -> Callable[[T], T]:
@@ -109,6 +180,23 @@ class Registry(Generic[T]):
             return sorted(self._builtins, key=lambda name: self.sort(self._builtins[name]))
         return sorted(self._builtins) if self.sort else list(self._builtins)
 
+    def is_builtin(self, name: str) -> bool:
+        self._discover()
+        return name in self._builtins
+
+    def _warn_if_shadowed(self, name: str) -> None:
+        """An installed entry point named like built-in ``name`` is never loaded for it (the
+        built-in wins): one warning naming both, the first time the name is used."""
+        if self._shadowing is None:  # one look at the installed entry points per registry
+            self._shadowing = {ep.name: ep for ep in metadata.entry_points(group=self.group) if ep.name in self._builtins}
+        ep = self._shadowing.pop(name, None)
+        if ep is not None:
+            builtin = self._builtins[name]
+            where = f"{builtin.__module__}.{builtin.__qualname__}" if isinstance(builtin, type) else "posbench"
+            log.warning("the entry point %s = %s in group %s has the name of the built-in %s %r (%s); the built-in "
+                        "is used: give the entry point another name to use it", ep.name, ep.value, self.group,
+                        self.kind, name, where)
+
     def entry_point_names(self) -> list[str]:
         """Names of installed plug-ins (without importing them)."""
         return sorted({ep.name for ep in metadata.entry_points(group=self.group)} - set(self.builtins()))
@@ -135,6 +223,7 @@ class Registry(Generic[T]):
         """The plug-in called ``name``; ``target``: its ``module:attr`` (a config's ``_target_``)."""
         self._discover()
         if name in self._builtins:
+            self._warn_if_shadowed(name)
             if target is not None:
                 log.warning("%s %r is a built-in: ignoring _target_=%s (choose another name for your own)",
                             self.kind, name, target)
@@ -147,13 +236,11 @@ class Registry(Generic[T]):
             if not eps:
                 raise PosbenchError(f"unknown {self.kind} {name!r}; valid: {', '.join(self.names())} "
                                     f"(or a plug-in: module:attr, or an entry point in group {self.group})")
-            try:
+            with plugin_code(self.kind, name, eps[0].module, f"loading from entry point {eps[0].value}"):
                 obj = eps[0].load()
-            except Exception as e:  # noqa: BLE001 - a broken plug-in: say which, in one line
-                raise PosbenchError(f"cannot load {self.kind} {name!r} from entry point {eps[0].value} "
-                                    f"({type(e).__name__}: {e})") from None
         else:
-            obj = load_path(path)
+            with plugin_code(self.kind, name, split_path(path)[0], "loading"):
+                obj = load_path(path)
         if self._check is not None:
             self._check(name, obj)
         if isinstance(obj, type) and not obj.__dict__.get("name"):

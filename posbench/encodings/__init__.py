@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from posbench.core.params import make_typed
-from posbench.core.registry import Registry, subclass_check
+from posbench.core.registry import Registry, plugin_code, subclass_check
 from posbench.encodings.base import ModelShape, PositionalEncoding
 
 ENCODINGS: Registry[type[PositionalEncoding]] = Registry(
@@ -30,9 +30,14 @@ def encoding_class(name: str, target: str | None = None) -> type[PositionalEncod
 
 
 def build_encoding(name: str, shape: ModelShape, params: Mapping[str, Any] | None = None,
-                   target: str | None = None) -> PositionalEncoding:
+                   target: str | None = None, prefix: str | None = None) -> PositionalEncoding:
+    """The encoding ``name`` at ``shape`` with its checked Params (``prefix``: where the user typed
+    them, when not under ``encoding.``: a layer pattern's part). A plug-in that raises while it is
+    built is one line naming it (posbench.registry.plugin_code)."""
     cls = encoding_class(name, target)  # raises a clear error for an unknown name first
-    return cls(shape, make_typed("encoding", name, cls.Params, params or {}))
+    typed = make_typed("encoding", name, cls.Params, params or {}, prefix)
+    with plugin_code("encoding", name, cls.__module__, "being built"):
+        return cls(shape, typed)
 
 
 __all__ = ["ENCODINGS", "ModelShape", "PositionalEncoding", "available", "build_encoding", "encoding_class", "register"]

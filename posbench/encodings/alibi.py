@@ -35,7 +35,6 @@ def alibi_slopes(num_heads: int) -> torch.Tensor:
 @register("alibi")
 class ALiBi(PositionalEncoding):
     family, colour, order = "score bias", "#d62728", 0  # the report's column, line colour and place in it
-    uses_bias = True
     translation_invariant = True
 
     def __init__(self, shape, params):

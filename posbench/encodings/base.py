@@ -6,8 +6,11 @@ An encoding reaches attention in one (or more) of three ways, and the model asks
 * **rotation** ``rotate(q, k, state)`` transforms queries and keys by position before q.k;
 * **bias**     ``bias(q_pos, k_pos, layer)`` returns the additive logit bias b[h, i, j].
 
-Relative encodings with content terms (Shaw, Transformer-XL) set ``uses_relative`` and implement
-``relative_attention`` themselves.
+Relative encodings with content terms (Shaw, Transformer-XL) implement ``relative_attention``
+themselves. The hooks a class overrides decide which kernel runs: ``uses_input``,
+``uses_rotation``, ``uses_bias`` and ``uses_relative`` are read-only and true exactly when the
+class (or a base other than PositionalEncoding) overrides ``embed``, ``rotate``, ``bias`` or
+``relative_attention``, so an encoding cannot implement a hook and have it silently ignored.
 
 The 2024-2026 recipes add five hooks, each given the layer index so that a model can mix them per
 layer (every one is a no-op here, so the model's plain path is unchanged for the encodings above):
@@ -33,6 +36,27 @@ from posbench.attention.options import AttentionOptions
 from posbench.core.errors import PosbenchError
 
 FAMILY_ORDER = ("absolute / none", "rotary", "score bias", "relative (content)")
+
+# each flag the model reads, and the hook whose override makes it true
+HOOK_OF_FLAG = {"uses_input": "embed", "uses_rotation": "rotate", "uses_bias": "bias",
+                "uses_relative": "relative_attention"}
+
+
+class Overrides:
+    """A read-only flag of an encoding class: whether it overrides ``hook``. Computed once per class
+    (``PositionalEncoding.__init_subclass__``), so the per-forward read is a set lookup."""
+
+    def __init__(self, hook: str):
+        self.hook = hook
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type) -> bool:
+        return self.hook in owner._overridden
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        raise AttributeError(f"{self.name} is read-only: it says whether the class overrides {self.hook}()")
 
 
 @dataclass(frozen=True)
@@ -64,10 +88,12 @@ class PositionalEncoding(nn.Module):
     colour: str | None = None
     order: int = 100
 
-    uses_input: bool = False
-    uses_rotation: bool = False
-    uses_bias: bool = False
-    uses_relative: bool = False
+    # which ways in the model takes: true when the class overrides the hook (HOOK_OF_FLAG), never set by hand
+    uses_input = Overrides("embed")
+    uses_rotation = Overrides("rotate")
+    uses_bias = Overrides("bias")
+    uses_relative = Overrides("relative_attention")
+    _overridden: frozenset = frozenset()
     # logits depend on positions only through differences (tested: shifting all positions changes nothing)
     translation_invariant: bool = False
     # rotary frequencies that the RoPE scalings (posbench/attention/rope_scalings.py) can rescale
@@ -79,6 +105,22 @@ class PositionalEncoding(nn.Module):
     @dataclass
     class Params:
         pass
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Derive the class's ``uses_*`` flags from the hooks it overrides. A plug-in written when
+        the flags were set by hand may still set them: a flag that agrees with its hooks is
+        dropped, one that contradicts them is an error (it would run another kernel than the code
+        says)."""
+        super().__init_subclass__(**kwargs)
+        cls._overridden = frozenset(hook for hook in HOOK_OF_FLAG.values()
+                                    if getattr(cls, hook) is not getattr(PositionalEncoding, hook))
+        for flag, hook in HOOK_OF_FLAG.items():
+            if flag in cls.__dict__:
+                said, done = bool(cls.__dict__[flag]), hook in cls._overridden
+                if said != done:
+                    raise TypeError(f"{cls.__qualname__} sets {flag} = {said} but {'overrides' if done else 'does not override'} "
+                                    f"{hook}(); the hooks an encoding overrides decide which kernel runs: remove {flag}")
+                delattr(cls, flag)
 
     def __init__(self, shape: ModelShape, params: Any):
         super().__init__()

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import torch.nn.functional as F
 from torch import nn
 
+from posbench.core.params import param, positive
 from posbench.encodings import register
 from posbench.encodings.base import PositionalEncoding
 
@@ -20,11 +21,10 @@ from posbench.encodings.base import PositionalEncoding
 @register("conv")
 class Conv(PositionalEncoding):
     family, colour, order = "absolute / none", "#f7b6d2", 4  # the report's column, line colour and place in it
-    uses_input = True
 
     @dataclass
     class Params:
-        kernel_size: int = 3
+        kernel_size: int = param(3, positive)
 
     def __init__(self, shape, params):
         super().__init__(shape, params)

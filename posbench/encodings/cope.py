@@ -26,6 +26,7 @@ from typing import Optional
 import torch
 from torch import nn
 
+from posbench.core.params import param, positive
 from posbench.encodings import register
 from posbench.encodings.base import PositionalEncoding
 
@@ -48,7 +49,7 @@ class CoPE(PositionalEncoding):
 
     @dataclass
     class Params:
-        npos: Optional[int] = None  # null: train_len + 1 (the reference's block_size + 1)
+        npos: Optional[int] = param(None, positive)  # null: train_len + 1 (the reference's block_size + 1)
 
     def __init__(self, shape, params):
         super().__init__(shape, params)

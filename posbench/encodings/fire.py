@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from posbench.core.params import param, positive
 from posbench.encodings import register
 from posbench.encodings.base import PositionalEncoding
 
@@ -51,13 +52,12 @@ class _FireLayer(nn.Module):
 @register("fire")
 class Fire(PositionalEncoding):
     family, colour, order = "score bias", "#c5b0d5", 5  # the report's column, line colour and place in it
-    uses_bias = True
 
     @dataclass
     class Params:
-        mlp_width: int = 32
-        init_c: float = 0.1
-        init_L: float | None = None  # None: train_len / 4 (the paper: 512 at training length 2048)
+        mlp_width: int = param(32, positive)
+        init_c: float = param(0.1, positive)
+        init_L: float | None = param(None, positive)  # None: train_len / 4 (the paper: 512 at training length 2048)
 
     def __init__(self, shape, params):
         super().__init__(shape, params)

@@ -28,6 +28,7 @@ from functools import partial
 from typing import List, Optional
 
 from posbench.attention.temperatures import floor_log_scale
+from posbench.core.params import at_least, param, positive
 from posbench.encodings import register
 from posbench.encodings.layers import Layers, LayerView
 
@@ -38,10 +39,9 @@ class IRoPE(Layers):
 
     @dataclass
     class Params(Layers.Params):
-        ZERO_OK = ("beta",)
         pattern: List[str] = field(default_factory=lambda: ["rope/chunk", "rope/chunk", "rope/chunk", "nope"])
-        floor_scale: Optional[int] = None  # null: the chunk size (window), as Llama 4 (8192 both)
-        beta: float = 0.1  # Llama 4's attn_scale
+        floor_scale: Optional[int] = param(None, positive)  # null: the chunk size (window), as Llama 4 (8192 both)
+        beta: float = param(0.1, at_least(0))  # Llama 4's attn_scale
 
     def view(self, layer, name, window):
         part = self.parts[name]

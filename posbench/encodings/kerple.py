@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from posbench.core.params import param, positive
 from posbench.encodings import register
 from posbench.encodings.base import PositionalEncoding
 
@@ -31,7 +32,6 @@ EPS = 1e-2  # the official code's lower bound
 
 
 class _Kerple(PositionalEncoding):
-    uses_bias = True
     translation_invariant = True
     MAX_R2: float | None = None  # upper bound of r2 (the power kernel's exponent)
 
@@ -62,8 +62,8 @@ class KerpleLog(_Kerple):
 
     @dataclass
     class Params:
-        init_r1: float = 2.0  # the multiplier p: U(0, 2)
-        init_r2: float = 1.0  # inside the log, a: U(0, 1)
+        init_r1: float = param(2.0, positive)  # the multiplier p: U(0, 2)
+        init_r2: float = param(1.0, positive)  # inside the log, a: U(0, 1)
 
     def bias(self, q_pos, k_pos, layer):
         self.project()
@@ -77,8 +77,8 @@ class KerplePower(_Kerple):
 
     @dataclass
     class Params:
-        init_r1: float = 1.0  # the multiplier a: U(0, 1)
-        init_r2: float = 2.0  # the exponent p: U(0, 2), kept <= 2
+        init_r1: float = param(1.0, positive)  # the multiplier a: U(0, 1)
+        init_r2: float = param(2.0, positive)  # the exponent p: U(0, 2), kept <= 2
 
     def bias(self, q_pos, k_pos, layer):
         self.project()

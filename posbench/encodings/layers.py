@@ -34,6 +34,7 @@ from torch import nn
 
 from posbench.attention.kernels import Window
 from posbench.core.errors import PosbenchError
+from posbench.core.params import param, positive
 from posbench.encodings import build_encoding, encoding_class, register
 from posbench.encodings.base import PositionalEncoding
 
@@ -80,7 +81,7 @@ class Layers(PositionalEncoding):
     @dataclass
     class Params:
         pattern: List[str] = field(default_factory=lambda: ["rope/swa", "nope"])
-        window: Optional[int] = None  # null: train_len / 4 (at least 1)
+        window: Optional[int] = param(None, positive)  # null: train_len / 4 (at least 1)
         params: Dict[str, Any] = field(default_factory=dict)  # each part's Params: {rope: {base: 500000}}
 
     def __init__(self, shape, params):
@@ -108,7 +109,7 @@ class Layers(PositionalEncoding):
                 cls = encoding_class(name)
                 if issubclass(cls, Layers):
                     raise PosbenchError(f"{self.name}: a layer pattern cannot hold another pattern ({name})")
-                part = build_encoding(name, shape, (params.params or {}).get(name))
+                part = build_encoding(name, shape, (params.params or {}).get(name), prefix=f"encoding.params.{name}")
                 if part.uses_input:
                     raise PosbenchError(f"{self.name}: {name} is an input encoding (added to the embeddings once, "
                                         "not per layer); a pattern holds rotary, bias or no-position layers")

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from torch import nn
 
+from posbench.core.params import param, positive
 from posbench.encodings import register
 from posbench.encodings.base import PositionalEncoding
 
@@ -18,11 +19,10 @@ from posbench.encodings.base import PositionalEncoding
 @register("learned")
 class Learned(PositionalEncoding):
     family, colour, order = "absolute / none", "#e377c2", 3  # the report's column, line colour and place in it
-    uses_input = True
 
     @dataclass
     class Params:
-        max_positions: int | None = None  # None: the largest training position + 1
+        max_positions: int | None = param(None, positive)  # None: the largest training position + 1
 
     def __init__(self, shape, params):
         super().__init__(shape, params)

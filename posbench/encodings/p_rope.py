@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import torch
 
 from posbench.core.errors import PosbenchError
+from posbench.core.params import above, at_least, param
 from posbench.encodings import register
 from posbench.encodings.rope import (
     RoPE,
@@ -44,9 +45,8 @@ class PartialRoPE(RoPE):
 
     @dataclass
     class Params:
-        ZERO_OK = ("fraction",)
-        base: float = 10000.0
-        fraction: float = 0.75  # share of rotary pairs that turn (p of p-RoPE; rotary_pct of GPT-NeoX)
+        base: float = param(10000.0, above(1))
+        fraction: float = param(0.75, at_least(0))  # share of rotary pairs that turn (p of p-RoPE; rotary_pct of GPT-NeoX)
         mode: str = "truncate"  # truncate: zero the lowest frequencies (p-RoPE) | neox: rotate the first channels
 
         def check(self) -> None:

@@ -30,6 +30,7 @@ from posbench.attention.rope_scalings import (
     scaled_frequencies,
 )
 from posbench.core.errors import PosbenchError
+from posbench.core.params import above, param
 from posbench.encodings import register
 from posbench.encodings.base import PositionalEncoding
 
@@ -73,13 +74,12 @@ def rotation_tables(positions: torch.Tensor, inv_freq: torch.Tensor) -> tuple[to
 @register("rope")
 class RoPE(PositionalEncoding):
     family, colour, order = "rotary", "#1f77b4", 0  # the report's column, line colour and place in it
-    uses_rotation = True
     rope_scalable = True
     translation_invariant = True
 
     @dataclass
     class Params:
-        base: float = 10000.0
+        base: float = param(10000.0, above(1))
 
     def __init__(self, shape, params):
         super().__init__(shape, params)

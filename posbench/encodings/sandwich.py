@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
+from posbench.core.params import above, param, positive
 from posbench.encodings import register
 from posbench.encodings.base import PositionalEncoding
 
@@ -34,13 +35,12 @@ def sandwich_table(max_distance: int, n_heads: int, d: int, base: float = 10000.
 @register("sandwich")
 class Sandwich(PositionalEncoding):
     family, colour, order = "score bias", "#ff9896", 1  # the report's column, line colour and place in it
-    uses_bias = True
     translation_invariant = True
 
     @dataclass
     class Params:
-        d_sandwich: int | None = None  # null: the head dimension (NeMo's hidden size per head)
-        base: float = 10000.0
+        d_sandwich: int | None = param(None, positive)  # null: the head dimension (NeMo's hidden size per head)
+        base: float = param(10000.0, above(1))
 
     def __init__(self, shape, params):
         super().__init__(shape, params)

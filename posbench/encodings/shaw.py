@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from posbench.attention.kernels import relative_causal_attention
+from posbench.core.params import at_least, param, positive
 from posbench.encodings import register
 from posbench.encodings.base import PositionalEncoding
 
@@ -22,14 +23,12 @@ from posbench.encodings.base import PositionalEncoding
 @register("shaw")
 class Shaw(PositionalEncoding):
     family, colour, order = "relative (content)", "#bcbd22", 0  # the report's column, line colour and place in it
-    uses_relative = True
     translation_invariant = True
 
     @dataclass
     class Params:
-        ZERO_OK = ("init_std",)  # 0 is meaningful here
-        max_distance: int = 16  # k: distances are clipped to [0, k]
-        init_std: float = 0.02
+        max_distance: int = param(16, positive)  # k: distances are clipped to [0, k]
+        init_std: float = param(0.02, at_least(0))  # 0 is meaningful here
 
     def __init__(self, shape, params):
         super().__init__(shape, params)

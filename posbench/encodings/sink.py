@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from posbench.core.params import at_least, param
 from posbench.encodings import register
 from posbench.encodings.rope import RoPE
 
@@ -33,8 +34,7 @@ class Sink(RoPE):
 
     @dataclass
     class Params(RoPE.Params):
-        ZERO_OK = ("init_std",)
-        init_std: float = 0.02
+        init_std: float = param(0.02, at_least(0))
 
     def __init__(self, shape, params):
         super().__init__(shape, params)

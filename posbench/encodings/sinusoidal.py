@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
+from posbench.core.params import above, at_least, param
 from posbench.encodings import register
 from posbench.encodings.base import PositionalEncoding
 
@@ -37,13 +38,11 @@ def sinusoidal_table(num_positions: int | torch.Tensor, dim: int, base: float = 
 @register("sinusoidal")
 class Sinusoidal(PositionalEncoding):
     family, colour, order = "absolute / none", "#8c564b", 1  # the report's column, line colour and place in it
-    uses_input = True
 
     @dataclass
     class Params:
-        ZERO_OK = ("scale",)  # 0 is meaningful here
-        base: float = 10000.0
-        scale: float = 0.02  # the token embeddings' init std (see the module docstring)
+        base: float = param(10000.0, above(1))
+        scale: float = param(0.02, at_least(0))  # the token embeddings' init std (see the module docstring)
 
     def embed(self, x, positions):
         table = sinusoidal_table(positions.cpu(), x.shape[-1], self.params.base)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from posbench.core.params import above, param, positive
 from posbench.encodings import register
 from posbench.encodings.base import PositionalEncoding
 from posbench.encodings.sinusoidal import sinusoidal_table
@@ -20,12 +21,11 @@ from posbench.encodings.sinusoidal import sinusoidal_table
 @register("sinusoidal_concat")
 class SinusoidalConcat(PositionalEncoding):
     family, colour, order = "absolute / none", "#c49c94", 2  # the report's column, line colour and place in it
-    uses_input = True
 
     @dataclass
     class Params:
-        d_pos: int = 64
-        base: float = 10000.0
+        d_pos: int = param(64, positive)
+        base: float = param(10000.0, above(1))
 
     def __init__(self, shape, params):
         super().__init__(shape, params)

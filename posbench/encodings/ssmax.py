@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from posbench.attention.temperatures import ssmax_scale
+from posbench.core.params import param, positive
 from posbench.encodings import register
 from posbench.encodings.rope import RoPE
 
@@ -37,7 +38,7 @@ class SSMax(RoPE):
 
     @dataclass
     class Params(RoPE.Params):
-        init_s: Optional[float] = None  # null: 1 / ln(train_len)
+        init_s: Optional[float] = param(None, positive)  # null: 1 / ln(train_len)
 
     def __init__(self, shape, params):
         super().__init__(shape, params)

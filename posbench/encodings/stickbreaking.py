@@ -16,7 +16,7 @@ to toy lengths: the method has no length parameter.
 
 posbench runs it in plain PyTorch (posbench.attention.kernels.stick_breaking_attention, blocks of queries,
 float32), on CPU and GPU alike, not the reference's Triton kernel: the same formula, slower. It
-computes its own attention, as the relative encodings do (``uses_relative``), so the rows that
+computes its own attention, as the relative encodings do (``relative_attention``), so the rows that
 change a softmax layer's queries (``+logn``, ``+floorlog``) do not apply; an evaluation window
 (``+swa``, ``+chunk``: the far-context control) and blockwise causal attention (``+bca``) do: the keys
 they hide take no share of the stick.
@@ -34,7 +34,6 @@ from posbench.encodings.base import PositionalEncoding
 @register("stickbreaking")
 class StickBreaking(PositionalEncoding):
     family, colour, order = "softmax / gate", "#9ecae1", 3
-    uses_relative = True  # computes its own attention (relative_attention), as Shaw and Transformer-XL
     init_note = ("at initialisation q . k is near 0, so each key takes about half of what the nearer keys left and a "
                  "key d tokens back gets about 2^-d of the attention (1e-6 at 20 tokens)")
 

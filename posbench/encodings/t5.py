@@ -23,6 +23,7 @@ import torch
 from torch import nn
 
 from posbench.core.errors import PosbenchError
+from posbench.core.params import at_least, param, positive
 from posbench.encodings import register
 from posbench.encodings.base import PositionalEncoding
 
@@ -55,15 +56,13 @@ def relative_position_bucket(
 @register("t5")
 class T5Bias(PositionalEncoding):
     family, colour, order = "score bias", "#9467bd", 4  # the report's column, line colour and place in it
-    uses_bias = True
     translation_invariant = True
 
     @dataclass
     class Params:
-        ZERO_OK = ("init_std",)  # 0 is meaningful here
-        num_buckets: int | None = None  # None: 32 (T5's), fewer when training distances are fewer than 32
-        max_distance: int | None = None  # None: the largest training distance + 1
-        init_std: float = 0.02
+        num_buckets: int | None = param(None, positive)  # None: 32 (T5's), fewer when training distances are fewer than 32
+        max_distance: int | None = param(None, positive)  # None: the largest training distance + 1
+        init_std: float = param(0.02, at_least(0))  # 0 is meaningful here
 
     def __init__(self, shape, params):
         super().__init__(shape, params)

@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from posbench.attention.kernels import relative_causal_attention
+from posbench.core.params import above, param
 from posbench.encodings import register
 from posbench.encodings.base import PositionalEncoding
 from posbench.encodings.sinusoidal import sinusoidal_table
@@ -29,12 +30,11 @@ from posbench.encodings.sinusoidal import sinusoidal_table
 @register("transformer_xl")
 class TransformerXL(PositionalEncoding):
     family, colour, order = "relative (content)", "#dbdb8d", 1  # the report's column, line colour and place in it
-    uses_relative = True
     translation_invariant = True
 
     @dataclass
     class Params:
-        base: float = 10000.0
+        base: float = param(10000.0, above(1))
 
     def __init__(self, shape, params):
         super().__init__(shape, params)

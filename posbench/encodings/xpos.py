@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
+from posbench.core.params import above, at_least, param, positive
 from posbench.encodings import register
 from posbench.encodings.rope import RoPE, apply_rotation
 
@@ -27,10 +28,9 @@ class XPos(RoPE):
 
     @dataclass
     class Params:
-        ZERO_OK = ("gamma",)  # 0 is meaningful here
-        base: float = 10000.0
-        gamma: float = 0.4
-        scale_base: float | None = None  # None: train_len / 2 (the paper: 512 at training length 1024)
+        base: float = param(10000.0, above(1))
+        gamma: float = param(0.4, at_least(0))  # 0 is meaningful here
+        scale_base: float | None = param(None, positive)  # None: train_len / 2 (the paper: 512 at training length 1024)
 
     def __init__(self, shape, params):
         super().__init__(shape, params)

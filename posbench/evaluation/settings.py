@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, List, Optional
 
 from posbench.core.errors import PosbenchError
+from posbench.core.registry import plugin_code
 from posbench.evaluation.protocols import PROTOCOLS
 from posbench.evaluation.variants import check_variant_settings
 
@@ -84,7 +85,9 @@ def check_eval(eval_cfg, train_len: int) -> None:
     if bad := [p for p in protocols if p not in PROTOCOLS.names() and ":" not in p]:
         raise PosbenchError(f"unknown eval protocol {bad[0]!r}; valid: {', '.join(PROTOCOLS.names())}")
     for p in protocols:
-        PROTOCOLS.get(p)().check(eval_cfg, train_len)
+        cls = PROTOCOLS.get(p)
+        with plugin_code("eval protocol", p, cls.__module__, "checking the settings"):
+            cls().check(eval_cfg, train_len)
     if eval_cfg.first_scored is not None and eval_cfg.first_scored < 1:
         raise PosbenchError(f"eval.first_scored must be positive (or null for 16 x train_len), got {eval_cfg.first_scored}")
     for key in ("scored_tokens", "segment", "target_docs", "batch_tokens"):

@@ -19,6 +19,7 @@ import pandas as pd
 
 from posbench.core.errors import PosbenchError
 from posbench.core.files import atomic_write_text
+from posbench.core.registry import plugin_code
 from posbench.report import budget, tasks
 from posbench.report.context import Options, ReportContext
 from posbench.report.document import Heading, Para, Table, render
@@ -48,10 +49,30 @@ def sections() -> list[Section]:
     found = []
     for name in SECTIONS.names():
         try:
-            found.append(SECTIONS.get(name)())
+            cls = SECTIONS.get(name)
+            with plugin_code("report section", name, cls.__module__, "being built"):
+                found.append(cls())
         except PosbenchError as e:
             log.warning("leaving out report section %r: %s", name, e)
     return sorted(found, key=lambda s: (s.order, s.name))
+
+
+def run_section(section: Section, ctx: ReportContext, out_dir: Path, written: dict[str, str]) -> list | None:
+    """A section's blocks, or None when it does not apply. An installed section that raises is
+    left out with one warning naming it and its error, and the files it wrote so far are not kept
+    (the rest of the report is written: someone else's section must not cost the user the report);
+    a built-in section that raises is posbench's bug and stops the report with its traceback."""
+    before = set(written)
+    try:
+        with plugin_code("report section", section.name, type(section).__module__, "building its part of the report"):
+            return section.build(ctx, SectionOutput(out_dir, section, written)) if section.applies(ctx) else None
+    except PosbenchError as e:
+        if SECTIONS.is_builtin(section.name):
+            raise  # e.g. a folder that cannot be written: the report's own one-line error
+        for name in set(written) - before:
+            del written[name]  # not listed; remove_stale deletes the partial file
+        log.warning("leaving out report section %r: %s", section.name, e)
+        return None
 
 
 def check_options(options: Options) -> None:
@@ -88,8 +109,8 @@ def make_report(runs_dir: Path, out_dir: Path, options: Options) -> Report:
     written: dict[str, str] = {}
     blocks, ran, every = [], [], sections()
     for section in every:
-        if section.applies(ctx):
-            blocks += section.build(ctx, SectionOutput(out_dir, section, written))
+        if (built := run_section(section, ctx, out_dir, written)) is not None:
+            blocks += built
             ran.append(section)
     blocks += files_blocks(ran, written)
     md, page = render(blocks, out_dir, "posbench report")

@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 from posbench.core.errors import PosbenchError
 from posbench.core.params import make_typed
-from posbench.core.registry import Registry, subclass_check
+from posbench.core.registry import Registry, plugin_code, subclass_check
 from posbench.tasks.base import Task, TaskBatch
 
 LM = "lm"
@@ -41,7 +41,9 @@ def task_class(name: str, target: str | None = None) -> type[Task]:
 def build_task(name: str, params: Mapping[str, Any] | None = None, target: str | None = None) -> Task:
     """The task of ``task.name`` with its checked parameters."""
     cls = task_class(name, target)
-    return cls(make_typed("task", name, cls.Params, params or {}))
+    typed = make_typed("task", name, cls.Params, params or {})
+    with plugin_code("task", name, cls.__module__, "being built"):
+        return cls(typed)
 
 
 __all__ = ["LM", "TASKS", "Task", "TaskBatch", "available", "build_task", "register", "task_class"]

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from posbench.core.errors import PosbenchError
+from posbench.core.params import param, positive
 from posbench.tasks.loss import token_loss
 
 PAD = 0  # filler byte of the token-only tasks (copy's left padding)
@@ -54,7 +55,7 @@ class Task:
 
     @dataclass
     class Params:
-        eval_examples: int = 64  # examples per evaluation cell (length x condition)
+        eval_examples: int = param(64, positive)  # examples per evaluation cell (length x condition)
         # ``answer``: cross-entropy on the answer positions only; ``mixed``: plus the language-model
         # loss on every position of the window (the filler text, the needle, the answer)
         loss: str = "answer"

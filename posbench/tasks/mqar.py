@@ -33,6 +33,7 @@ from typing import List
 import numpy as np
 
 from posbench.core.errors import PosbenchError
+from posbench.core.params import param, positive
 from posbench.tasks import register
 from posbench.tasks.base import Task
 
@@ -48,7 +49,7 @@ class MQAR(Task):
 
     @dataclass
     class Params(Task.Params):
-        pairs: int = 8  # training examples hold 1..pairs key-value pairs
+        pairs: int = param(8, positive)  # training examples hold 1..pairs key-value pairs
         eval_pairs: List[int] = field(default_factory=lambda: [2, 4, 8])
 
         def check(self) -> None:

@@ -24,6 +24,7 @@ from typing import List
 import numpy as np
 
 from posbench.core.errors import PosbenchError
+from posbench.core.params import param, positive
 from posbench.tasks import register
 from posbench.tasks.base import Task, text_window
 
@@ -38,7 +39,7 @@ class Passkey(Task):
 
     @dataclass
     class Params(Task.Params):
-        digits: int = 5  # k: length of the key
+        digits: int = param(5, positive)  # k: length of the key
         # the language-model loss on the filler text trains the induction circuits that retrieval
         # uses: with it the small RoPE model retrieves at every depth at 1x after 1000 steps, with
         # the answers alone it reaches 29% (results/tasks/COMMAND.md)

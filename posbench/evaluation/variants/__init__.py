@@ -17,6 +17,7 @@ the entry-point group ``posbench.evaluation.variants`` or a ``module:attr`` path
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -25,17 +26,21 @@ from posbench.attention.options import AttentionOptions
 from posbench.attention.rope_scalings import ROPE_SCALINGS, evaluable_scalings
 from posbench.core.errors import PosbenchError
 from posbench.core.params import make_typed
-from posbench.core.registry import Registry, subclass_check
+from posbench.core.registry import Registry, plugin_code, subclass_check
 from posbench.evaluation.variants.base import Variant
 
 VARIANTS: Registry[type[Variant]] = Registry("variant", "posbench.variants", "posbench.evaluation.variants", subclass_check(Variant))
 register = VARIANTS.register
 
 
-def make_variant(name: str, params: Mapping[str, Any] | None = None) -> Variant:
-    """A variant by name with its checked settings (PosbenchError for an unknown name or value)."""
+def make_variant(name: str, params: Mapping[str, Any] | None = None, prefix: str | None = None,
+                 keys: Mapping[str, str] | None = None) -> Variant:
+    """A variant by name with its checked settings (PosbenchError for an unknown name or value).
+    ``prefix`` and ``keys``: where the user typed its settings, for the messages (make_typed)."""
     cls = VARIANTS.get(name)
-    return cls(make_typed("variant", name, cls.Params, dict(params or {})))
+    typed = make_typed("variant", name, cls.Params, dict(params or {}), prefix, keys)
+    with plugin_code("variant", name, cls.__module__, "being built"):
+        return cls(typed)
 
 
 @dataclass(frozen=True)
@@ -78,22 +83,25 @@ def requested_by_setting(eval_cfg) -> dict[str, list[Variant]]:
     """The variants each evaluation setting asks for (``rope_scaling``, ``bca``, ``temperature``,
     ``variants``: the keys of ``eval``), in row order; settings that ask for none are left out."""
     out: dict[str, list[Variant]] = {}
+    # the settings are translated into the variants' params: a refused value names the key typed
     for s in eval_cfg.rope_scaling:
-
         factor = None if ROPE_SCALINGS.get(s).dynamic else static_factor(eval_cfg)
-        out.setdefault("rope_scaling", []).append(make_variant("rope_scaling", {"type": s, "factor": factor}))
+        factor_key = "eval.rope_factor" if eval_cfg.rope_factor is not None else "eval.multiples"
+        out.setdefault("rope_scaling", []).append(make_variant("rope_scaling", {"type": s, "factor": factor},
+                                                               keys={"type": "eval.rope_scaling", "factor": factor_key}))
     if eval_cfg.bca:
-        out["bca"] = [make_variant("bca", {"encodings": list(eval_cfg.bca)})]
+        out["bca"] = [make_variant("bca", {"encodings": list(eval_cfg.bca)}, keys={"encodings": "eval.bca"})]
     if eval_cfg.temperature:
-        out["temperature"] = [make_variant("temperature", {"c": float(c)}) for c in eval_cfg.temperature]
-    for entry in eval_cfg.variants:
+        out["temperature"] = [make_variant("temperature", {"c": float(c)}, keys={"c": "eval.temperature"})
+                              for c in eval_cfg.temperature]
+    for i, entry in enumerate(eval_cfg.variants):
         if isinstance(entry, str):
             name, params = entry, {}
         elif isinstance(entry, Mapping) and isinstance(entry.get("name"), str):
             name, params = entry["name"], {k: v for k, v in entry.items() if k != "name"}
         else:
             raise PosbenchError(f"eval.variants entry {entry!r} is neither a variant's name nor {{name: ..., <settings>}}")
-        out.setdefault("variants", []).append(make_variant(name, params))
+        out.setdefault("variants", []).append(make_variant(name, params, prefix=f"eval.variants[{i}]"))
     return out
 
 
@@ -138,8 +146,9 @@ def check_variant_settings(eval_cfg) -> None:
 
     if bad := [s for s in eval_cfg.rope_scaling if s not in evaluable_scalings() and ":" not in s]:
         raise PosbenchError(f"unknown eval.rope_scaling {bad[0]!r}; valid: {', '.join(evaluable_scalings())}")
-    if eval_cfg.rope_factor is not None and eval_cfg.rope_factor < 1:
-        raise PosbenchError(f"eval.rope_factor must be at least 1 (or null), got {eval_cfg.rope_factor:g}")
+    if (factor := eval_cfg.rope_factor) is not None and not (factor >= 1 and math.isfinite(factor)):
+        raise PosbenchError(f"eval.rope_factor must be at least 1{'' if factor < 1 else ' and finite'} (or null), "
+                            f"got {factor:g}")
     seen: dict[str, Variant] = {}
     for v in requested(eval_cfg):  # each variant's Params.check ran when it was made
         suffix = v.suffix()  # also what a row's name is made of: renders, or refuses, here

@@ -25,6 +25,7 @@ from typing import Optional
 import torch
 
 from posbench.core.errors import PosbenchError
+from posbench.core.params import at_least, param, positive
 from posbench.evaluation.variants import register
 from posbench.evaluation.variants.extender import RotaryExtender
 
@@ -33,9 +34,8 @@ from posbench.evaluation.variants.extender import RotaryExtender
 class DualChunkAttention(RotaryExtender):
     @dataclass
     class Params:
-        ZERO_OK = ("local_window",)
-        chunk_size: Optional[int] = None  # None: 3 train_len / 4
-        local_window: Optional[int] = None  # None: train_len / 8
+        chunk_size: Optional[int] = param(None, positive)  # None: 3 train_len / 4
+        local_window: Optional[int] = param(None, at_least(0))  # None: train_len / 8
         mscale: bool = True  # the reference's 0.05 ln s + 1 on q and k
 
         def check(self) -> None:

@@ -20,6 +20,7 @@ from typing import Optional
 
 from posbench.attention.options import AttentionOptions
 from posbench.attention.temperatures import floor_log_scale
+from posbench.core.params import param, positive
 from posbench.evaluation.variants import register
 from posbench.evaluation.variants.base import RowTemperature
 
@@ -30,8 +31,8 @@ class FloorLog(RowTemperature):
 
     @dataclass
     class Params:
-        beta: float = 0.1
-        floor_scale: Optional[int] = None  # null: train_len
+        beta: float = param(0.1, positive)
+        floor_scale: Optional[int] = param(None, positive)  # null: train_len
 
     def suffix(self) -> str:
         p = self.params

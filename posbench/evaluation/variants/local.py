@@ -17,6 +17,7 @@ from typing import Optional
 from posbench.attention.kernels import Window
 from posbench.attention.options import AttentionOptions
 from posbench.core.errors import PosbenchError
+from posbench.core.params import param, positive
 from posbench.evaluation.variants import register
 from posbench.evaluation.variants.base import Variant
 
@@ -28,7 +29,7 @@ class LocalWindow(Variant):
     @dataclass
     class Params:
         kind: str = "sliding"
-        size: Optional[int] = None  # null: train_len
+        size: Optional[int] = param(None, positive)  # null: train_len
 
         def check(self) -> None:
             if self.kind not in Window.KINDS:

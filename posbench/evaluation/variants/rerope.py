@@ -22,6 +22,7 @@ from typing import Optional
 import torch
 
 from posbench.core.errors import PosbenchError
+from posbench.core.params import param, positive
 from posbench.evaluation.variants import register
 from posbench.evaluation.variants.extender import RotaryExtender
 
@@ -30,7 +31,7 @@ from posbench.evaluation.variants.extender import RotaryExtender
 class ReRoPE(RotaryExtender):
     @dataclass
     class Params:
-        window: Optional[int] = None  # w; None: train_len // 4
+        window: Optional[int] = param(None, positive)  # w; None: train_len // 4
         logn: bool = True  # the reference's log-n scaling of queries past the training length
 
         def check(self) -> None:

@@ -9,6 +9,8 @@ from typing import Optional
 from posbench.attention.options import AttentionOptions
 from posbench.attention.rope_scalings import ROPE_SCALINGS, evaluable_scalings
 from posbench.core.errors import PosbenchError
+from posbench.core.params import param, positive
+from posbench.core.registry import plugin_code
 from posbench.evaluation.variants import register
 from posbench.evaluation.variants.base import Variant
 
@@ -21,7 +23,7 @@ class RopeScalingVariant(Variant):
     @dataclass
     class Params:
         type: str = "yarn"
-        factor: Optional[float] = None  # static types: s at every length (None only for a dynamic type)
+        factor: Optional[float] = param(None, positive)  # static types: s at every length (None only for a dynamic type)
 
         def check(self) -> None:
             kind = ROPE_SCALINGS.find(self.type)
@@ -30,7 +32,8 @@ class RopeScalingVariant(Variant):
             if not kind.dynamic:
                 if self.factor is None:
                     raise PosbenchError(f"RoPE scaling {self.type} is static: give its factor (eval.rope_factor)")
-                kind.validate(self.factor)
+                with plugin_code("RoPE scaling", self.type, getattr(kind.validate, "__module__", None), "checking its factor"):
+                    kind.validate(self.factor)
 
     @property
     def colour(self) -> str | None:

@@ -24,6 +24,7 @@ from typing import Optional
 import torch
 
 from posbench.core.errors import PosbenchError
+from posbench.core.params import param, positive
 from posbench.evaluation.variants import register
 from posbench.evaluation.variants.extender import RotaryExtender
 
@@ -32,8 +33,8 @@ from posbench.evaluation.variants.extender import RotaryExtender
 class SelfExtend(RotaryExtender):
     @dataclass
     class Params:
-        window: Optional[int] = None  # W, the neighbour window; None: train_len // 4
-        group: Optional[int] = None  # G; None: the smallest with (train_len - W) G + W >= the evaluated length
+        window: Optional[int] = param(None, positive)  # W, the neighbour window; None: train_len // 4
+        group: Optional[int] = param(None, positive)  # G; None: the smallest with (train_len - W) G + W >= the evaluated length
 
         def check(self) -> None:
             for key in ("window", "group"):

@@ -34,6 +34,7 @@ from typing import Optional
 import torch
 
 from posbench.core.errors import PosbenchError
+from posbench.core.params import at_least, param, positive
 from posbench.evaluation.variants import register
 from posbench.evaluation.variants.extender import RotaryExtender
 
@@ -44,9 +45,10 @@ class StreamingLLM(RotaryExtender):
 
     @dataclass
     class Params:
-        ZERO_OK = ("sinks",)  # no sinks: window attention with positions shifted into the cache
-        sinks: int = 4  # S, the reference's start_size (4 in the paper and run_streaming_llama.py)
-        recent: Optional[int] = None  # R, recent_size; None: train_len - sinks - 1
+        # S, the reference's start_size (4 in the paper and run_streaming_llama.py); 0: window attention with
+        # positions shifted into the cache
+        sinks: int = param(4, at_least(0))
+        recent: Optional[int] = param(None, positive)  # R, recent_size; None: train_len - sinks - 1
 
     def suffix(self) -> str:
         p = self.params

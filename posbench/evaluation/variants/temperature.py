@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from posbench.attention.options import AttentionOptions
 from posbench.core.errors import PosbenchError
+from posbench.core.params import at_least, param
 from posbench.evaluation.variants import register
 from posbench.evaluation.variants.base import Variant
 
@@ -20,8 +21,7 @@ class Temperature(Variant):
 
     @dataclass
     class Params:
-        ZERO_OK = ("c",)
-        c: float = 0.1
+        c: float = param(0.1, at_least(0))
 
         def check(self) -> None:
             if not 0 <= self.c <= 10:
