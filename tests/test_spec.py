@@ -1,14 +1,29 @@
-"""Typed settings: one conversion from the composed config, the same checks for both commands,
-frozen values, and saved configs of older runs read through the one migration."""
+"""posbench/spec.py, typed settings: one conversion from the composed config, the same checks for both
+commands, frozen values, saved configs of older runs read through the one migration, and one note
+for the rows only some encodings of a sweep get."""
 
 import dataclasses
 
 import pytest
 
-from posbench.core.settings import hydra_schema
 from posbench.evaluation.settings import EvalConfig
 from posbench.spec import RunSpec
 from posbench.training.trainer import TrainConfig
+
+
+def test_a_sweep_mixing_encodings_gets_one_note_for_the_rows_some_do_not_get(compose, caplog, tmp_path, monkeypatch):
+    import logging
+
+    from posbench.spec import check_variant_rows
+
+    monkeypatch.chdir(tmp_path)
+    specs = [compose("model=tiny", f"encoding={e}", "eval.rope_scaling=[yarn,linear]", "eval.temperature=[0.1]")
+             for e in ("rope", "alibi", "nope", "rope")]
+    with caplog.at_level(logging.WARNING, logger="posbench"):
+        check_variant_rows(specs)  # not refused: rope gets the rows
+    assert [r.getMessage() for r in caplog.records] == [
+        "note: eval.rope_scaling=[yarn,linear] adds rows for rope only; alibi, nope get no such rows"]
+
 
 TINY = ["model=tiny", "train=smoke", "train_len=16"]
 
@@ -35,13 +50,6 @@ def test_settings_are_frozen_and_typed(compose, tmp_path):
     with pytest.raises(dataclasses.FrozenInstanceError):
         spec.train.lr = 1.0
     assert spec.encoding.params.base == 10000.0  # rope's Params, typed
-
-
-def test_hydra_schemas_are_derived_from_the_settings_classes():
-    """One place for fields and defaults: Hydra's mutable twin has the settings class's own."""
-    for cls in (TrainConfig, EvalConfig):
-        twin = hydra_schema(cls)()
-        assert dataclasses.asdict(twin) == dataclasses.asdict(cls())
 
 
 def test_a_config_saved_before_tasks_and_extend_reads_as_language_modelling(compose, tmp_path):

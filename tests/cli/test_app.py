@@ -1,108 +1,39 @@
-"""The command lines' rough edges a new user meets: hints that keep Hydra's advice in one line,
-``--version`` everywhere, Ctrl-C at any moment, and what each command prints where."""
+"""What each command prints where (posbench/cli/app.py, train.py, evaluate.py): one result line per
+run on stdout, an aligned table of new records, progress as log lines in a pipe, and refusals that
+leave nothing behind."""
 
-import os
 import re
-import signal
-import subprocess
-import sys
-import time
 
 import pytest
-from conftest import cli, tree
 
 from posbench.cli.console import report
+from tests.conftest import cli, tree
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-@pytest.fixture
-def here(tmp_path, cache_dir, monkeypatch):
-    """A working folder that must stay empty: a refused command writes nothing."""
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+SMALL = ["model=tiny", "train_len=16", "train.batch_size=4", "train.warmup_steps=2", "train.log_every=5",
+         "train.val_every=20", "train.val_batches=1", "eval.multiples=[1,2]", "eval.scored_tokens=128", "data=local"]
 
 
-# -- one line, with the fix ------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("program, argv, expected", [
-    ("train", ["encoding=rope,alibi"], "encoding=rope,alibi gives several values: add -m to run one job for each "
-                                       "(posbench-train -m encoding=rope,alibi)"),
-    ("train", ["eval.multiples=1,2"], "eval.multiples=1,2 gives several values: add -m to run one job for each "
-                                      "(posbench-train -m eval.multiples=1,2); for a list value write eval.multiples=[1,2]"),
-    ("eval", ["runs/abc"], "cannot parse override 'runs/abc': name the run as run_dir=runs/abc"),
-    ("train", ["encoding=ALiBi"], "unknown encoding 'ALiBi' (did you mean alibi?); valid: "),
-    ("train", ["model=tny"], "unknown model 'tny' (did you mean tiny?); valid: base, medium, small, tiny"),
-    ("train", ["encoding=zzz"], "unknown encoding 'zzz'; valid: alibi, "),
-])
-def test_errors_keep_the_fix_in_their_one_line(entry, here, program, argv, expected):
-    code, err = entry(program, *argv)
-    assert code == 2 and len(err.strip().splitlines()) == 1, err
-    assert err.startswith(f"posbench: error: {expected}"), err
-    assert tree(here) == []
-
-
-def test_did_you_mean_is_case_insensitive_and_quiet_without_a_close_name():
-    from posbench.core.suggest import did_you_mean
-
-    assert did_you_mean("ALiBi", ["alibi", "rope"]) == " (did you mean alibi?)"
-    assert did_you_mean("ROPE", ["alibi", "rope", "p_rope"]) == " (did you mean rope or p_rope?)"
-    assert did_you_mean("zzz", ["alibi", "rope"]) == ""
-
-
-@pytest.mark.parametrize("entry_point", ["train", "evaluate", "report"])
-def test_every_command_has_version(entry_point, monkeypatch, capsys):
-    from posbench import __version__, console
-
-    monkeypatch.setattr(sys, "argv", [f"posbench-{entry_point}", "--version"])
-    with pytest.raises(SystemExit) as exc:
-        getattr(console, entry_point)()
-    assert exc.value.code == 0
-    assert capsys.readouterr().out.startswith(f"posbench {__version__} (torch ")
-
-
-def test_console_scripts_are_the_thin_entries():
-    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
-
-    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
-        scripts = tomllib.load(f)["project"]["scripts"]
-    assert scripts == {"posbench-train": "posbench.cli.console:train", "posbench-eval": "posbench.cli.console:evaluate",
-                       "posbench.cli.report": "posbench.cli.console:report"}
-
-
-# -- Ctrl-C at any moment --------------------------------------------------------------------------
-
-
-def test_ctrl_c_while_the_command_imports_is_one_line_and_130(monkeypatch, capsys):
-    from posbench.cli import console
-
-    def interrupted(name):
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(console, "import_module", interrupted)
-    with pytest.raises(SystemExit) as exc:
-        console.train()
-    assert exc.value.code == 130
-    assert capsys.readouterr().err.startswith("posbench: interrupted;")
-
-
-def test_ctrl_c_in_the_first_second_through_a_real_interpreter(tmp_path, cache_dir):
-    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    # SIGINT at its default in the child: a shell without job control (CI, nohup, a background job)
-    # starts its children with SIGINT ignored, and Python then never raises KeyboardInterrupt
-    proc = subprocess.Popen([sys.executable, "-c", "from posbench.cli.console import train; train()", "encoding=rope",
-                             "train=smoke", "model=tiny"],
-                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    time.sleep(0.4)  # the interpreter is up; torch and Hydra are still loading
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, err
-    assert err.strip().splitlines() == [err.strip()] and err.startswith("posbench: interrupted;"), err
+def test_a_sweep_on_a_pipe_keeps_stdout_for_results_and_says_each_thing_once(tmp_path, cache_dir):
+    """Hydra's lines go to stderr with the rest; no progress bars in a pipe; the non-UTF-8 share
+    is told once per command (not once per load of the corpus); each run names its directory."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(6):
+        (docs / f"text{i}.txt").write_text("plain text, and more of it. " * 120)
+    (docs / "blob.txt").write_bytes(bytes(range(128, 256)) * 20)
+    proc = cli("posbench.cli.train", "-m", "seed=0,1", *SMALL, "train.steps=2", f"data.path={docs}", f"runs_dir={tmp_path / 'runs'}")
+    # stdout: one result line per run (run id, status, scores, directory), nothing else
+    assert sorted(line.split()[0] for line in proc.stdout.splitlines()) == sorted(
+        p.name for p in (tmp_path / "runs").iterdir() if not p.name.startswith("."))
+    assert "[HYDRA] Launching 2 jobs locally" in proc.stderr
+    assert proc.stderr.count("are not UTF-8 text") == 1
+    assert "step/s" not in proc.stderr and "tok/s" not in proc.stderr and "\r" not in proc.stderr
+    dirs = [line.split("run directory: ")[1] for line in proc.stderr.splitlines() if "run directory: " in line]
+    assert sorted(dirs) == sorted(str(p) for p in (tmp_path / "runs").iterdir() if not p.name.startswith("."))
 
 
 # -- what each command prints where ----------------------------------------------------------------
+
 
 TINY = ["model=tiny", "train=smoke", "train.steps=4", "train_len=16", "eval.multiples=[1,2]", "eval.scored_tokens=256",
         "data=local"]
@@ -143,61 +74,6 @@ def test_eval_again_scores_only_what_is_new_and_prints_one_aligned_table(run_cop
     more = cli("posbench.cli.evaluate", f"run_dir={run_copy}", "eval.multiples=[1,2,4]", "eval.scored_tokens=256", cwd=tmp_path)
     assert f"{run_copy.name}: already have 4 records; scoring 2 new" in more.stderr
     assert len(more.stdout.strip().splitlines()) == 7
-
-
-def test_records_table_aligns_long_names_and_undefined_lengths():
-    from posbench.jobs.records_table import records_table
-
-    recs = [{"variant": "rope+dynamic_ntk", "protocol": "sliding", "length": 16, "multiple": 1.0, "ppl": 4.5,
-             "tokens_scored": 256},
-            {"variant": "learned", "protocol": "nonoverlapping", "length": 256, "multiple": 16.0, "ppl": None,
-             "reason": "past its table", "tokens_scored": 0}]
-    lines = records_table(recs, []).splitlines()
-    assert lines == ["variant           protocol        length  multiple                   ppl  tokens",
-                     "rope+dynamic_ntk  sliding             16        1x                 4.500     256",
-                     "learned           nonoverlapping     256       16x  n/d (past its table)       0"]
-
-
-# -- progress where stderr is not a terminal -------------------------------------------------------
-
-
-def test_plain_progress_every_tenth_or_every_30_seconds(caplog):
-    import logging
-
-    from posbench.core.progress import PlainProgress
-
-    now = [0.0]
-    bar = PlainProgress(range(100), total=100, desc="train rope L=64", unit="step", clock=lambda: now[0])
-    with caplog.at_level(logging.INFO, logger="posbench"):
-        for step in bar:
-            now[0] += 0.1
-            bar.set_postfix(loss=f"{2 - step / 100:.3f}", tok_s="1,000")
-    lines = [r.getMessage() for r in caplog.records]
-    assert len(lines) == 10 and lines[0].startswith("train rope L=64: step 10/100 (10%), loss 1.910, 1,000 tokens/s, ETA 0:00:09")
-    assert lines[-1] == "train rope L=64: step 100/100 (100%), loss 1.010, 1,000 tokens/s"
-    caplog.clear()
-    slow = PlainProgress(total=1000, desc="eval", unit="tok", clock=lambda: now[0])
-    with caplog.at_level(logging.INFO, logger="posbench"):
-        for _ in range(3):
-            now[0] += 31  # under a tenth each time, but 30 s have passed
-            slow.update(1)
-        slow.set_description("eval rope L=128")
-    assert [r.getMessage() for r in caplog.records] == [
-        "eval: tokens 1/1,000 (0%), ETA 8:36:09", "eval: tokens 2/1,000 (0%), ETA 8:35:38",
-        "eval: tokens 3/1,000 (0%), ETA 8:35:07",
-        "eval rope L=128: starting (0% of 1,000 tokens done)"]
-
-
-def test_progress_is_a_bar_on_a_terminal_and_lines_elsewhere(monkeypatch):
-    from tqdm.auto import tqdm
-
-    from posbench.core.progress import PlainProgress, progress
-
-    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
-    assert isinstance(progress(range(3), total=3), tqdm)
-    monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
-    assert isinstance(progress(range(3), total=3), PlainProgress)
-    assert isinstance(progress(range(3), total=3, enabled=False), tqdm)  # disabled: tqdm's no-op
 
 
 def test_a_command_in_a_pipe_logs_training_and_each_evaluation_length(tiny_run):

@@ -1,17 +1,44 @@
-"""Bad input: one line naming the value and what is valid, exit status 2, and nothing written (no
-run directory, no Hydra folder, no cache entry). Most cases run the entry point in this process
-(fast); a few go through a real interpreter to prove the console behaviour."""
+"""Bad input: one line naming the value and what is valid (with the fix where there is one), exit
+status 2, and nothing written (no run directory, no Hydra folder, no cache entry). Most cases run the
+entry point in this process (fast); a few go through a real interpreter to prove the console behaviour."""
 
 import json
 import os
 
 import pytest
-from conftest import cli, tree
 
 from posbench.cli.config import group_options
-from posbench.core.errors import PosbenchError
 from posbench.evaluation.protocols import PROTOCOLS
 from posbench.evaluation.variants.rope_scaling import evaluable_scalings
+from tests.conftest import cli, tree
+
+
+@pytest.fixture
+def here(tmp_path, cache_dir, monkeypatch):
+    """A working folder that must stay empty: a refused command writes nothing."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+# -- one line, with the fix ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("program, argv, expected", [
+    ("train", ["encoding=rope,alibi"], "encoding=rope,alibi gives several values: add -m to run one job for each "
+                                       "(posbench-train -m encoding=rope,alibi)"),
+    ("train", ["eval.multiples=1,2"], "eval.multiples=1,2 gives several values: add -m to run one job for each "
+                                      "(posbench-train -m eval.multiples=1,2); for a list value write eval.multiples=[1,2]"),
+    ("eval", ["runs/abc"], "cannot parse override 'runs/abc': name the run as run_dir=runs/abc"),
+    ("train", ["encoding=ALiBi"], "unknown encoding 'ALiBi' (did you mean alibi?); valid: "),
+    ("train", ["model=tny"], "unknown model 'tny' (did you mean tiny?); valid: base, medium, small, tiny"),
+    ("train", ["encoding=zzz"], "unknown encoding 'zzz'; valid: alibi, "),
+])
+def test_errors_keep_the_fix_in_their_one_line(entry, here, program, argv, expected):
+    code, err = entry(program, *argv)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"posbench: error: {expected}"), err
+    assert tree(here) == []
+
 
 TINY = ["model=tiny", "train=smoke", "train_len=16", "eval.multiples=[1,2]", "eval.scored_tokens=256"]
 
@@ -73,7 +100,7 @@ TRAIN_CASES = [
     ("attention=fast", "unknown attention 'fast'; valid: auto, flex, chunked"),
     ("logger.mode=onlin", "unknown logger.mode 'onlin'; valid: offline, online, disabled"),
     ("data.doc_separator=ab", "data.doc_separator must be one byte (or empty), got 'ab'"),
-    # the tokenizer (tests/test_tokenizers.py has the rest)
+    # the tokenizer (tests/data/test_tokenizer.py has the rest)
     ("data/tokenizer=bpe model.vocab_size=256", "model.vocab_size=256 contradicts the tokenizer: data.tokenizer=bpe1024 "
      "has 1024 tokens; leave model.vocab_size unset (null: the tokenizer's) or set it to 1024"),
     ("data.tokenizer.kind=wordpiece", "unknown data.tokenizer.kind 'wordpiece'; valid: byte, bpe, file, hub"),
@@ -271,26 +298,6 @@ def test_malformed_but_loadable_checkpoint_is_one_line(entry, trained_run, tmp_p
     assert (trained_run / "metrics.json").read_text() == metrics
 
 
-def test_truncated_or_foreign_checkpoints_are_refused_without_unpickling(tmp_path):
-    import collections
-
-    import torch
-
-    from posbench.store.rundir import load_checkpoint
-
-    (tmp_path / "checkpoint.pt").write_bytes(b"PK\x03\x04 not really")
-    with pytest.raises(PosbenchError, match="truncated or not a posbench checkpoint"):
-        load_checkpoint(tmp_path)
-    with pytest.raises(PosbenchError, match="no checkpoint"):
-        load_checkpoint(tmp_path / "missing")
-    torch.save({"weights": torch.zeros(2)}, tmp_path / "checkpoint.pt")
-    with pytest.raises(PosbenchError, match="not a posbench checkpoint"):
-        load_checkpoint(tmp_path)
-    torch.save(collections.Counter(a=1), tmp_path / "checkpoint.pt")  # weights_only refuses to build it
-    with pytest.raises(PosbenchError, match="not a posbench checkpoint"):
-        load_checkpoint(tmp_path)
-
-
 # -- through a real interpreter ---------------------------------------------------------------------
 
 
@@ -323,61 +330,3 @@ def test_unwritable_home_is_one_line(tmp_path, text_corpus):
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert proc.stderr.strip() == (f"posbench: error: cannot write the token cache in '{home}/.cache/posbench' "
                                    "(Not a directory); set data.cache_dir to a writable folder")
-
-
-# -- --help and --version: posbench's own pages ------------------------------------------------------
-
-
-@pytest.mark.parametrize("program", ["train", "eval"])
-def test_help_and_version_are_posbench_s(program, monkeypatch, capsys, cache_dir, tmp_path):
-    import importlib
-    import sys
-
-    import torch
-
-    from posbench import __version__
-
-    monkeypatch.chdir(tmp_path)
-    module = importlib.import_module({"train": "posbench.cli.train", "eval": "posbench.cli.evaluate"}[program])
-
-    def run(*argv) -> tuple[int, str]:
-        monkeypatch.setattr(sys, "argv", [f"posbench-{program}", *argv])
-        capsys.readouterr()
-        with pytest.raises(SystemExit) as exc:
-            module.main()
-        return exc.value.code, capsys.readouterr().out
-
-    code, out = run("--version")
-    assert code == 0 and out.startswith(f"posbench {__version__} (torch {torch.__version__}, Python ") and "device: " in out
-    code, out = run("--help")
-    assert code == 0 and out.startswith(f"posbench-{program}: ") and "Hydra" not in out.splitlines()[0]
-    assert "examples:" in out and "docs/" in out and "eval.multiples=[1,2,4,8,16]" in out  # EvalConfig's default
-    if program == "train":
-        assert "train.steps=600" in out and "encoding        rope;" in out and "model           small;" in out
-    else:  # the config groups of posbench-train are not posbench-eval's
-        assert "encoding" not in out and "experiment" not in out and "run_dir=<required>" in out
-    assert os.listdir(tmp_path) == []
-    # Hydra's own pages stay (through an interpreter of its own: Hydra configures this process's logging)
-    proc = cli({"train": "posbench.cli.train", "eval": "posbench.cli.evaluate"}[program], "--hydra-help", cwd=tmp_path)
-    assert proc.stdout.startswith("Hydra (")
-
-
-def test_help_s_defaults_are_the_settings_classes_own():
-    from posbench.cli.help import help_text
-    from posbench.training.trainer import TrainConfig
-
-    assert f"train.lr={TrainConfig().lr:g}" in help_text("config")
-
-
-def test_a_sweep_mixing_encodings_gets_one_note_for_the_rows_some_do_not_get(compose, caplog, tmp_path, monkeypatch):
-    import logging
-
-    from posbench.spec import check_variant_rows
-
-    monkeypatch.chdir(tmp_path)
-    specs = [compose("model=tiny", f"encoding={e}", "eval.rope_scaling=[yarn,linear]", "eval.temperature=[0.1]")
-             for e in ("rope", "alibi", "nope", "rope")]
-    with caplog.at_level(logging.WARNING, logger="posbench"):
-        check_variant_rows(specs)  # not refused: rope gets the rows
-    assert [r.getMessage() for r in caplog.records] == [
-        "note: eval.rope_scaling=[yarn,linear] adds rows for rope only; alibi, nope get no such rows"]

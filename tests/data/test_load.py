@@ -1,15 +1,40 @@
-"""Corpus loading: the embedded default, local text, and the hub code path on a local dataset."""
+"""Corpus loading (posbench/data/load.py, posbench/data/corpus.py): the embedded default, local text,
+the hub code path on a local dataset, the cache keyed on content, and binary input."""
 
 import json
+import logging
 import time
 
 import numpy as np
 import pytest
 
 from posbench.core.errors import PosbenchError
-from posbench.data.batches import sample_batch
 from posbench.data.corpus import DataConfig, is_validation_document, list_documents
 from posbench.data.load import load_corpus
+
+
+def test_the_corpus_cache_is_keyed_on_content(tmp_path, cache_dir):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(30):
+        (docs / f"d{i}.txt").write_text(f"document {i} " * 50)
+    cfg = DataConfig(name="edit", source="local", path=str(docs), cache_dir=str(cache_dir), val_fraction=0.2)
+    a = load_corpus(cfg)
+    (docs / "d0.txt").write_text((docs / "d0.txt").read_text().replace("document", "DOCUMENT"))  # same size
+    b = load_corpus(cfg)
+    assert a.fingerprint["bytes"] == b.fingerprint["bytes"] and a.fingerprint["hash"] != b.fingerprint["hash"]
+    assert b"DOCUMENT" in bytes(np.concatenate([b.train, b.val])) and b"DOCUMENT" not in bytes(np.concatenate([a.train, a.val]))
+
+
+def test_binary_files_are_read_with_a_warning_naming_the_share(tmp_path, cache_dir, caplog):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "text.txt").write_text("plain text " * 300)
+    (docs / "blob.txt").write_bytes(bytes(range(128, 256)) * 20)  # 2560 bytes that are not UTF-8
+    with caplog.at_level(logging.WARNING, logger="posbench"):
+        load_corpus(DataConfig(name="bin", source="local", path=str(docs), cache_dir=str(cache_dir)))
+    (msg,) = [r.getMessage() for r in caplog.records if "not UTF-8" in r.getMessage()]
+    assert msg.startswith(f"43.69% of the bytes under {docs} are not UTF-8 text (2560 bytes: binary files?)")
 
 
 def data_cfg(cache_dir, **kw):
@@ -75,15 +100,6 @@ def test_missing_and_empty_local_corpora_are_clear_errors(tmp_path, cache_dir):
     (tmp_path / "empty").mkdir()
     with pytest.raises(PosbenchError, match="no documents"):
         load_corpus(data_cfg(cache_dir, name="x", source="local", path=str(tmp_path / "empty")))
-
-
-def test_batches_depend_only_on_seed_and_step():
-    tokens = np.arange(1000, dtype=np.uint8)
-    x1, y1 = sample_batch(tokens, 4, 16, seed=3, step=7)
-    x2, y2 = sample_batch(tokens, 4, 16, seed=3, step=7)
-    x3, _ = sample_batch(tokens, 4, 16, seed=3, step=8)
-    assert x1.equal(x2) and y1.equal(y2) and not x1.equal(x3)
-    assert y1[:, :-1].equal(x1[:, 1:])  # targets are inputs shifted by one
 
 
 def test_a_folder_whose_only_file_hashes_to_validation_still_splits(tmp_path, cache_dir):

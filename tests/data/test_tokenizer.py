@@ -1,5 +1,6 @@
-"""data.tokenizer: a byte-level BPE trained offline and cached, a tokenizer.json that changed, the
-scored text in bytes whatever the tokenizer, bits per byte, refusals, and the whole spine with BPE."""
+"""data.tokenizer (posbench/data/tokenizer.py): a byte-level BPE trained offline and cached, a
+tokenizer.json that changed, the scored text in bytes whatever the tokenizer, bits per byte,
+refusals, and the whole spine with BPE."""
 
 import json
 import math
@@ -8,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import cli, write_text_corpus
 
 from posbench.core.errors import PosbenchError
 from posbench.data import tokenizer as tokenizers
@@ -18,6 +18,7 @@ from posbench.data.tokenizer import TokenizerConfig
 from posbench.evaluation.scored_text import scored_stream
 from posbench.evaluation.settings import EvalConfig
 from posbench.evaluation.windows import stream_segments
+from tests.conftest import cli, write_text_corpus
 
 VOCAB = 300  # the test corpus holds about a hundred merges' worth of words and numbers
 
@@ -136,13 +137,6 @@ def test_every_tokenizer_option_composes(compose, tmp_path):
     assert compose("data/tokenizer=file", f"data.tokenizer.path={mine}").model.vocab_size == 260
 
 
-def test_byte_runs_keep_their_ids_and_bpe_runs_get_their_own(compose):
-    byte, bpe = compose("model=tiny"), compose("model=tiny", "data/tokenizer=bpe")
-    assert "tokenizer" not in json.dumps(__import__("posbench.store.rundir").results.run_identity(byte.resolved())["data"])
-    assert bpe.run_id.startswith("rope_tiny_L64_s0_bpe1024_") and bpe.run_id != byte.run_id
-    assert byte.resolved()["model"]["vocab_size"] == 256  # what byte runs always saved
-
-
 def test_train_eval_report_with_bpe_end_to_end(corpus_dir, tmp_path):
     """A byte and a BPE run on one token set (segments given in bytes), evaluated again at a new
     length, and the report."""
@@ -172,14 +166,3 @@ def test_train_eval_report_with_bpe_end_to_end(corpus_dir, tmp_path):
     cli("posbench.cli.report", str(runs), "--out", str(out))
     md = (out / "report.md").read_text()
     assert "tiny/bpe300" in md and "bits per byte" in md
-
-
-def test_the_tokenizers_preset_pairs_each_tokenizer_with_its_steps(cache_dir):
-    from posbench.cli.app import compose_jobs
-    from posbench.cli.config import to_spec
-
-    specs = [to_spec(c) for c in compose_jobs("config", ["experiment=tokenizers"], multirun=True)]
-    arms = {(s.data.tokenizer.label, s.train.steps, s.model.vocab_size) for s in specs}
-    assert arms == {("byte", 1000, 256), ("bpe1024", 386, 1024)}
-    assert {s.encoding.name for s in specs} == {"nope", "rope", "alibi", "t5", "kerple_log", "fire", "fox"}
-    assert all(s.eval.variants == ["local"] and s.train_len == 64 for s in specs)

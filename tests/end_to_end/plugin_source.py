@@ -1,4 +1,4 @@
-"""The source of a plug-in package that tests install outside the repository (tests/test_plugins.py):
+"""The source of a plug-in package that tests install outside the repository (tests/end_to_end/test_plugins.py):
 an encoding, an evaluation variant and a task, written as a user would, against posbench's public
 interfaces only. It is never imported from here; test_plugins.py copies this text into packages."""
 

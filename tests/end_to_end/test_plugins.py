@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import cli
+
+from tests.conftest import cli
 
 SOURCE = Path(__file__).with_name("plugin_source.py")
 SMOKE = ["model=tiny", "train=smoke", "train.steps=6", "eval.multiples=[1,2]", "eval.protocols=[nonoverlapping]",
@@ -111,7 +112,7 @@ def test_an_unknown_plugin_is_one_line(tmp_path, text_corpus):
 @pytest.mark.slow
 def test_a_non_editable_install_runs_a_sweep_and_the_report(tmp_path, text_corpus, cache_dir):
     """``pip install .`` (no editable link to the repository): the configs ship inside the package."""
-    repo = Path(__file__).resolve().parent.parent
+    repo = Path(__file__).resolve().parents[2]
     target = tmp_path / "installed"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target",
                     str(target), str(repo)], check=True, capture_output=True, text=True)

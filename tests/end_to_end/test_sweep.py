@@ -6,7 +6,8 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import ENCODINGS, cli
+
+from tests.conftest import ENCODINGS, cli
 
 
 def train_cmd(*overrides):
@@ -126,12 +127,12 @@ def test_wandb_logger_runs_offline_without_login(tmp_path, text_corpus, cache_di
     assert len(logged) == 4, logged  # the report's figures went into the offline run
 
 
-PRESETS = sorted(p.stem for p in (__import__("pathlib").Path(__file__).parent.parent / "conf" / "experiment").glob("*.yaml"))
+PRESETS = sorted(p.stem for p in (__import__("pathlib").Path(__file__).parents[2] / "conf" / "experiment").glob("*.yaml"))
 
 
 # what a preset needs to run in a few seconds on the test corpus: passkey needs windows of 21 tokens
 # or more; the extension preset's LongRoPE rows need factors searched for the model (the committed
-# table holds train_len 64 only: tests/test_rope_family.py tests LongRoPE on a table of its own); for time,
+# table holds train_len 64 only: tests/attention/test_longrope.py tests LongRoPE on a table of its own); for time,
 # its 20 kinds are cut to one of each sort (a RoPE scaling, llama3, PoSE, DroPE, plain continuation, the
 # control, a from-scratch run), its fine-tunes to 0 and 2 steps, one seed, and its scored segment to what
 # the test corpus's documents hold

@@ -1,8 +1,8 @@
-"""Warmup-stable-decay and budget branches: a branch is the run of its budget, bit for bit; the trunk
-trains once; kill -9 anywhere changes nothing; bad budgets are refused before anything is written."""
+"""Warmup-stable-decay and budget branches (posbench/jobs/branches.py): a branch is the run of its
+budget, bit for bit; the trunk trains once; kill -9 anywhere changes nothing; bad budgets are
+refused before anything is written."""
 
 import json
-import math
 import os
 import signal
 import subprocess
@@ -11,10 +11,9 @@ import time
 
 import pytest
 import torch
-from conftest import tree
 
-from posbench.training.schedules import cooldown_start, lr_factor
-from posbench.training.trainer import TrainConfig
+from posbench.training.schedules import cooldown_start
+from tests.conftest import tree
 
 # 0.3 of 20 and of 36 steps: cool-downs of 6 and 10 steps, branch points 14 and 26 (one not on a
 # log or checkpoint step); probes at fractions of each budget fall in the trunk and in the branch
@@ -22,6 +21,8 @@ COMMON = ["model=tiny", "train_len=16", "train.batch_size=4", "train.warmup_step
           "train.val_every=8", "train.val_batches=1", "train.checkpoint_every=5", "train.schedule=wsd",
           "train.cooldown=0.3", "train.cooldown_shape=1-sqrt", "eval.multiples=[1,2]", "eval.scored_tokens=128",
           "eval.protocols=[nonoverlapping]", "eval.during_training=[0.25,0.5,1.0]", "data=local"]
+
+
 KEYS = ("evaluations", "during_training", "final_train_loss", "final_val_loss", "train_steps", "train_tokens", "status")
 
 
@@ -109,6 +110,7 @@ def test_a_budget_added_later_extends_the_trunk_from_its_last_snapshot(compose, 
 
 # -- kill -9 during the trunk and during a branch ---------------------------------------------------
 
+
 KILL = ["model=small", "train_len=32", "train.batch_size=16", "train.warmup_steps=10", "train.log_every=5",
         "train.val_every=40", "train.val_batches=2", "train.checkpoint_every=10", "train.schedule=wsd",
         "train.cooldown=0.5", "train.budgets=[40,80]", "eval.multiples=[1,2]", "eval.scored_tokens=256",
@@ -156,50 +158,8 @@ def test_kill_minus_nine_in_the_trunk_and_in_a_branch_gives_identical_runs(tmp_p
         assert not (killed / name / "resume.pt").exists()
 
 
-# -- the schedule ---------------------------------------------------------------------------------
-
-
-def reference_wsd(step, n_iterations, fract_decay, decay_type):
-    """epfml/schedules-and-scaling src/optim/utils.py wsd_schedule after its warm-up, final_lr_factor 0."""
-    n_anneal_steps = int(fract_decay * n_iterations)
-    n_hold = n_iterations - n_anneal_steps
-    if step < n_hold:
-        return 1.0
-    frac = (step - n_hold) / n_anneal_steps
-    return 1 - (frac if decay_type == "linear" else math.sqrt(frac))
-
-
-@pytest.mark.parametrize("shape", ["linear", "1-sqrt"])
-def test_wsd_is_the_references_schedule_after_the_warm_up(shape):
-    tc = TrainConfig(schedule="wsd", steps=600, warmup_steps=50, cooldown=0.2, cooldown_shape=shape)
-    assert [lr_factor(s, tc) for s in range(50, 600)] == [reference_wsd(s, 600, 0.2, shape) for s in range(50, 600)]
-    assert lr_factor(479, tc) == lr_factor(480, tc) == 1.0 and 0 < lr_factor(599, tc) < 0.3
-    assert [lr_factor(s, tc) for s in range(50)] == [(s + 1) / 50 for s in range(50)]
-
-
-def test_cooldown_rounding_ignores_float_noise():
-    assert cooldown_start(0.29, 100) == 71  # 0.29 x 100 is 28.999999999999996 in floats
-    assert [cooldown_start(0.2, b) for b in (600, 1200, 2400, 4800)] == [480, 960, 1920, 3840]
-
-
-def test_cosine_is_unchanged():
-    tc = TrainConfig(steps=100, warmup_steps=10, min_lr_ratio=0.1)
-    assert lr_factor(10, tc) == 1.0 and lr_factor(100, tc) == pytest.approx(0.1)
-    assert lr_factor(55, tc) == pytest.approx(0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * 0.5)))
-
-
-def test_run_ids_of_runs_without_the_new_keys_do_not_change(compose):
-    """Ids computed by the code before ``train.schedule`` existed, for freshly composed configs."""
-    assert compose("encoding=rope").run_id == "rope_small_L64_s0_ebc4180d09"
-    assert compose("encoding=alibi", "model=tiny", "train=smoke", "train_len=16", "seed=3").run_id == \
-        "alibi_tiny_L16_s3_2e023bae71"
-    # a WSD run is another run, and a shape or cool-down another again
-    ids = {compose("encoding=rope", *o).run_id for o in ([], ["train.schedule=wsd"], ["train.schedule=wsd",
-           "train.cooldown_shape=1-sqrt"], ["train.schedule=wsd", "train.cooldown=0.1"])}
-    assert len(ids) == 4
-
-
 # -- refused before anything is written -----------------------------------------------------------
+
 
 REFUSED = [
     (["train.schedule=wsd", "train.budgets=[1200,600]"], "train.budgets=[1200, 600] must be increasing, e.g. [600,1200,2400]"),

@@ -16,7 +16,7 @@ import pytest
 
 grimp = pytest.importorskip("grimp", reason="import-linter is in the test extra (pip install -e .[test])")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONTRACT = ROOT / ".importlinter"
 
 

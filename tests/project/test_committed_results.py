@@ -6,7 +6,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-RESULTS = Path(__file__).parent.parent / "results"
+RESULTS = Path(__file__).parents[2] / "results"
 REPORTS = sorted(p.parent for p in RESULTS.glob("*/report.md"))
 
 

@@ -10,9 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import write_text_corpus
+from tests.conftest import write_text_corpus
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 MODULES = {"posbench-train": "posbench.cli.train", "posbench-eval": "posbench.cli.evaluate", "posbench.cli.report": "posbench.cli.report"}
 
 SKIPPED = {  # line (without its comment) -> why it is not run here
@@ -22,7 +22,7 @@ SKIPPED = {  # line (without its comment) -> why it is not run here
     ".venv/bin/pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128": "a CUDA build of torch (GPU)",
     "bash scripts/setup.sh": "installation",
     "posbench-train encoding=mypkg.encodings:LogDistanceBias 'eval.variants=[mypkg.variants:WideWindow]'":
-        "the user's own package (tests/test_plugins.py runs plug-ins named by module:attr)",
+        "the user's own package (tests/end_to_end/test_plugins.py runs plug-ins named by module:attr)",
 }
 
 # replace the value of a key the command sets, else append: small, fast and inside the test's folders

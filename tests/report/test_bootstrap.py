@@ -1,22 +1,73 @@
 """posbench/report/bootstrap.py: intervals and tests that hold their nominal rates for the seeds a
-sweep has, checked by simulation against a known truth.
+sweep has, checked by simulation against a known truth; Holm's correction, the bootstrap p and the
+pairing of rows by seed.
 
 Each simulated cell is scored on D documents of varying length; a document's per-token loss for seed
 s is ``mu + a_s + b_d + c_d + e_sd``: a seed effect (training randomness), a document effect shared by
 every model (some files are harder), a document effect of this row's weights or encoding, and the
-seed-by-document interaction. The truth is ``mu`` (the mean over the population of seeds and text).
-"""
+seed-by-document interaction. The truth is ``mu`` (the mean over the population of seeds and text)."""
 
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from posbench.report import bootstrap
 
+
+def test_holm_matches_the_step_down_definition():
+    from posbench.report.bootstrap import holm
+
+    assert holm([0.01, 0.04, 0.03, 0.5]) == pytest.approx([0.04, 0.09, 0.09, 0.5])
+    assert math.isnan(holm([float("nan"), 0.2])[0]) and holm([float("nan"), 0.2])[1] == pytest.approx(0.2)
+
+
+def test_bootstrap_p_resolves_what_a_large_panel_needs():
+    """The percentile p (with Davison and Hinkley's +1) where the replicates resolve it; beyond them
+    the normal tail, so that a difference far outside every replicate survives Holm over 135
+    comparisons (the modern panel), which 2 / (B + 1) = 0.001 never could."""
+    from scipy.stats import norm
+
+    from posbench.report.bootstrap import bootstrap_p, holm
+
+    rng = np.random.default_rng(0)
+    near = rng.normal(0.1, 0.1, 2000)  # about 16% of the replicates cross zero
+    assert bootstrap_p(near) == pytest.approx(2 * ((near <= 0).sum() + 1) / 2001)
+    far = rng.normal(0.5, 0.1, 2000)  # 5 standard errors: no replicate crosses zero
+    assert (far <= 0).sum() == 0
+    assert bootstrap_p(far) == pytest.approx(2 * norm.sf(far.mean() / far.std(ddof=1)))
+    assert holm([bootstrap_p(far)] + [0.5] * 134)[0] < 0.05
+    assert holm([2 / 2001] + [0.5] * 134)[0] > 0.05  # what the percentile p alone allowed
+    assert bootstrap_p(np.zeros(10)) == 1.0 and math.isnan(bootstrap_p(np.array([np.nan])))
+
+
+def test_comparisons_pair_rows_by_seed_id():
+    """Two rows of a panel are compared on the seeds both have, by id: where a row lacks a seed (a
+    run not finished), the shared seeds pair with each other, not with a neighbour's slot."""
+    from posbench.report import bootstrap
+
+    log_ppl = {("full", 0): 1.0, ("full", 1): 2.0, ("full", 2): 3.0, ("gap", 0): 1.1, ("gap", 2): 3.1}
+    records = pd.DataFrame([{"variant": v, "run_id": f"{v}{s}", "seed": s, "multiple": 1.0, "ppl": float(np.exp(x)),
+                             "token_set": "t", "doc_nats": [10 * x, 10 * x]} for (v, s), x in log_ppl.items()])
+    doc_tokens, draws = bootstrap.panel_text(records, {"t": {"doc_tokens": [10, 10]}}, replicates=400)
+    cells = {v: bootstrap.cell_replicates(g, [1.0], doc_tokens, draws) for v, g in records.groupby("variant")}
+    result = bootstrap.compare(cells["gap"], cells["full"], 0)
+    assert result.seeds == 2  # seeds 0 and 2; the differences are exactly 0.1 on both: no spread, p = 0
+    assert result.p == 0.0 and result.test == bootstrap.SEED_T
+    ratio = bootstrap.pair_ratio_stats(cells["gap"], cells["full"], 0)
+    assert ratio == pytest.approx((math.exp(0.1),) * 3)
+
+
 DOCS = 40
+
+
 TRIALS = 600
+
+
 REPLICATES = 200
+
+
 SCENARIOS = {  # (seed sd, shared document sd, row's own document sd, interaction sd)
     "seeds dominate": (0.05, 0.3, 0.01, 0.01),
     "text dominates": (0.005, 0.3, 0.05, 0.02),

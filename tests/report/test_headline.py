@@ -1,52 +1,13 @@
-"""The report's layout helpers, without a sweep: the renderer's anchors, contents and sort keys,
-the headline table, and the figure layout (panels of few lines, colour-bar ticks apart)."""
+"""posbench/report/headline.py: each encoding beside its verdict, interval, rank and budget; each task
+against its chance row; several panels named by what differs."""
 
 from __future__ import annotations
 
 import math
-import re
 
 import pandas as pd
 
-from posbench.report.document import (
-    Bullets,
-    Contents,
-    Heading,
-    Table,
-    render,
-    slug,
-    sort_key,
-)
-from posbench.report.figure_layout import (
-    MAX_LINES,
-    chunks,
-    distinct_styles,
-    log_colourbar_ticks,
-)
 from posbench.report.headline import lm_headline, task_headline
-
-
-def test_every_heading_gets_a_unique_anchor_and_the_contents_link_them(tmp_path):
-    blocks = [Heading("posbench.cli.report", 1), Contents(), Heading("Summary"), Bullets(["a", "b"], "**lead**"),
-              Heading("Tuned learning rates (lr x lr_mult)"), Heading("Summary")]
-    md, page = render(blocks, tmp_path, "t")
-    ids = re.findall(r'<h\d id="([^"]+)"', page)
-    assert ids == ["posbench.cli.report", "summary", "tuned-learning-rates-lr-x-lr_mult", "summary-1"]
-    assert all(f'href="#{a}"' in page for a in ids[1:]) and "[Summary](#summary-1)" in md
-    assert '<meta name="viewport"' in page and "<script>" in page
-    assert "**lead**\n- a\n- b" in md and "<ul><li>a</li><li>b</li></ul>" in page
-
-
-def test_a_table_scrolls_in_its_own_box_and_sorts_on_the_number_behind_the_text(tmp_path):
-    frame = pd.DataFrame({"variant": ["rope", "alibi"], "1x": ["**5.53 [5.07, 6.02]**", "12.10 [11.0, 13.2] ≈"],
-                          "verdict": ["broken", "flat"]})
-    keys = pd.DataFrame({"verdict": [3.0, 0.0]})
-    page = Table(frame, keys).html(tmp_path)
-    assert page.startswith('<div class="scroll"')
-    assert '<td data-v="5.53"><strong>5.53 [5.07, 6.02]</strong></td>' in page and 'data-v="12.1"' in page
-    assert '<td data-v="3" class="t">broken</td>' in page and '<td class="t">rope</td>' in page  # text: left, by text
-    assert sort_key("n/d") is None and sort_key("1,024") == 1024 and slug("Do the models use far context? Tasks") == \
-        "do-the-models-use-far-context-tasks"
 
 
 def _main_table() -> pd.DataFrame:
@@ -85,23 +46,6 @@ def test_the_task_headline_reads_each_task_against_its_chance_row():
     shown, keys, classes = task_headline(table, pd.DataFrame())
     assert list(shown["encoding"]) == ["alibi", "rope", "chance (no retrieval)"] and classes[-1] == "control"
     assert shown.iloc[0]["4x accuracy % [95%]"] == "60 [55, 65]" and shown.iloc[2]["1x accuracy % [95%]"] == "0"
-
-
-def test_figure_panels_hold_few_lines_that_never_look_alike():
-    parts = chunks([f"rope+s{i}" for i in range(19)])
-    assert [len(p) for p in parts] == [7, 6, 6] and max(len(p) for p in parts) <= MAX_LINES
-    styles = distinct_styles({"alibi": ("#d62728", "-"), "x": ("#393b79", "-"), "y": ("#393b79", "-"), "z": ("#393b79", "-")})
-    assert len(set(styles.values())) == 4 and styles["alibi"] == ("#d62728", "-") and styles["y"] == ("#393b79", "--")
-
-
-def test_colour_bar_ticks_keep_apart():
-    """Today's quick report had ticks 0.9, 0.95, 1, 1.05, 1.1 on a bar from 0.29 to 3.46: printed on top
-    of each other. Ticks now keep at least a seventh of the bar apart."""
-    for vmin, vmax in [(1 / 3.46, 3.46), (1 / 1.09, 1.09), (1 / 40, 40), (0.99, 1.01)]:
-        ticks = log_colourbar_ticks(vmin, vmax)
-        gaps = [math.log(b / a) for a, b in zip(ticks, ticks[1:])]
-        assert len(ticks) >= 3 and min(gaps) >= math.log(vmax / vmin) / 7 - 1e-9, (vmin, vmax, ticks)
-    assert 1 in log_colourbar_ticks(1 / 3.46, 3.46)
 
 
 def test_several_panels_are_named_beside_the_encoding_by_what_differs():

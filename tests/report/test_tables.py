@@ -1,6 +1,9 @@
-"""Statistics and summary metrics of the report, against values computed by hand."""
+"""posbench/report/tables.py: the main table's intervals (over text and seeds, or seeds alone), verdicts
+and Holm-corrected tests, windowed rows kept apart as controls, and lengths not evaluated never
+called undefined."""
 
 import math
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -14,19 +17,32 @@ from posbench.report.tables import (
     extrapolation_length,
     main_table,
 )
+from posbench.store.rundir import read_metrics, write_metrics
+from tests.conftest import cli
 
 
-def test_ci95_halfwidth_known_values():
-    assert ci95_halfwidth([1.0, 2.0, 3.0]) == pytest.approx(4.302653 * 1.0 / math.sqrt(3), rel=1e-6)  # t(0.975, 2)
-    assert math.isnan(ci95_halfwidth([5.0]))
-
-
-def test_paired_test_uses_the_pairing():
-    a = np.array([10.0, 20.0, 30.0, 40.0])
-    b = a * np.array([1.05, 1.06, 1.05, 1.06])  # always ~5% worse: unpaired it looks like noise, paired it is clear
-    assert paired_pvalue(a, b) < 0.001
-    assert paired_pvalue(a, a) == 1.0
-    assert math.isnan(paired_pvalue([1.0], [2.0]))
+def test_not_evaluated_is_not_called_not_defined(sweep, tmp_path):
+    """A length evaluated for some runs only is "n/e", and the summary claims nothing about it;
+    the learned table past its size stays "n/d"."""
+    runs, _, _ = sweep
+    copy = tmp_path / "runs"
+    shutil.copytree(runs, copy, ignore=shutil.ignore_patterns("*_s1_*"))
+    for run_dir in copy.glob("nope_*"):  # as if nope had been evaluated at 1x and 2x only
+        m = read_metrics(run_dir)
+        m["evaluations"] = [r for r in m["evaluations"] if r["multiple"] <= 2]
+        write_metrics(run_dir, m)
+    out = tmp_path / "rep"
+    cli("posbench.cli.report", str(copy), "--out", str(out), "--protocols", "nonoverlapping")
+    md = (out / "report.md").read_text()
+    rows = {line.split("|")[2].strip(): line for line in md.splitlines() if line.startswith("| nonoverlapping")}
+    cells = [c.strip() for c in rows["nope"].split("|")]
+    assert cells[8] == "n/e" and cells[9] == "n/e"  # 4x and its ratio to 1x: not evaluated
+    learned = [c.strip() for c in rows["learned"].split("|")]
+    assert learned[7] == "n/d" and learned[8] == "n/d"  # 2x, 4x: the table has 16 positions
+    summary = md.split("## Summary")[1].split("##")[0]
+    assert "Not evaluated at 4x: `nope`" in summary
+    assert "Not defined at 4x: `learned`" in summary
+    assert "Not defined at 4x: `nope`" not in summary and "`nope` 1." not in summary  # no verdict claimed
 
 
 def test_extrapolation_length_stops_at_the_first_length_past_the_tolerance():
@@ -115,43 +131,6 @@ def test_intervals_cover_the_text_and_a_straddling_interval_reads_undecided():
     assert "**undecided** (interval across a border): `border`" in text and "**broken**" in text
 
 
-def test_interval_verdict_classes():
-    from posbench.report.budget import interval_verdict
-
-    assert interval_verdict(0.97, 1.04, 1.0, 0.05) == "flat"
-    assert interval_verdict(1.06, 1.29, 1.1, 0.05) == "mild"
-    assert interval_verdict(1.31, 2.0, 1.5, 0.05) == "broken"
-    assert interval_verdict(1.01, 1.07, 1.04, 0.05) == "undecided"
-    assert interval_verdict(1.25, 1.35, 1.3, 0.05) == "undecided"
-    assert interval_verdict(float("nan"), float("nan"), 1.02, 0.05) == "flat, no interval"
-
-
-def test_holm_matches_the_step_down_definition():
-    from posbench.report.bootstrap import holm
-
-    assert holm([0.01, 0.04, 0.03, 0.5]) == pytest.approx([0.04, 0.09, 0.09, 0.5])
-    assert math.isnan(holm([float("nan"), 0.2])[0]) and holm([float("nan"), 0.2])[1] == pytest.approx(0.2)
-
-
-def test_bootstrap_p_resolves_what_a_large_panel_needs():
-    """The percentile p (with Davison and Hinkley's +1) where the replicates resolve it; beyond them
-    the normal tail, so that a difference far outside every replicate survives Holm over 135
-    comparisons (the modern panel), which 2 / (B + 1) = 0.001 never could."""
-    from scipy.stats import norm
-
-    from posbench.report.bootstrap import bootstrap_p, holm
-
-    rng = np.random.default_rng(0)
-    near = rng.normal(0.1, 0.1, 2000)  # about 16% of the replicates cross zero
-    assert bootstrap_p(near) == pytest.approx(2 * ((near <= 0).sum() + 1) / 2001)
-    far = rng.normal(0.5, 0.1, 2000)  # 5 standard errors: no replicate crosses zero
-    assert (far <= 0).sum() == 0
-    assert bootstrap_p(far) == pytest.approx(2 * norm.sf(far.mean() / far.std(ddof=1)))
-    assert holm([bootstrap_p(far)] + [0.5] * 134)[0] < 0.05
-    assert holm([2 / 2001] + [0.5] * 134)[0] > 0.05  # what the percentile p alone allowed
-    assert bootstrap_p(np.zeros(10)) == 1.0 and math.isnan(bootstrap_p(np.array([np.nan])))
-
-
 def test_windowed_rows_are_controls_apart_from_the_verdicts_and_the_comparisons():
     """A row scored with an evaluation-time window (+bca) is never the best of a column, never in
     the comparisons, and the summary lists it after the verdicts as a control."""
@@ -169,27 +148,6 @@ def test_windowed_rows_are_controls_apart_from_the_verdicts_and_the_comparisons(
     assert "`rope+bca`" not in verdicts and "`rope+bca` 1.00" in controls
 
 
-def test_task_accuracy_intervals_cover_examples_and_seeds():
-    """posbench/report/tasks.py task_interval: one seed of 64 examples at 50% has the binomial spread
-    (about +/- 12 points); all right stays near 1; two seeds that disagree (0% and 100%) span both."""
-    from posbench.report.tasks import task_interval
-
-    def cell(rows):
-        return pd.DataFrame([{"seed": s, "condition": c, "accuracy": a, "examples": n} for s, c, a, n in rows])
-
-    one = task_interval(cell([(0, 0.5, 0.5, 64)]))
-    assert one == pytest.approx([0.5 - 1.96 * math.sqrt(0.25 / 64), 0.5 + 1.96 * math.sqrt(0.25 / 64)], abs=0.03)
-    # all right: the interval reaches 1 and stays close to it (the shrunk binomial spread of 64 examples)
-    lo_all, hi_all = task_interval(cell([(0, 0.0, 1.0, 64), (1, 0.0, 1.0, 64)]))
-    assert hi_all == 1.0 and 0.95 < lo_all < 1.0
-    lo, hi = task_interval(cell([(0, 0.0, 0.0, 64), (1, 0.0, 1.0, 64)]))
-    assert lo == 0.0 and hi == 1.0
-    # five conditions of 64 examples each: the mean over conditions is tighter than one condition
-    lo5, hi5 = task_interval(cell([(0, d, 0.5, 64) for d in (0.0, 0.25, 0.5, 0.75, 1.0)]))
-    assert hi5 - lo5 < 0.6 * (one[1] - one[0]) and lo5 < 0.5 < hi5
-    assert all(math.isnan(v) for v in task_interval(cell([(0, 0.0, 0.5, 0)])))  # nothing scored: no interval
-
-
 def test_the_panel_names_the_stride_its_records_were_scored_with():
     """Sliding windows advance by L/2 by default or by eval.stride: the words come from the records'
     min_context (length - stride), never from the default."""
@@ -204,28 +162,3 @@ def test_the_panel_names_the_stride_its_records_were_scored_with():
         table = main_table(sliding, 0.05)
         assert f"model m, {words}**" in describe_panel(table, 0.05)
     assert window_stride(evals.assign(min_context=0)) == "L"
-
-
-def test_comparisons_pair_rows_by_seed_id():
-    """Two rows of a panel are compared on the seeds both have, by id: where a row lacks a seed (a
-    run not finished), the shared seeds pair with each other, not with a neighbour's slot."""
-    from posbench.report import bootstrap
-
-    log_ppl = {("full", 0): 1.0, ("full", 1): 2.0, ("full", 2): 3.0, ("gap", 0): 1.1, ("gap", 2): 3.1}
-    records = pd.DataFrame([{"variant": v, "run_id": f"{v}{s}", "seed": s, "multiple": 1.0, "ppl": float(np.exp(x)),
-                             "token_set": "t", "doc_nats": [10 * x, 10 * x]} for (v, s), x in log_ppl.items()])
-    doc_tokens, draws = bootstrap.panel_text(records, {"t": {"doc_tokens": [10, 10]}}, replicates=400)
-    cells = {v: bootstrap.cell_replicates(g, [1.0], doc_tokens, draws) for v, g in records.groupby("variant")}
-    result = bootstrap.compare(cells["gap"], cells["full"], 0)
-    assert result.seeds == 2  # seeds 0 and 2; the differences are exactly 0.1 on both: no spread, p = 0
-    assert result.p == 0.0 and result.test == bootstrap.SEED_T
-    ratio = bootstrap.pair_ratio_stats(cells["gap"], cells["full"], 0)
-    assert ratio == pytest.approx((math.exp(0.1),) * 3)
-
-
-def test_p_values_below_what_the_data_could_show_are_written_as_a_bound():
-    from posbench.report.stats import format_p, p_phrase
-
-    assert format_p(4.8e-248) == "< 0.001" and format_p(0.0) == "< 0.001" and p_phrase(1e-9) == "< 0.001"
-    assert format_p(0.04213) == "0.042" and p_phrase(0.29) == "= 0.29" and p_phrase(0.4812, 3) == "= 0.481"
-    assert format_p(float("nan")) == ""

@@ -1,8 +1,6 @@
-"""Extension runs (posbench/training/extend.py): a finished run continued at a longer window."""
+"""Extension runs (posbench/training/extend.py): a finished run continued at a longer window, by
+fine-tuning at the target or (PoSE, DroPE) at the training length."""
 
-import re
-
-import pandas as pd
 import pytest
 import torch
 
@@ -10,13 +8,27 @@ from posbench.attention.options import AttentionOptions
 from posbench.encodings.rope import rope_frequencies
 from posbench.jobs.train import run
 from posbench.store.rundir import load_checkpoint, read_history, read_metrics
+from tests.helpers import ext
 
 BASE = ["model=tiny", "train=smoke", "train_len=16", "eval.protocols=[nonoverlapping]", "eval.multiples=[1,4]",
         "eval.scored_tokens=256", "data=local"]
 
 
-def ext(*extra):
-    return ["extend.length=64", *extra]
+def test_pose_and_drope_fine_tune_at_the_training_length(compose, tmp_path, text_corpus):
+    from posbench.training import extend
+
+    args = ["encoding=rope", *BASE, f"data.path={text_corpus}", f"runs_dir={tmp_path}"]
+    pose = compose(*args, "extend.length=64", "extend.method=pose", "extend.steps=4", "extend.lr=1e-3")
+    assert extend.finetune_window(pose) == 16 and extend.finetune_settings(pose).batch_size == 8
+    assert torch.equal(extend.training_positions(pose)(2), __import__("posbench.evaluation.variants.pose", fromlist=["x"]).pose_positions(16, 64, 0, 2))
+    child = read_metrics(run(pose))
+    assert child["train_steps"] == 4 and child["train_tokens"] == 4 * 8 * 16  # windows of 16, as the parent's
+    assert {r["variant"] for r in child["evaluations"]} == {"rope+pose@4x+ft4"}
+    drope = compose(*args, "extend.length=64", "extend.method=drope", "extend.steps=2", "extend.lr=1e-3")
+    assert extend.training_positions(drope) is None and extend.finetune_window(drope) == 16
+    assert {r["variant"] for r in read_metrics(run(drope))["evaluations"]} == {"rope+drope@4x+ft2"}
+    yarn = compose(*args, "extend.length=64", "extend.method=yarn", "extend.steps=2")
+    assert extend.finetune_window(yarn) == 64 and extend.training_positions(yarn) is None
 
 
 def test_a_zero_step_extension_is_its_parent_under_another_name(compose, tmp_path, text_corpus):
@@ -102,63 +114,3 @@ def test_the_restart_warms_up_for_a_tenth_of_the_steps_by_default(compose, tmp_p
     spec = compose("encoding=rope", *BASE, *ext("extend.steps=40", "extend.warmup_steps=0"), f"data.path={text_corpus}",
                    f"runs_dir={tmp_path}")
     assert finetune_settings(spec).warmup_steps == 0
-
-
-def test_the_report_compares_fine_tunes_with_a_model_trained_at_the_target_and_the_control(compose, tmp_path, text_corpus):
-    """The extension table has the control's row (the parent continued at train_len for the same
-    steps, scored at the target) and each method's gain net of it, paired by seed."""
-    from posbench.report.pipeline import build_report
-
-    runs = tmp_path / "runs"
-    # one token set for train_len 16 and 64: the same first scored target and segment length
-    shared = [*BASE, "eval.first_scored=256", "eval.segment=256", f"data.path={text_corpus}", f"runs_dir={runs}"]
-    for steps in (0, 4):
-        run(compose("encoding=alibi", *shared, *ext(f"extend.steps={steps}")))
-        run(compose("encoding=alibi", *shared, "extend.length=16", f"extend.steps={steps}"))  # the control
-    scratch = read_metrics(run(compose("encoding=alibi", *shared, "train_len=64", "train.batch_size=2")))
-    build_report(runs, tmp_path / "rep")
-    table = pd.read_csv(tmp_path / "rep" / "table.csv")
-    assert set(table["variant"]) == {"alibi", "alibi@4x+ft0", "alibi@4x+ft4", "alibi@1x+ft0", "alibi@1x+ft4"}
-    ext_table = pd.read_csv(tmp_path / "rep" / "extension.csv")
-    assert len(ext_table) == 2
-    control = ext_table[ext_table["method"] == "continued at train_len"].iloc[0]
-    at_target = lambda v: table.loc[(table["variant"] == v) & (table["train_len"] == 16), "4x"].item()  # noqa: E731
-    assert control["target"] == 64 and control["ft 4"] == pytest.approx(at_target("alibi@1x+ft4"))
-    row = ext_table[ext_table["method"] == "plain"].iloc[0]
-    net = 100 * (1 - at_target("alibi@4x+ft4") / at_target("alibi@1x+ft4"))  # one seed: an interval over text only
-    lo, hi = (float(x) for x in re.fullmatch(re.escape(f"{net:+.1f}%") + r" \[([-+.\d]+), ([-+.\d]+)\]", row["net of control ft 4"]).groups())
-    assert lo <= net + 0.05 and net - 0.05 <= hi
-    assert row["ft 4_lo"] <= row["ft 4"] * (1 + 1e-6) and row["ft 4"] <= row["ft 4_hi"] * (1 + 1e-6)  # (one document here: a point)
-    at_target = lambda v: table.loc[(table["variant"] == v) & (table["train_len"] == 16), "4x"].item()  # noqa: E731
-    assert row["method"] == "plain" and row["target"] == 64
-    assert row["ft 0"] == pytest.approx(at_target("alibi@4x+ft0"))
-    assert row["ft 4"] == pytest.approx(at_target("alibi@4x+ft4"))
-    scratch_1x = next(r["ppl"] for r in scratch["evaluations"] if r["length"] == 64)
-    assert row["from scratch"] == pytest.approx(scratch_1x)  # its 1x, on the same tokens
-    needed = [s for s in (0, 4) if row[f"ft {s}"] <= 1.05 * scratch_1x]
-    assert str(row["steps to within 5%"]) == (str(needed[0]) if needed else "> 4")
-    md = (tmp_path / "rep" / "report.md").read_text()
-    assert "## Context extension by fine-tuning" in md and (tmp_path / "rep" / "extension.png").exists()
-
-
-def test_the_preset_pairs_each_fine_tune_with_a_model_trained_at_the_target(cache_dir):
-    from collections import Counter
-
-    from posbench.cli.app import compose_jobs
-
-    jobs = compose_jobs("config", ["experiment=extension"], multirun=True)
-    kinds = Counter((c.encoding.name, c.train_len, c.extend.length, c.extend.method) for c in jobs)
-    assert {k for k in kinds if k[2] == 256} == {("rope", 64, 256, "linear"), ("rope", 64, 256, "ntk"),
-                                                 ("rope", 64, 256, "yarn"), ("rope", 64, 256, "llama3"),
-                                                 ("rope", 64, 256, "longrope"), ("rope", 64, 256, "abf"),
-                                                 ("rope", 64, 256, "pose"), ("rope", 64, 256, "drope"),
-                                                 ("rope", 64, 256, "none"),
-                                                 ("alibi", 64, 256, "none"),
-                                                 ("nope", 64, 256, "none"), ("kerple_log", 64, 256, "none")}
-    # the control: every encoding continued at its own train_len for the same steps
-    assert {k for k in kinds if k[2] == 64} == {(e, 64, 64, "none") for e in ("rope", "alibi", "nope", "kerple_log")}
-    scratch = [c for c in jobs if c.extend.length is None]
-    assert {(c.encoding.name, c.train_len) for c in scratch} == {(e, 256) for e in ("rope", "alibi", "nope", "kerple_log")}
-    # the same tokens per step as the parents (32 x 64), and one token set for both train_lens
-    assert {c.train.batch_size * c.train_len for c in jobs} == {32 * 64}
-    assert {c.eval.first_scored for c in jobs} == {16 * 256} and {c.eval.segment for c in jobs} == {1024}

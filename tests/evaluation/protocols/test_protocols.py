@@ -1,6 +1,5 @@
 """Evaluation protocols: which tokens each scores, and that scoring matches a naive forward pass."""
 
-
 import numpy as np
 import pytest
 import torch
