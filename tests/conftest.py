@@ -139,6 +139,19 @@ def sweep_report(sweep, tmp_path_factory):
     return out
 
 
+@pytest.fixture(scope="session")
+def sweep_context(sweep):
+    """The report's context of the shared sweep (every run read once, the report's default options):
+    for tests of one report section or of the frames the sections share."""
+    from posbench.report import budget, tasks
+    from posbench.report.context import Options, ReportContext
+    from posbench.report.pipeline import DEFAULT_TOLERANCE
+
+    runs, _, _ = sweep
+    options = Options(DEFAULT_TOLERANCE, budget.DEFAULT_IMPROVING, budget.DEFAULT_SPREAD, tasks.DEFAULT_THRESHOLD)
+    return ReportContext.load(runs, options)
+
+
 @pytest.fixture(scope="module")
 def small_runs(sweep, tmp_path_factory) -> Path:
     """The shared sweep's seed-0 runs (5 encodings, three protocols, probes during training)."""

@@ -2,11 +2,14 @@
 initial values, one layer's inputs and attention output, the whole-matrix attention formula with HF's
 mask functions, a rotation by hand, and the extension overrides."""
 
+import numpy as np
+import pandas as pd
 import torch
 
 from posbench.attention.options import AttentionOptions
 from posbench.encodings.rope import apply_rotation, rotation_tables
 from posbench.model.transformer import ModelConfig, build_model
+from posbench.report import budgets
 
 CFG = ModelConfig(name="t", d_model=32, n_layers=4, n_heads=4, mlp_ratio=2)
 
@@ -73,3 +76,49 @@ def tiny_model(name: str, train_len: int = 32):
 
 def ext(*extra):
     return ["extend.length=64", *extra]
+
+
+def scored_targets(plan, L):
+    """Set of (target index, context tokens before it) for every scored token of a plan."""
+    out = {}
+    for end, k in zip(plan.ends, plan.scored):
+        for j in range(L - k, L):  # window position j predicts stream[end - L + 1 + j] with j tokens before it
+            t = int(end) - L + 1 + j
+            assert t not in out, "a token scored twice"
+            out[t] = j
+    return out
+
+
+def split_of_documents(sizes, seed=0):
+    """A validation split: documents of the given sizes (bytes 1..255) separated by zero bytes."""
+    rng = np.random.default_rng(seed)
+    return np.concatenate([np.append(rng.integers(1, 256, size=n), 0) for n in sizes]).astype(np.uint8)
+
+
+def run_section(cls, ctx, folder):
+    """One report section built alone into ``folder``: (its markdown, the files it wrote: name -> description)."""
+    from posbench.report.document import render
+    from posbench.report.section import SectionOutput
+
+    section, written = cls(), {}
+    blocks = section.build(ctx, SectionOutput(folder, section, written))
+    md, _ = render(blocks, folder, "t")
+    return md, written
+
+
+def records(budget_ppl, seeds=3):
+    """Made-up runs of several training budgets: {(variant, steps): (ppl 1x, ppl 2x)} -> evaluation records of
+    completed runs, one run per seed and budget, with their budgets (posbench/report/budgets.py)."""
+    out = []
+    for (variant, steps), ppls in budget_ppl.items():
+        for seed in range(seeds):
+            jitter = 1 + 0.01 * (seed - 1)
+            for mult, ppl in zip([1.0, 2.0], ppls):
+                out.append(dict(run_id=f"{variant}_{steps}_{seed}", encoding=variant, variant=variant, model="m",
+                                train_len=8, seed=seed, status="completed", protocol="nonoverlapping",
+                                length=int(8 * mult), multiple=mult, ppl=ppl * jitter, token_set="t", windowed=False))
+    evals = pd.DataFrame(out)
+    runs = evals[["run_id"]].drop_duplicates()
+    runs["train_steps"] = runs["run_id"].str.split("_").str[1].astype(int)
+    runs["train_tokens"] = runs["train_steps"] * 256
+    return budgets.with_budgets(evals, runs)

@@ -38,3 +38,23 @@ def test_cope_matches_the_reference_definition(L):
     y = reference_cope(q, k, v, enc.pos_emb[1].detach(), enc.npos)
     torch.testing.assert_close(attn_output(model, x, 1), model.blocks[1].attn.proj(y.transpose(1, 2).reshape(1, L, 32)))
     assert torch.all(build_encoding("cope", ModelShape(32, 4, 4, 8)).pos_emb == 0)  # the reference's init
+
+
+def test_cope_positions_count_the_gates_that_open_between_key_and_query():
+    """p_ij = sum_{t=j}^{i} g_it: with every gate open the position of key j is i - j + 1 (clamped at
+    npos - 1) and e_ij = q_i . E[p_ij]; with every gate shut it is 0."""
+    from posbench.encodings.cope import CoPE, cope_logits
+
+    c, npos = 6, 4
+    q = torch.randn(1, 1, c, 3, dtype=torch.float64)
+    pos_emb = torch.randn(3, npos, dtype=torch.float64)
+    hidden = torch.ones(c, c, dtype=torch.bool).triu(1)  # the future
+    fixed = (q @ pos_emb)[0, 0]  # q_i . E[p] for the integer positions p
+    opened = cope_logits(torch.full((1, 1, c, c), 60.0, dtype=torch.float64), q, pos_emb, hidden)[0, 0]
+    shut = cope_logits(torch.full((1, 1, c, c), -60.0, dtype=torch.float64), q, pos_emb, hidden)[0, 0]
+    for i in range(c):
+        for j in range(i + 1):
+            assert opened[i, j].item() == pytest.approx(fixed[i, min(i - j + 1, npos - 1)].item())
+            assert shut[i, j].item() == pytest.approx(fixed[i, 0].item())
+    assert build_encoding("cope", ModelShape(32, 4, 2, 16)).npos == 17 and isinstance(
+        build_encoding("cope", ModelShape(32, 4, 2, 16)), CoPE)  # npos = train_len + 1, the reference's

@@ -43,3 +43,19 @@ def test_fire_parameters_start_where_asked_with_finite_gradients(train_len):
     enc.bias(torch.arange(200), torch.arange(200), 0).sum().backward()
     assert all(torch.isfinite(p.grad).all() for p in layer.parameters())
     assert layer.L_multiplier.grad.abs().item() > 0  # the threshold learns
+
+
+def test_fire_learns_its_threshold_from_the_queries_below_it():
+    """psi(max(i, L)) normalises the distances: L (the threshold, train_len / 4 at first, learned through
+    its multiplier) gets a gradient from the queries below it, none from queries past it."""
+    from posbench.encodings.fire import Fire
+
+    enc = build_encoding("fire", ModelShape(32, 4, 1, 64))
+    assert isinstance(enc, Fire)
+    layer = enc.layers[0]
+    assert layer.threshold().item() == 16
+    enc.bias(torch.arange(8), torch.arange(8), 0).sum().backward()  # queries 0..7, below L = 16
+    assert layer.L_multiplier.grad.abs().item() > 0
+    layer.L_multiplier.grad = None
+    enc.bias(torch.arange(20, 30), torch.arange(20, 30), 0).sum().backward()  # every query past L
+    assert layer.L_multiplier.grad is None or layer.L_multiplier.grad.item() == 0

@@ -3,8 +3,10 @@ chunked layers that never see an earlier chunk."""
 
 import math
 
+import pytest
 import torch
 
+from posbench.encodings import ModelShape, build_encoding
 from tests.helpers import attn_output, hf_visible, layer_inputs, model_of, naive
 
 X = torch.Generator().manual_seed(1)
@@ -37,3 +39,15 @@ def test_chunked_layers_never_see_an_earlier_chunk():
     a, b = attn_output(model, x, 0), attn_output(model, y, 0)
     torch.testing.assert_close(a[:, 32:], b[:, 32:])
     assert not torch.allclose(a[:, :32], b[:, :32])
+
+
+def test_irope_s_temperature_follows_its_floor_scale_and_beta_zero_turns_it_off():
+    from posbench.attention.kernels import Window
+    from posbench.encodings.irope import IRoPE
+
+    pos = torch.arange(200)
+    off = build_encoding("irope", ModelShape(32, 4, 4, 64), {"beta": 0.0})
+    assert isinstance(off, IRoPE) and off.at(0).window(0) == Window("chunked", 16)
+    assert torch.all(off.at(3).query_scale(pos, pos + 1, 3) == 1)
+    wide = build_encoding("irope", ModelShape(32, 4, 4, 64), {"floor_scale": 32}).at(3).query_scale(pos, pos + 1, 3)
+    assert wide[30] == 1 and wide[31] == pytest.approx(1 + 0.1 * math.log(2))  # floor((31 + 1) / 32) = 1

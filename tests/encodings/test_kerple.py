@@ -48,3 +48,23 @@ def test_kerple_power_has_finite_gradients_at_distance_zero():
     enc = build_encoding("kerple_power", ModelShape(32, 4, 2, 16))
     enc.bias(torch.arange(8), torch.arange(8), 0).sum().backward()
     assert torch.isfinite(enc.r1.grad).all() and torch.isfinite(enc.r2.grad).all()
+
+
+def test_the_projection_clamps_only_what_is_out_of_range():
+    """The official code's bounds: both parameters at least EPS; the power kernel's exponent at most 2,
+    the log kernel's unbounded above. Values in range are left as they are."""
+    from posbench.encodings.kerple import EPS, KerpleLog, KerplePower
+
+    power = build_encoding("kerple_power", ModelShape(16, 3, 1, 16))
+    assert isinstance(power, KerplePower)
+    with torch.no_grad():
+        power.r1.copy_(torch.tensor([-1.0, 0.5, 0.005]))
+        power.r2.copy_(torch.tensor([3.0, 1.5, 0.0]))
+    power.project()
+    assert power.r1.tolist() == pytest.approx([EPS, 0.5, EPS]) and power.r2.tolist() == pytest.approx([2.0, 1.5, EPS])
+    log = build_encoding("kerple_log", ModelShape(16, 3, 1, 16))
+    assert isinstance(log, KerpleLog)
+    with torch.no_grad():
+        log.r2.copy_(torch.tensor([5.0, 0.5, 0.001]))
+    log.project()
+    assert log.r2.tolist() == pytest.approx([5.0, 0.5, EPS])

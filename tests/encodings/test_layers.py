@@ -79,3 +79,16 @@ def test_a_window_not_below_train_len_is_refused(encoding, params, entry):
                             "so it would train as full attention; give a window below 64 (encoding.window, or /swaN, "
                             "/chunkN in encoding.pattern)")
     build_encoding(encoding, ModelShape(32, 4, 4, 65), {**params, "window": 64} if "window" in params else params)
+
+
+def test_a_pattern_entry_names_an_encoding_and_an_optional_window():
+    from posbench.encodings.layers import Layers, LayerView, parse_entry
+
+    assert parse_entry("rope/swa16", 8) == ("rope", Window("sliding", 16))
+    assert parse_entry("alibi/chunk", 8) == ("alibi", Window("chunked", 8))  # no size: encoding.window
+    assert parse_entry(" nope ", 8) == ("nope", None)
+    with pytest.raises(PosbenchError, match="is not <encoding>"):
+        parse_entry("rope/window4", 8)
+    enc = build_encoding("layers", ModelShape(32, 4, 2, 64), {"pattern": ["rope/swa8", "rope"]})
+    assert isinstance(enc, Layers) and isinstance(enc.at(0), LayerView) and enc.at(1) is enc.parts["rope"]
+    assert enc.at(0).part is enc.parts["rope"]  # one RoPE, shared: a view adds only the window

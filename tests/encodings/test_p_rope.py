@@ -44,3 +44,14 @@ def test_p_rope_neox_rotates_only_its_first_channels():
 def test_p_rope_settings_are_checked(params, message):
     with pytest.raises(PosbenchError, match=message.replace("[", r"\[").replace("]", r"\]")):
         build_encoding("p_rope", ModelShape(64, 2, 1, 16), params)
+
+
+def test_p_rope_s_modes_turn_the_same_share_of_pairs_in_different_places():
+    """truncate (p-RoPE): every channel rotates, the lowest frequencies zeroed; neox: the first channels
+    rotate (GPT-NeoX's rotary_pct), the rest pass through."""
+    from posbench.encodings.p_rope import MODES, PartialRoPE
+
+    assert MODES == ("truncate", "neox")
+    for mode, (rotary_dim, turning) in {"truncate": (32, 12), "neox": (24, 12)}.items():
+        enc = build_encoding("p_rope", ModelShape(64, 2, 1, 16), {"fraction": 0.75, "mode": mode})
+        assert isinstance(enc, PartialRoPE) and (enc.rotary_dim, enc.turning_pairs) == (rotary_dim, turning), mode

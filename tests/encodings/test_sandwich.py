@@ -22,3 +22,17 @@ def test_sandwich_matches_nemo(d_model, n_heads):
     for h in range(n_heads):
         for i, dist in enumerate(dists):
             assert b[h, i].item() == pytest.approx(nemo_sandwich(dist, h + 1, n_heads, d_model // n_heads), abs=1e-4)
+
+
+def test_the_sandwich_table_is_zero_on_the_diagonal_and_each_head_scales_the_first():
+    """b[h, d] = (sum_k cos(d 10000^(-2k/D)) - D/2) / (8 h / H): 0 at distance 0, head h = head 1 / h."""
+    from posbench.encodings.sandwich import Sandwich, sandwich_table
+
+    table = sandwich_table(50, 4, 8)
+    assert table.shape == (4, 51) and torch.all(table[:, 0] == 0)
+    for h in range(4):
+        torch.testing.assert_close(table[h], table[0] / (h + 1))
+    enc = build_encoding("sandwich", ModelShape(32, 4, 1, 16))
+    assert isinstance(enc, Sandwich)
+    b = enc.bias(torch.tensor([50]), torch.arange(51), 0)[:, 0]  # distances 50 .. 0
+    torch.testing.assert_close(b, table.flip(-1).float())

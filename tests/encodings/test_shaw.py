@@ -30,3 +30,18 @@ def test_shaw_matches_the_naive_formula():
     expected = naive_relative_attention(q, k, v, dist, q, rel_k, rel_v)
     got = relative_causal_attention(q, k, v, pos, q, rel_k[None], rel_v, max_elements=B * H * L * 4)
     assert torch.allclose(got, expected, atol=1e-10)
+
+
+def test_shaw_with_zero_relative_embeddings_is_plain_causal_attention():
+    """init_std 0 (allowed: 0 is meaningful here) starts from content-only attention."""
+    import torch.nn.functional as F
+
+    from posbench.attention.options import AttentionOptions
+    from posbench.encodings import ModelShape, build_encoding
+    from posbench.encodings.shaw import Shaw
+
+    enc = build_encoding("shaw", ModelShape(16, 2, 1, 16), {"init_std": 0.0, "max_distance": 4})
+    assert isinstance(enc, Shaw) and enc.rel_k.shape == (1, 5, 8)  # distances 0..4, the last shared by the rest
+    q, k, v = (torch.randn(1, 2, 12, 8, dtype=torch.float64) for _ in range(3))
+    got = enc.double().relative_attention(q, k, v, torch.arange(12), 0, AttentionOptions())
+    torch.testing.assert_close(got, F.scaled_dot_product_attention(q, k, v, is_causal=True))

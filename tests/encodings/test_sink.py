@@ -23,3 +23,22 @@ def test_sink_matches_gpt_oss_eager_attention():
     combined = combined - combined.max(dim=-1, keepdim=True).values
     y = F.softmax(combined, dim=-1)[..., :-1] @ v
     torch.testing.assert_close(attn_output(model, x, 2), model.blocks[2].attn.proj(y.transpose(1, 2).reshape(2, 25, 32)))
+
+
+def test_a_sink_far_below_every_logit_changes_nothing(monkeypatch):
+    """The sink only adds exp(sink_h) to each softmax denominator: at -1e4 the output is that of the
+    same model without sinks."""
+    from posbench.encodings.rope import RoPE
+    from posbench.encodings.sink import Sink
+
+    model = model_of("sink")
+    assert isinstance(model.encoding, Sink) and isinstance(model.encoding, RoPE)
+    x = torch.randint(0, 256, (2, 20), generator=X)
+    with torch.no_grad():
+        model.encoding.sinks.fill_(10.0)
+        loud = model(x)  # a sink above the logits takes most of the attention
+        model.encoding.sinks.fill_(-1e4)
+        quiet = model(x)
+        assert not torch.allclose(loud, quiet)
+        monkeypatch.setattr(model.encoding, "sink", lambda layer: None)
+        torch.testing.assert_close(model(x), quiet)

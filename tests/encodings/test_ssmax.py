@@ -25,3 +25,14 @@ def test_ssmax_is_softmax_with_base_n():
     torch.testing.assert_close(attn_output(model, x, 1), model.blocks[1].attn.proj(y.transpose(1, 2).reshape(2, 30, 32)))
     fresh = build_encoding("ssmax", ModelShape(32, 4, 4, 64))
     assert torch.allclose(fresh.s, torch.full((4, 4), 1 / math.log(64)))  # neutral at the training length
+
+
+def test_ssmax_scales_each_query_by_s_ln_n():
+    """The query_scale hook: [H, L] factors s_h ln n, n the keys each query sees."""
+    from posbench.encodings.ssmax import SSMax
+
+    enc = build_encoding("ssmax", ModelShape(32, 4, 2, 64), {"init_s": 0.5})
+    assert isinstance(enc, SSMax) and torch.all(enc.s == 0.5)
+    keys = torch.tensor([1, 2, 10, 64])
+    scale = enc.query_scale(torch.arange(4), keys, 1).detach()
+    torch.testing.assert_close(scale, (0.5 * torch.log(keys.float()))[None, :].expand(4, 4))

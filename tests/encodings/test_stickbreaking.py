@@ -6,6 +6,8 @@ import math
 import pytest
 import torch
 
+from posbench.attention.options import AttentionOptions
+from posbench.encodings import ModelShape, build_encoding
 from tests.helpers import attn_output, layer_inputs, model_of
 
 X = torch.Generator().manual_seed(1)
@@ -54,3 +56,18 @@ def test_stick_breaking_in_blocks_of_queries_and_with_blockwise_causal_keys():
     hidden = future_mask(0, 19, "cpu", block=4)
     torch.testing.assert_close(stick_breaking_attention(q, k, v, block=4),
                                reference_stick_breaking(q, k, v, keep=lambda i, j: not hidden[i, j]))
+
+
+def test_without_the_remainder_the_stick_left_over_is_dropped():
+    """With the remainder (the default) every query's weights and remainder sum to one: on values of
+    ones the output is one; without it the first query (no earlier key) outputs nothing."""
+    from posbench.encodings.stickbreaking import StickBreaking
+
+    q, k = torch.randn(1, 2, 6, 8), torch.randn(1, 2, 6, 8)
+    ones = torch.ones(1, 2, 6, 8)
+    whole = build_encoding("stickbreaking", ModelShape(16, 2, 1, 16))
+    assert isinstance(whole, StickBreaking)
+    torch.testing.assert_close(whole.relative_attention(q, k, ones, torch.arange(6), 0, AttentionOptions()), ones)
+    dropped = build_encoding("stickbreaking", ModelShape(16, 2, 1, 16), {"remainder": False})
+    out = dropped.relative_attention(q, k, ones, torch.arange(6), 0, AttentionOptions())
+    assert torch.all(out[:, :, 0] == 0) and torch.all(out[:, :, 1:] < 1)

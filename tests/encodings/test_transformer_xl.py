@@ -39,3 +39,20 @@ def test_transformer_xl_matches_the_paper_formula():
             A[0, :, i, j] = (q[0, :, i] * k[0, :, j]).sum(-1) + (q[0, :, i] * r).sum(-1) + (enc.u * k[0, :, j]).sum(-1) + (enc.v * r).sum(-1)
     A = (A / math.sqrt(D)).masked_fill(torch.ones(L, L, dtype=torch.bool).triu(1), float("-inf"))
     assert torch.allclose(got, A.softmax(-1) @ v, atol=1e-10)
+
+
+def test_transformer_xl_without_its_position_terms_is_plain_causal_attention():
+    """W_R = 0 and u = 0 leave q . k alone: the relative path is then content attention."""
+    import torch.nn.functional as F
+
+    from posbench.encodings.transformer_xl import TransformerXL
+
+    enc = build_encoding("transformer_xl", ModelShape(16, 2, 3, 12)).double()
+    assert isinstance(enc, TransformerXL) and len(enc.w_r) == 3 and enc.u.shape == (2, 8)  # W_R per layer, u and v shared
+    with torch.no_grad():
+        for w in enc.w_r:
+            w.weight.zero_()
+        enc.u.zero_()
+    q, k, v = (torch.randn(1, 2, 12, 8, dtype=torch.float64) for _ in range(3))
+    got = enc.relative_attention(q, k, v, torch.arange(12), 1, AttentionOptions())
+    torch.testing.assert_close(got, F.scaled_dot_product_attention(q, k, v, is_causal=True))

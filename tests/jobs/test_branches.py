@@ -186,3 +186,26 @@ def test_bad_schedules_and_budgets_are_refused_in_the_preflight_of_every_job(ent
     assert code == 2, err
     assert err.strip().splitlines() == [f"posbench: error: {message}"]
     assert tree(tmp_path) == [], tree(tmp_path)
+
+
+def test_each_budget_is_the_spec_at_that_many_steps_and_leaves_the_trunk_at_its_cool_down(compose, tmp_path, text_corpus):
+    """Without training: a budget's branch is the spec with ``train.steps`` = the budget and no budgets
+    (so the run id of that standalone run); it leaves the trunk at its cool-down's first step (14 and
+    26 here); the trunk's snapshot, cut for a branch, keeps only what that run records."""
+    from posbench.jobs.branches import Trunk, branch_spec, cut, directories
+
+    spec = compose(*COMMON, "train.budgets=[20,36]", f"data.path={text_corpus}", f"runs_dir={tmp_path}")
+    trunk = Trunk(spec)
+    alone = compose(*COMMON, "train.steps=20", f"data.path={text_corpus}", f"runs_dir={tmp_path}")
+    assert branch_spec(spec, 20).run_id == alone.run_id and [b.train.steps for b in trunk.branches] == [20, 36]
+    assert [trunk.start_of(b) for b in trunk.branches] == [14, 26]
+    assert directories(spec) == [b.run_dir for b in trunk.branches] + [trunk.dir]
+    assert trunk.dir.parent.name == "trunks" and directories(alone) == [alone.run_dir]
+    state = {"next_step": 14, "probes": [{"step": s} for s in (5, 9, 10)], "last_loss": 1.0, "val_loss": 2.0,
+             "history": [{"step": s, "loss": 3.0 - s / 10, **({"val_loss": 2.0} if s in (5, 8, 9, 10) else {})}
+                         for s in range(2, 15)]}
+    # the run of 20 steps logs every 2 steps and wherever it validates: every 8, at half its steps and at its probes
+    mine = cut(state, trunk.branches[0])
+    assert [e["step"] for e in mine["history"]] == [2, 4, 5, 6, 8, 10, 12, 14]
+    assert [e["step"] for e in mine["history"] if "val_loss" in e] == [5, 8, 10]
+    assert [p["step"] for p in mine["probes"]] == [5, 10]  # 0.25 and 0.5 of 20

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from posbench.report import budgets
+from tests.helpers import records
 
 
 def rows(spec, ratio="16x/1x"):
@@ -42,23 +43,6 @@ def test_the_floor_of_a_power_law_is_found():
     e, a, alpha = budgets.fit_floor(tokens, loss)
     assert e == pytest.approx(1.5, rel=0.02) and alpha == pytest.approx(0.4, rel=0.05)
     assert all(math.isnan(v) for v in budgets.fit_floor(tokens[:3], loss[:3]))  # fewer than four budgets: no fit
-
-
-def records(budget_ppl, seeds=3):
-    """{(variant, steps): (ppl 1x, ppl 2x)} -> evaluation records of completed runs, one run per seed and budget."""
-    out = []
-    for (variant, steps), ppls in budget_ppl.items():
-        for seed in range(seeds):
-            jitter = 1 + 0.01 * (seed - 1)
-            for mult, ppl in zip([1.0, 2.0], ppls):
-                out.append(dict(run_id=f"{variant}_{steps}_{seed}", encoding=variant, variant=variant, model="m",
-                                train_len=8, seed=seed, status="completed", protocol="nonoverlapping",
-                                length=int(8 * mult), multiple=mult, ppl=ppl * jitter, token_set="t", windowed=False))
-    evals = pd.DataFrame(out)
-    runs = evals[["run_id"]].drop_duplicates()
-    runs["train_steps"] = runs["run_id"].str.split("_").str[1].astype(int)
-    runs["train_tokens"] = runs["train_steps"] * 256
-    return budgets.with_budgets(evals, runs)
 
 
 def test_the_main_table_reads_the_largest_budget_and_the_budget_table_every_one():

@@ -49,3 +49,22 @@ def test_the_report_compares_fine_tunes_with_a_model_trained_at_the_target_and_t
     assert str(row["steps to within 5%"]) == (str(needed[0]) if needed else "> 4")
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "## Context extension by fine-tuning" in md and (tmp_path / "rep" / "extension.png").exists()
+
+
+def test_extension_records_are_read_at_their_target_with_the_control_beside_them():
+    """extension_frame: one row per extension record at its target length (rows
+    <encoding>[+<method>]@<s>x+ft<steps>), plus the control (the parent continued at train_len, @1x)
+    at the targets the others have; plain rows and other lengths are not extension records."""
+    import pandas as pd
+
+    from posbench.report.extension import CONTROL, extension_frame
+
+    def rec(variant, length, ppl, seed=0):
+        return {"variant": variant, "model": "tiny", "train_len": 16, "length": length, "seed": seed, "token_set": "t",
+                "ppl": ppl}
+
+    evals = pd.DataFrame([rec("rope+yarn@4x+ft10", 64, 5.0), rec("rope+yarn@4x+ft10", 16, 4.0),
+                          rec("rope@1x+ft10", 64, 7.0), rec("rope@1x+ft10", 128, 9.0), rec("rope", 64, 8.0)])
+    frame = extension_frame(evals)
+    assert frame[["method", "target", "steps", "ppl"]].values.tolist() == [["yarn", 64, 10, 5.0], [CONTROL, 64, 10, 7.0]]
+    assert set(frame["encoding"]) == {"rope"}

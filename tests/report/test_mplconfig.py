@@ -15,3 +15,23 @@ def test_an_unwritable_home_gives_no_matplotlib_warnings(small_runs, tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stderr == "", proc.stderr
     assert (tmp_path / "rep" / "ppl_vs_length.png").exists()
+
+
+def test_matplotlib_gets_a_temporary_config_folder_only_where_its_own_cannot_be_written(tmp_path, monkeypatch):
+    import sys
+
+    from posbench.report import mplconfig
+
+    monkeypatch.delenv("MPLCONFIGDIR", raising=False)
+    monkeypatch.delitem(sys.modules, "matplotlib", raising=False)  # as if not imported yet
+    monkeypatch.setattr(mplconfig, "_default_dirs", lambda: [tmp_path / "config" / "matplotlib"])
+    mplconfig.use_writable_config_dir()
+    assert "MPLCONFIGDIR" not in os.environ  # its own folder can be written: left alone
+    (tmp_path / "home").write_text("a file")
+    monkeypatch.setattr(mplconfig, "_default_dirs", lambda: [tmp_path / "home" / ".config" / "matplotlib"])
+    mplconfig.use_writable_config_dir()
+    chosen = os.environ["MPLCONFIGDIR"]
+    assert os.path.isdir(chosen) and os.access(chosen, os.W_OK) and "posbench-matplotlib-" in chosen
+    monkeypatch.setenv("MPLCONFIGDIR", "/mine")
+    mplconfig.use_writable_config_dir()
+    assert os.environ["MPLCONFIGDIR"] == "/mine"  # the user's choice stays

@@ -83,3 +83,16 @@ def test_report_html_reads_in_a_browser_at_laptop_and_phone_width(sweep_report, 
     assert page.evaluate("getComputedStyle(document.querySelector('figure:target')).position") == "fixed"
 
     assert page.errors == []
+
+
+def test_the_page_is_one_self_contained_html_file_with_its_contents():
+    from posbench.report.page import page as html_page
+    from posbench.report.page import toc_html, toc_md
+
+    entries = [("Summary", "summary"), ("A & B", "a-b")]
+    assert toc_md(entries) == "**Contents:** [Summary](#summary) · [A & B](#a-b)"
+    assert '<li><a href="#a-b">A &amp; B</a></li>' in toc_html(entries)
+    html = html_page("posbench <report>", "<p>body</p>")
+    assert html.startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>")
+    assert "<title>posbench &lt;report&gt;</title>" in html and "<style>" in html and "<script>" in html
+    assert 'name="viewport"' in html and "<p>body</p>" in html

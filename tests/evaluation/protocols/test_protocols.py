@@ -10,6 +10,7 @@ from posbench.evaluation.protocols import PROTOCOLS, plan_windows, token_set
 from posbench.evaluation.scored_text import check_fits
 from posbench.evaluation.settings import EvalConfig, check_eval
 from posbench.evaluation.windows import document_targets, documents, stream_segments
+from tests.helpers import scored_targets, split_of_documents
 
 
 def eval_cfg(**kw):
@@ -17,23 +18,6 @@ def eval_cfg(**kw):
                 first_scored=None, stride=None, target_tokens=4, target_docs=8, batch_tokens=256, rope_scaling=[],
                 rope_factor=None)
     return EvalConfig(**{**base, **kw})
-
-
-def scored_targets(plan, L):
-    """Set of (target index, context tokens before it) for every scored token of a plan."""
-    out = {}
-    for end, k in zip(plan.ends, plan.scored):
-        for j in range(L - k, L):  # window position j predicts stream[end - L + 1 + j] with j tokens before it
-            t = int(end) - L + 1 + j
-            assert t not in out, "a token scored twice"
-            out[t] = j
-    return out
-
-
-def split_of_documents(sizes, seed=0):
-    """A validation split: documents of the given sizes (bytes 1..255) separated by zero bytes."""
-    rng = np.random.default_rng(seed)
-    return np.concatenate([np.append(rng.integers(1, 256, size=n), 0) for n in sizes]).astype(np.uint8)
 
 
 def stream_plan(protocol, L, cfg, train_len, val):

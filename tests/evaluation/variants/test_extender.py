@@ -80,3 +80,16 @@ def test_extenders_are_plain_rope_where_they_change_nothing_and_rows_for_rope_on
     assert [r.name for r in rows(model.encoding, ev)] == ["rope", "rope+rerope", "rope+selfextend", "rope+dca", "rope+reropew8"]
     alibi = build_encoding("alibi", ModelShape(64, 2, 2, 16))
     assert [r.name for r in rows(alibi, ev)] == ["alibi"]
+
+
+def test_the_extenders_apply_to_rope_models_with_a_plain_softmax_only():
+    """Their kernel rotates and computes a plain softmax: RoPE and p-RoPE, not xPos (its decay is
+    centred), nor SSMax or sinks (their softmax is their own), nor a bias encoding."""
+    from posbench.evaluation.variants.extender import RotaryExtender
+
+    shape = ModelShape(32, 4, 2, 16)
+    for name in ("rerope", "selfextend", "dca", "streaming"):
+        v = make_variant(name)
+        assert isinstance(v, RotaryExtender)
+        assert {e for e in ("rope", "p_rope", "xpos", "ssmax", "sink", "alibi", "nope")
+                if v.applies_to(build_encoding(e, shape))} == {"rope", "p_rope"}, name

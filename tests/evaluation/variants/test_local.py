@@ -42,3 +42,12 @@ def test_an_evaluation_window_hides_far_keys_in_the_kernels_that_compute_their_o
         torch.testing.assert_close(model(x, None, windowed)[0, far], model(y, None, windowed)[0, far])
         assert not torch.allclose(model(x)[0, far], model(y)[0, far])
         torch.testing.assert_close(model(x, None, AttentionOptions(window=Window("sliding", 40))), model(x))
+
+
+def test_the_local_window_is_a_control_of_train_len_keys_by_default():
+    from posbench.evaluation.variants.local import LocalWindow
+
+    v = make_variant("local")
+    assert isinstance(v, LocalWindow) and v.window  # its rows are listed apart from the unwindowed ones
+    assert v.suffix() == "+swaL" and v.options(AttentionOptions(), 256, 64).window == Window("sliding", 64)
+    assert make_variant("local", {"kind": "chunked", "size": 8}).options(AttentionOptions(), 256, 64).window == Window("chunked", 8)

@@ -53,3 +53,16 @@ def test_a_temperature_row_is_offered_exactly_where_it_changes_the_output(name):
             row = model(x, None, make_variant(variant).options(AttentionOptions(), 48, 16))
             changes = not torch.equal(row, model(x))  # a row that does not apply is the plain row, bit for bit
         assert (f"{name}+{variant}" in offered) == changes, (name, variant, changes)
+
+
+def test_the_logn_row_scales_queries_by_log_base_train_len_of_their_position():
+    """Qwen's logn: max(1, log_{train_len} n) on each query."""
+    from posbench.attention.temperatures import logn_scale
+    from posbench.evaluation.variants.logn import LogN
+
+    v = make_variant("logn")
+    assert isinstance(v, LogN) and v.suffix() == "+logn"
+    pos = torch.arange(300)
+    scale = v.options(AttentionOptions(), 300, 16).query_scale(pos, pos + 1)
+    torch.testing.assert_close(scale, logn_scale(pos, pos + 1, 16))
+    assert torch.all(scale[:16] == 1) and scale[255].item() == pytest.approx(2.0)  # log_16 256

@@ -81,3 +81,15 @@ def test_rows_for_rope_only_windowed_and_named_by_their_settings():
     tiny = build_encoding("rope", ModelShape(64, 2, 2, 4))
     assert "4 sinks leave no recent keys at train_len 4" in make_variant("streaming").undefined_for(tiny, 16)
     assert make_variant("streaming").undefined_for(rope, 64) is None
+
+
+def test_the_cache_holds_the_sinks_and_train_len_minus_them_minus_one_recent_keys():
+    from posbench.evaluation.variants.streaming import StreamingLLM
+
+    v = make_variant("streaming")
+    assert isinstance(v, StreamingLLM) and v.window and v.cache(16) == (4, 11)  # a query then sees train_len keys
+    assert make_variant("streaming", {"sinks": 0, "recent": 7}).cache(16) == (0, 7)
+    full = make_variant("streaming", {"sinks": 15})
+    assert full.no_cache(16) == "15 sinks leave no recent keys at train_len 16 (sinks below 15, or give recent)"
+    with pytest.raises(PosbenchError, match="streaming: 15 sinks leave no recent keys"):
+        full.cache(16)

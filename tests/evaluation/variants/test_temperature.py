@@ -70,3 +70,16 @@ def test_temperature_rows_leave_1x_alone_and_reset(tmp_path):
 def test_variant_names():
     assert temperature_of("rope+yarn@16x+temp0.1") == 0.1 and temperature_of("rope+yarn@16x") is None
     assert base_variant("alibi+temp0.05") == "alibi" and base_variant("xpos+bca") == "xpos"
+
+
+def test_the_logit_scale_is_one_up_to_train_len_and_one_plus_c_ln_s_beyond():
+    from posbench.core.errors import PosbenchError
+    from posbench.evaluation.variants.temperature import Temperature, logit_scale
+
+    assert logit_scale(0.1, 8, 16) == logit_scale(0.1, 16, 16) == 1.0
+    assert logit_scale(0.1, 64, 16) == pytest.approx(1 + 0.1 * math.log(4))
+    t = make_variant("temperature", {"c": 0.5})
+    assert isinstance(t, Temperature) and t.suffix() == "+temp0.5"
+    assert t.options(AttentionOptions(logit_scale=2.0), 64, 16).logit_scale == pytest.approx(2 * (1 + 0.5 * math.log(4)))
+    with pytest.raises(PosbenchError, match=r"coefficients c in \[0, 10\]"):
+        make_variant("temperature", {"c": 11})

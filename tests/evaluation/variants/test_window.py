@@ -2,8 +2,10 @@
 randpos.py) as evaluation rows."""
 
 import numpy as np
+import pytest
 import torch
 
+from posbench.attention.options import AttentionOptions
 from posbench.evaluation.settings import EvalConfig
 from posbench.model.transformer import ModelConfig, build_model
 
@@ -25,3 +27,19 @@ def test_evaluation_rows_for_bca_and_randomized_positions():
     by = {(r["variant"], r["length"]): r for r in records}
     assert by["learned+randpos", 16]["ppl"] is not None and by["learned+randpos", 64]["ppl"] is None
     assert by["learned", 16]["ppl"] is not None and by["learned+randpos", 16]["ppl"] != by["learned", 16]["ppl"]
+
+
+def test_blockwise_causal_attention_applies_to_the_encodings_asked_for_with_blocks_of_half_train_len():
+    from posbench.core.errors import PosbenchError
+    from posbench.encodings import ModelShape, build_encoding
+    from posbench.evaluation.variants import make_variant
+    from posbench.evaluation.variants.window import EVERY, BlockwiseCausal
+
+    bca = make_variant("bca", {"encodings": ["xpos"]})
+    shape = ModelShape(32, 4, 1, 16)
+    assert isinstance(bca, BlockwiseCausal) and bca.window and bca.record() == {"variant": "bca"}
+    assert bca.applies_to(build_encoding("xpos", shape)) and not bca.applies_to(build_encoding("alibi", shape))
+    assert make_variant("bca", {"encodings": [EVERY]}).applies_to(build_encoding("alibi", shape))
+    assert bca.options(AttentionOptions(), 64, 16).block == 8
+    with pytest.raises(PosbenchError, match="unknown encoding in eval.bca: 'xpso'"):
+        make_variant("bca", {"encodings": ["xpso"]})

@@ -34,3 +34,16 @@ def test_a_report_never_compares_numbers_scored_on_different_tokens(sweep, tmp_p
     md = (out / "report.md").read_text()
     section = md.split("## Records not compared")[1].split("##")[0]
     assert rope.name in section and "segments[" in section and "16, 32, 64" in section
+
+
+def test_rows_a_variant_does_not_apply_to_are_named_and_nothing_else_is_claimed(sweep_context, tmp_path):
+    from types import SimpleNamespace
+
+    from posbench.report.sections.not_compared import NotCompared
+    from tests.helpers import run_section
+
+    assert not NotCompared().applies(sweep_context)  # every record of the sweep is compared
+    stale = SimpleNamespace(has_lm=True, left_out=pd.DataFrame(), not_applicable=["irope+logn"])
+    assert NotCompared().applies(stale)
+    md, _ = run_section(NotCompared, stale, tmp_path)
+    assert "left out of every table and figure: `irope+logn`." in md and "token set" not in md
