@@ -1,4 +1,5 @@
-"""Every command of the README's bash blocks runs, in tiny form: each posbench-* line with overrides
+"""The docs stay true to the code. docs/layout.md is what scripts/layout.py writes from it. Every command
+of the README's bash blocks runs, in tiny form: each posbench-* line with overrides
 that make it small (tiny model, a few steps, a local corpus, a temporary runs folder), its paths
 and placeholders pointed at what the earlier lines made. A line that is not a posbench command
 must be named in SKIPPED with the reason, so a new command in the README is run by default."""
@@ -95,3 +96,18 @@ def test_the_readme_commands_run_in_tiny_form(tmp_path, cache_dir):
         ran.append(line)
     assert len(ran) == len([line for line in readme_commands() if line not in SKIPPED])  # a skipped line may recur
     assert (runs / "report" / "report.md").exists() and (results / "reference" / "report.md").exists()
+
+
+def test_docs_layout_md_is_what_scripts_layout_py_writes_from_the_code():
+    """docs/layout.md: the layers of .importlinter, every module with its docstring's first sentence, and
+    the names each plug-in package registers, written by scripts/layout.py (run it after an edit)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("layout", README.parent / "scripts" / "layout.py")
+    layout = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(layout)
+    assert (README.parent / "docs" / "layout.md").read_text() == layout.layout(), \
+        "docs/layout.md is out of date with the code: run python scripts/layout.py"
+    proc = subprocess.run([sys.executable, str(README.parent / "scripts" / "layout.py"), "--check"],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(README.parent)})
+    assert proc.returncode == 0 and proc.stderr == ""
