@@ -1,7 +1,7 @@
 """Methods from outside posbench: an encoding, an evaluation variant and a task defined in packages
 installed apart from the repository train, evaluate and reach the report, with no posbench file
 changed. One package is found through its entry points (``posbench.encodings``,
-``posbench.evaluation.variants``, ``posbench.tasks``), the other through ``module:attr`` paths on the command
+``posbench.variants``, ``posbench.tasks``), the other through ``module:attr`` paths on the command
 line. And posbench itself, installed without the repository (``pip install .``), runs a sweep."""
 
 from __future__ import annotations

@@ -159,7 +159,7 @@ def test_every_experiment_preset_runs_a_few_steps(preset, tmp_path, text_corpus,
         (rope,) = [m for m in metrics if m["encoding"] == "rope"]
         variants = {e["variant"] for e in rope["evaluations"]}
         static = {"rope", "rope+linear@2x", "rope+ntk@2x", "rope+dynamic_ntk", "rope+yarn@2x"}  # static: one factor, the longest multiple
-        if preset == "rope_extension":  # and issue 25's rows (longrope: no searched factors at train_len 16, so n/d)
+        if preset == "rope_extension":  # and the other RoPE methods' rows (longrope: no searched factors at train_len 16, so n/d)
             static |= {"rope+llama3@2x", "rope+longrope@2x", "rope+abf@2x", "rope+drope", "rope+rerope",
                        "rope+selfextend", "rope+dca", "rope+streaming", "rope+swaL"}
         assert variants == static

@@ -37,7 +37,7 @@ def test_built_in_rows_keep_their_colours_families_and_order():
         assert sorted(members, key=row_order) == members  # the order within the family
     assert set(m for ms in OLD_FAMILIES.values() for m in ms if "+" not in m) <= set(available())
     assert families_in(["shaw", "alibi", "rope", "nope"]) == list(OLD_FAMILIES)
-    # the 2024-2026 recipes (issue 24) bring families of their own, after the old ones, and colours
+    # the 2024-2026 recipes bring families of their own, after the old ones, and colours
     # of their own, none of them an old one's nor each other's
     new = ["layers", "rope_swa", "irope", "rnope_swa", "ssmax", "sink", "gated", "fox", "cope"]
     assert families_in(["nope", *new])[:1] == ["absolute / none"] and not set(families_in(new)) & set(OLD_FAMILIES)

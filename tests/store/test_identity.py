@@ -16,8 +16,8 @@ from posbench.store.identity import run_id
 
 def test_new_encodings_leave_existing_run_ids_alone(compose):
     """Adding encodings and hooks changes no existing run's id (ids hash the encoding, model and
-    train sections): these are the ids the code before issue 24 gave (tests/test_run_ids.py checks
-    every committed run as well)."""
+    train sections): these are the ids the code gave before the per-layer hooks and the 2024-2026
+    encodings existed (test_every_committed_run_keeps_its_id checks every committed run as well)."""
     assert compose("encoding=rope").run_id == "rope_small_L64_s0_ebc4180d09"
     assert compose("encoding=alibi", "train_len=128", "seed=2").run_id == "alibi_small_L128_s2_9dde0697e5"
 

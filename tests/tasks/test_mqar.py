@@ -29,7 +29,7 @@ def test_mqar_follows_zoology_values_without_replacement_answers_only_as_labels_
 
 
 def test_mqar_no_binding_baseline_is_what_a_model_answering_unused_window_values_scores():
-    """The issue's check: a model that answers each query with a random value of the window it has
+    """Why the baseline is 1/n: a model that answers each query with a random value of the window it has
     not used yet (54% on average on the old generator) scores the baseline the report shows, 1/n."""
     from posbench.tasks.mqar import no_binding_accuracy
 

@@ -66,8 +66,8 @@ def test_a_budget_of_scored_tokens_gives_one_segment_per_document_first_then_by_
 
 
 def test_the_default_scores_at_least_80_percent_of_the_default_corpus_documents_identically_at_every_length():
-    """The issue's criterion: on the embedded corpus (the stdlib), the default settings at train_len
-    64 score segments from at least 80% of the validation documents, the same tokens at 1x ... 16x."""
+    """What the default scored text is for: on the embedded corpus (the stdlib), the default settings at
+    train_len 64 score segments from at least 80% of the validation documents, the same tokens at 1x ... 16x."""
     from posbench.data.corpus import DataConfig
 
     val = np.asarray(load_corpus(DataConfig()).val)
@@ -170,8 +170,8 @@ def test_bad_evaluation_settings_get_one_line(override, message):
 
 
 def test_1x_perplexity_is_identical_whichever_multiples_were_requested():
-    """The reproduction of the evaluation-integrity issue: 1x used to change with the longest
-    multiple requested (20.14 with [1,2], 11.09 with [1,2,4,8,16] for one rope run)."""
+    """1x once changed with the longest multiple requested (20.14 with [1,2], 11.09 with [1,2,4,8,16]
+    for one rope run): a length's number must not depend on which other lengths are scored."""
     from posbench.evaluation.perplexity import evaluate_model
     from posbench.model.transformer import ModelConfig, build_model
 

@@ -11,8 +11,8 @@ from tests.conftest import cli
 
 
 def test_a_report_never_compares_numbers_scored_on_different_tokens(sweep, tmp_path):
-    """The issue's reproduction: one run re-evaluated on other tokens is left out and listed,
-    instead of being ranked against the others."""
+    """One run re-evaluated on other tokens is left out and listed, where it was once ranked against
+    the others."""
     runs, _, _ = sweep
     copy = tmp_path / "runs"
     shutil.copytree(runs, copy, ignore=shutil.ignore_patterns("*_s1_*"))
