@@ -6,7 +6,7 @@ long ago (``raw``: its saved ``config.yaml``, read through ``migrate``). Below i
 only its own settings: ``spec.train`` for the trainer, ``spec.data`` for the corpus, ``spec.eval``
 for the evaluator, ``spec.encoding.build(shape)`` for the model.
 
-The run's identity (its id, posbench/store/rundir.py) is computed from ``raw`` as saved, never from a
+The run's identity (its id, posbench/store/identity.py) is computed from ``raw`` as saved, never from a
 migrated copy, so that a run keeps the id it was made with.
 """
 
@@ -293,7 +293,7 @@ def migrate(raw: Mapping[str, Any]) -> dict:
       are dropped;
     * ``train.position_lr_mult`` (before ``encoding.lr_mult``) becomes ``encoding.lr_mult``.
 
-    The run id is computed from the config as saved, never from this (posbench/store/rundir.py)."""
+    The run id is computed from the config as saved, never from this (posbench/store/identity.py)."""
     m = copy.deepcopy(dict(raw))
     m.setdefault("task", {"name": LM})
     if isinstance(m.get("eval"), dict):

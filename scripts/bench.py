@@ -1,6 +1,6 @@
 """posbench benchmark: what the harness costs, per encoding, against a plain GPT, in one process.
 
-    python scripts/bench.py                       # small model, train_len 128, batch 32 (issue defaults)
+    python scripts/bench.py                       # small model, train_len 128, batch 32 (the defaults)
     python scripts/bench.py --encodings nope,alibi --steps 5 --out /tmp/bench
 
 For each encoding (and the reference: posbench.model.reference_gpt.PlainGPT, same size, causal SDPA, no

@@ -31,7 +31,7 @@ mkdir -p "$OUT_DIR"
     "$PYTHON" -c "import torch; print('torch', torch.__version__, '| cuda', torch.version.cuda, '|', torch.cuda.get_device_name(0))"
 } > "$OUT_DIR/environment.txt"
 cat "$OUT_DIR/environment.txt"
-"$PYTHON" -m pytest -q -p no:cacheprovider -m "cuda or not slow" tests/test_cuda.py tests/test_attention.py tests/test_encodings.py 2>&1 | tee "$OUT_DIR/tests.txt"
+"$PYTHON" -m pytest -q -p no:cacheprovider -m "cuda or not slow" tests/attention tests/encodings tests/core/test_device.py tests/training/test_trainer.py 2>&1 | tee "$OUT_DIR/tests.txt"
 tests_rc=${PIPESTATUS[0]}
 TQDM_DISABLE=1 "$PYTHON" scripts/bench.py --device cuda --out "$OUT_DIR" 2>&1 | tee "$OUT_DIR/bench.log"
 bench_rc=${PIPESTATUS[0]}

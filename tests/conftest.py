@@ -17,6 +17,15 @@ os.environ["WANDB_MODE"] = "disabled"
 ENCODINGS = ["nope", "sinusoidal", "learned", "rope", "alibi"]
 
 
+def pytest_runtest_setup(item):
+    """A test marked ``cuda`` needs a CUDA GPU: without one it is skipped, with the reason."""
+    if item.get_closest_marker("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            pytest.skip("needs a CUDA GPU")
+
+
 @pytest.fixture(scope="session")
 def cache_dir(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("posbench-cache")
@@ -128,6 +137,38 @@ def sweep_report(sweep, tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
     cli("posbench.cli.report", str(runs), "--out", str(out))
     return out
+
+
+@pytest.fixture(scope="session")
+def sweep_context(sweep):
+    """The report's context of the shared sweep (every run read once, the report's default options):
+    for tests of one report section or of the frames the sections share."""
+    from posbench.report import budget, tasks
+    from posbench.report.context import Options, ReportContext
+    from posbench.report.pipeline import DEFAULT_TOLERANCE
+
+    runs, _, _ = sweep
+    options = Options(DEFAULT_TOLERANCE, budget.DEFAULT_IMPROVING, budget.DEFAULT_SPREAD, tasks.DEFAULT_THRESHOLD)
+    return ReportContext.load(runs, options)
+
+
+@pytest.fixture(scope="module")
+def small_runs(sweep, tmp_path_factory) -> Path:
+    """The shared sweep's seed-0 runs (5 encodings, three protocols, probes during training)."""
+    import shutil
+
+    runs, _, _ = sweep
+    copy = tmp_path_factory.mktemp("small") / "runs"
+    shutil.copytree(runs, copy, ignore=shutil.ignore_patterns("*_s1_*"))
+    return copy
+
+
+@pytest.fixture
+def runs(small_runs, tmp_path) -> Path:
+    """A copy of ``small_runs`` this test may damage."""
+    import shutil
+
+    return Path(shutil.copytree(small_runs, tmp_path / "runs"))
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Attention kernels. The model picks one from the hooks its encoding declares:
+"""Attention kernels; the model picks one from the hooks its encoding declares:
 
 * no bias, no relative terms -> ``F.scaled_dot_product_attention(is_causal=True)``, the fast path;
 * score bias                 -> ``biased_causal_attention``: SDPA with a float mask, built for one

@@ -36,7 +36,7 @@ With scale factor s and L_train the training length (head dimension d, theta_i =
                   recalibrated by a fine-tune at the training length. No factor (its rows: ``rope+drope``).
 * ``pose``, ``pose_yarn`` PoSE (Zhu et al. 2024; dwzhu-pku/PoSE ``src/train_pose.py``): linear (or YaRN)
                   frequencies, fine-tuned at the training length on skip-wise position ids that reach the
-                  target (posbench/evaluation/variants/pose.py). Extension methods only (at evaluation they would be
+                  target (posbench/attention/positions.py). Extension methods only (at evaluation they would be
                   ``linear``/``yarn``).
 
 A static type uses one factor at every length (``eval.rope_factor``, or the longest evaluated

@@ -48,7 +48,7 @@ def hydra_schema(cls: type) -> type:
 
 
 def __getattr__(name: str) -> type:
-    """``Schema__posbench__protocols__EvalConfig`` -> the twin of posbench.evaluation.protocols.base.EvalConfig."""
+    """``Schema__posbench__evaluation__settings__EvalConfig`` -> the twin of posbench.evaluation.settings.EvalConfig."""
     if not name.startswith("Schema__"):
         raise AttributeError(name)
     *module, qualname = name.removeprefix("Schema__").split("__")

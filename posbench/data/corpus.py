@@ -1,4 +1,5 @@
-"""Corpora, their tokens, the on-disk token caches and batching.
+"""Corpora as byte tokens: where the text comes from (stdlib, local files, the hub), its split into
+training and validation documents, and its byte cache on disk.
 
 Every corpus goes through the same path: a ``datasets`` DatasetDict with a train and a validation
 split of text documents -> UTF-8 bytes joined by a separator -> two uint8 files in the cache (the

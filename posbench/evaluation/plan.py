@@ -41,7 +41,7 @@ class Planned:
 
 
 def example_set(task: Task, corpus_hash: str) -> str:
-    """Names the evaluation examples: the task, its settings (results.task_settings, as the run id
+    """Names the evaluation examples: the task, its settings (posbench.store.identity.task_settings, as the run id
     sees them) and the corpus its filler comes from."""
     settings = json.dumps(task_settings(dataclasses.asdict(task.params)), sort_keys=True)
     return f"{task.name}:{hashlib.sha1((settings + corpus_hash).encode()).hexdigest()[:10]}"

@@ -29,7 +29,7 @@ class EvalConfig:
     target_tokens: Optional[int] = None  # fixed_target: final tokens of each document; None: train_len / 2
     target_docs: int = 64  # fixed_target: documents scored
     batch_tokens: int = 16384  # tokens per forward pass
-    # evaluation-time variants: extra rows from the same weights (posbench/variants)
+    # evaluation-time variants: extra rows from the same weights (posbench/evaluation/variants/)
     rope_scaling: List[str] = field(default_factory=list)  # rope: any of the RoPE scalings (linear, ntk, dynamic_ntk, yarn)
     rope_factor: Optional[float] = None  # static scalings' s; None: the longest multiple (>= 1 when set)
     bca: List[str] = field(default_factory=lambda: ["xpos"])  # encodings also evaluated with blockwise causal attention

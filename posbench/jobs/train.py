@@ -5,7 +5,7 @@ its command line is posbench/cli/train.py).
     posbench-train -m encoding=nope,sinusoidal,learned,rope,alibi train_len=64,128
 
 Every job of the command line is converted and checked before the first starts. One run = one
-directory ``<runs_dir>/<run_id>`` (posbench.store.rundir); the run id is a hash of the config that
+directory ``<runs_dir>/<run_id>`` (posbench.store.rundir); the run id (posbench.store.identity) is a hash of the config that
 determines the weights, so re-running a sweep skips the runs that are complete, and resumes the
 ones that were killed. After training, the run is evaluated (posbench.evaluation.evaluate) unless
 ``evaluate_after_training=false``.

@@ -39,7 +39,7 @@ Tests between two rows:
   draws are too few to resolve it, which is sound here because the resampled unit, documents, is
   numerous).
 
-``tests/test_report_inference.py`` checks by simulation that at 3 and 5 seeds the intervals cover
+``tests/report/test_bootstrap.py`` checks by simulation that at 3 and 5 seeds the intervals cover
 the truth in at least 93% of trials and the tests reject a true null in at most 6%.
 
 Records without ``doc_nats`` (made before scored documents were recorded) fall back to seeds

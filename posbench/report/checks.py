@@ -1,6 +1,6 @@
 """What the report reads of a run, checked before any of it is used.
 
-results.check_metrics checks the shape every reader relies on (status, ids, records with their
+posbench.store.rundir.check_metrics checks the shape every reader relies on (status, ids, records with their
 keys). The report computes with more: record values (a perplexity stored as "12.3", a multiple
 that is null), the during-training, task and attention records, the training curve and the
 config's settings. A run with any of these wrong would end the report in a traceback half way
@@ -62,7 +62,7 @@ RUN_FACTS = {"model": TEXT, "task": OPTIONAL_TEXT, "train_steps": OPTIONAL_NUMBE
 
 
 def check_records(m: dict) -> None:
-    """The run facts and every record the report reads (``m`` has passed results.check_metrics)."""
+    """The run facts and every record the report reads (``m`` has passed posbench.store.rundir.check_metrics)."""
     for key, (ok, what) in RUN_FACTS.items():
         if not ok(m.get(key)):
             raise ValueError(f"{METRICS}: {key!r} is {m.get(key)!r}, not {what}")

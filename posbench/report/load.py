@@ -1,10 +1,9 @@
 """Run directories in: every file of a run read once, checked, and kept for the whole report.
 
-results.load_runs reads a completed run's config, history and per-position curves to check them
-and drops what it read; the report's sections then read them again (history.json three times:
-training curves, convergence, task budgets; config.yaml four). Here each file is read once and kept
-in a ``RunFiles``: the sections take what they need from it. The checks are results.load_runs'
-plus the report's own (posbench/report/checks.py): a run that fails one is skipped with one warning
+Each completed run's config, history and per-position curves are read once, checked, and kept in a
+``RunFiles``: the sections take what they need from it (history.json serves three: training curves,
+convergence, task budgets; config.yaml four). The checks are the run directory's
+(posbench.store.rundir.check_metrics) plus the report's own (posbench/report/checks.py): a run that fails one is skipped with one warning
 and listed as unreadable, never a traceback half way through a report.
 
 The per-position curves of every completed run stay in memory: a few hundred kilobytes per run
@@ -82,7 +81,7 @@ def read_run_files(run_dir: Path) -> RunFiles:
 
 
 def load_runs(root: Path) -> LoadedRuns:
-    """Every run below ``root`` (results.load_runs' frames, with the files kept)."""
+    """Every run below ``root``: its rows and records, with its files kept."""
     runs, evals, skipped, files, token_sets, dropped = [], [], [], {}, {}, set()
     for run_dir in find_runs(root):
         try:

@@ -13,7 +13,7 @@ from posbench.report.verdicts import FAR_MARGIN, LOCAL, MILD_LIMIT, USES_FAR
 
 
 def protocol_items(evals: pd.DataFrame) -> tuple[list[str], str]:
-    """What each protocol in the report scores (from posbench.evaluation.protocols.base, the one description), one
+    """What each protocol in the report scores (each protocol's own note, posbench/evaluation/protocols/: the one description), one
     item each, and which of them score the same tokens (their records name the same token set)."""
     protocols = sorted(evals["protocol"].unique(), key=lambda p: list(PROTOCOLS).index(p) if p in PROTOCOLS else 99)
     notes = [f"`{p}`: {PROTOCOLS[p].note}" if p in PROTOCOLS else f"`{p}`" for p in protocols]

@@ -38,7 +38,7 @@ DERIVED = ("#393b79", "#5254a3", "#6b6ecf", "#9c9ede", "#637939", "#8ca252", "#b
            "#bd9e39", "#e7ba52", "#e7cb94", "#843c39", "#ad494a", "#d6616b", "#e7969c", "#7b4173", "#a55194",
            "#ce6dbd", "#de9ed6")
 
-# what each row is, from the records that carry it (Row.record(), posbench/variants); rows of
+# what each row is, from the records that carry it (Row.record(), posbench/evaluation/variants/); rows of
 # records made before that are read from their names (posbench.evaluation.variants.parse_row)
 _ROWS: dict[str, dict] = {}
 

@@ -1,4 +1,5 @@
-"""The run directory: its single owner. Names, run ids, every file's format, writes, reads, the lock.
+"""The run directory: its single owner, with every file's name and format, its writes and its reads
+(run ids: posbench/store/identity.py; resume states: resume.py; the lock: lock.py).
 
 A run directory ``<runs_dir>/<run_id>`` holds:
 

@@ -1,8 +1,8 @@
 """Language modelling: the default task (``task=lm``). Every next token of windows of the corpus is
 a target; a model is scored by perplexity at multiples of its training length (posbench/evaluation/evaluate.py,
-posbench/evaluation/protocols/base.py), not by accuracy. Written as a task so that training, the evaluation plan
+posbench/evaluation/protocols/), not by accuracy. Written as a task so that training, the evaluation plan
 and the scoring treat every task alike; language-model runs keep the ids they always had (no
-``task`` in their identity: posbench/store/rundir.py)."""
+``task`` in their identity: posbench/store/identity.py)."""
 
 from __future__ import annotations
 

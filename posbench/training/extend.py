@@ -22,7 +22,7 @@ run of its own (directory, resume, skip, sweeps) whose config is its parent's pl
   KERPLE);
 * PoSE and DroPE (``pose``, ``pose_yarn``, ``drope``: RopeScaling.finetune_at_train_len) fine-tune on
   windows of train_len instead, with as many windows per step as the parent (PoSE on skip-wise
-  positions reaching the target: RopeScaling.training_positions, posbench/evaluation/variants/pose.py);
+  positions reaching the target: RopeScaling.training_positions, posbench/attention/positions.py);
 * it is evaluated like its parent, at multiples of the parent's train_len and on the same tokens,
   with its rows named ``<encoding><tag>``: ``rope+yarn@4x+ft100``, ``alibi@4x+ft0`` (0 steps: the
   parent's weights with the method, the zero-shot point).

@@ -1,7 +1,7 @@
 """The training loop: a model, its data and the ``train`` settings in; status and history out.
 
 It knows nothing of Hydra or of the run directory's layout beyond the resume state it is handed
-(posbench.store.rundir saves and loads it), so the benchmark and tests call it directly.
+(posbench.store.resume saves and loads it), so the benchmark and tests call it directly.
 
 AdamW (matrices decayed; norms, biases and the encoding's position parameters not), linear warm-up
 then cosine decay to ``min_lr_ratio`` or warmup-stable-decay (posbench/training/schedules.py), gradient clipping, and a resume state every
@@ -230,7 +230,7 @@ def train_model(
 ) -> dict:
     """Train in place for ``tc.steps`` steps; returns status, timing and the history of the run.
 
-    ``tc``: the ``train`` settings (posbench.cli.config.TrainConfig). With ``resume_dir``, the full
+    ``tc``: the ``train`` settings (TrainConfig, above). With ``resume_dir``, the full
     training state is saved there every ``tc.checkpoint_every`` steps, and a run that finds one
     continues from it. ``probe(model)`` runs after each step of ``probe_steps`` (1-based, like the
     history); its records get the step and the tokens trained so far. ``task``: train on a synthetic

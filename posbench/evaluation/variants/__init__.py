@@ -12,7 +12,7 @@ Built-ins (one module each, registered with ``@register``): ``rope_scaling`` (ro
 ``bca`` (+bca), ``temperature`` (+temp0.1), ``randpos`` (+randpos), and through ``eval.variants``
 ``rerope``, ``selfextend``, ``dca``, ``streaming`` (StreamingLLM), ``local`` (+swaL), ``logn`` and
 ``floorlog``. Another package's come through
-the entry-point group ``posbench.evaluation.variants`` or a ``module:attr`` path in ``eval.variants``.
+the entry-point group ``posbench.variants`` or a ``module:attr`` path in ``eval.variants``.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 evaluation variant that replaces a RoPE model's attention with ``piecewise_rotary_attention``
 (posbench/attention/kernels.py), where each pair (i, j) takes its rotary positions from one of a few maps.
 
-The hook is ``AttentionOptions.attention`` (posbench/evaluation/variants/base.py): the model calls it with q and k
+The hook is ``AttentionOptions.attention`` (posbench/attention/options.py): the model calls it with q and k
 not yet rotated; the extender rotates them at the positions its pieces say, through the encoding's own
 ``prepare``/``rotate`` (so a partial RoPE or an extension run's scaled frequencies rotate as they were
 trained), and applies the encoding's softmax scale and the row's temperature.
@@ -33,7 +33,7 @@ class RotaryExtender(Variant):
 
     # -- what a subclass says -------------------------------------------------------------------------
     def pieces(self, positions: torch.Tensor, train_len: int) -> list:
-        """[(qpos [L], kpos [L], where(i, j) or None)], the first for every pair (attention.py)."""
+        """[(qpos [L], kpos [L], where(i, j) or None)], the first for every pair (posbench/attention/kernels.py)."""
         raise NotImplementedError
 
     def hidden(self, positions: torch.Tensor, train_len: int):

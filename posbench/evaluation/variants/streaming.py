@@ -13,7 +13,7 @@ C = S + R the cache size:
 
 Token-by-token decoding with such a cache computes each token's hidden states once, from what its
 own cache held, so one parallel forward pass with these per-pair positions and this mask gives the
-same numbers (tests/test_streaming.py checks it against a literal cache loop). Two pieces in the
+same numbers (tests/evaluation/variants/test_streaming.py checks it against a literal cache loop). Two pieces in the
 query-chunked piecewise kernel (posbench/attention/kernels.py), as ReRoPE.
 
 Toy scale: S = 4 (the paper's four sink tokens; a token count, not scaled) and R = train_len - S - 1

@@ -2,8 +2,8 @@
 setting): a query sees the keys of its own block and of the previous one (blocks of train_len / 2),
 so between train_len / 2 and train_len keys, whatever the window length. Any encoding listed in
 ``eval.bca`` (``["*"]``: every encoding) gets the row; it is a control for every encoding (the
-window, not the encoding, may be what keeps a row flat: issue 23 found plain RoPE with the same
-window as flat as ``xpos+bca``), so the report lists windowed rows apart from the others."""
+window, not the encoding, may be what keeps a row flat: plain RoPE under the same blocks came out
+as flat as ``xpos+bca``), so the report lists windowed rows apart from the others."""
 
 from __future__ import annotations
 

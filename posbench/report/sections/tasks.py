@@ -1,5 +1,5 @@
-"""Do the models use far context? Synthetic tasks (posbench/tasks): accuracy per length, the
-effective context length, whether the task runs had finished learning, and per task the
+"""The synthetic tasks' section, "Do the models use far context?" (posbench/tasks): accuracy per
+length, the effective context length, whether the task runs had finished learning, and per task the
 length x condition heatmap (passkey depth, MQAR pairs)."""
 
 from __future__ import annotations

@@ -1,0 +1,178 @@
+"""posbench/attention/kernels.py: the attention paths agree with each other and with the whole-matrix
+formulas (windows and sinks against HF's mask functions, blockwise causal attention, the chunked bias
+path, the piecewise rotary kernel in query blocks) and flex attention is chosen where it should be
+(its CUDA training step is marked ``cuda``)."""
+
+import math
+
+import pytest
+import torch
+
+from posbench.attention import kernels as attention
+from posbench.attention.kernels import (
+    Window,
+    biased_causal_attention,
+    masked_attention,
+    piecewise_rotary_attention,
+)
+from posbench.attention.options import AttentionOptions
+from posbench.attention.rope_scalings import plain_frequencies
+from posbench.core.errors import PosbenchError
+from posbench.model.transformer import ModelConfig, build_model
+from tests.helpers import _rot, hf_visible, naive
+
+X = torch.Generator().manual_seed(1)
+
+
+@pytest.mark.parametrize("kind, size", [("sliding", 5), ("chunked", 8), ("sliding", 100), (None, None)])
+@pytest.mark.parametrize("with_sink", [False, True])
+def test_masked_attention_equals_the_whole_matrix_formula(kind, size, with_sink):
+    torch.manual_seed(0)
+    B, H, L, D = 2, 3, 37, 8
+    q, k, v = (torch.randn(B, H, L, D, dtype=torch.float64) for _ in range(3))
+    slopes = torch.tensor([0.5, 0.25, 0.125], dtype=torch.float64)
+    bias = -slopes[:, None, None] * (torch.arange(L)[:, None] - torch.arange(L)[None, :]).double()
+    sink = torch.randn(H, dtype=torch.float64) if with_sink else None
+    window = Window(kind, size) if kind else None
+    expected = naive(q @ k.transpose(-1, -2) / math.sqrt(D) + bias, v, hf_visible(kind, size, L), sink)
+    for max_elements in (1 << 24, B * H * L * 4):  # whole, and 4-query blocks
+        got = masked_attention(q, k, v, None, lambda s, e, lo: bias[:, s:e, lo:e], window, sink,
+                               max_elements=max_elements)
+        torch.testing.assert_close(got, expected, rtol=1e-10, atol=1e-10)
+
+
+def test_windows_count_their_keys_and_refuse_bad_settings():
+    assert Window("sliding", 4).keys_seen(7).tolist() == [1, 2, 3, 4, 4, 4, 4]
+    assert Window("chunked", 3).keys_seen(7).tolist() == [1, 2, 3, 1, 2, 3, 1]
+    assert [Window("sliding", 4).first_key(s) for s in (0, 2, 10)] == [0, 0, 7]
+    assert [Window("chunked", 4).first_key(s) for s in (0, 5, 9)] == [0, 4, 8]
+    with pytest.raises(PosbenchError, match="window kind"):
+        Window("banded", 4)
+    with pytest.raises(PosbenchError, match="positive integer"):
+        Window("sliding", 0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pattern", [["nope/swa64"], ["alibi/chunk64"]])
+def test_flex_window_attention_matches_the_explicit_path(pattern):
+    """CPU evaluation at 1024 tokens goes through compiled flex attention with a window block mask."""
+    from posbench.attention import kernels as attention
+
+    if not attention.flex_supported():
+        pytest.skip("flex attention not importable in this torch")
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(name="t", d_model=32, n_layers=2, n_heads=4, mlp_ratio=2), "layers",
+                        {"pattern": pattern}, 128).eval()  # a window of 64 keys, below train_len
+    x = torch.randint(0, 256, (1, 1024), generator=X)
+    with torch.no_grad():
+        ref = model(x, None, AttentionOptions(kernel="chunked"))
+        out = model(x, None, AttentionOptions(kernel="flex"))
+    assert attention._flex_state["broken"] is None, attention._flex_state["broken"]
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+
+
+def test_the_piecewise_kernel_is_the_same_in_query_blocks():
+    torch.manual_seed(1)
+    q, k, v = (torch.randn(1, 2, 40, 16) for _ in range(3))
+    inv = plain_frequencies(16, 10000.0)
+    pos = torch.arange(40)
+    pieces = [(torch.full_like(pos, 5), torch.zeros_like(pos), None), (pos, pos, lambda i, j: i - j < 5)]
+    rotate = lambda x, p: _rot(x, p, inv)  # noqa: E731
+    whole = piecewise_rotary_attention(q, k, v, rotate, pieces, 0.25)
+    blocks = piecewise_rotary_attention(q, k, v, rotate, pieces, 0.25, max_elements=4 * 2 * 40)  # 7 query blocks
+    torch.testing.assert_close(blocks, whole)
+
+
+def test_blockwise_causal_attention_hides_keys_before_the_previous_block():
+    from posbench.attention.kernels import future_mask
+
+    m = future_mask(0, 12, "cpu", block=4)
+    for i in range(12):
+        visible = [j for j in range(12) if not m[i, j]]
+        assert visible == list(range(max(0, (i // 4 - 1) * 4), i + 1))
+    torch.manual_seed(0)
+    cfg = ModelConfig(name="t", d_model=32, n_layers=2, n_heads=4, mlp_ratio=2)
+    for name in ("xpos", "alibi", "shaw", "nope"):
+        model = build_model(cfg, name, {}, 16).eval()
+        bca = AttentionOptions(block=8)
+        x = torch.randint(0, 256, (1, 64))
+        y = x.clone()
+        y[0, :8] = (y[0, :8] + 1) % 256  # far past of the last query: outside its two blocks in every layer
+        with torch.no_grad():
+            assert torch.allclose(model(x, None, bca)[0, -1], model(y, None, bca)[0, -1], atol=1e-6), name
+            assert not torch.allclose(model(x)[0, -1], model(y)[0, -1], atol=1e-6), name
+
+
+def test_chunked_bias_attention_equals_the_naive_formula():
+    torch.manual_seed(0)
+    B, H, L, D = 2, 3, 50, 8
+    q, k, v = (torch.randn(B, H, L, D) for _ in range(3))
+    slopes = torch.tensor([0.5, 0.25, 0.125])
+    bias_fn = lambda i, j: -slopes[:, None, None] * (i[:, None] - j[None, :])  # noqa: E731
+    pos = torch.arange(L)
+    scores = q @ k.transpose(-1, -2) / math.sqrt(D) + bias_fn(pos, pos)
+    scores = scores.masked_fill(torch.ones(L, L, dtype=torch.bool).triu(1), float("-inf"))
+    naive = scores.softmax(-1) @ v
+    whole = biased_causal_attention(q, k, v, bias_fn, pos)
+    chunked = biased_causal_attention(q, k, v, bias_fn, pos, max_elements=B * H * L * 7)  # 7-query chunks
+    assert torch.allclose(whole, naive, atol=1e-5)
+    assert torch.allclose(chunked, naive, atol=1e-5)
+
+
+SMALL = ModelConfig(name="t", d_model=64, n_layers=2, n_heads=4, mlp_ratio=2)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("encoding", ["alibi", "kerple_log", "t5", "irope", "rnope_swa"])  # + window block masks
+def test_flex_training_step_matches_the_chunked_path_forward_and_backward(encoding):
+    """On CUDA, training uses flex attention (with its backward): same loss and gradients as the
+    chunked float-mask path, in fp32."""
+    device = torch.device("cuda")
+    assert attention.use_flex(device, 128, training=True)
+    torch.manual_seed(0)
+    model = build_model(SMALL, encoding, {}, 64, 64).to(device)
+    x = torch.randint(0, 256, (4, 128), device=device)
+    grads, losses = {}, {}
+    for path in ("chunked", "flex"):
+        model.zero_grad(set_to_none=True)
+        logits = model(x, None, AttentionOptions(kernel=path))
+        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1)[:-1], x.flatten()[1:])
+        loss.backward()
+        losses[path] = loss.item()
+        grads[path] = {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None}
+    assert attention._flex_state["broken"] is None, attention._flex_state["broken"]
+    assert losses["flex"] == pytest.approx(losses["chunked"], rel=1e-4)
+    for name, g in grads["chunked"].items():
+        torch.testing.assert_close(grads["flex"][name], g, atol=2e-4, rtol=2e-3, msg=name)
+
+
+def test_flex_is_used_for_cpu_evaluation_at_long_lengths_only():
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    if not attention.flex_supported():
+        pytest.skip("flex attention not importable in this torch")
+    assert not attention.use_flex(cpu, 4096, training=True)  # no flex backward on CPU
+    assert not attention.use_flex(cpu, 128, training=False)  # compilation would cost more than it saves
+    assert attention.use_flex(cpu, attention.FLEX_MIN_LEN_CPU, training=False)
+    assert attention.use_flex(cuda, 128, training=True)
+    assert not attention.use_flex(cuda, 4096, training=False, setting="chunked")
+    assert attention.use_flex(cpu, 64, training=False, setting="flex")
+
+
+@pytest.mark.parametrize("encoding", ["alibi", "kerple_log"])
+def test_flex_attention_matches_the_chunked_float_mask_path(encoding):
+    """Compiled flex attention (distance table in a score_mod, causal block mask) gives the same
+    logits as SDPA with the float mask, and stays causal."""
+    if not attention.flex_supported():
+        pytest.skip("flex attention not importable in this torch")
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(name="t", d_model=32, n_layers=2, n_heads=4, mlp_ratio=2), encoding, {}, 16, 16).eval()
+    x = torch.randint(0, 256, (2, 128))
+    with torch.no_grad():
+        ref = model(x, None, AttentionOptions(kernel="chunked"))
+        flex = AttentionOptions(kernel="flex")
+        out = model(x, None, flex)
+        assert attention._flex_state["broken"] is None, attention._flex_state["broken"]
+        torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+        y = x.clone()
+        y[:, 100:] = (y[:, 100:] + 1) % 256  # the future changes; the past must not see it
+        torch.testing.assert_close(model(y, None, flex)[:, :100], out[:, :100], atol=1e-5, rtol=1e-5)

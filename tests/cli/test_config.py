@@ -1,0 +1,94 @@
+"""Every preset and every sweep cell composes and passes every check, without training anything
+(posbench/cli/config.py, posbench/cli/app.py): the fast guard that a config edit breaks no experiment
+(the slow test in end_to_end/test_sweep.py trains them)."""
+
+from pathlib import Path
+
+import pytest
+
+from posbench.cli.app import compose_jobs
+from posbench.cli.config import CONF_DIR
+from posbench.cli.config import to_spec as validate
+from posbench.encodings import available
+
+
+def test_the_preset_pairs_each_fine_tune_with_a_model_trained_at_the_target(cache_dir):
+    from collections import Counter
+
+    from posbench.cli.app import compose_jobs
+
+    jobs = compose_jobs("config", ["experiment=extension"], multirun=True)
+    kinds = Counter((c.encoding.name, c.train_len, c.extend.length, c.extend.method) for c in jobs)
+    assert {k for k in kinds if k[2] == 256} == {("rope", 64, 256, "linear"), ("rope", 64, 256, "ntk"),
+                                                 ("rope", 64, 256, "yarn"), ("rope", 64, 256, "llama3"),
+                                                 ("rope", 64, 256, "longrope"), ("rope", 64, 256, "abf"),
+                                                 ("rope", 64, 256, "pose"), ("rope", 64, 256, "drope"),
+                                                 ("rope", 64, 256, "none"),
+                                                 ("alibi", 64, 256, "none"),
+                                                 ("nope", 64, 256, "none"), ("kerple_log", 64, 256, "none")}
+    # the control: every encoding continued at its own train_len for the same steps
+    assert {k for k in kinds if k[2] == 64} == {(e, 64, 64, "none") for e in ("rope", "alibi", "nope", "kerple_log")}
+    scratch = [c for c in jobs if c.extend.length is None]
+    assert {(c.encoding.name, c.train_len) for c in scratch} == {(e, 256) for e in ("rope", "alibi", "nope", "kerple_log")}
+    # the same tokens per step as the parents (32 x 64), and one token set for both train_lens
+    assert {c.train.batch_size * c.train_len for c in jobs} == {32 * 64}
+    assert {c.eval.first_scored for c in jobs} == {16 * 256} and {c.eval.segment for c in jobs} == {1024}
+
+
+def test_the_tokenizers_preset_pairs_each_tokenizer_with_its_steps(cache_dir):
+    from posbench.cli.app import compose_jobs
+    from posbench.cli.config import to_spec
+
+    specs = [to_spec(c) for c in compose_jobs("config", ["experiment=tokenizers"], multirun=True)]
+    arms = {(s.data.tokenizer.label, s.train.steps, s.model.vocab_size) for s in specs}
+    assert arms == {("byte", 1000, 256), ("bpe1024", 386, 1024)}
+    assert {s.encoding.name for s in specs} == {"nope", "rope", "alibi", "t5", "kerple_log", "fire", "fox"}
+    assert all(s.eval.variants == ["local"] and s.train_len == 64 for s in specs)
+
+
+PRESETS = sorted(p.stem for p in (Path(CONF_DIR) / "experiment").glob("*.yaml"))
+
+
+N = len(available())  # the presets that sweep every encoding grow with the registry
+
+
+EXPECTED_JOBS = {"alibi_paper": 8, "all_encodings": N, "budget": 36, "budget_lr": 48, "converged": 20, "extension": 240, "lr_grid": 6 * N,
+                 "modern": 72, "quick": 5, "reference": 6 * N, "rope_extension": 1, "tasks": 30,
+                 "tokenizers": 42}
+
+
+# the largest sweeps compose hundreds of jobs (25-40 s each on 2 cores): run with -m slow
+LARGE = {"extension", "reference", "lr_grid"}
+
+
+@pytest.mark.parametrize("preset", [pytest.param(p, marks=pytest.mark.slow) if p in LARGE else p for p in PRESETS])
+def test_every_preset_composes_into_valid_jobs(preset, cache_dir):
+    jobs = compose_jobs("config", [f"experiment={preset}"], multirun=True)
+    assert len(jobs) == EXPECTED_JOBS[preset]
+    for cfg in jobs:
+        validate(cfg)
+    if preset in ("all_encodings", "reference", "lr_grid"):
+        assert sorted({cfg.encoding.name for cfg in jobs}) == available()
+    if preset.startswith("budget"):  # each job a trunk and its branches, every row with its window control
+        assert {(cfg.train.schedule, tuple(cfg.train.budgets)) for cfg in jobs} == \
+            {("wsd", (600, 1200, 2400, 4800) if preset == "budget" else (1200,))}
+        assert {cfg.model.name for cfg in jobs} == {"small"} and len({cfg.encoding.name for cfg in jobs}) == 12
+        if preset == "budget":
+            assert {cfg.seed for cfg in jobs} == {0, 1, 2} and list(jobs[0].eval.variants) == ["local"]
+
+
+def test_presets_are_all_known():
+    assert sorted(EXPECTED_JOBS) == PRESETS, "a new preset needs its job count here"
+
+
+@pytest.mark.parametrize("group", ["encoding", "task", "model", "train", "logger"])
+def test_every_group_option_composes_and_validates(group, cache_dir):
+    for option in sorted(p.stem for p in (Path(CONF_DIR) / group).glob("*.yaml")):
+        (cfg,) = compose_jobs("config", [f"{group}={option}"], multirun=False)
+        validate(cfg)
+
+
+def test_a_sweep_expands_like_hydras_basic_sweeper(cache_dir):
+    jobs = compose_jobs("config", ["encoding=nope,alibi", "train_len=32,64", "seed=3"], multirun=True)
+    assert [(c.encoding.name, c.train_len, c.seed) for c in jobs] == [
+        ("nope", 32, 3), ("nope", 64, 3), ("alibi", 32, 3), ("alibi", 64, 3)]

@@ -1,0 +1,98 @@
+"""posbench/cli/console.py: the thin console entries, ``--version`` everywhere, and Ctrl-C at any
+moment (while the command imports, and mid-run, which resumes) is one line and exit status 130."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from posbench.store.rundir import RESUME, read_metrics
+from tests.conftest import cli
+
+SMALL = ["model=tiny", "train_len=16", "train.batch_size=4", "train.warmup_steps=2", "train.log_every=5",
+         "train.val_every=20", "train.val_batches=1", "eval.multiples=[1,2]", "eval.scored_tokens=128", "data=local"]
+
+
+def test_ctrl_c_exits_130_with_one_line_and_the_run_resumes(tmp_path, text_corpus, cache_dir):
+    args = [*SMALL, "train.steps=500", "train.checkpoint_every=5", f"data.path={text_corpus}", f"runs_dir={tmp_path}"]
+    # A shell that starts the test suite in the background (CI runners, `cmd &`) hands its children
+    # SIGINT ignored, and Python then installs no KeyboardInterrupt handler: restore the default,
+    # as a terminal's foreground job has it.
+    proc = subprocess.Popen([sys.executable, "-m", "posbench.cli.train", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.time() + 120
+    while not list(tmp_path.glob(f"*/{RESUME}")) and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    err = proc.communicate(timeout=60)[1]
+    assert proc.returncode == 130, err[-2000:]
+    assert err.strip().splitlines()[-1] == ("posbench: interrupted; run the same command again to resume (unfinished runs "
+                                            "continue from their last resume state)")
+    assert "Traceback" not in err
+    (resume,) = tmp_path.glob(f"*/{RESUME}")
+    step = torch.load(resume, weights_only=True)["next_step"]  # whole and loadable
+    assert step >= 5 and not (resume.parent / "metrics.json").exists()
+    proc = cli("posbench.cli.train", *args)  # the same command again continues where it stopped
+    assert "resuming from step" in proc.stderr
+    assert read_metrics(resume.parent)["status"] == "completed" and not resume.exists()
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.mark.parametrize("entry_point", ["train", "evaluate", "report"])
+def test_every_command_has_version(entry_point, monkeypatch, capsys):
+    from posbench import __version__
+    from posbench.cli import console
+
+    monkeypatch.setattr(sys, "argv", [f"posbench-{entry_point}", "--version"])
+    with pytest.raises(SystemExit) as exc:
+        getattr(console, entry_point)()
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.startswith(f"posbench {__version__} (torch ")
+
+
+def test_console_scripts_are_the_thin_entries():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        scripts = tomllib.load(f)["project"]["scripts"]
+    assert scripts == {"posbench-train": "posbench.cli.console:train", "posbench-eval": "posbench.cli.console:evaluate",
+                       "posbench-report": "posbench.cli.console:report"}
+
+
+# -- Ctrl-C at any moment --------------------------------------------------------------------------
+
+
+def test_ctrl_c_while_the_command_imports_is_one_line_and_130(monkeypatch, capsys):
+    from posbench.cli import console
+
+    def interrupted(name):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(console, "import_module", interrupted)
+    with pytest.raises(SystemExit) as exc:
+        console.train()
+    assert exc.value.code == 130
+    assert capsys.readouterr().err.startswith("posbench: interrupted;")
+
+
+def test_ctrl_c_in_the_first_second_through_a_real_interpreter(tmp_path, cache_dir):
+    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    # SIGINT at its default in the child: a shell without job control (CI, nohup, a background job)
+    # starts its children with SIGINT ignored, and Python then never raises KeyboardInterrupt
+    proc = subprocess.Popen([sys.executable, "-c", "from posbench.cli.console import train; train()", "encoding=rope",
+                             "train=smoke", "model=tiny"],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    time.sleep(0.4)  # the interpreter is up; torch and Hydra are still loading
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines() == [err.strip()] and err.startswith("posbench: interrupted;"), err

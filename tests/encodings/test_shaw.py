@@ -1,0 +1,47 @@
+"""Shaw et al.'s relative attention (posbench/encodings/shaw.py) against the naive formula."""
+
+import math
+
+import torch
+
+
+def naive_relative_attention(q, k, v, dist_index, rel_q, rel_k, rel_v):
+    """The formula with the full L x L x Dh tensors, for comparison."""
+    L, D = q.shape[-2], q.shape[-1]
+    rk = rel_k[:, dist_index] if rel_k.dim() == 3 else rel_k[dist_index]  # [H?, L, L, D]
+    scores = q @ k.transpose(-1, -2) + (rel_q[..., :, None, :] * rk).sum(-1)
+    scores = (scores / math.sqrt(D)).masked_fill(torch.ones(L, L, dtype=torch.bool).triu(1), float("-inf"))
+    a = scores.softmax(-1)
+    out = a @ v
+    if rel_v is not None:
+        out = out + (a[..., None] * rel_v[dist_index]).sum(-2)
+    return out
+
+
+def test_shaw_matches_the_naive_formula():
+    torch.manual_seed(0)
+    from posbench.attention.kernels import relative_causal_attention
+
+    B, H, L, D, K = 2, 3, 30, 8, 5
+    q, k, v = (torch.randn(B, H, L, D, dtype=torch.float64) for _ in range(3))
+    rel_k, rel_v = torch.randn(K + 1, D, dtype=torch.float64), torch.randn(K + 1, D, dtype=torch.float64)
+    pos = torch.arange(L)
+    dist = (pos[:, None] - pos[None, :]).clamp(0, K)
+    expected = naive_relative_attention(q, k, v, dist, q, rel_k, rel_v)
+    got = relative_causal_attention(q, k, v, pos, q, rel_k[None], rel_v, max_elements=B * H * L * 4)
+    assert torch.allclose(got, expected, atol=1e-10)
+
+
+def test_shaw_with_zero_relative_embeddings_is_plain_causal_attention():
+    """init_std 0 (allowed: 0 is meaningful here) starts from content-only attention."""
+    import torch.nn.functional as F
+
+    from posbench.attention.options import AttentionOptions
+    from posbench.encodings import ModelShape, build_encoding
+    from posbench.encodings.shaw import Shaw
+
+    enc = build_encoding("shaw", ModelShape(16, 2, 1, 16), {"init_std": 0.0, "max_distance": 4})
+    assert isinstance(enc, Shaw) and enc.rel_k.shape == (1, 5, 8)  # distances 0..4, the last shared by the rest
+    q, k, v = (torch.randn(1, 2, 12, 8, dtype=torch.float64) for _ in range(3))
+    got = enc.double().relative_attention(q, k, v, torch.arange(12), 0, AttentionOptions())
+    torch.testing.assert_close(got, F.scaled_dot_product_attention(q, k, v, is_causal=True))

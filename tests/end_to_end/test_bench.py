@@ -1,0 +1,32 @@
+"""The benchmark command runs end to end and writes its tables (its numbers are not asserted)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).parents[2]
+
+
+@pytest.mark.slow
+def test_bench_writes_ratios_for_each_encoding_and_the_reference(tmp_path):
+    cmd = [sys.executable, str(ROOT / "scripts" / "bench.py"), "--model", "tiny", "--train-len", "16", "--batch", "4",
+           "--steps", "2", "--eval-tokens", "512", "--encodings", "nope,alibi,learned", "--out", str(tmp_path)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    df = pd.read_csv(tmp_path / "bench.csv").set_index("encoding")
+    assert list(df.index) == ["reference_gpt", "nope", "alibi", "learned"]
+    assert df.loc["reference_gpt", "train_vs_reference"] == 1.0 and df.loc["nope", "eval_16x_time_vs_nope"] == 1.0
+    assert (df["train_tok_s"] > 0).all() and (df["mfu"] > 0).all()
+    assert pd.isna(df.loc["learned", "eval_16x_s"])  # not defined past its table: not timed
+    assert df.loc["alibi", "eval_16x_peak_mb"] > 0
+    assert "Command: `python scripts/bench.py" in (tmp_path / "bench.md").read_text()
+
+
+def test_bench_rejects_an_unknown_encoding(tmp_path):
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench.py"), "--encodings", "ropee", "--out", str(tmp_path)],
+                          capture_output=True, text=True)
+    assert proc.returncode != 0 and "unknown encoding 'ropee'" in proc.stderr
+    assert not (tmp_path / "bench.csv").exists()

@@ -1,0 +1,49 @@
+"""posbench/evaluation/plan.py: the records a run's settings call for (rows x lengths x protocols on
+each protocol's token set), what a run still misses, and one merge in which a new record replaces
+an old one of the same key."""
+
+from posbench.encodings import ModelShape, build_encoding
+from posbench.evaluation.plan import (
+    attention_plan,
+    evaluation_plan,
+    merge,
+    missing,
+    record_key,
+)
+from posbench.evaluation.protocols import token_set
+from posbench.evaluation.settings import EvalConfig
+from posbench.tasks import LM, build_task
+
+CFG = EvalConfig(multiples=[1, 2], protocols=["nonoverlapping", "sliding"], rope_scaling=["yarn"], bca=[])
+
+
+def test_the_plan_is_every_row_at_every_length_and_protocol_on_its_token_set():
+    plan = evaluation_plan(build_encoding("rope", ModelShape(32, 4, 2, 16)), build_task(LM), CFG, 16, 5000, "h")
+    assert [p.key for p in plan if p.key[:2] == ("rope", "sliding")] == [
+        ("rope", "sliding", 16, token_set("sliding", CFG, 16, 5000, "h")),
+        ("rope", "sliding", 32, token_set("sliding", CFG, 16, 5000, "h"))]
+    assert len(plan) == 2 * 2 * 2 and {p.key[0] for p in plan} == {"rope", "rope+yarn@2x"}
+    assert {p.kind for p in plan} == {"perplexity"}  # no attention diagnostics unless asked
+
+
+def test_what_a_run_misses_is_what_its_metrics_lack():
+    plan = evaluation_plan(build_encoding("rope", ModelShape(32, 4, 2, 16)), build_task(LM), CFG, 16, 5000, "h")
+    done = [{"variant": k[0], "protocol": k[1], "length": k[2], "token_set": k[3]} for k in (p.key for p in plan[:3])]
+    assert missing(plan, {"evaluations": done}) == plan[3:]
+    assert missing(plan, {}) == plan
+
+
+def test_a_new_record_replaces_the_old_one_of_the_same_key_and_others_stay():
+    old = [{"variant": "rope", "protocol": "sliding", "length": 16, "token_set": "a", "ppl": 5.0},
+           {"variant": "rope", "protocol": "sliding", "length": 16, "token_set": "b", "ppl": 6.0}]
+    new = [{"variant": "rope", "protocol": "sliding", "length": 16, "token_set": "a", "ppl": 4.0}]
+    merged = merge("perplexity", old, new)
+    assert sorted((r["token_set"], r["ppl"]) for r in merged) == [("a", 4.0), ("b", 6.0)]
+    assert record_key("attention", {"length": 32, "layer": 0}) == (32,)
+
+
+def test_attention_diagnostics_are_planned_where_asked_and_the_recorder_sees_the_scores():
+    asked = EvalConfig(multiples=[1, 2], attention_stats=True, bca=[])
+    assert [p.key for p in attention_plan(build_encoding("alibi", ModelShape(32, 4, 2, 16)), asked, 16)] == [(16,), (32,)]
+    assert attention_plan(build_encoding("alibi", ModelShape(32, 4, 2, 16)), CFG, 16) == []
+    assert attention_plan(build_encoding("shaw", ModelShape(32, 4, 2, 16)), asked, 16) == []  # its own attention

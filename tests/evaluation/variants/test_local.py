@@ -1,0 +1,53 @@
+"""The local-window rows (posbench/evaluation/variants/local.py): their names, every encoding gets
+them, and the window hides far keys in the kernels that compute their own attention."""
+
+import pytest
+import torch
+
+from posbench.attention.kernels import Window
+from posbench.attention.options import AttentionOptions
+from posbench.core.errors import PosbenchError
+from posbench.encodings import ModelShape, build_encoding
+from posbench.evaluation.variants import make_variant
+from posbench.model.transformer import ModelConfig, build_model
+
+
+def test_local_window_rows_name_themselves_and_apply_to_every_encoding():
+    from posbench.encodings import available
+
+    v = make_variant("local", {"size": 32})
+    assert v.suffix() == "+swa32" and make_variant("local", {"kind": "chunked"}).suffix() == "+chunkL"
+    assert v.options(AttentionOptions(), 128, 64).window == Window("sliding", 32)
+    # the far-context control exists for every kernel, the relative ones and stick-breaking included
+    assert all(v.applies_to(build_encoding(name, ModelShape(32, 4, 2, 16))) for name in available())
+    with pytest.raises(PosbenchError, match="kind must be one of"):
+        make_variant("local", {"kind": "banded"})
+    assert make_variant("floorlog").suffix() == "+floorlog" and make_variant("logn").suffix() == "+logn"
+
+
+@pytest.mark.parametrize("name", ["shaw", "transformer_xl", "stickbreaking"])
+def test_an_evaluation_window_hides_far_keys_in_the_kernels_that_compute_their_own_attention(name):
+    """The +swa row on Shaw, Transformer-XL and stick-breaking: with a window of W keys in every
+    layer of an n-layer model, the output at position i cannot depend on tokens more than n (W - 1)
+    back; without the window it does; a window as long as the sequence changes nothing."""
+    torch.manual_seed(0)
+    cfg = ModelConfig(name="t", d_model=32, n_layers=2, n_heads=2, mlp_ratio=2)
+    model = build_model(cfg, name, {}, 16).eval()
+    x = torch.randint(0, 256, (1, 40))
+    y = x.clone()
+    y[0, :10] = (y[0, :10] + 1) % 256  # change only tokens 0..9
+    windowed = AttentionOptions(window=Window("sliding", 8))
+    with torch.no_grad():
+        far = slice(10 + 2 * 7, 40)  # positions whose 2-layer receptive field (2 x 7 back) misses 0..9
+        torch.testing.assert_close(model(x, None, windowed)[0, far], model(y, None, windowed)[0, far])
+        assert not torch.allclose(model(x)[0, far], model(y)[0, far])
+        torch.testing.assert_close(model(x, None, AttentionOptions(window=Window("sliding", 40))), model(x))
+
+
+def test_the_local_window_is_a_control_of_train_len_keys_by_default():
+    from posbench.evaluation.variants.local import LocalWindow
+
+    v = make_variant("local")
+    assert isinstance(v, LocalWindow) and v.window  # its rows are listed apart from the unwindowed ones
+    assert v.suffix() == "+swaL" and v.options(AttentionOptions(), 256, 64).window == Window("sliding", 64)
+    assert make_variant("local", {"kind": "chunked", "size": 8}).options(AttentionOptions(), 256, 64).window == Window("chunked", 8)

@@ -1,0 +1,119 @@
+"""The training job (posbench/jobs/train.py): a re-run finishes evaluation instead of training again,
+a kill during evaluation keeps the training, a malformed resume state is discarded, and a diverged
+run is recorded and final unless retried."""
+
+import json
+import logging
+import shutil
+
+import pytest
+import torch
+
+from posbench.jobs.train import run
+from posbench.store.rundir import RESUME, read_metrics
+
+BASE = ["model=tiny", "train=smoke", "train_len=16", "eval.protocols=[nonoverlapping]", "eval.scored_tokens=256", "data=local"]
+
+
+def test_rerunning_a_complete_run_with_new_eval_settings_evaluates_what_is_missing(compose, tmp_path, text_corpus, caplog):
+    cfg = compose("encoding=alibi", *BASE, "eval.multiples=[1,2]", f"data.path={text_corpus}", f"runs_dir={tmp_path}")
+    run_dir = run(cfg)
+    first = read_metrics(run_dir)
+    weights = (run_dir / "checkpoint.pt").read_bytes()
+    cfg = compose("encoding=alibi", *BASE, "eval.multiples=[1,2,4]", f"data.path={text_corpus}", f"runs_dir={tmp_path}")
+    with caplog.at_level(logging.INFO, logger="posbench"):
+        run(cfg)
+    assert any("1 new evaluation records" in r.getMessage() for r in caplog.records)
+    after = read_metrics(run_dir)
+    assert (run_dir / "checkpoint.pt").read_bytes() == weights  # not trained again
+    assert [r for r in after["evaluations"] if r["length"] <= 32] == first["evaluations"]  # old records untouched
+    assert [r["length"] for r in after["evaluations"]] == [16, 32, 64]
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="posbench"):
+        run(cfg)  # nothing missing now
+    assert any("already complete" in r.getMessage() for r in caplog.records)
+
+
+def test_a_kill_during_evaluation_keeps_the_training(compose, tmp_path, text_corpus, monkeypatch):
+    import posbench.jobs.train as train
+
+    cfg = compose("encoding=rope", *BASE, "eval.multiples=[1,2]", f"data.path={text_corpus}", f"runs_dir={tmp_path}")
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt  # as if the process were stopped while evaluating
+
+    monkeypatch.setattr(train, "evaluate_into", killed)
+    with pytest.raises(KeyboardInterrupt):
+        run(cfg)
+    run_dir = cfg.run_dir
+    m = read_metrics(run_dir)
+    assert m["status"] == "completed" and m["evaluations"] == [] and (run_dir / "checkpoint.pt").exists()
+    weights = (run_dir / "checkpoint.pt").read_bytes()
+    monkeypatch.undo()
+    history = (run_dir / "history.json").read_text()
+    run(cfg)  # evaluates the saved checkpoint; trains nothing
+    assert (run_dir / "checkpoint.pt").read_bytes() == weights and (run_dir / "history.json").read_text() == history
+    assert [r["length"] for r in read_metrics(run_dir)["evaluations"]] == [16, 32]
+
+
+def test_a_diverged_run_is_final_unless_retried(compose, tmp_path, text_corpus, caplog):
+    args = ["encoding=nope", *BASE, "train.lr=1e12", "train.warmup_steps=1", "train.grad_clip=1e30",
+            f"data.path={text_corpus}", f"runs_dir={tmp_path}"]
+    run_dir = run(compose(*args))
+    assert read_metrics(run_dir)["status"] == "diverged"
+    stamp = (run_dir / "metrics.json").stat().st_mtime_ns
+    with caplog.at_level(logging.WARNING, logger="posbench"):
+        run(compose(*args))
+    assert any("diverged" in r.getMessage() and "retry_diverged=true" in r.getMessage() for r in caplog.records)
+    assert (run_dir / "metrics.json").stat().st_mtime_ns == stamp
+    run(compose(*args, "retry_diverged=true"))  # trained again (and, with this learning rate, diverges again)
+    assert (run_dir / "metrics.json").stat().st_mtime_ns != stamp
+    assert json.loads((run_dir / "metrics.json").read_text())["status"] == "diverged"
+
+
+def test_a_new_evaluation_variant_on_a_complete_run_is_evaluated_not_retrained(compose, tmp_path, text_corpus):
+    cfg = compose("encoding=rope", *BASE, "eval.multiples=[1,2]", f"data.path={text_corpus}", f"runs_dir={tmp_path}")
+    run_dir = run(cfg)
+    weights = (run_dir / "checkpoint.pt").read_bytes()
+    run(compose("encoding=rope", *BASE, "eval.multiples=[1,2]", "eval.rope_scaling=[yarn]", f"data.path={text_corpus}",
+                f"runs_dir={tmp_path}"))
+    assert (run_dir / "checkpoint.pt").read_bytes() == weights
+    assert {r["variant"] for r in read_metrics(run_dir)["evaluations"]} == {"rope", "rope+yarn@2x"}
+
+
+SMALL = ["model=tiny", "train_len=16", "train.batch_size=4", "train.warmup_steps=2", "train.log_every=5",
+         "train.val_every=20", "train.val_batches=1", "eval.multiples=[1,2]", "eval.scored_tokens=128", "data=local"]
+
+
+def test_a_malformed_resume_state_is_discarded_and_the_run_starts_over(compose, tmp_path, text_corpus, caplog):
+    cfg = compose(*SMALL, "train.steps=10", f"data.path={text_corpus}", f"runs_dir={tmp_path / 'clean'}")
+    clean = read_metrics(run(cfg))
+    cfg = compose(*SMALL, "train.steps=10", f"data.path={text_corpus}", f"runs_dir={tmp_path / 'broken'}")
+    run_dir = cfg.run_dir
+    run_dir.mkdir(parents=True)
+    # loadable, with every key, but of another model: applying it fails half-way
+    torch.save({"model": {"tok_emb.weight": torch.zeros(3, 3)}, "optimizer": {}, "scheduler": {}, "torch_rng": torch.get_rng_state(),
+                "next_step": 5, "history": [], "last_loss": 1.0, "val_loss": None, "train_wall_s": 0.0}, run_dir / RESUME)
+    with caplog.at_level(logging.WARNING, logger="posbench"):
+        m = read_metrics(run(cfg))
+    assert any("discarding unusable resume state" in r.message for r in caplog.records)
+    assert m["status"] == "completed" and not (run_dir / RESUME).exists()
+    assert m["evaluations"] == clean["evaluations"]  # started over: the same bits as a clean run
+    # a resume state that is not even a torch file
+    shutil.rmtree(run_dir)
+    run_dir.mkdir()
+    (run_dir / RESUME).write_bytes(b"garbage")
+    assert read_metrics(run(cfg))["evaluations"] == clean["evaluations"]
+
+
+def test_divergence_is_recorded_not_raised(compose, tmp_path, text_corpus, caplog):
+    cfg = compose("model=tiny", "train=smoke", "train_len=16", "train.lr=1e12", "train.warmup_steps=1", "train.grad_clip=1e30",
+                  "data=local", f"data.path={text_corpus}", f"runs_dir={tmp_path}")
+    m = read_metrics(run(cfg))
+    assert m["status"] == "diverged" and m["evaluations"] == []
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="posbench"):
+        run(cfg)  # again: skipped, saying why in numbers (the NaN loss is stored as null)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"skipping {cfg.run_id}: it diverged (loss not finite at step {m['train_steps']}); runs that diverge are final "
+        "(retry_diverged=true trains it again)"]

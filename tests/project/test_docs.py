@@ -1,0 +1,113 @@
+"""The docs stay true to the code. docs/layout.md is what scripts/layout.py writes from it. Every command
+of the README's bash blocks runs, in tiny form: each posbench-* line with overrides
+that make it small (tiny model, a few steps, a local corpus, a temporary runs folder), its paths
+and placeholders pointed at what the earlier lines made. A line that is not a posbench command
+must be named in SKIPPED with the reason, so a new command in the README is run by default."""
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import write_text_corpus
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+MODULES = {"posbench-train": "posbench.cli.train", "posbench-eval": "posbench.cli.evaluate", "posbench-report": "posbench.cli.report"}
+
+SKIPPED = {  # line (without its comment) -> why it is not run here
+    "bash scripts/quickstart.sh": "installs and trains the 10-minute quick sweep (CI runs scripts/test.sh)",
+    "bash scripts/test.sh": "the test suite itself",
+    "python3 -m venv .venv": "installation",
+    ".venv/bin/pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128": "a CUDA build of torch (GPU)",
+    "bash scripts/setup.sh": "installation",
+    "posbench-train encoding=mypkg.encodings:LogDistanceBias 'eval.variants=[mypkg.variants:WideWindow]'":
+        "the user's own package (tests/end_to_end/test_plugins.py runs plug-ins named by module:attr)",
+}
+
+# replace the value of a key the command sets, else append: small, fast and inside the test's folders
+TINY_TRAIN = {"model": "tiny", "train": "smoke", "train.steps": "5", "train_len": "16", "seed": "0", "data": "local",
+              "eval.scored_tokens": "256", "eval.first_scored": "null"}
+TINY_SWEEP = {"encoding": "rope,alibi"}  # a sweep over every encoding (a preset's too) shrinks to two
+TINY_EVAL = {"eval.scored_tokens": "256"}
+
+
+def readme_commands() -> list[str]:
+    """The lines of the README's bash blocks, comments removed; ``.venv/bin/posbench-*`` is the command
+    itself (the README's first lines call it before the venv is activated)."""
+    lines = []
+    for block in re.findall(r"```bash\n(.*?)```", README.read_text(), re.S):
+        for line in block.splitlines():
+            line = re.sub(r"^\.venv/bin/(posbench-)", r"\1", re.sub(r"\s+#.*$", "", line).strip())
+            if line and not line.startswith("#"):
+                lines.append(line)
+    return lines
+
+
+def with_tiny(args: list[str], tiny: dict[str, str]) -> list[str]:
+    out, seen = [], set()
+    for arg in args:
+        key, sep, _ = arg.partition("=")
+        if sep and key in tiny:
+            out.append(f"{key}={tiny[key]}")
+            seen.add(key)
+        else:
+            out.append(arg)
+    return out + [f"{k}={v}" for k, v in tiny.items() if k not in seen]
+
+
+def test_every_readme_line_is_run_or_skipped_with_a_reason():
+    lines = readme_commands()
+    assert len([c for c in lines if "posbench-" in c]) >= 8
+    for line in lines:
+        words = [w for w in shlex.split(line) if not re.fullmatch(r"[A-Z_]+=\S*", w)]
+        assert words[0] in MODULES or line in SKIPPED, f"README line neither run by this test nor skipped: {line}"
+    assert set(SKIPPED) <= set(lines), "SKIPPED names a line the README no longer has"
+
+
+def test_the_readme_commands_run_in_tiny_form(tmp_path, cache_dir):
+    corpus = write_text_corpus(tmp_path / "docs", n_docs=160)  # validation text for 32x windows from token 2048
+    runs, results = tmp_path / "runs", tmp_path / "results"
+    conf = tmp_path / "my-conf" / "experiment"  # the README's own config folder, with its preset
+    conf.mkdir(parents=True)
+    (conf / "my_preset.yaml").write_text("# @package _global_\nseed: 0\n")
+    ran = []
+    for line in readme_commands():
+        if line in SKIPPED:
+            continue
+        words = shlex.split(line)
+        env = dict(w.split("=", 1) for w in words if re.fullmatch(r"[A-Z_]+=\S*", w))
+        program, *args = [w for w in words if not re.fullmatch(r"[A-Z_]+=\S*", w)]
+        args = [a.replace("file:///home/me/posbench-conf", f"file://{conf.parent}") for a in args]
+        if program == "posbench-train":
+            tiny = {**TINY_TRAIN, **(TINY_SWEEP if "-m" in args else {}), "data.path": str(corpus), "runs_dir": str(runs)}
+            args = with_tiny(args, tiny)
+        elif program == "posbench-eval":
+            # <run_id>: the rope run the lines above trained (the eval examples include RoPE scalings)
+            rope = sorted(runs.glob("rope_tiny_L16_s0_*"))[0]
+            args = with_tiny([a.replace("runs/<run_id>", str(rope)) for a in args], TINY_EVAL)
+        else:  # posbench-report <runs folder> [--out <folder>]
+            args = [str(runs) if a.startswith("runs/") else str(results / Path(a).name) if a.startswith("results/") else a
+                    for a in args]
+        proc = subprocess.run([sys.executable, "-m", MODULES[program], *args], capture_output=True, text=True, cwd=tmp_path,
+                              env={**os.environ, **env, "PYTHONUNBUFFERED": "1"}, timeout=600)
+        assert proc.returncode == 0, f"{line}\n  ran as: {' '.join(args)}\n{proc.stderr[-3000:]}"
+        ran.append(line)
+    assert len(ran) == len([line for line in readme_commands() if line not in SKIPPED])  # a skipped line may recur
+    assert (runs / "report" / "report.md").exists() and (results / "reference" / "report.md").exists()
+
+
+def test_docs_layout_md_is_what_scripts_layout_py_writes_from_the_code():
+    """docs/layout.md: the layers of .importlinter, every module with its docstring's first sentence, and
+    the names each plug-in package registers, written by scripts/layout.py (run it after an edit)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("layout", README.parent / "scripts" / "layout.py")
+    layout = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(layout)
+    assert (README.parent / "docs" / "layout.md").read_text() == layout.layout(), \
+        "docs/layout.md is out of date with the code: run python scripts/layout.py"
+    proc = subprocess.run([sys.executable, str(README.parent / "scripts" / "layout.py"), "--check"],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(README.parent)})
+    assert proc.returncode == 0 and proc.stderr == ""

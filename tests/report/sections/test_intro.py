@@ -1,0 +1,10 @@
+"""The report's opening (posbench/report/sections/intro.py): how many runs, of what, from where."""
+
+from posbench.report.sections.intro import Intro
+from tests.helpers import run_section
+
+
+def test_the_intro_counts_the_completed_runs_and_names_the_runs_folder(sweep_context, tmp_path):
+    md, written = run_section(Intro, sweep_context, tmp_path)
+    assert md.startswith("# posbench report\n") and written == {}
+    assert f"10 completed runs from `{sweep_context.runs_dir}`: byte-level language models" in md

@@ -1,0 +1,23 @@
+"""The summary section (posbench/report/sections/summary.py): how the numbers were scored, then the
+verdicts; with several training budgets, each verdict at its row's largest."""
+
+import pandas as pd
+
+from posbench.report.sections.summary import Summary, budget_headline
+from tests.helpers import run_section
+
+
+def test_the_summary_says_how_the_numbers_were_scored_then_the_verdicts(sweep_context, tmp_path):
+    md, written = run_section(Summary, sweep_context, tmp_path)
+    assert md.startswith("## Summary") and written == {}
+    assert "**How the numbers were scored** (protocols, text and training budget):" in md
+    assert all(f"`{p}`" in md for p in ("nonoverlapping", "sliding", "fixed_target"))
+
+
+def test_with_several_budgets_the_summary_names_what_settled_and_what_still_moves():
+    trends = pd.DataFrame({"variant": ["rope", "alibi"], "largest": [1200, 1200], "verdict at largest": ["broken", "flat"],
+                           "trend": ["settled since 600 steps", "still moving (down: 1.20 at 600 to 1.03 at 1200)"]})
+    text = budget_headline(trends)
+    assert text.startswith("**Budgets.** The runs were trained for several budgets; every verdict below is read at "
+                           "its row's largest budget (1200 steps).")
+    assert "Settled: `rope` broken (settled since 600 steps)." in text and "Still moving: `alibi` flat" in text

@@ -1,0 +1,51 @@
+"""posbench/report/checks.py: what the report reads from a run is checked first, so that a damaged run is
+skipped with one line naming the field, never a traceback in the middle of a table."""
+
+import pandas as pd
+import pytest
+
+from posbench.report.checks import (
+    check_history,
+    check_per_position,
+    check_records,
+    parse_config,
+)
+
+RECORD = {"variant": "rope", "protocol": "sliding", "length": 16, "multiple": 1.0, "ppl": 5.0, "token_set": "t"}
+
+
+def metrics(**change):
+    return {"model": "tiny", "task": None, "train_steps": 20, "train_tokens": 2560, "final_val_loss": 1.5,
+            "evaluations": [RECORD], **change}
+
+
+def test_good_records_pass_and_records_older_than_a_field_are_kept():
+    check_records(metrics())
+    check_records(metrics(evaluations=[{k: v for k, v in RECORD.items() if k != "token_set"}]))  # before token sets
+    check_records(metrics(evaluations=[{**RECORD, "ppl": None}]))  # not defined at that length
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"model": 3}, "'model' is 3, not a string"),
+    ({"evaluations": "none"}, "'evaluations' is not a list of records"),
+    ({"evaluations": [{**RECORD, "length": 0}]}, "evaluations record 0 has length 0, not a positive integer"),
+    ({"evaluations": [{k: v for k, v in RECORD.items() if k != "protocol"}]}, "evaluations record 0 has no 'protocol'"),
+    ({"attention": [{"source": "text"}]}, "attention record 0 has no 'length'"),
+])
+def test_a_bad_field_is_named(change, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        check_records(metrics(**change))
+
+
+def test_histories_curves_and_configs_are_checked():
+    history = check_history(pd.DataFrame({"step": [1, 2], "loss": [3.0, None], "val_loss": [None, None]}))
+    assert history["val_loss"].isna().all() and pd.api.types.is_numeric_dtype(history["loss"])
+    with pytest.raises(ValueError, match="loss 'low' is not a number"):
+        check_history(pd.DataFrame({"step": [1], "loss": ["low"]}))
+    with pytest.raises(ValueError, match="is not a curve of numbers"):
+        check_per_position({"rope/sliding/L16": pd.Series(["a"]).to_numpy()})
+    assert parse_config("encoding: {name: rope}\ntrain: {lr: 0.002}\n").encoding.name == "rope"
+    for text, message in [("", "is empty"), ("[1, 2]", "is not a mapping"), ("train: {lr: 1}", "has no encoding.name"),
+                          ("encoding: {name: rope}\ntrain: {lr: fast}", "has no number train.lr")]:
+        with pytest.raises(ValueError, match=message):
+            parse_config(text)

@@ -1,0 +1,57 @@
+"""posbench/report/headline.py: each encoding beside its verdict, interval, rank and budget; each task
+against its chance row; several panels named by what differs."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from posbench.report.headline import lm_headline, task_headline
+
+
+def _main_table() -> pd.DataFrame:
+    rows = []
+    for variant, ratio, lo, hi, label, rank, windowed in [
+            ("rope", 2.46, 2.36, 2.57, "broken", 2, False), ("alibi", 0.97, 0.97, 0.98, "flat, local (gains nothing past train_len)", 1, False),
+            ("learned", math.nan, math.nan, math.nan, "n/a", math.nan, False), ("alibi+swaL", 0.97, 0.96, 0.98, "flat", 1, True)]:
+        rows.append({"protocol": "nonoverlapping", "variant": variant, "model": "small", "train_len": 64, "windowed": windowed,
+                     "1x": 6.5, "1x_lo": 6.0, "1x_hi": 7.1, "16x": 6.4, "16x_note": "n/d" if variant == "learned" else "",
+                     "16x/1x": ratio, "16x/1x_lo": lo, "16x/1x_hi": hi, "label": label, "verdict": label.split(" (")[0],
+                     "rank_mean_log_ppl": rank, "far_gain": 1.002 if variant == "alibi" else math.nan,
+                     "far_gain_lo": 0.999, "far_gain_hi": 1.004})
+    return pd.DataFrame(rows)
+
+
+def test_the_headline_puts_each_encoding_beside_its_verdict_interval_rank_and_budget():
+    conv = pd.DataFrame({"encoding": ["rope", "alibi", "learned"], "model": "small", "train_len": 64, "steps": 600,
+                         "train_tokens": 1228800})
+    shown, keys, _ = lm_headline(_main_table(), conv)
+    assert list(shown["encoding"]) == ["alibi", "rope", "learned"]  # by rank; the windowed control is apart
+    alibi = shown.iloc[0]
+    assert alibi["verdict"] == "flat, local (gains nothing past train_len)" and alibi["16x/1x [95%]"] == "0.97 [0.97, 0.98]"
+    assert alibi["1x perplexity [95%]"] == "6.50 [6.00, 7.10]" and alibi["rank"] == "1"
+    assert alibi["window / full"] == "1.002 [0.999, 1.004]" and alibi["budget"] == "600 steps, 1.23M tokens"
+    assert shown.iloc[2]["verdict"] == "not defined at 16x" and shown.iloc[2]["16x/1x [95%]"] == "n/d"
+    assert keys.iloc[1]["16x/1x [95%]"] == 2.46 and "panel" not in shown  # one panel: no panel column
+    controls, _, _ = lm_headline(_main_table(), conv, windowed=True)
+    assert list(controls["encoding"]) == ["alibi+swaL"]
+
+
+def test_the_task_headline_reads_each_task_against_its_chance_row():
+    table = pd.DataFrame([{"task": "passkey", "variant": v, "model": "small", "train_len": 64, "1x": a, "1x_lo": a - .1,
+                           "1x_hi": min(1, a + .1), "4x": b, "4x_lo": b - .05, "4x_hi": b + .05, "chance": 0.001,
+                           "beyond train_len": b, "effective length": e, "seeds": 1}
+                          for v, a, b, e in [("rope", 1.0, 0.2, 64), ("alibi", 0.98, 0.6, 128)]])
+    shown, keys, classes = task_headline(table, pd.DataFrame())
+    assert list(shown["encoding"]) == ["alibi", "rope", "chance (no retrieval)"] and classes[-1] == "control"
+    assert shown.iloc[0]["4x accuracy % [95%]"] == "60 [55, 65]" and shown.iloc[2]["1x accuracy % [95%]"] == "0"
+
+
+def test_several_panels_are_named_beside_the_encoding_by_what_differs():
+    two = pd.concat([_main_table(), _main_table().assign(protocol="sliding")], ignore_index=True)
+    shown, _, _ = lm_headline(two, pd.DataFrame())
+    assert list(shown.columns[:2]) == ["encoding", "protocol"] and set(shown["protocol"]) == {"nonoverlapping", "sliding"}
+    three = pd.concat([two, _main_table().assign(train_len=128)], ignore_index=True)
+    shown, _, _ = lm_headline(three, pd.DataFrame())
+    assert shown.columns[1] == "panel" and "sliding, L=64" in set(shown["panel"])

@@ -1,0 +1,98 @@
+"""report.html in a real browser: headless Chromium through Playwright (docs/testing.md says how to
+install both). Skipped, with the reason, where either is missing. The report is the shared tiny
+sweep's (conftest.py); the browser part takes a few seconds."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+WIDTHS = (1400, 420)  # a laptop and a phone
+HEIGHT = 900
+
+
+def chromium() -> str | None:
+    """The browser to drive: $POSBENCH_CHROMIUM, else the first chromium on PATH (Debian's package:
+    Playwright's own download needs the network, which tests never use)."""
+    return os.environ.get("POSBENCH_CHROMIUM") or next(
+        (p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
+
+
+# checked when the module loads, so that a machine without them skips before the shared sweep is trained
+sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed (pip install -e '.[test]')")
+if chromium() is None:
+    pytest.skip("no Chromium here (apt-get install chromium; docs/testing.md)", allow_module_level=True)
+
+
+@pytest.fixture
+def page():
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
+        try:
+            tab = browser.new_page(viewport={"width": WIDTHS[0], "height": HEIGHT})
+            tab.errors = []
+            tab.on("console", lambda m: tab.errors.append(m.text) if m.type == "error" else None)
+            tab.on("pageerror", lambda e: tab.errors.append(str(e)))
+            yield tab
+        finally:
+            browser.close()
+
+
+def column(page, header: str) -> list[float]:
+    """The sort keys (data-v) of one headline column, top to bottom."""
+    return page.evaluate("""h => { const t = document.querySelector("table.headline");
+        const i = [...t.tHead.rows[0].cells].findIndex(c => c.textContent.startsWith(h));
+        return [...t.tBodies[0].rows].map(r => parseFloat(r.cells[i].dataset.v)); }""", header)
+
+
+def test_report_html_reads_in_a_browser_at_laptop_and_phone_width(sweep_report, page):
+    page.goto((sweep_report / "report.html").as_uri())
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": HEIGHT})
+        wide, inner = page.evaluate("[document.scrollingElement.scrollWidth, innerWidth]")
+        assert wide <= inner, f"the page scrolls sideways at {width} px ({wide} > {inner})"
+        top = page.evaluate("document.querySelector('table.headline').getBoundingClientRect().top")
+        assert top < HEIGHT, f"the headline table starts below the first screen at {width} px ({top} px)"
+    assert page.evaluate("document.querySelector('meta[name=viewport]') !== null")
+
+    images = page.evaluate("[...document.images].map(i => [i.complete, i.naturalWidth])")
+    assert images and all(done and w > 0 for done, w in images)
+
+    # every heading has an anchor, and every contents link reaches one
+    assert page.evaluate("[...document.querySelectorAll('h1,h2,h3')].every(h => h.id)")
+    links = page.evaluate("[...document.querySelectorAll('nav.toc a')].map(a => a.getAttribute('href').slice(1))")
+    assert links and all(page.evaluate("id => document.getElementById(id) !== null", a) for a in links)
+
+    # clicking a header sorts the rows by the number behind the cell, then reverses them
+    before = column(page, "1x perplexity")
+    names = page.evaluate("[...document.querySelectorAll('table.headline tbody tr')].map(r => r.cells[0].textContent)")
+    page.click("table.headline th:has-text('1x perplexity')")
+    up = column(page, "1x perplexity")
+    names_up = page.evaluate("[...document.querySelectorAll('table.headline tbody tr')].map(r => r.cells[0].textContent)")
+    assert sorted(before) == up
+    page.click("table.headline th:has-text('1x perplexity')")
+    down = column(page, "1x perplexity")
+    assert down == sorted(before, reverse=True)
+    after = page.evaluate("[...document.querySelectorAll('table.headline tbody tr')].map(r => r.cells[0].textContent)")
+    assert len(set(before)) > 1 and sorted(after) == sorted(names) and names_up != after  # rows moved, none lost
+
+    # a figure enlarges when clicked
+    page.click("figure img")
+    assert page.evaluate("getComputedStyle(document.querySelector('figure:target')).position") == "fixed"
+
+    assert page.errors == []
+
+
+def test_the_page_is_one_self_contained_html_file_with_its_contents():
+    from posbench.report.page import page as html_page
+    from posbench.report.page import toc_html, toc_md
+
+    entries = [("Summary", "summary"), ("A & B", "a-b")]
+    assert toc_md(entries) == "**Contents:** [Summary](#summary) · [A & B](#a-b)"
+    assert '<li><a href="#a-b">A &amp; B</a></li>' in toc_html(entries)
+    html = html_page("posbench <report>", "<p>body</p>")
+    assert html.startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>")
+    assert "<title>posbench &lt;report&gt;</title>" in html and "<style>" in html and "<script>" in html
+    assert 'name="viewport"' in html and "<p>body</p>" in html

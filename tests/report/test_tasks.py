@@ -1,0 +1,64 @@
+"""posbench/report/tasks.py: task-accuracy intervals over examples and seeds, runs that never learned
+the task, and which depths one window reaches."""
+
+import math
+
+import pandas as pd
+import pytest
+
+
+def test_runs_that_never_learned_the_task_at_train_len_are_named():
+    """Accuracy at 1x below halfway from chance to 100% (mean over the grid, the model's own row):
+    its 0% at 16x is no evidence about extrapolation, and the report says which runs these are."""
+    from posbench.report.tasks import not_learned
+
+    rows = []
+    for seed, acc in ((0, 0.9), (1, 0.2)):
+        for depth in (0.0, 1.0):
+            for variant, mult in (("rope", 1.0), ("rope", 4.0), ("rope+logn", 1.0)):
+                rows.append({"task": "mqar", "variant": variant, "encoding": "rope", "model": "small", "train_len": 64,
+                             "seed": seed, "multiple": mult, "condition": depth, "chance": 0.25,
+                             "accuracy": acc if mult == 1.0 else 0.0})
+    low = not_learned(pd.DataFrame(rows))
+    assert low[["variant", "seed"]].values.tolist() == [["rope", 1]] and low["accuracy"].tolist() == [pytest.approx(0.2)]
+    rows = [{**r, "accuracy": 0.6} for r in rows]  # 60% is below halfway from a chance of 25%: (0.25 + 1) / 2
+    assert not_learned(pd.DataFrame(rows))["seed"].tolist() == [0, 1]
+
+
+def test_the_task_report_says_which_depths_one_window_reaches():
+    """rope_swa at train_len 64 has a window of 16 keys in every layer: only depth 1 (10 back) is within
+    one window; irope has a global layer, so the note does not apply to it."""
+    import pandas as pd
+    from omegaconf import OmegaConf
+
+    from posbench.report.tasks import window_reach
+
+    def cfg(encoding):
+        return OmegaConf.create({"encoding": {"name": encoding}, "model": {"name": "small", "d_model": 128, "n_layers": 4,
+                                 "n_heads": 4}, "train_len": 64, "task": {"name": "passkey"}})
+
+    runs = pd.DataFrame([{"run_dir": e, "encoding": e, "model": "small", "train_len": 64} for e in ("rope_swa", "irope")])
+    reach = window_reach(runs, {"rope_swa": cfg("rope_swa"), "irope": cfg("irope")})
+    assert len(reach) == 1 and reach[0]["encoding"] == "rope_swa" and reach[0]["window"] == 16
+    assert [c for c, _ in reach[0]["beyond"]] == [0.0, 0.25, 0.5, 0.75] and reach[0]["within"] == [(1.0, 10)]
+
+
+def test_task_accuracy_intervals_cover_examples_and_seeds():
+    """posbench/report/tasks.py task_interval: one seed of 64 examples at 50% has the binomial spread
+    (about +/- 12 points); all right stays near 1; two seeds that disagree (0% and 100%) span both."""
+    from posbench.report.tasks import task_interval
+
+    def cell(rows):
+        return pd.DataFrame([{"seed": s, "condition": c, "accuracy": a, "examples": n} for s, c, a, n in rows])
+
+    one = task_interval(cell([(0, 0.5, 0.5, 64)]))
+    assert one == pytest.approx([0.5 - 1.96 * math.sqrt(0.25 / 64), 0.5 + 1.96 * math.sqrt(0.25 / 64)], abs=0.03)
+    # all right: the interval reaches 1 and stays close to it (the shrunk binomial spread of 64 examples)
+    lo_all, hi_all = task_interval(cell([(0, 0.0, 1.0, 64), (1, 0.0, 1.0, 64)]))
+    assert hi_all == 1.0 and 0.95 < lo_all < 1.0
+    lo, hi = task_interval(cell([(0, 0.0, 0.0, 64), (1, 0.0, 1.0, 64)]))
+    assert lo == 0.0 and hi == 1.0
+    # five conditions of 64 examples each: the mean over conditions is tighter than one condition
+    lo5, hi5 = task_interval(cell([(0, d, 0.5, 64) for d in (0.0, 0.25, 0.5, 0.75, 1.0)]))
+    assert hi5 - lo5 < 0.6 * (one[1] - one[0]) and lo5 < 0.5 < hi5
+    assert all(math.isnan(v) for v in task_interval(cell([(0, 0.0, 0.5, 0)])))  # nothing scored: no interval

@@ -1,0 +1,71 @@
+"""Run ids never change (posbench/store/identity.py): every run recorded in a committed report keeps
+the id its saved config gives it, whatever the code that reads the config (the run store's migration
+of old configs), and settings added since (new encodings, schedules, tokenizers) leave the ids of
+runs made without them alone."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from posbench.spec import RunSpec
+from posbench.store.identity import run_id, run_identity
+
+
+def test_new_encodings_leave_existing_run_ids_alone(compose):
+    """Adding encodings and hooks changes no existing run's id (ids hash the encoding, model and
+    train sections): these are the ids the code gave before the per-layer hooks and the 2024-2026
+    encodings existed (test_every_committed_run_keeps_its_id checks every committed run as well)."""
+    assert compose("encoding=rope").run_id == "rope_small_L64_s0_ebc4180d09"
+    assert compose("encoding=alibi", "train_len=128", "seed=2").run_id == "alibi_small_L128_s2_9dde0697e5"
+
+
+def test_run_ids_of_runs_without_the_new_keys_do_not_change(compose):
+    """Ids computed by the code before ``train.schedule`` existed, for freshly composed configs."""
+    assert compose("encoding=rope").run_id == "rope_small_L64_s0_ebc4180d09"
+    assert compose("encoding=alibi", "model=tiny", "train=smoke", "train_len=16", "seed=3").run_id == \
+        "alibi_tiny_L16_s3_2e023bae71"
+    # a WSD run is another run, and a shape or cool-down another again
+    ids = {compose("encoding=rope", *o).run_id for o in ([], ["train.schedule=wsd"], ["train.schedule=wsd",
+           "train.cooldown_shape=1-sqrt"], ["train.schedule=wsd", "train.cooldown=0.1"])}
+    assert len(ids) == 4
+
+
+def test_byte_runs_keep_their_ids_and_bpe_runs_get_their_own(compose):
+    byte, bpe = compose("model=tiny"), compose("model=tiny", "data/tokenizer=bpe")
+    assert "tokenizer" not in json.dumps(run_identity(byte.resolved())["data"])
+    assert bpe.run_id.startswith("rope_tiny_L64_s0_bpe1024_") and bpe.run_id != byte.run_id
+    assert byte.resolved()["model"]["vocab_size"] == 256  # what byte runs always saved
+
+
+RESULTS = Path(__file__).resolve().parents[2] / "results"
+
+
+CONFIG_BLOCK = re.compile(r"<summary>config of (\S+)</summary>\s*```\n(.*?)```", re.S)
+
+
+def committed_configs() -> list[tuple[str, dict]]:
+    out = []
+    for report in sorted(RESULTS.glob("*/report.md")):
+        for rid, text in CONFIG_BLOCK.findall(report.read_text()):
+            out.append((rid, yaml.safe_load(text)))
+    return out
+
+
+def test_the_committed_reports_hold_run_configs():
+    # 226 since the reference was regenerated at train_len 64 only (45 of its 90 runs)
+    assert len(committed_configs()) >= 200
+
+
+@pytest.mark.parametrize("folder", sorted(p.parent.name for p in RESULTS.glob("*/report.md")))
+def test_every_committed_run_keeps_its_id(folder):
+    report = RESULTS / folder / "report.md"
+    pairs = CONFIG_BLOCK.findall(report.read_text())
+    assert pairs, f"{report} has no run configs"
+    for rid, text in pairs:
+        saved = yaml.safe_load(text)
+        assert run_id(saved) == rid
+        # and through the one conversion every reader of a run directory uses (old configs migrated)
+        assert RunSpec.from_config(saved).run_id == rid

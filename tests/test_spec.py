@@ -1,0 +1,87 @@
+"""posbench/spec.py, typed settings: one conversion from the composed config, the same checks for both
+commands, frozen values, saved configs of older runs read through the one migration, and one note
+for the rows only some encodings of a sweep get."""
+
+import dataclasses
+
+import pytest
+
+from posbench.evaluation.settings import EvalConfig
+from posbench.spec import RunSpec
+from posbench.training.trainer import TrainConfig
+
+
+def test_a_sweep_mixing_encodings_gets_one_note_for_the_rows_some_do_not_get(compose, caplog, tmp_path, monkeypatch):
+    import logging
+
+    from posbench.spec import check_variant_rows
+
+    monkeypatch.chdir(tmp_path)
+    specs = [compose("model=tiny", f"encoding={e}", "eval.rope_scaling=[yarn,linear]", "eval.temperature=[0.1]")
+             for e in ("rope", "alibi", "nope", "rope")]
+    with caplog.at_level(logging.WARNING, logger="posbench"):
+        check_variant_rows(specs)  # not refused: rope gets the rows
+    assert [r.getMessage() for r in caplog.records] == [
+        "note: eval.rope_scaling=[yarn,linear] adds rows for rope only; alibi, nope get no such rows"]
+
+
+TINY = ["model=tiny", "train=smoke", "train_len=16"]
+
+
+@pytest.mark.parametrize("override", [
+    "eval.rope_factor=0.5", "eval.bca=[xpso]", "eval.attention_examples=0", "eval.temperature=[11]",
+    "eval.rope_scaling=[yarm]", "eval.during_training=[2]", "eval.stride=0", "eval.first_scored=0",
+    "eval.protocols=[]", "eval.multiples=[1,1.3]", "eval.scored_tokens=0", "eval.variants=[nosuchvariant]",
+])
+def test_posbench_eval_refuses_what_posbench_train_refuses(entry, trained_run, tmp_path, monkeypatch, override):
+    """The same line from both commands: they check evaluation settings through the same code."""
+    monkeypatch.chdir(tmp_path)
+    code_train, err_train = entry("train", *TINY, override, f"runs_dir={tmp_path / 'runs'}")
+    code_eval, err_eval = entry("eval", f"run_dir={trained_run}", override)
+    assert code_train == code_eval == 2
+    assert len(err_train.strip().splitlines()) == 1 and err_train.startswith("posbench: error: ")
+    assert err_eval == err_train
+    assert not (tmp_path / "runs").exists()
+
+
+def test_settings_are_frozen_and_typed(compose, tmp_path):
+    spec = compose(*TINY, "train.lr=3e-3", f"runs_dir={tmp_path}")
+    assert isinstance(spec.train, TrainConfig) and spec.train.lr == 3e-3 and spec.train_len == 16
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        spec.train.lr = 1.0
+    assert spec.encoding.params.base == 10000.0  # rope's Params, typed
+
+
+def test_a_config_saved_before_tasks_and_extend_reads_as_language_modelling(compose, tmp_path):
+    saved = compose(*TINY, f"runs_dir={tmp_path}").resolved()
+    old = {k: v for k, v in saved.items() if k not in ("task", "extend")}  # what runs saved before those existed
+    spec = RunSpec.from_config(old)
+    assert spec.task.is_lm and not spec.is_extension
+    assert spec.run_id == RunSpec.from_config(saved).run_id
+
+
+def test_an_unknown_saved_key_is_one_line():
+    from posbench.core.errors import PosbenchError
+
+    with pytest.raises(PosbenchError, match=r"^unknown config key 'train.stpes'; valid keys of train: "):
+        RunSpec.from_config({"encoding": {"name": "nope"}, "train": {"stpes": 5}})
+
+
+def test_posbench_eval_of_an_extension_run_refuses_a_rope_scaling(compose, tmp_path):
+    """posbench-train refuses eval.rope_scaling on an extension run; so does posbench-eval."""
+    from posbench.core.errors import PosbenchError
+
+    spec = compose(*TINY, "extend.length=32", "extend.method=yarn", f"runs_dir={tmp_path}")
+    with pytest.raises(PosbenchError, match="an extension run is evaluated with its own method"):
+        spec.with_eval(EvalConfig(rope_scaling=["yarn"])).check_evaluation()
+
+
+def test_configs_of_early_runs_still_read(compose, tmp_path):
+    """Keys early runs saved and that no longer exist are migrated; their run id is the saved one."""
+    from posbench.store.identity import run_id
+
+    saved = compose(*TINY, f"runs_dir={tmp_path}").resolved()
+    saved["eval"] |= {"protocol": "nonoverlapping", "windows_at_max": 32}
+    saved["train"]["position_lr_mult"] = 10.0
+    spec = RunSpec.from_config(saved)
+    assert spec.encoding.lr_mult == 10.0 and spec.run_id == run_id(saved)
