@@ -6,15 +6,14 @@ from dataclasses import dataclass
 import pytest
 
 from posbench.core.errors import PosbenchError
-from posbench.core.params import make_typed
+from posbench.core.params import above, at_least, make_typed, param, positive
 
 
 @dataclass
-class Params:
-    ZERO_OK = ("init_std",)  # 0 is meaningful here
-    base: float = 10000.0
-    width: int = 4
-    init_std: float = 0.02
+class Params:  # each field declares its rule (posbench.core.params); a field without one is checked for its type only
+    base: float = param(10000.0, above(1))
+    width: int = param(4, positive)
+    init_std: float = param(0.02, at_least(0))  # 0 is meaningful here
     gated: bool = False
 
 
