@@ -214,3 +214,20 @@ def test_rows_recorded_for_an_encoding_their_variant_does_not_apply_to_are_named
     assert "rope+logn" not in md.split("## Records not compared")[0]
     assert "left out of every table and figure: `rope+logn`." in md
     assert sum("rope+logn" in r.getMessage() for r in caplog.records) == 1
+
+
+@pytest.mark.parametrize("name", __import__("posbench.report.section", fromlist=["SECTIONS"]).SECTIONS.builtins())
+def test_every_section_says_whether_it_applies_and_writes_only_the_files_it_declares(name, sweep_context, tmp_path):
+    """Every built-in report section (one file each in posbench/report/sections/, found by the registry, so
+    a new one is tested here with no edit), on the shared sweep: it says whether it applies, and where
+    it does it renders and writes only files it declares."""
+    from posbench.report.section import SECTIONS
+    from tests.helpers import run_section
+
+    cls = SECTIONS.get(name)
+    applies = cls().applies(sweep_context)
+    assert isinstance(applies, bool)
+    if applies:
+        md, written = run_section(cls, sweep_context, tmp_path)
+        assert set(written) <= {f.name for f in cls.files} and set(written) == {p.name for p in tmp_path.iterdir()
+                                                                               if p.name in written}

@@ -83,3 +83,23 @@ def test_only_the_window_variants_mark_their_rows_as_controls():
     assert all(isinstance(cls.window, bool) for _, cls in VARIANTS.items())
     assert {name for name, cls in VARIANTS.items() if cls.window} == {"bca", "local", "streaming"}
     assert not is_windowed({"variants": [{"variant": "rerope"}]}) and is_windowed({"variants": [{"variant": "local"}]})
+
+
+# the built-ins whose defaults ask for nothing need no entry; a variant that needs a setting to exist
+# (which scaling, which encodings) is made with its smallest one
+MINIMAL = {"rope_scaling": {"type": "yarn", "factor": 4.0}, "bca": {"encodings": ["rope"]}, "temperature": {"c": 0.1}}
+
+
+@pytest.mark.parametrize("name", __import__("posbench.evaluation.variants", fromlist=["VARIANTS"]).VARIANTS.builtins())
+def test_every_variant_names_its_row_and_changes_only_the_forward_options(name):
+    """Every built-in variant (one file each in posbench/evaluation/variants/, found by the registry, so a
+    new one is tested here with no edit): it names its row with a suffix and answers a forward pass with
+    options, leaving the trained configuration's options object as it was."""
+    from posbench.attention.options import AttentionOptions
+    from posbench.evaluation.variants import make_variant
+
+    variant = make_variant(name, MINIMAL.get(name, {}))
+    assert variant.suffix().startswith("+"), name
+    before = AttentionOptions()
+    after = variant.options(before, 128, 64)
+    assert isinstance(after, AttentionOptions) and before == AttentionOptions()
