@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from posbench.core.errors import user_errors
+from posbench.core.errors import note_interrupts, user_errors
 
 
 def _run(module: str) -> None:
+    note_interrupts()
     with user_errors():
         command = import_module(module).main
         command()

@@ -12,6 +12,7 @@ from posbench.cli.config import to_spec as validate
 from posbench.encodings import available
 
 
+@pytest.mark.slow  # composes the extension preset's 240 jobs (about 30 s on 2 cores), like LARGE below
 def test_the_preset_pairs_each_fine_tune_with_a_model_trained_at_the_target(cache_dir):
     from collections import Counter
 
@@ -57,8 +58,8 @@ EXPECTED_JOBS = {"alibi_paper": 8, "all_encodings": N, "budget": 36, "budget_lr"
                  "tokenizers": 42}
 
 
-# the largest sweeps compose hundreds of jobs (25-40 s each on 2 cores): run with -m slow
-LARGE = {"extension", "reference", "lr_grid"}
+# the largest sweeps compose hundreds of jobs (25-40 s each on 2 cores; modern's 72, 12 s): run with -m slow
+LARGE = {"extension", "reference", "lr_grid", "modern"}
 
 
 @pytest.mark.parametrize("preset", [pytest.param(p, marks=pytest.mark.slow) if p in LARGE else p for p in PRESETS])

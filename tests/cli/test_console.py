@@ -96,3 +96,29 @@ def test_ctrl_c_in_the_first_second_through_a_real_interpreter(tmp_path, cache_d
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert err.strip().splitlines() == [err.strip()] and err.startswith("posbench: interrupted;"), err
+
+
+def test_an_interrupt_that_surfaces_as_another_error_is_still_one_line_and_130(monkeypatch, capsys):
+    """A Ctrl-C inside a third-party import can be swallowed there and leave the module half-made, so the
+    error that reaches posbench is another one (a RecursionError in numpy's lazy attributes was seen 0.4 s
+    after start): remembered by the handler, it is reported as the interrupt. Without a Ctrl-C the same
+    error is a bug and keeps its traceback."""
+    import signal
+
+    from posbench.core import errors
+
+    monkeypatch.setattr(errors, "_interrupted", False)
+
+    def import_that_swallows_the_interrupt():
+        try:
+            errors._on_sigint(signal.SIGINT, None)
+        except KeyboardInterrupt:
+            pass
+        raise RecursionError("maximum recursion depth exceeded")
+
+    with pytest.raises(SystemExit) as exc, errors.user_errors():
+        import_that_swallows_the_interrupt()
+    assert exc.value.code == 130 and capsys.readouterr().err.startswith("posbench: interrupted;")
+    monkeypatch.setattr(errors, "_interrupted", False)
+    with pytest.raises(RecursionError), errors.user_errors():
+        raise RecursionError("a bug")
