@@ -2,6 +2,10 @@
 initial values, one layer's inputs and attention output, the whole-matrix attention formula with HF's
 mask functions, a rotation by hand, and the extension overrides."""
 
+import os
+import signal
+import time
+
 import numpy as np
 import pandas as pd
 import torch
@@ -122,3 +126,22 @@ def records(budget_ppl, seeds=3):
     runs["train_steps"] = runs["run_id"].str.split("_").str[1].astype(int)
     runs["train_tokens"] = runs["train_steps"] * 256
     return budgets.with_budgets(evals, runs)
+
+
+def kill_at(proc, pattern, runs_dir, min_step, timeout=300.0) -> int:
+    """SIGKILL ``proc`` once a resume state matching ``pattern`` (below runs_dir: ``*/resume.pt`` for a run,
+    ``trunks/*/resume.pt`` for a WSD trunk) has reached ``min_step``; returns the step it had."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        for f in runs_dir.glob(pattern):
+            try:
+                step = torch.load(f, weights_only=True)["next_step"]
+            except Exception:  # being replaced right now
+                continue
+            if step >= min_step:
+                assert proc.poll() is None, "the run finished before it could be killed"
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait()
+                return step
+        time.sleep(0.01)
+    raise AssertionError(f"no {pattern} at step >= {min_step}: {proc.stderr.read() if proc.poll() is not None else ''}")

@@ -4,16 +4,15 @@ refused before anything is written."""
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
 import torch
 
 from posbench.training.schedules import cooldown_start
 from tests.conftest import tree
+from tests.helpers import kill_at
 
 # 0.3 of 20 and of 36 steps: cool-downs of 6 and 10 steps, branch points 14 and 26 (one not on a
 # log or checkpoint step); probes at fractions of each budget fall in the trunk and in the branch
@@ -120,24 +119,6 @@ KILL = ["model=small", "train_len=32", "train.batch_size=16", "train.warmup_step
 def start(runs_dir, corpus):
     cmd = [sys.executable, "-m", "posbench.cli.train", *KILL, f"data.path={corpus}", f"runs_dir={runs_dir}"]
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env={**os.environ})
-
-
-def kill_at(proc, pattern, runs_dir, min_step, timeout=300.0) -> int:
-    """SIGKILL once a resume state matching ``pattern`` (below runs_dir) has reached ``min_step``."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        for f in runs_dir.glob(pattern):
-            try:
-                step = torch.load(f, weights_only=True)["next_step"]
-            except Exception:  # being replaced right now
-                continue
-            if step >= min_step:
-                assert proc.poll() is None, "the run finished before it could be killed"
-                os.kill(proc.pid, signal.SIGKILL)
-                proc.wait()
-                return step
-        time.sleep(0.01)
-    raise AssertionError(f"no {pattern} at step >= {min_step}: {proc.stderr.read() if proc.poll() is not None else ''}")
 
 
 def test_kill_minus_nine_in_the_trunk_and_in_a_branch_gives_identical_runs(tmp_path, text_corpus, cache_dir):

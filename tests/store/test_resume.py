@@ -2,12 +2,12 @@
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 
 import torch
+
+from tests.helpers import kill_at
 
 OVERRIDES = ["model=small", "train_len=32", "train.batch_size=16", "train.steps=120", "train.checkpoint_every=20",
              "train.warmup_steps=10", "train.log_every=5", "train.val_every=40", "train.val_batches=2",
@@ -19,30 +19,12 @@ def start(runs_dir, corpus):
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env={**os.environ})
 
 
-def kill_after_step(proc, runs_dir, min_step, timeout=120.0) -> int:
-    """SIGKILL the run once its resume state has reached min_step; returns the step it had."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        for f in runs_dir.glob("*/resume.pt"):
-            try:
-                step = torch.load(f, weights_only=True)["next_step"]
-            except Exception:  # being replaced right now
-                continue
-            if step >= min_step:
-                assert proc.poll() is None, "the run finished before it could be killed"
-                os.kill(proc.pid, signal.SIGKILL)
-                proc.wait()
-                return step
-        time.sleep(0.02)
-    raise AssertionError(f"no resume state at step >= {min_step}: {proc.stderr.read() if proc.poll() is not None else ''}")
-
-
 def test_kill_minus_nine_twice_then_resume_gives_identical_results(tmp_path, text_corpus, cache_dir):
     clean, killed = tmp_path / "clean", tmp_path / "killed"
     assert start(clean, text_corpus).wait() == 0
 
-    first = kill_after_step(start(killed, text_corpus), killed, 40)
-    second = kill_after_step(start(killed, text_corpus), killed, first + 20)
+    first = kill_at(start(killed, text_corpus), "*/resume.pt", killed, 40, timeout=120.0)
+    second = kill_at(start(killed, text_corpus), "*/resume.pt", killed, first + 20, timeout=120.0)
     assert second > first  # the second process resumed rather than starting over
     final = start(killed, text_corpus)
     assert final.wait() == 0, final.stderr.read()
