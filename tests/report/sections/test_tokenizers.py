@@ -1,19 +1,64 @@
 """The tokenizers section (posbench/report/sections/tokenizers.py): runs of several tokenizers compared in
-bits per byte, the one measure that compares across them."""
+bits per byte, the one measure that compares across them, and whether each verdict carries over from
+bytes to the subword tokenizer."""
 
+import math
 from types import SimpleNamespace
 
-from posbench.report.sections.tokenizers import Tokenizers, tokenizer_of
+import pandas as pd
+import pytest
+
+from posbench.report.pipeline import DEFAULT_TOLERANCE
+from posbench.report.sections.tokenizers import (
+    Tokenizers,
+    carries_over,
+    comparison_table,
+    tokenizer_of,
+)
+from posbench.report.tables import main_table
 from tests.helpers import run_section
 
+BYTES_PER_TOKEN = 3.5
 
-def test_models_named_model_slash_tokenizer_are_compared_in_bits_per_byte(sweep_context, tmp_path):
+
+@pytest.fixture(scope="module")
+def two_tokenizers(sweep_context):
+    """The shared sweep's records as byte runs, and the same losses as runs of a made-up subword tokenizer
+    whose tokens carry 3.5 bytes each (so its bits per byte are the byte runs' / 3.5, its verdicts theirs)."""
+    e = sweep_context.evals
+    byte = e.assign(bytes_scored=e["tokens_scored"], length_bytes=e["length"].astype(float), bpb=e["loss"] / math.log(2))
+    bpe = byte.assign(model=byte["model"] + "/bpe300", bytes_scored=byte["tokens_scored"] * BYTES_PER_TOKEN,
+                      length_bytes=byte["length"] * BYTES_PER_TOKEN, bpb=byte["bpb"] / BYTES_PER_TOKEN)
+    evals = pd.concat([byte, bpe], ignore_index=True)
+    return SimpleNamespace(has_lm=True, evals=evals, table=main_table(evals, DEFAULT_TOLERANCE))
+
+
+def test_a_verdict_carries_over_only_where_both_intervals_decide_it():
+    assert carries_over("flat", "flat") == "yes" and carries_over("mild", "broken") == "no"
+    assert carries_over("flat", "undecided") == "undecided" and carries_over("mild, no interval", "mild") == "undecided"
+
+
+def test_models_named_model_slash_tokenizer_are_compared_in_bits_per_byte(sweep_context, two_tokenizers, tmp_path):
     assert (tokenizer_of("small/bpe1024"), tokenizer_of("small")) == ("bpe1024", "byte")
     assert not Tokenizers().applies(sweep_context)  # bytes only
-    evals = sweep_context.evals.assign(length_bytes=sweep_context.evals["length"].astype(float), bytes_scored=512)
-    bpe = evals.assign(model="tiny/bpe300", length_bytes=evals["length"] * 3.5)
-    ctx = SimpleNamespace(has_lm=True, evals=__import__("pandas").concat([evals, bpe]))
-    assert Tokenizers().applies(ctx)
-    md, written = run_section(Tokenizers, ctx, tmp_path)
+    assert Tokenizers().applies(two_tokenizers)
+    md, written = run_section(Tokenizers, two_tokenizers, tmp_path)
     assert md.startswith("## Tokenizers (bits per byte)") and written == {}
     assert "| bpe300 " in md and "| byte " in md and "16 tokens ~ 56 bytes" in md
+    assert "verdict carries over" in md
+
+
+def test_bits_per_byte_intervals_are_the_log_perplexity_intervals_rescaled(two_tokenizers):
+    compared = comparison_table(two_tokenizers.table, two_tokenizers.evals)
+    e = two_tokenizers.evals
+    unwindowed = e[~e["windowed"].fillna(False).astype(bool) & (e["multiple"] == 1.0) & ~e["model"].str.contains("/")]
+    assert len(compared) == unwindowed.groupby(["protocol", "variant", "model", "train_len"]).ngroups > 0
+    for _, row in compared.iterrows():
+        byte = [float(x) for x in row["byte: bits/byte 1x"].replace("[", "").replace("]", "").replace(",", "").split()]
+        bpe = [float(x) for x in row["bpe300: bits/byte 1x"].replace("[", "").replace("]", "").replace(",", "").split()]
+        mine = unwindowed[(unwindowed["protocol"] == row["protocol"]) & (unwindowed["variant"] == row["encoding"])
+                          & (unwindowed["model"] == row["model"])]
+        assert byte[0] == pytest.approx(mine["bpb"].mean(), abs=1e-3)  # the mean over seeds of each run's bits per byte
+        assert byte[1] < byte[0] < byte[2]
+        assert bpe == pytest.approx([b / BYTES_PER_TOKEN for b in byte], abs=2e-3)
+        assert row["verdict carries over"] in ("yes", "undecided")  # the same losses: never "no"
