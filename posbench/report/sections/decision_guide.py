@@ -29,7 +29,7 @@ from posbench.report.document import Heading, Para, Table
 from posbench.report.section import SECTIONS, Output, Section
 from posbench.report.stats import ALPHA, format_p, p_phrase
 from posbench.report.style import parse_row
-from posbench.report.tables import row_caveats
+from posbench.report.tables import interval_kind, row_caveats
 
 ENCODING = "rope"
 COLUMNS = ["model", "train_len", "target", "method", "factor", "steps", "seeds", "interval", "ppl_1x", "ppl_1x_lo",
@@ -95,7 +95,7 @@ def guide_frame(evals: pd.DataFrame, token_sets: dict | None = None,
                              "target": f"{target // L:g}x" if target % L == 0 else str(target),
                              "method": method, "factor": factor, "steps": "zero-shot" if steps is None else steps,
                              "seeds": int(np.isfinite(c.observed[:, k]).sum()),
-                             "interval": bootstrap.BOTH if c.text else bootstrap.SEEDS_ONLY,
+                             "interval": interval_kind(c),
                              **dict(zip(["ppl_1x", "ppl_1x_lo", "ppl_1x_hi"], ppl_1x)),
                              **dict(zip(["ppl_target", "ppl_target_lo", "ppl_target_hi"], bootstrap.ppl_stats(c, k))),
                              "p_vs_best": math.nan, "p_holm": math.nan, "test": "", "unresolved": "", "row": row})

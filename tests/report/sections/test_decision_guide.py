@@ -87,7 +87,7 @@ def test_one_seed_gets_an_interval_over_text_from_per_document_losses():
                          "length": L, "protocol": "nonoverlapping", "token_set": "t", "doc_nats": list(nats),
                          "ppl": float(np.exp(nats.sum() / doc_tokens.sum()))})
     frame = guide_frame(pd.DataFrame(rows), {"t": {"doc_tokens": list(doc_tokens)}}, replicates=500)
-    assert (frame["interval"] == "text and seeds").all() and (frame["seeds"] == 1).all()
+    assert (frame["interval"] == "text only (1 seed)").all() and (frame["seeds"] == 1).all()  # not "text and seeds"
     assert set(frame["test"]) - {""} == {"paired over documents (same weights)"}
     assert (frame["ppl_target_lo"] < frame["ppl_target"]).all() and (frame["ppl_target"] < frame["ppl_target_hi"]).all()
     assert frame.iloc[0]["row"] == "rope+yarn@4x" and verdict(frame).startswith("best choice: **rope+yarn@4x**")
