@@ -27,7 +27,7 @@ from posbench.attention.rope_scalings import ROPE_SCALINGS, evaluable_scalings
 from posbench.core.errors import PosbenchError
 from posbench.core.params import make_typed
 from posbench.core.registry import Registry, plugin_code, subclass_check
-from posbench.evaluation.variants.base import Variant
+from posbench.evaluation.variants.base import RowTemperature, Variant
 
 VARIANTS: Registry[type[Variant]] = Registry("variant", "posbench.variants", "posbench.evaluation.variants", subclass_check(Variant))
 register = VARIANTS.register
@@ -130,10 +130,16 @@ def static_factor(eval_cfg) -> float:
 
 def rows(encoding, eval_cfg, tag: str = "") -> list[Row]:
     """The rows a model of ``encoding`` is scored as: its own, then one per variant that applies
-    to it (each variant alone, as every row so far), then +randpos for a model trained on
-    randomized positions. A row asked for twice is scored once."""
+    to it (each variant alone), then each row temperature (``+logn``, ``+floorlog``)
+    under each requested window (``+logn+swaL``: that row's far-context control), then +randpos for
+    a model trained on randomized positions. A row asked for twice is scored once."""
     out = [Row(encoding.name, (), tag)]
-    out += [Row(encoding.name, (v,), tag) for v in requested(eval_cfg) if v.applies_to(encoding)]
+    applying = [v for v in requested(eval_cfg) if v.applies_to(encoding)]
+    out += [Row(encoding.name, (v,), tag) for v in applying]
+    # a temperature row's far-context control: the same temperature under each requested window
+    # (``+logn+swaL`` beside ``+logn``), so that the report can say whether that row uses far context
+    windows = [v for v in applying if getattr(v, "window", False)]
+    out += [Row(encoding.name, (v, w), tag) for v in applying if isinstance(v, RowTemperature) for w in windows]
     randpos = make_variant("randpos")
     if randpos.applies_to(encoding):
         out.append(Row(encoding.name, (randpos,), tag))

@@ -8,7 +8,8 @@ from posbench.attention.kernels import Window
 from posbench.attention.options import AttentionOptions
 from posbench.core.errors import PosbenchError
 from posbench.encodings import ModelShape, build_encoding
-from posbench.evaluation.variants import make_variant
+from posbench.evaluation.settings import EvalConfig
+from posbench.evaluation.variants import make_variant, rows
 from posbench.model.transformer import ModelConfig, build_model
 
 
@@ -51,3 +52,17 @@ def test_the_local_window_is_a_control_of_train_len_keys_by_default():
     assert isinstance(v, LocalWindow) and v.window  # its rows are listed apart from the unwindowed ones
     assert v.suffix() == "+swaL" and v.options(AttentionOptions(), 256, 64).window == Window("sliding", 64)
     assert make_variant("local", {"kind": "chunked", "size": 8}).options(AttentionOptions(), 256, 64).window == Window("chunked", 8)
+
+
+def test_a_temperature_row_gets_its_own_window_control():
+    """``+logn`` and ``+floorlog`` rows are verdict rows too: each gets the same temperature under the
+    window (``alibi+floorlog+swaL``), its far-context control; a model without a row temperature
+    (iRoPE: every layer has its own) gets none, and windowed rows are not windowed twice."""
+    cfg = EvalConfig(variants=["logn", "floorlog", "local"], bca=[])
+    shape = ModelShape(32, 4, 2, 16)
+    names = [r.name for r in rows(build_encoding("alibi", shape), cfg)]
+    assert names == ["alibi", "alibi+logn", "alibi+floorlog", "alibi+swaL", "alibi+logn+swaL", "alibi+floorlog+swaL"]
+    assert [r.name for r in rows(build_encoding("irope", shape), cfg)] == ["irope", "irope+swaL"]
+    composed = next(r for r in rows(build_encoding("alibi", shape), cfg) if r.name == "alibi+floorlog+swaL")
+    opts = composed.options(AttentionOptions(), 256, 64)
+    assert opts.window == Window("sliding", 64) and opts.query_scale is not None
