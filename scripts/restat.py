@@ -1,6 +1,6 @@
 """Recompute a committed report's statistics from its own records, where its runs are gone.
 
-    python scripts/restat.py results/modern [--protocols nonoverlapping]
+    python scripts/restat.py results/modern [--protocols nonoverlapping] [--with results/far_context/modern]
 
 A committed report keeps every evaluation record it compared (``evaluations.csv``: each seed's
 perplexity and per-document losses), so the report's statistics (intervals, tests, ranks, verdicts,
@@ -11,6 +11,13 @@ rows), ``restat.csv`` (every column of the main table) and ``restat_decision_gui
 the report.
 The report's other sections (training curves, per-position losses, provenance) need the runs:
 ``posbench-report`` regenerates the whole report where they exist.
+
+``--with FOLDER`` adds the records of another committed report made from some of the same runs
+retrained later (the same run ids: the same configuration, and training is deterministic), e.g.
+rows the first evaluation did not score (a far-context control). A record both folders hold must
+agree (relative perplexity difference at most ``REPRODUCED``), else the runs are not the same and
+the script refuses; the largest difference is written in ``restat.md``. Records of runs the report
+does not hold are left out.
 
 The scored documents' token counts are not in the records; they are derived from each token set's
 tokens scored and number of documents, which holds only where every document contributes the same
@@ -40,8 +47,41 @@ from posbench.report.tables import (
 SEGMENTS = re.compile(r"segments\[(\d+), 1 per doc")
 
 
-def read_records(folder: Path, protocols: list[str] | None) -> tuple[pd.DataFrame, dict]:
-    evals = pd.read_csv(folder / "evaluations.csv")
+REPRODUCED = 1e-4  # the largest relative perplexity difference between two folders' copies of a record
+RECORD_KEYS = ["run_id", "variant", "protocol", "length", "token_set"]
+
+
+def with_records(evals: pd.DataFrame, extra: pd.DataFrame, name: str) -> tuple[pd.DataFrame, float, int]:
+    """``evals`` plus the records of ``extra`` (another folder's, ``name``) for the same run ids that
+    ``evals`` lacks: (merged, the largest relative perplexity difference over the records both hold,
+    how many records were added). Exits where a shared record differs by more than REPRODUCED."""
+    extra = extra[extra["run_id"].isin(set(evals["run_id"]))]
+    both = evals.merge(extra[RECORD_KEYS + ["ppl"]], on=RECORD_KEYS, suffixes=("", "_extra"))
+    if both.empty:
+        sys.exit(f"restat: {name} shares no record with this report, so nothing shows that its runs are the same; "
+                 "give the folder of a report made from the same runs")
+    worst = float((both["ppl_extra"] / both["ppl"] - 1).abs().max())
+    if not worst <= REPRODUCED:
+        sys.exit(f"restat: {name} does not reproduce this report's records (largest relative perplexity difference "
+                 f"{worst:.2e} > {REPRODUCED:g}): its runs are not the same")
+    seen = set(map(tuple, evals[RECORD_KEYS].astype(str).values))
+    new = extra[[tuple(k) not in seen for k in extra[RECORD_KEYS].astype(str).values]]
+    return pd.concat([evals, new], ignore_index=True), worst, len(new)
+
+
+def read_csv(folder: Path) -> pd.DataFrame:
+    if not (folder / "evaluations.csv").is_file():
+        sys.exit(f"restat: {folder}/evaluations.csv does not exist; give a committed report's folder")
+    return pd.read_csv(folder / "evaluations.csv")
+
+
+def read_records(folder: Path, protocols: list[str] | None, extra: list[Path] = ()) -> tuple[pd.DataFrame, dict, list[str]]:
+    """(the compared records, their token sets' document sizes, a line per ``extra`` folder merged)."""
+    evals, merged = read_csv(folder), []
+    for other in extra:
+        evals, worst, added = with_records(evals, read_csv(other), str(other))
+        merged.append(f"`{other}`: {added} records added; the {len(read_csv(other)) - added} it shares with this report "
+                      f"agree to a relative perplexity difference of {worst:.1e} at most")
     evals["doc_nats"] = [ast.literal_eval(x) if isinstance(x, str) else None for x in evals["doc_nats"]]
     evals["windowed"] = evals["windowed"].fillna(False).astype(bool)
     if protocols:
@@ -58,7 +98,7 @@ def read_records(folder: Path, protocols: list[str] | None) -> tuple[pd.DataFram
                      "regenerate the report from its runs with posbench-report")
         n = int(docs.max())
         token_sets[name] = {"doc_tokens": [int(match.group(1))] * n}
-    return comparable_records(evals)[0], token_sets
+    return comparable_records(evals)[0], token_sets, merged
 
 
 def main() -> None:
@@ -66,19 +106,23 @@ def main() -> None:
     parser.add_argument("folder", type=Path)
     parser.add_argument("--protocols", default=None, help="comma-separated protocols (default: every one)")
     parser.add_argument("--tolerance", type=float, default=0.05)
+    parser.add_argument("--with", dest="extra", type=Path, action="append", default=[],
+                        help="another committed report's folder made from some of the same runs (repeatable)")
     args = parser.parse_args()
-    if not (args.folder / "evaluations.csv").is_file():
-        sys.exit(f"restat: {args.folder}/evaluations.csv does not exist; give a committed report's folder")
-    evals, token_sets = read_records(args.folder, args.protocols.split(",") if args.protocols else None)
+    evals, token_sets, merged = read_records(args.folder, args.protocols.split(",") if args.protocols else None, args.extra)
     table = main_table(evals, args.tolerance, token_sets)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     shown = display_table(table)
     notes = row_caveats(table["variant"])
     text = (f"# Statistics recomputed from this report's records\n\n"
             f"By `python scripts/restat.py {args.folder}"
-            f"{' --protocols ' + args.protocols if args.protocols else ''}` at commit `{commit}`, from "
+            f"{' --protocols ' + args.protocols if args.protocols else ''}"
+            f"{''.join(' --with ' + str(x) for x in args.extra)}` at commit `{commit}`, from "
             "`evaluations.csv` (the same perplexities as `report.md`; its runs are not on the machine that "
-            "made this file). Intervals, tests, ranks and verdicts are those of the current report code "
+            "made this file)"
+            + (", with the records of reports made later from some of the same runs retrained (the same run ids): "
+               + "; ".join(merged) if merged else "")
+            + ". Intervals, tests, ranks and verdicts are those of the current report code "
             "(docs/protocols.md, \"Statistics in the report\"): Student's t over seeds with the scored "
             "documents' variance added; rows of other weights compared over seeds (`n/r`: not resolvable "
             "with the seeds there are), rows of the same weights over documents; `≈`: not significantly "
