@@ -59,7 +59,7 @@ class ExtendConfig:
     length: Optional[int] = None  # target window: a multiple of train_len, longer than it (= train_len: the control)
     method: str = "none"  # none (plain continuation) | a RoPE scaling: linear, ntk, yarn, ... (factor length / train_len)
     steps: int = 0  # fine-tuning steps at `length` (0: the parent's weights as they are, with the method)
-    lr: Optional[float] = None  # null: train.lr x train.min_lr_ratio, where the parent's schedule ended
+    lr: Optional[float] = None  # null: train.lr x train.min_lr_ratio (finetune_settings)
     warmup_steps: Optional[int] = None  # linear warm-up, then constant; null: 10% of the steps
     batch_size: Optional[int] = None  # windows per step; null: as many tokens per step as the parent
 
@@ -125,7 +125,9 @@ def training_positions(spec: RunSpec):
 
 def finetune_settings(spec: RunSpec) -> TrainConfig:
     """The ``train`` settings of the fine-tune: the parent's, with the extension's steps, windows per
-    step and learning rate, constant after the warm-up (min_lr_ratio 1)."""
+    step and learning rate, constant after the warm-up (min_lr_ratio 1). The default rate is
+    ``train.lr x train.min_lr_ratio``: where a cosine parent ended; a WSD parent (``train.schedule=wsd``)
+    cools down to 0, where a fine-tune cannot learn, so it gets the same value, not its own end."""
     t, x = spec.train, spec.extend
     batch = x.batch_size or max(1, t.batch_size * spec.train_len // finetune_window(spec))
     lr = x.lr if x.lr is not None else t.lr * t.min_lr_ratio
