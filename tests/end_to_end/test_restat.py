@@ -1,7 +1,7 @@
-"""scripts/restat.py: a committed report's statistics recomputed from its own records, and records of
-the same runs retrained later merged in only where they reproduce the shared ones."""
+"""scripts/restat.py: a committed report's statistics recomputed from its own records, and the records
+of some of its runs retrained later taken whole (a row and its control from the same weights), only
+where they reproduce the records both hold."""
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -35,18 +35,34 @@ def test_records_of_the_same_runs_add_the_rows_the_report_lacked(report_without_
     after = restat(report_without_controls, QUICK)
     assert after.returncode == 0, after.stderr[-2000:]
     text = (report_without_controls / "restat.md").read_text()
-    assert "50 records added; the 50 it shares with this report agree to a relative perplexity difference of 0.0e+00" in text
+    assert "every record of its 5 runs (100 records, 50 of rows this report lacked)" in text
+    assert "at most 0.0e+00 (alibi), 0.0e+00 (learned)" in text
     table = pd.read_csv(report_without_controls / "restat.csv")
     gains = table.loc[~table["windowed"] & table["16x"].notna(), "far_gain"]  # every row scored at 16x has its gain
     assert gains.notna().all() and (gains > 0).all() and "alibi+swaL" in set(table["variant"])
 
 
-def test_records_that_do_not_reproduce_the_shared_ones_are_refused(report_without_controls, tmp_path):
-    other = tmp_path / "other"
-    shutil.copytree(QUICK, other, ignore=shutil.ignore_patterns("*.png", "*.html"))
-    evals = pd.read_csv(other / "evaluations.csv")
-    evals.loc[evals["variant"] == "rope", "ppl"] *= 1.01  # another model: not the same runs
+def retrained(tmp_path, change: float) -> Path:
+    """results/quick's records with rope's perplexities changed by ``change`` (relative), as if rope were
+    retrained on numerically different code."""
+    other = tmp_path / f"other{change}"
+    other.mkdir()
+    evals = pd.read_csv(QUICK / "evaluations.csv")
+    evals.loc[evals["encoding"] == "rope", "ppl"] *= 1 + change
     evals.to_csv(other / "evaluations.csv", index=False)
-    proc = restat(report_without_controls, other)
+    return other
+
+
+def test_a_retrained_run_replaces_all_its_records_and_its_difference_is_stated(report_without_controls, tmp_path):
+    proc = restat(report_without_controls, retrained(tmp_path, 0.002))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "2.0e-03 (rope)" in (report_without_controls / "restat.md").read_text()
+    table = pd.read_csv(report_without_controls / "restat.csv").set_index(["protocol", "variant"])
+    rope = pd.read_csv(QUICK / "evaluations.csv").query("variant == 'rope' and protocol == 'nonoverlapping' and length == 64")
+    assert table.loc[("nonoverlapping", "rope"), "1x"] == pytest.approx(rope["ppl"].iloc[0] * 1.002, rel=1e-6)
+
+
+def test_records_that_do_not_reproduce_the_shared_ones_are_refused(report_without_controls, tmp_path):
+    proc = restat(report_without_controls, retrained(tmp_path, 0.05))  # another model: not the same runs
     assert proc.returncode != 0 and "does not reproduce this report's records" in proc.stderr
-    assert "1.00e-02" in proc.stderr
+    assert "5.00e-02" in proc.stderr
