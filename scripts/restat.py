@@ -14,8 +14,8 @@ The report's other sections (training curves, per-position losses, provenance) n
 
 ``--with FOLDER`` takes the records of another committed report made from some of the same runs
 retrained later (the same run ids: the same configuration), e.g. with rows the first evaluation did
-not score (a far-context control): every record of such a run comes from FOLDER, so that a row and
-its control are always scored on the same weights. The records both folders hold show whether the
+not score (a far-context control): every record of such a run on a protocol FOLDER holds comes
+from FOLDER, so that a row and its control are always scored on the same weights. The records both folders hold show whether the
 retrained runs are the same models: the largest relative perplexity difference is written in
 ``restat.md`` (CPU training reproduces a run to about 1e-5; a kernel whose arithmetic changed
 since gives other weights within a fraction of a percent), and above ``REPRODUCED`` the script
@@ -67,10 +67,14 @@ def with_records(evals: pd.DataFrame, extra: pd.DataFrame, name: str) -> tuple[p
         sys.exit(f"restat: {name} does not reproduce this report's records (largest relative perplexity difference "
                  f"{diff.max():.2e} > {REPRODUCED:g}): its runs are not the same")
     worst = diff.groupby(both["encoding"]).max()
-    runs = set(extra["run_id"])
-    merged = pd.concat([evals[~evals["run_id"].isin(runs)], extra], ignore_index=True)
-    line = (f"`{name}`: every record of its {len(runs)} runs ({len(extra)} records, {len(extra) - len(both)} of rows "
-            f"this report lacked); its records of rows both hold differ from this report's by at most "
+    # a run's records on a protocol come from one folder: the panels (and the pairs of a row with its
+    # control) are per protocol, so the report's other protocols of that run may stay
+    taken = set(zip(extra["run_id"], extra["protocol"]))
+    kept = [(r, p) not in taken for r, p in zip(evals["run_id"], evals["protocol"])]
+    merged = pd.concat([evals[kept], extra], ignore_index=True)
+    line = (f"`{name}`: every record of its {extra['run_id'].nunique()} runs on "
+            f"{', '.join(sorted(extra['protocol'].unique()))} windows ({len(extra)} records, {len(extra) - len(both)} "
+            f"of rows this report lacked); its records of rows both hold differ from this report's by at most "
             + ", ".join(f"{d:.1e} ({e})" for e, d in worst.items()) + " in relative perplexity")
     return merged, line
 
