@@ -23,8 +23,8 @@ def test_kill_minus_nine_twice_then_resume_gives_identical_results(tmp_path, tex
     clean, killed = tmp_path / "clean", tmp_path / "killed"
     assert start(clean, text_corpus).wait() == 0
 
-    first = kill_at(start(killed, text_corpus), "*/resume.pt", killed, 40, timeout=120.0)
-    second = kill_at(start(killed, text_corpus), "*/resume.pt", killed, first + 20, timeout=120.0)
+    first = kill_at(start(killed, text_corpus), "*/resume.pt", killed, 40)
+    second = kill_at(start(killed, text_corpus), "*/resume.pt", killed, first + 20)
     assert second > first  # the second process resumed rather than starting over
     final = start(killed, text_corpus)
     assert final.wait() == 0, final.stderr.read()
