@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from posbench.core.errors import user_errors
+from posbench.core.errors import PosbenchError, user_errors
 from posbench.core.tracking import log_report
 from posbench.core.version import version_text
 from posbench.report import budget, tasks
@@ -45,12 +45,22 @@ def main(argv: list[str] | None = None) -> None:
                         help="tasks: effective context length keeps accuracy at or above this fraction, 0 to 1 (default 0.8)")
     parser.add_argument("--protocols", default=None,
                         help="comma-separated evaluation protocols to report (default: every one found)")
+    parser.add_argument("--rebuild", action="store_true",
+                        help="RUNS_DIR is a committed report's folder whose runs are gone: rebuild its report from the "
+                             "records it kept (evaluations.csv, task_records.csv, convergence.csv, the configs in "
+                             "report.md); --out defaults to RUNS_DIR")
+    parser.add_argument("--with", dest="with_folders", type=Path, action="append", default=[], metavar="FOLDER",
+                        help="with --rebuild: a committed report of some of the same runs retrained later; their records "
+                             "replace these on the protocols it scored (repeatable)")
     parser.add_argument("--wandb", action="store_true", help="also log the tables and figures to a wandb run (logger settings from WANDB_* variables; offline by default)")
     args = parser.parse_args(argv)
     with user_errors():
-        out = args.out or args.runs_dir / "report"
+        if args.with_folders and not args.rebuild:
+            raise PosbenchError("--with joins a committed report's records, so it needs --rebuild")
+        out = args.out or (args.runs_dir if args.rebuild else args.runs_dir / "report")
         protocols = [p for p in args.protocols.split(",") if p] if args.protocols else None
-        options = Options(args.tolerance, args.improving, args.spread, args.threshold, protocols)
+        options = Options(args.tolerance, args.improving, args.spread, args.threshold, protocols, args.rebuild,
+                          tuple(args.with_folders))
         report = make_report(args.runs_dir, out, options)
         if args.wandb:
             log_report(out, report.figures)

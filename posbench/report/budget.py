@@ -111,10 +111,11 @@ def budget_paragraph(conv: pd.DataFrame, threshold: float, title: str = "Trainin
     steps = sorted(set(conv["steps"].dropna().astype(int)))
     tokens = sorted(set(conv["train_tokens"].dropna().astype(int)))
     known = conv.dropna(subset=["change"])
-    text = (f"**{title}:** {join_words(steps)} optimiser steps per run ({join_words([f'{t / 1e6:.2f}M' for t in tokens])} "
-            "training tokens). ")
+    text = f"**{title}:** {join_words(steps)} optimiser steps per run" + (
+        f" ({join_words([f'{t / 1e6:.2f}M' for t in tokens])} training tokens). " if tokens else ". ")
     if known.empty:
-        return text + "The runs record too few validation points to tell whether they had finished learning."
+        return text + ("The records do not tell whether the runs had finished learning (too few validation points, or "
+                       "a report rebuilt from records without the runs' histories).")
     improving = int(known["still_improving"].sum())
     text += (f"Over the last doubling of steps {loss} still fell by {known['change'].min():.1%} to "
              f"{known['change'].max():.1%} (median {known['change'].median():.1%}); {improving} of {len(known)} runs "

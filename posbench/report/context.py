@@ -19,6 +19,7 @@ import pandas as pd
 
 from posbench.core.errors import PosbenchError
 from posbench.report import budget, budgets, tasks
+from posbench.report.committed import load_committed
 from posbench.report.load import LoadedRuns, RunFiles, load_runs
 from posbench.report.tables import comparable_records, main_table
 from posbench.report.tuning import choose_settings, split_runs
@@ -34,6 +35,8 @@ class Options:
     spread: float
     threshold: float
     protocols: list[str] | None = None
+    rebuild: bool = False  # the folder is a committed report's: rebuild it from its records (report/committed.py)
+    with_folders: tuple[Path, ...] = ()  # with --rebuild: committed reports of some of the same runs retrained
 
 
 class ReportContext:
@@ -44,6 +47,7 @@ class ReportContext:
     def __init__(self, runs_dir: Path, options: Options, loaded: LoadedRuns, evals: pd.DataFrame):
         self.runs_dir, self.options, self.files, self.skipped = runs_dir, options, loaded.files, loaded.skipped
         self.token_sets = loaded.token_sets
+        self.recorded = loaded.recorded  # rebuilt from a committed report's records: what it kept (else None)
         self.not_applicable = list(loaded.not_applicable)  # rows of variants that do not apply (report/load.py)
         self.runs = loaded.runs  # every readable run (at the default setting of a learning-rate grid)
         self.all_completed = loaded.runs[loaded.runs["status"] == "completed"]
@@ -74,8 +78,9 @@ class ReportContext:
 
     @classmethod
     def load(cls, runs_dir: Path, options: Options) -> ReportContext:
-        """The runs below ``runs_dir``; PosbenchError when they make no report."""
-        loaded = load_runs(runs_dir)
+        """The runs below ``runs_dir`` (with ``options.rebuild``: the records of the committed report
+        there); PosbenchError when they make no report."""
+        loaded = load_committed(runs_dir, list(options.with_folders)) if options.rebuild else load_runs(runs_dir)
         if loaded.runs.empty:
             raise PosbenchError(f"no runs (metrics.json) found below {str(runs_dir)!r}")
         evals = loaded.evals
@@ -136,11 +141,31 @@ class ReportContext:
 
     @cached_property
     def convergence(self) -> pd.DataFrame:
-        return budget.convergence(self.completed, self.histories, self.options.improving)
+        return self.convergence_of(self.completed)
+
+    def convergence_of(self, runs: pd.DataFrame) -> pd.DataFrame:
+        """Each of ``runs``' budget and fall over its last doubling (budget.convergence): from its
+        history, or rebuilt from records, as the committed report recorded it (the histories are
+        not kept), flagged against this report's ``--improving``."""
+        if self.recorded is None:
+            return budget.convergence(runs, self.histories, self.options.improving)
+        facts = ["run_id", "encoding", "model", "train_len", "seed"]
+        conv = runs[facts].assign(steps=runs["train_steps"].to_numpy(), train_tokens=runs["train_tokens"].to_numpy(),
+                                  final_val_loss=runs["final_val_loss"].to_numpy())
+        recorded = self.recorded.convergence
+        falls = ["change", "from_step", "to_step", "estimated"]
+        if recorded.empty or not set(falls) <= set(recorded.columns):
+            conv = conv.assign(change=float("nan"), from_step=float("nan"), to_step=float("nan"), estimated=None)
+        else:  # runs the committed report did not list (its task runs) keep what their config says
+            conv = conv.merge(recorded[["run_id", *falls]], on="run_id", how="left")
+        conv["still_improving"] = [bool(c > self.options.improving) if pd.notna(c) else None for c in conv["change"]]
+        return conv
 
     @cached_property
     def during_training(self) -> pd.DataFrame:
         """Mean 1x perplexity and ratio against training tokens (empty without eval.during_training)."""
+        if self.recorded is not None:
+            return self.recorded.during_training
         probe = budget.probe_frame(self.completed)
         return budget.probe_curves(probe) if not probe.empty else pd.DataFrame()
 
@@ -159,7 +184,7 @@ class ReportContext:
 
     @cached_property
     def attention(self) -> pd.DataFrame:
-        return tasks.attention_frame(self.all_completed)
+        return self.recorded.attention if self.recorded is not None else tasks.attention_frame(self.all_completed)
 
     @cached_property
     def unevaluated(self) -> pd.DataFrame:

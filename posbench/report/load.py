@@ -16,6 +16,7 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -68,6 +69,9 @@ class LoadedRuns:
     # rows recorded for an encoding their variant does not apply to (by older code; each equals
     # the encoding's own row by construction), left out of every table: their names
     not_applicable: list[str] = ()
+    # a report rebuilt from a committed report's records (posbench/report/committed.py): what that
+    # report kept besides its records (convergence, commands, environment, ...); None for run directories
+    recorded: Any = None
 
 
 def read_run_files(run_dir: Path) -> RunFiles:

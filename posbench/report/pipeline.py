@@ -22,7 +22,8 @@ from posbench.core.files import atomic_write_text
 from posbench.core.registry import plugin_code
 from posbench.report import budget, tasks
 from posbench.report.context import Options, ReportContext
-from posbench.report.document import Heading, Para, Table, render
+from posbench.report.document import Heading, Image, Para, Table, render
+from posbench.report.prose import join_words
 from posbench.report.section import SECTIONS, Section, SectionOutput, write_or_fail
 
 log = logging.getLogger("posbench")
@@ -75,6 +76,24 @@ def run_section(section: Section, ctx: ReportContext, out_dir: Path, written: di
         return None
 
 
+def carried_blocks(section: Section, out_dir: Path, written: dict[str, str]) -> list | None:
+    """A section drawn from what the records do not keep, in a report rebuilt from them: the committed
+    report's files, kept as they are and said to be (figures shown, tables named); None where it had none."""
+    kept = sorted(p.name for p in out_dir.iterdir() if p.is_file() and any(f.matches(p.name) for f in section.files)) \
+        if out_dir.is_dir() else []
+    if not kept:
+        return None
+    for name in kept:
+        declared = next(f for f in section.files if f.matches(name))
+        written[name] = f"{declared.description} (the committed report's {'figure' if name.endswith('.png') else 'file'}, not redrawn)"
+    tables = [f"`{name}`" for name in kept if not name.endswith(".png")]
+    return [Heading(section.title or section.name),
+            Para((section.caption + " " if section.caption else "") + "Made by the committed report from what its "
+                 "records do not keep (the runs' own files, or runs it did not compare): kept as it was, in that "
+                 "report's style" + (f" ({join_words(tables)})" if tables else "") + "."),
+            *[Image(name, written[name]) for name in kept if name.endswith(".png")]]
+
+
 def check_options(options: Options) -> None:
     """Each flag's value, in one line naming it (before anything is read or written)."""
     if not 0 <= options.tolerance < 10:
@@ -109,7 +128,9 @@ def make_report(runs_dir: Path, out_dir: Path, options: Options) -> Report:
     written: dict[str, str] = {}
     blocks, ran, every = [], [], sections()
     for section in every:
-        if (built := run_section(section, ctx, out_dir, written)) is not None:
+        carried = ctx.recorded is not None and section.needs_runs
+        built = carried_blocks(section, out_dir, written) if carried else run_section(section, ctx, out_dir, written)
+        if built is not None:
             blocks += built
             ran.append(section)
     blocks += files_blocks(ran, written)

@@ -40,8 +40,9 @@ def scored_text_note(evals: pd.DataFrame, token_sets: dict) -> str:
     parts = []
     for name in sorted(evals["token_set"].dropna().unique()) if "token_set" in evals else []:
         info = token_sets.get(name)
-        if not info:
-            parts.append(f"`{name}` (made before scored documents were recorded)")
+        if not info or "docs" not in info:  # older runs, or a rebuilt report whose records do not name them
+            n = f", {len(info['doc_tokens'])} documents" if info else ""
+            parts.append(f"`{name}` (scored documents not recorded{n})")
             continue
         where = f"{len(info['docs'])} of the {info['documents_in_split']} validation documents"
         parts.append(f"`{name}`: {info['tokens']:,} bytes from {where} "

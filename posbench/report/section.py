@@ -60,6 +60,13 @@ class Section:
     name: ClassVar[str]  # set by the registry
     order: ClassVar[float] = 100.0
     files: ClassVar[tuple[Output, ...]] = ()
+    # drawn from what a committed report's records do not keep (a run's history.json or
+    # per_position.npz, the records of a learning-rate grid's other settings): in a report rebuilt
+    # from those records the section keeps the committed report's files under ``title`` with
+    # ``caption`` and says so (pipeline.carried_blocks)
+    needs_runs: ClassVar[bool] = False
+    title: ClassVar[str] = ""
+    caption: ClassVar[str] = ""
 
     def applies(self, ctx: ReportContext) -> bool:
         """Whether the runs of this report have what the section shows."""

@@ -4,7 +4,7 @@ contents. The sections after it explain and qualify these rows."""
 
 from __future__ import annotations
 
-from posbench.report import budget, headline, tasks
+from posbench.report import headline, tasks
 from posbench.report.document import Contents, Heading, Para, Table
 from posbench.report.section import SECTIONS, Section
 
@@ -34,7 +34,7 @@ class Headline(Section):
         if not ctx.task_records.empty:
             table = tasks.task_table(ctx.task_records, ctx.options.threshold)
             scored = ctx.all_completed[ctx.all_completed["run_id"].isin(set(ctx.task_records["run_id"]))]
-            conv = budget.convergence(scored, ctx.histories, ctx.options.improving)
+            conv = ctx.convergence_of(scored)
             if not conv.empty:
                 conv = conv.merge(scored[["run_id", "task"]], on="run_id")
             shown, keys, classes = headline.task_headline(table, conv)

@@ -13,14 +13,16 @@ FIGURE = Output("per_position.png", "loss by position at the longest length")
 class PerPosition(Section):
     order = 80
     files = (FIGURE,)
+    caption = ("Mean loss at each position of the window (mean over seeds, moving average). The dotted line marks "
+              "the training length: positions right of it were never seen in training. Protocols that score only "
+              "the last tokens of a window show only those positions.")
+    needs_runs, title = True, "Loss by position at the longest length"
 
     def applies(self, ctx) -> bool:
         return ctx.has_lm
 
     def build(self, ctx, out) -> list:
         out.figure(FIGURE.name, figures.plot_per_position, ctx.evals, ctx.per_position(ctx.runs))
-        return [Heading("Loss by position at the longest length"),
-                Para("Mean loss at each position of the window (mean over seeds, moving average). The dotted line marks "
-                     "the training length: positions right of it were never seen in training. Protocols that score only "
-                     "the last tokens of a window show only those positions."),
+        return [Heading(self.title),
+                Para(self.caption),
                 Image(FIGURE.name, FIGURE.description)]

@@ -17,12 +17,14 @@ class Provenance(Section):
     def build(self, ctx, out) -> list:
         runs = ctx.completed if ctx.task_runs.empty or not ctx.has_lm else pd.concat([ctx.completed, ctx.task_runs])
         shared, differing = config_split(runs, ctx.configs)
-        cmds = commands(ctx.runs_dir, runs)
+        recorded = ctx.recorded  # rebuilt from records: the committed report's commands and environment
+        cmds = recorded.commands if recorded is not None else commands(ctx.runs_dir, runs)
+        env = recorded.environment if recorded is not None else environment(runs)
         blocks = [Heading("How these runs were made"),
                   Para("Commands (from each Hydra sweep's `multirun.yaml` and each run's `metrics.json`):"),
                   Code("\n".join(cmds) if cmds else "(not recorded)"),
                   Para("Environment (runs per combination; `corpus`: source and content hash of the training data):"),
-                  Table(environment(runs)),
+                  Table(env),
                   Para("Settings shared by every run (resolved config):"),
                   Code(nested_yaml(shared), "shared config")]
         if not differing.empty:

@@ -48,7 +48,7 @@ class Tasks(Section):
                        f"(mean over seeds) stays at or above {threshold:.0%} in every cell of the grid (0: not "
                        "even at train_len)."),
                   Table(tasks.display_task_table(table)),
-                  *[Para(_task_budget(task, g, ctx.histories, improving,
+                  *[Para(_task_budget(task, ctx.convergence_of(g), improving,
                                       (records.loc[records["task"] == task, "loss"] == "mixed").any()))
                     for task, g in scored.groupby("task")],
                   Image("task_accuracy.png", self.files[2].description)]
@@ -69,7 +69,7 @@ class Tasks(Section):
         return blocks
 
 
-def _task_budget(task: str, runs, histories, improving: float, mixed: bool) -> str:
+def _task_budget(task: str, conv, improving: float, mixed: bool) -> str:
     """Whether a task's runs had finished learning: their training objective on validation examples
     (``mixed``: some of them trained with ``loss: mixed``)."""
     loss = "the validation loss (the training objective on validation examples)"
@@ -77,7 +77,7 @@ def _task_budget(task: str, runs, histories, improving: float, mixed: bool) -> s
     if mixed:
         note = (" With `loss: mixed` that objective includes the language-model loss on the text, which keeps "
                 "falling after the answers are learned: read the accuracy at train_len beside it.")
-    return budget.budget_paragraph(budget.convergence(runs, histories, improving), improving, f"Training budget ({task})",
+    return budget.budget_paragraph(conv, improving, f"Training budget ({task})",
                                    loss, budget.TASK_CONSEQUENCE) + note
 
 

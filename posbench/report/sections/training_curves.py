@@ -13,12 +13,14 @@ FIGURE = Output("training_curves.png", "training curves")
 class TrainingCurves(Section):
     order = 90
     files = (FIGURE,)
+    caption = ("Training loss (line, mean over seeds, smoothed) and validation loss (dots) against the optimiser step.")
+    needs_runs, title = True, "Training curves"
 
     def applies(self, ctx) -> bool:
         return ctx.has_lm
 
     def build(self, ctx, out) -> list:
         out.figure(FIGURE.name, figures.plot_training_curves, ctx.completed, ctx.histories)
-        return [Heading("Training curves"),
-                Para("Training loss (line, mean over seeds, smoothed) and validation loss (dots) against the optimiser step."),
+        return [Heading(self.title),
+                Para(self.caption),
                 Image(FIGURE.name, FIGURE.description)]

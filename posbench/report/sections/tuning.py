@@ -15,6 +15,15 @@ class Tuning(Section):
     files = (Output("table_tuned.csv", "the main table at each encoding's tuned learning rate"),
              Output("tuning.csv", "every learning-rate setting's 1x validation loss, and the one chosen"))
 
+    # a rebuilt report keeps only the default setting's records (the main table's): the grid's is carried over
+    needs_runs, title = True, "Tuned learning rates"
+    caption = ("These runs were trained at several learning rates (`train.lr`) and learning-rate multipliers of the "
+               "encoding's own parameters (`encoding.lr_mult`). The table above shows every encoding at the default "
+               f"setting (lr {DEFAULT[0]:g}, lr_mult {DEFAULT[1]:g}, one learning rate for every encoding). The setting "
+               "chosen for each encoding on 1x validation loss alone (mean final validation loss over seeds; "
+               "extrapolation played no part in the choice) and the main table at those settings are in "
+               "`table_tuned.csv`; every setting's loss in `tuning.csv`.")
+
     def applies(self, ctx) -> bool:
         return ctx.has_lm and ctx.tuned is not None
 
@@ -23,13 +32,7 @@ class Tuning(Section):
         out.csv("table_tuned.csv", ctx.tuned)
         out.csv("tuning.csv", choices)
         picked = choices[choices["chosen"]][["encoding", "model", "train_len", "lr", "lr_mult", "val_loss", "seeds"]]
-        blocks = [Heading("Tuned learning rates"),
-                  Para("These runs were trained at several learning rates (`train.lr`) and learning-rate multipliers of "
-                       "the encoding's own parameters (`encoding.lr_mult`). The table above shows every encoding at the "
-                       f"default setting (lr {DEFAULT[0]:g}, lr_mult {DEFAULT[1]:g}, one learning rate for every "
-                       "encoding). Below, each encoding at the setting chosen for it on 1x validation loss alone (mean "
-                       "final validation loss over seeds; extrapolation played no part in the choice), and the table "
-                       "at those settings (`table_tuned.csv`; every setting's loss in `tuning.csv`)."),
+        blocks = [Heading(self.title), Para(self.caption),
                   Table(picked.round({"val_loss": 4}))]
         if (edge := grid_edge_warning(choices)) is not None:
             blocks.append(Para(edge))

@@ -1,0 +1,222 @@
+"""A committed report's folder as the report's input: a report rebuilt from the records it kept,
+where its runs are gone (``posbench-report FOLDER --rebuild [--with OTHER]``).
+
+A report keeps every record it compared: ``evaluations.csv`` (each seed's perplexity and
+per-document losses), ``task_records.csv``, ``attention.csv``, ``during_training.csv``, each run's
+budget and last-doubling fall (``convergence.csv``) and, in ``report.md``, the commands, the
+environment table and every run's full config. From these the current report code recomputes
+every table, interval, test, rank, verdict and figure that reads records; the perplexities cannot
+change. What needs a run's own files (the training curves' histories, the per-position losses) is
+not kept: those sections keep the original report's figure, and say so (``Section.needs_runs``).
+
+``--with OTHER`` takes the records of another committed report made from some of the same runs
+retrained later (the same run ids: the same configuration), e.g. with a far-context control the
+first evaluation did not score: every record of such a run on a protocol OTHER holds comes from
+OTHER, so that a row and its control always come from the same weights. The records both folders
+hold show whether the retrained runs are the same models: above ``REPRODUCED`` (relative
+perplexity) the rebuild is refused; the largest difference per encoding is written in the report.
+
+The scored documents' token counts are not in the records; they are derived from each token set's
+name and number of documents, which holds only where every document contributes the same number of
+tokens (the default segments: ``segments[<n>, 1 per doc, ...]``); any other token set is refused.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from posbench.core.errors import PosbenchError
+from posbench.report.checks import parse_config
+from posbench.report.load import LoadedRuns, RunFiles
+from posbench.store.rundir import CONTEXT_COLUMNS, RUN_COLUMNS
+from posbench.tasks import LM
+
+EVALUATIONS, TASK_RECORDS, CONVERGENCE = "evaluations.csv", "task_records.csv", "convergence.csv"
+ATTENTION, DURING_TRAINING, REPORT = "attention.csv", "during_training.csv", "report.md"
+REPRODUCED = 0.01  # the largest relative perplexity difference allowed between two folders' copies of a record
+RECORD_KEYS = ["run_id", "variant", "protocol", "length", "token_set"]
+SEGMENTS = re.compile(r"segments\[(\d+), 1 per doc")
+CONFIG_BLOCK = re.compile(r"<details><summary>config of (\S+)</summary>\n\n```\n(.*?)\n```", re.S)
+COMMANDS_BLOCK = re.compile(r"Commands \(from[^\n]*\n\n```\n(.*?)\n```", re.S)
+ENVIRONMENT_TABLE = re.compile(r"Environment \([^\n]*\n\n((?:\|[^\n]*\n)+)")
+SCORED_TEXT = re.compile(r"`([^`]+)`: ([\d,]+) bytes from (\d+) of the (\d+) validation documents \(documents ([\d, -]+), "
+                         r"numbered")
+# what a task record holds (tasks/score.py); the report's derived columns (accuracy, chance, loss) are recomputed
+TASK_FIELDS = ["variant", "task", "length", "multiple", "condition", "example_set", "examples", "exact",
+               "token_accuracy", "reason"]
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What a committed report kept of its runs besides their records: frames the report would
+    otherwise compute from the runs' files, and where they came from."""
+
+    folder: Path
+    convergence: pd.DataFrame  # convergence.csv (empty where the report had none)
+    commands: list[str]
+    environment: pd.DataFrame
+    during_training: pd.DataFrame
+    attention: pd.DataFrame
+    merged: list[str] = field(default_factory=list)  # a line per --with folder: what it replaced, how far apart
+
+
+def _csv(path: Path) -> pd.DataFrame:
+    if not path.is_file():
+        return pd.DataFrame()
+    try:
+        return pd.read_csv(path)
+    except (OSError, ValueError) as e:
+        raise PosbenchError(f"cannot read {path}: {e}") from None
+
+
+def with_records(evals: pd.DataFrame, extra: pd.DataFrame, name: str) -> tuple[pd.DataFrame, str]:
+    """``evals`` with every record of the runs ``extra`` (another folder's, ``name``) also holds taken
+    from ``extra`` on the protocols it scored, and a line saying how many runs and records and how
+    far the shared records differ. Refused where they differ by more than REPRODUCED, or share none."""
+    extra = extra[extra["run_id"].isin(set(evals["run_id"]))]
+    both = evals.merge(extra[RECORD_KEYS + ["ppl"]], on=RECORD_KEYS, suffixes=("", "_extra"))
+    if both.empty:
+        raise PosbenchError(f"{name} shares no record with this report, so nothing shows that its runs are the same; "
+                            "give the folder of a report made from the same runs")
+    diff = (both["ppl_extra"] / both["ppl"] - 1).abs()
+    if not diff.max() <= REPRODUCED:
+        raise PosbenchError(f"{name} does not reproduce this report's records (largest relative perplexity difference "
+                            f"{diff.max():.2e} > {REPRODUCED:g}): its runs are not the same")
+    worst = diff.groupby(both["encoding"]).max()
+    # a run's records on a protocol come from one folder: the panels (and the pairs of a row with its
+    # control) are per protocol, so the report's other protocols of that run may stay
+    taken = set(zip(extra["run_id"], extra["protocol"]))
+    kept = [(r, p) not in taken for r, p in zip(evals["run_id"], evals["protocol"])]
+    merged = pd.concat([evals[kept], extra], ignore_index=True)
+    line = (f"`{name}`: every record of its {extra['run_id'].nunique()} runs on "
+            f"{', '.join(sorted(extra['protocol'].unique()))} windows ({len(extra)} records, {len(extra) - len(both)} "
+            f"of rows this report lacked); its records of rows both hold differ from this report's by at most "
+            + ", ".join(f"{d:.1e} ({e})" for e, d in worst.items()) + " in relative perplexity")
+    return merged, line
+
+
+def read_evaluations(folder: Path, extra: list[Path] = ()) -> tuple[pd.DataFrame, dict, list[str]]:
+    """(every record of ``folder/evaluations.csv``, with ``extra`` folders' merged; their token sets'
+    document sizes; a line per ``extra`` folder). Empty where the report had no language models."""
+    evals, merged = _csv(folder / EVALUATIONS), []
+    if evals.empty:
+        if extra:
+            raise PosbenchError(f"{folder} has no {EVALUATIONS}, so --with has nothing to join")
+        return evals, {}, merged
+    for other in extra:
+        more = _csv(Path(other) / EVALUATIONS)
+        if more.empty:
+            raise PosbenchError(f"--with {other}: {Path(other) / EVALUATIONS} does not exist; give a committed report's folder")
+        evals, line = with_records(evals, more, str(other))
+        merged.append(line)
+    # records older than per-document losses have none: their intervals are over seeds alone
+    nats = evals["doc_nats"] if "doc_nats" in evals else pd.Series(None, index=evals.index, dtype=object)
+    evals["doc_nats"] = [ast.literal_eval(x) if isinstance(x, str) else None for x in nats]
+    evals["windowed"] = evals["windowed"].fillna(False).astype(bool) if "windowed" in evals else False
+    if evals["model"].astype(str).str.contains("/").any():  # a subword tokenizer's runs: tokens differ per document
+        raise PosbenchError(f"the records of {folder} come from a subword tokenizer, whose documents score different "
+                            "numbers of tokens, which the records do not keep: regenerate this report from its runs")
+    return evals, token_sets(evals), merged
+
+
+def token_sets(evals: pd.DataFrame) -> dict[str, dict]:
+    """Each token set's documents and their tokens (the report's ``token_sets``), from its name."""
+    out = {}
+    if "token_set" not in evals:
+        return out
+    for name, g in evals.dropna(subset=["token_set"]).groupby("token_set"):
+        match = SEGMENTS.search(name)
+        docs = g["doc_nats"].dropna().map(len)
+        if docs.empty:  # no per-document losses recorded: nothing to resample
+            continue
+        if match is None:
+            raise PosbenchError(f"token set {name!r} does not score the same tokens from every document, which the "
+                                "records do not keep: regenerate this report from its runs")
+        out[name] = {"doc_tokens": [int(match.group(1))] * int(docs.max())}
+    return out
+
+
+def task_evaluations(records: pd.DataFrame) -> dict[str, list[dict]]:
+    """Each run's task records as its metrics.json held them (the fields tasks/score.py writes)."""
+    if records.empty:
+        return {}
+    kept = records[["run_id"] + [c for c in TASK_FIELDS if c in records.columns]]
+    return {rid: [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in rec.items()}
+                  for rec in g.drop(columns="run_id").to_dict("records")]
+            for rid, g in kept.groupby("run_id", sort=False)}
+
+
+def scored_text(text: str) -> dict[str, dict]:
+    """Each token set's scored documents as a report.md's "Scored text" line names them (the
+    token_sets fields the report reads: docs, tokens, documents_in_split)."""
+    out = {}
+    for name, tokens, _, in_split, ranges in SCORED_TEXT.findall(text):
+        docs = []
+        for part in ranges.split(","):
+            a, _, b = part.strip().partition("-")
+            docs += list(range(int(a), int(b or a) + 1))
+        out[name] = {"docs": docs, "tokens": int(tokens.replace(",", "")), "documents_in_split": int(in_split)}
+    return out
+
+
+def report_parts(text: str) -> tuple[dict[str, str], list[str], pd.DataFrame]:
+    """(each run's config as written, the commands, the environment table) from a report.md."""
+    configs = {rid: body for rid, body in CONFIG_BLOCK.findall(text)}
+    commands = m.group(1).splitlines() if (m := COMMANDS_BLOCK.search(text)) else []
+    environment = pd.DataFrame()
+    if m := ENVIRONMENT_TABLE.search(text):
+        lines = [line for i, line in enumerate(m.group(1).splitlines()) if i != 1]  # the |---| rule
+        cells = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines]
+        environment = pd.DataFrame(cells[1:], columns=cells[0])
+    return configs, commands, environment
+
+
+def load_committed(folder: Path, extra: list[Path] = ()) -> LoadedRuns:
+    """The runs of the committed report in ``folder`` as the report loads run directories, from
+    its records (the module doc); PosbenchError where the folder is not a committed report."""
+    folder = Path(folder)
+    if not (folder / REPORT).is_file():
+        raise PosbenchError(f"--rebuild reads a committed report's folder, and {str(folder)!r} has no {REPORT}")
+    evals, sets, merged = read_evaluations(folder, list(extra))
+    tasks = _csv(folder / TASK_RECORDS)
+    if evals.empty and tasks.empty:
+        raise PosbenchError(f"{str(folder)!r} holds no records ({EVALUATIONS} or {TASK_RECORDS}) to rebuild a report from")
+    text = (folder / REPORT).read_text()
+    configs, commands, environment = report_parts(text)
+    for name, info in scored_text(text).items():
+        if name in sets and len(info["docs"]) == len(sets[name]["doc_tokens"]):
+            sets[name].update(info)
+    conv = _csv(folder / CONVERGENCE)
+    facts = ["run_id", "encoding", "model", "train_len", "seed"]
+    runs = pd.concat([f[facts] for f in (evals, tasks) if not f.empty]).drop_duplicates("run_id")
+    if missing := sorted(set(runs["run_id"]) - set(configs)):
+        raise PosbenchError(f"{folder / REPORT} holds no config of run {missing[0]} (and {len(missing) - 1} more): "
+                            "it is not the report these records came from")
+    files, rows, task_recs = {}, [], task_evaluations(tasks)
+    budgets = conv.set_index("run_id") if not conv.empty else pd.DataFrame()
+    for r in runs.to_dict("records"):
+        run_dir = str(folder / r["run_id"])  # a name only: the run's directory is gone
+        try:
+            cfg = parse_config(configs[r["run_id"]])
+        except ValueError as e:
+            raise PosbenchError(f"the config of run {r['run_id']} in {folder / REPORT}: {e}") from None
+        files[run_dir] = RunFiles(cfg, configs[r["run_id"]], None, {})
+        known = budgets.loc[r["run_id"]] if r["run_id"] in budgets.index else None
+        task = (cfg.get("task") or {}).get("name") or LM
+        row = {k: None for k in RUN_COLUMNS + CONTEXT_COLUMNS}
+        row.update(r, status="completed", task=task, run_dir=run_dir,
+                   train_steps=known["steps"] if known is not None else (cfg.get("train") or {}).get("steps"),
+                   train_tokens=known["train_tokens"] if known is not None else None,
+                   final_val_loss=known["final_val_loss"] if known is not None else None,
+                   task_evaluations=task_recs.get(r["run_id"]))
+        rows.append(row)
+    frame = pd.DataFrame(rows, columns=RUN_COLUMNS + CONTEXT_COLUMNS + ["run_dir"])
+    recorded = Recorded(folder, conv, commands, environment, _csv(folder / DURING_TRAINING), _csv(folder / ATTENTION),
+                        merged)
+    return LoadedRuns(frame, evals, [], files, sets, [], recorded)

@@ -1,0 +1,120 @@
+"""posbench/report/committed.py through ``posbench-report FOLDER --rebuild``: a committed report rebuilt
+from the records it kept gives the report its runs gave (only the figures drawn from the runs' own
+files are carried over, and said to be); records of some of its runs retrained later are taken whole
+(a row and its control from the same weights), only where they reproduce the records both hold."""
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from posbench.cli.report import main
+
+QUICK = Path(__file__).parents[2] / "results" / "quick"  # made from its runs by the current code (COMMAND.md)
+
+
+def rebuild(folder: Path, *extra: Path) -> None:
+    main([str(folder), "--rebuild", *(a for x in extra for a in ("--with", str(x)))])
+
+
+@pytest.fixture
+def quick(tmp_path) -> Path:
+    folder = tmp_path / "quick"
+    shutil.copytree(QUICK, folder, ignore=shutil.ignore_patterns("screenshots"))
+    return folder
+
+
+def _sections(text: str) -> dict[str, str]:
+    parts = text.split("\n## ")
+    return {p.split("\n", 1)[0]: p for p in parts[1:]}
+
+
+def test_a_rebuilt_report_is_the_report_its_runs_gave(quick):
+    rebuild(quick)
+    before, after = _sections((QUICK / "report.md").read_text()), _sections((quick / "report.md").read_text())
+    assert list(before) == list(after)  # the same sections in the same order
+    carried = {"Loss by position at the longest length", "Training curves", "Files"}
+    for title in set(before) - carried:
+        assert after[title] == before[title], title
+    for name in ("table.csv", "pairs.csv", "convergence.csv", "runs.csv"):
+        pd.testing.assert_frame_equal(pd.read_csv(quick / name), pd.read_csv(QUICK / name), check_exact=False, rtol=1e-12)
+    intro = (quick / "report.md").read_text().split("\n## ")[0]
+    assert "rebuilt from the records it kept" in intro and "their figures are the committed report's" in intro
+    assert "(the committed report's figure, not redrawn)" in after["Training curves"]
+    assert (quick / "training_curves.png").read_bytes() == (QUICK / "training_curves.png").read_bytes()
+
+
+def test_rebuilding_twice_changes_nothing(quick):
+    rebuild(quick)
+    first = (quick / "report.md").read_text()
+    rebuild(quick)
+    assert (quick / "report.md").read_text() == first
+
+
+@pytest.fixture
+def without_controls(quick) -> Path:
+    """results/quick without its +swaL rows, as a report scored before the control existed."""
+    evals = pd.read_csv(quick / "evaluations.csv")
+    evals[~evals["variant"].str.endswith("+swaL")].to_csv(quick / "evaluations.csv", index=False)
+    return quick
+
+
+def test_records_of_the_same_runs_add_the_rows_the_report_lacked(without_controls):
+    rebuild(without_controls)
+    assert set(pd.read_csv(without_controls / "table.csv")["far_context"].dropna()) == {"no window control"}
+    rebuild(without_controls, QUICK)
+    text = (without_controls / "report.md").read_text()
+    assert "every record of its 5 runs on nonoverlapping, sliding windows (100 records, 50 of rows this report lacked)" in text
+    assert "at most 0.0e+00 (alibi), 0.0e+00 (learned)" in text
+    table = pd.read_csv(without_controls / "table.csv")
+    gains = table.loc[~table["windowed"] & table["16x"].notna(), "far_gain"]  # every row scored at 16x has its gain
+    assert gains.notna().all() and (gains > 0).all() and "alibi+swaL" in set(table["variant"])
+
+
+def retrained(tmp_path, change: float, protocol: str | None = None) -> Path:
+    """results/quick's records with rope's perplexities changed by ``change`` (relative), as if rope were
+    retrained on numerically different code (``protocol``: and scored on that protocol only)."""
+    other = tmp_path / f"other{change}"
+    other.mkdir()
+    evals = pd.read_csv(QUICK / "evaluations.csv")
+    evals.loc[evals["encoding"] == "rope", "ppl"] *= 1 + change
+    evals = evals[evals["protocol"] == protocol] if protocol else evals
+    evals.to_csv(other / "evaluations.csv", index=False)
+    return other
+
+
+def test_a_retrained_run_replaces_all_its_records_and_its_difference_is_stated(without_controls, tmp_path):
+    """A retrained run's records on the protocols the other folder scored replace the report's; its
+    other protocols stay as they were (panels, and a row's pairing with its control, are per protocol)."""
+    rebuild(without_controls, retrained(tmp_path, 0.002, "nonoverlapping"))
+    assert "2.0e-03 (rope)" in (without_controls / "report.md").read_text()
+    table = pd.read_csv(without_controls / "table.csv").set_index(["protocol", "variant"])
+    rope = pd.read_csv(QUICK / "evaluations.csv").query("variant == 'rope' and length == 64").set_index("protocol")["ppl"]
+    assert table.loc[("nonoverlapping", "rope"), "1x"] == pytest.approx(rope["nonoverlapping"] * 1.002, rel=1e-6)
+    assert table.loc[("sliding", "rope"), "1x"] == pytest.approx(rope["sliding"], rel=1e-6)
+    assert ("nonoverlapping", "rope+swaL") in table.index and ("sliding", "rope+swaL") not in table.index
+
+
+def refused(capsys, *argv: str) -> str:
+    with pytest.raises(SystemExit) as exc:
+        main(list(argv))
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    return err
+
+
+def test_records_that_do_not_reproduce_the_shared_ones_are_refused_and_nothing_is_written(without_controls, tmp_path,
+                                                                                           capsys):
+    before = {p.name: p.read_bytes() for p in without_controls.iterdir()}
+    err = refused(capsys, str(without_controls), "--rebuild", "--with", str(retrained(tmp_path, 0.05)))
+    assert "does not reproduce this report's records" in err and "5.00e-02" in err
+    assert {p.name: p.read_bytes() for p in without_controls.iterdir()} == before
+
+
+def test_a_folder_that_is_not_a_committed_report_is_refused_in_one_line(tmp_path, quick, capsys):
+    assert "has no report.md" in refused(capsys, str(tmp_path), "--rebuild")
+    (quick / "report.md").write_text("# posbench report\n")  # records without the report that names their configs
+    assert "holds no config of run" in refused(capsys, str(quick), "--rebuild")
+    assert "needs --rebuild" in refused(capsys, str(quick), "--with", str(QUICK))
