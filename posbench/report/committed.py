@@ -15,6 +15,8 @@ first evaluation did not score: every record of such a run on a protocol OTHER h
 OTHER, so that a row and its control always come from the same weights. The records both folders
 hold show whether the retrained runs are the same models: above ``REPRODUCED`` (relative
 perplexity) the rebuild is refused; the largest difference per encoding is written in the report.
+The rebuilt report's records are the joined ones, so a later rebuild keeps that line and does not
+join the folder again (with or without ``--with``).
 
 The scored documents' token counts are not in the records; they are derived from each token set's
 name and number of documents, which holds only where every document contributes the same number of
@@ -41,6 +43,7 @@ EVALUATIONS, TASK_RECORDS, CONVERGENCE = "evaluations.csv", "task_records.csv", 
 ATTENTION, DURING_TRAINING, REPORT = "attention.csv", "during_training.csv", "report.md"
 REPRODUCED = 0.01  # the largest relative perplexity difference allowed between two folders' copies of a record
 RECORD_KEYS = ["run_id", "variant", "protocol", "length", "token_set"]
+JOINED = re.compile(r"`([^`]+)`: every record of its \d+ runs on .*? in relative perplexity")
 SEGMENTS = re.compile(r"segments\[(\d+), 1 per doc")
 CONFIG_BLOCK = re.compile(r"<details><summary>config of (\S+)</summary>\n\n```\n(.*?)\n```", re.S)
 COMMANDS_BLOCK = re.compile(r"Commands \(from[^\n]*\n\n```\n(.*?)\n```", re.S)
@@ -101,15 +104,26 @@ def with_records(evals: pd.DataFrame, extra: pd.DataFrame, name: str) -> tuple[p
     return merged, line
 
 
-def read_evaluations(folder: Path, extra: list[Path] = ()) -> tuple[pd.DataFrame, dict, list[str]]:
+def joined(text: str) -> dict[str, str]:
+    """The folders an earlier rebuild joined (``--with``), each with the line it wrote, from its report.md."""
+    return {m.group(1): m.group(0) for m in JOINED.finditer(text)}
+
+
+def read_evaluations(folder: Path, extra: list[Path] = (), before: dict[str, str] | None = None
+                     ) -> tuple[pd.DataFrame, dict, list[str]]:
     """(every record of ``folder/evaluations.csv``, with ``extra`` folders' merged; their token sets'
-    document sizes; a line per ``extra`` folder). Empty where the report had no language models."""
-    evals, merged = _csv(folder / EVALUATIONS), []
+    document sizes; a line per folder joined). Empty where the report had no language models.
+    ``before``: the folders an earlier rebuild joined, whose records ``evaluations.csv`` already holds:
+    their lines are kept (joining one again would compare it with itself) and it is not merged again."""
+    evals, before = _csv(folder / EVALUATIONS), dict(before or {})
     if evals.empty:
         if extra:
             raise PosbenchError(f"{folder} has no {EVALUATIONS}, so --with has nothing to join")
-        return evals, {}, merged
+        return evals, {}, []
+    merged = list(before.values())
     for other in extra:
+        if str(other) in before:
+            continue
         more = _csv(Path(other) / EVALUATIONS)
         if more.empty:
             raise PosbenchError(f"--with {other}: {Path(other) / EVALUATIONS} does not exist; give a committed report's folder")
@@ -183,11 +197,11 @@ def load_committed(folder: Path, extra: list[Path] = ()) -> LoadedRuns:
     folder = Path(folder)
     if not (folder / REPORT).is_file():
         raise PosbenchError(f"--rebuild reads a committed report's folder, and {str(folder)!r} has no {REPORT}")
-    evals, sets, merged = read_evaluations(folder, list(extra))
+    text = (folder / REPORT).read_text()
+    evals, sets, merged = read_evaluations(folder, list(extra), joined(text))
     tasks = _csv(folder / TASK_RECORDS)
     if evals.empty and tasks.empty:
         raise PosbenchError(f"{str(folder)!r} holds no records ({EVALUATIONS} or {TASK_RECORDS}) to rebuild a report from")
-    text = (folder / REPORT).read_text()
     configs, commands, environment = report_parts(text)
     for name, info in scored_text(text).items():
         if name in sets and len(info["docs"]) == len(sets[name]["doc_tokens"]):
