@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -47,8 +48,10 @@ def column(page, header: str) -> list[float]:
         return [...t.tBodies[0].rows].map(r => parseFloat(r.cells[i].dataset.v)); }""", header)
 
 
-def test_report_html_reads_in_a_browser_at_laptop_and_phone_width(sweep_report, page):
-    page.goto((sweep_report / "report.html").as_uri())
+def reads_at_both_widths(page, html) -> None:
+    """The page-level checks: no sideways scroll at a laptop's and a phone's width, the headline table
+    in the first screen, every image loaded, every heading anchored and every contents link working."""
+    page.goto(html.as_uri())
     for width in WIDTHS:
         page.set_viewport_size({"width": width, "height": HEIGHT})
         wide, inner = page.evaluate("[document.scrollingElement.scrollWidth, innerWidth]")
@@ -64,6 +67,19 @@ def test_report_html_reads_in_a_browser_at_laptop_and_phone_width(sweep_report, 
     assert page.evaluate("[...document.querySelectorAll('h1,h2,h3')].every(h => h.id)")
     links = page.evaluate("[...document.querySelectorAll('nav.toc a')].map(a => a.getAttribute('href').slice(1))")
     assert links and all(page.evaluate("id => document.getElementById(id) !== null", a) for a in links)
+
+
+COMMITTED = sorted((Path(__file__).parents[2] / "results").glob("**/report.html"))
+
+
+@pytest.mark.parametrize("html", COMMITTED, ids=[str(p.parent.relative_to(p.parents[2])) for p in COMMITTED])
+def test_every_committed_report_reads_in_a_browser(html, page):
+    reads_at_both_widths(page, html)
+    assert page.errors == []
+
+
+def test_report_html_reads_in_a_browser_at_laptop_and_phone_width(sweep_report, page):
+    reads_at_both_widths(page, sweep_report / "report.html")
 
     # clicking a header sorts the rows by the number behind the cell, then reverses them
     before = column(page, "1x perplexity")
