@@ -2,9 +2,8 @@
 # The demo: install, train five encodings (small model, train_len 64, 600 steps each) on the
 # embedded default corpus (the Python standard library's source), evaluate each at 1x..16x the
 # training length, and write the report to runs/quick/report/report.md.
-# About 12 minutes on 2 idle CPU cores, installation included (measured: 7 min 21 s after the installation, which
-# takes 1 to 3 min, before the window control +swaL was added to the preset; 15.5 min with it while tests ran
-# beside it; README). Extra arguments are Hydra overrides (e.g. train.steps=1500).
+# About 12 minutes on 2 idle CPU cores, installation included (estimated; what was measured, and on how
+# busy a machine, is in the README beside this command). Extra arguments are Hydra overrides (e.g. train.steps=1500).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

@@ -161,10 +161,15 @@ def _no_parameter(group: str, full_key: str, overrides: list[str]) -> str | None
     """``encoding 'rope' has no parameter 'bsae'; valid: base``: an encoding's or a task's keys
     are its Params' fields, which the schema (free-form there) cannot list."""
     name = (group_choices(overrides, group) or [group_defaults(CONF_DIR).get(group, "")])[-1]
-    fields = param_defaults(group, name) if name else {}
-    if not fields:
+    if not name:
         return None
-    key = full_key.rpartition(".")[2]
+    try:
+        PLUGIN_GROUPS[group].get(name)
+    except PosbenchError as e:  # a plug-in that cannot be loaded: that is the cause, not the key
+        return str(e)
+    fields, key = param_defaults(group, name), full_key.rpartition(".")[2]
+    if not fields:  # "+key" would not help: the plug-in's Params refuse every key
+        return f"{group} {name!r} has no parameters, so {key!r} cannot be set"
     return f"{group} {name!r} has no parameter {key!r}; valid: {', '.join(sorted(fields))}"
 
 

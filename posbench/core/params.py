@@ -84,7 +84,9 @@ def make_typed(group: str, name: str, cls: type, params: Mapping[str, Any],
     where = prefix or group
     if unknown:
         owner = f"{group} {name!r}" if prefix is None else f"{prefix} ({group} {name!r})"
-        raise PosbenchError(f"{owner} has no parameter {unknown[0]!r}; valid: {', '.join(sorted(fields)) or '(none)'}")
+        if not fields:
+            raise PosbenchError(f"{owner} has no parameters, so {unknown[0]!r} cannot be set")
+        raise PosbenchError(f"{owner} has no parameter {unknown[0]!r}; valid: {', '.join(sorted(fields))}")
 
     def label(key: str) -> str:
         return keys[key] if keys and key in keys else f"{where}.{key} of {name!r}"

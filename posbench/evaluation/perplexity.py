@@ -213,6 +213,7 @@ def warn_small_token_sets(sets: dict[str, dict]) -> None:
     perplexities are noisy, and ratios between lengths a percent apart may be chance."""
     fewest = min(sets.values(), key=lambda s: s["tokens"], default=None)
     if fewest is not None and fewest["tokens"] < SMALL_TOKEN_SET:
-        log.warning("small validation set: %s tokens scored at each length (in %d documents), fewer than %s; "
+        n = len(fewest["docs"])
+        log.warning("small validation set: %s tokens scored at each length (in %d document%s), fewer than %s; "
                     "differences of about a percent may be chance (a larger corpus or data.val_fraction scores more)",
-                    f"{fewest['tokens']:,}", len(fewest["docs"]), f"{SMALL_TOKEN_SET:,}")
+                    f"{fewest['tokens']:,}", n, "" if n == 1 else "s", f"{SMALL_TOKEN_SET:,}")

@@ -106,9 +106,11 @@ def load_runs(root: Path) -> LoadedRuns:
         row = {k: m.get(k) for k in RUN_COLUMNS + CONTEXT_COLUMNS}
         row["run_dir"] = str(run_dir)
         runs.append(row)
-        token_sets.update(m.get("token_sets") or {})
+        names = tokenizer_names(m)
+        token_sets.update({names.get(n, n): v for n, v in (m.get("token_sets") or {}).items()})
         for e in m.get("evaluations", []):
             e = dict(e)
+            e["token_set"] = names.get(e.get("token_set"), e.get("token_set"))
             what = e.pop("row", None)
             remember_row(str(e["variant"]), what)  # what the row is: its style, not a column
             e["windowed"] = is_windowed(what)
@@ -118,6 +120,18 @@ def load_runs(root: Path) -> LoadedRuns:
         log.warning("left out rows of variants that do not apply to their encoding (recorded by older code): %s",
                     ", ".join(sorted(dropped)))
     return LoadedRuns(frame, pd.DataFrame(evals), skipped, files, token_sets, sorted(dropped))
+
+
+def tokenizer_names(metrics: dict) -> dict[str, str]:
+    """A subword tokenizer's token sets, renamed ``<tokenizer>:<name>``. A token set is named by its
+    corpus and segments, the same bytes under every tokenizer (docs/protocols.md, "Comparing
+    tokenizers"), but its documents hold other numbers of tokens under each, and the report weighs
+    each document by its tokens: a byte run and a BPE run of one sweep must not share the entry.
+    The tokenizer is the part of the model's name after "/" (``small/bpe1024``); bytes keep the name."""
+    _, _, tokenizer = str(metrics.get("model") or "").partition("/")
+    if not tokenizer:
+        return {}
+    return {n: n if n.startswith(tokenizer + ":") else f"{tokenizer}:{n}" for n in metrics.get("token_sets") or {}}
 
 
 def applicable(config: DictConfig):

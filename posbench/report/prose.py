@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from posbench.evaluation.perplexity import SMALL_TOKEN_SET
 from posbench.evaluation.protocols import PROTOCOLS
 from posbench.report.stats import ALPHA, p_phrase
 from posbench.report.tables import NOT_DEFINED, multiple_columns
@@ -45,8 +46,11 @@ def scored_text_note(evals: pd.DataFrame, token_sets: dict) -> str:
             parts.append(f"`{name}` (scored documents not recorded{n})")
             continue
         where = f"{len(info['docs'])} of the {info['documents_in_split']} validation documents"
-        parts.append(f"`{name}`: {info['tokens']:,} bytes from {where} "
-                     f"(documents {_doc_ranges(info['docs'])}, numbered in the split's order)")
+        small = (f"; **a small validation set**: fewer than {SMALL_TOKEN_SET:,} tokens at each length, so differences "
+                 "of about a percent may be chance") if info["tokens"] < SMALL_TOKEN_SET else ""
+        amount = f"{info['tokens']:,} tokens ({info['bytes']:,} bytes)" if "bytes" in info else f"{info['tokens']:,} bytes"
+        parts.append(f"`{name}`: {amount} from {where} "
+                     f"(documents {_doc_ranges(info['docs'])}, numbered in the split's order){small}")
     return ("Scored text: " + "; ".join(parts) + ".") if parts else ""
 
 

@@ -93,6 +93,9 @@ TRAIN_CASES = [
     ("+encoding.bsae=2", "encoding 'rope' has no parameter 'bsae'; valid: base"),
     ("encoding.bsae=2", "encoding 'rope' has no parameter 'bsae'; valid: base"),  # without +: Hydra's error, same line
     ("task=passkey task.foo=1", "task 'passkey' has no parameter 'foo'; valid: digits, eval_depths, eval_examples, loss"),
+    # an encoding without parameters: no "+key" hint that would only lead to another refusal
+    ("encoding=alibi encoding.foo=1", "encoding 'alibi' has no parameters, so 'foo' cannot be set"),
+    ("encoding=alibi +encoding.foo=1", "encoding 'alibi' has no parameters, so 'foo' cannot be set"),
     ("encoding.base=abc", "encoding.base must be a number, got 'abc'"),
     ("encoding.base=0", "encoding.base of 'rope' must be above 1 (and finite), got 0"),
     ("train.lr=-1", "train.lr must be positive, got -1"),

@@ -152,7 +152,7 @@ def test_each_builtin_plugin_is_one_file_that_registers_itself(registry):
         assert cls.__module__.rsplit(".", 1)[1] in modules
 
 
-SHIMS = ("posbench.errors", "posbench.protocols", "posbench.variants")  # the plug-in API's old import paths
+SHIMS = ("posbench.errors", "posbench.params", "posbench.protocols", "posbench.variants")  # the plug-in API's old import paths
 
 
 def _module_name(path: Path) -> str:

@@ -62,3 +62,41 @@ def test_bits_per_byte_intervals_are_the_log_perplexity_intervals_rescaled(two_t
         assert byte[1] < byte[0] < byte[2]
         assert bpe == pytest.approx([b / BYTES_PER_TOKEN for b in byte], abs=2e-3)
         assert row["verdict carries over"] in ("yes", "undecided")  # the same losses: never "no"
+
+
+def test_a_subword_run_s_token_sets_are_its_own_not_the_byte_runs():
+    """One sweep's byte and BPE runs score the same bytes under one token-set name, but their documents
+    hold other numbers of tokens (the report's weights): loading keeps them apart."""
+    from posbench.report.load import tokenizer_names
+
+    name = "545c92da6d319b4f:segments[4096, 1 per doc, from 4096]"
+    bpe = {"model": "small/bpe1024", "token_sets": {name: {"doc_tokens": [1500, 1700], "tokens": 3200, "bytes": 8192}}}
+    assert tokenizer_names(bpe) == {name: f"bpe1024:{name}"}
+    assert tokenizer_names({"model": "small", "token_sets": {name: {}}}) == {}
+    assert tokenizer_names({"model": "small/bpe1024", "token_sets": {f"bpe1024:{name}": {}}}) == {f"bpe1024:{name}": f"bpe1024:{name}"}
+
+
+def test_loading_byte_and_bpe_runs_of_one_corpus_keeps_both_token_sets(sweep, tmp_path):
+    """The shared sweep's runs, one of them relabelled as a BPE run with other document sizes: both
+    entries survive loading, and the BPE run's records name its own."""
+    import json
+    import shutil
+
+    from posbench.report.load import load_runs
+
+    runs = sorted(p.parent for p in sweep[0].rglob("metrics.json"))
+    for d in runs[:2]:
+        shutil.copytree(d, tmp_path / d.name)
+    m_path = tmp_path / runs[1].name / "metrics.json"
+    m = json.loads(m_path.read_text())
+    m["model"] += "/bpe300"
+    for v in m["token_sets"].values():
+        v["doc_tokens"] = [t // 3 for t in v["doc_tokens"]]
+    m_path.write_text(json.dumps(m))
+    loaded = load_runs(tmp_path)
+    byte_sets = {n for n in loaded.token_sets if not n.startswith("bpe300:")}
+    assert byte_sets and {f"bpe300:{n}" for n in byte_sets} <= set(loaded.token_sets)
+    for n in byte_sets:
+        assert loaded.token_sets[f"bpe300:{n}"]["doc_tokens"] != loaded.token_sets[n]["doc_tokens"]
+    bpe_records = loaded.evals[loaded.evals["model"].str.contains("/")]
+    assert not bpe_records.empty and bpe_records["token_set"].str.startswith("bpe300:").all()
