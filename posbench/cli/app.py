@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import logging
 import re
+import shlex
 import sys
 from collections import Counter
 from typing import Any, Callable
@@ -153,7 +154,8 @@ def hydra_error_line(e: Exception, config_name: str, overrides: list[str]) -> st
         arg = m.group(1)
         key, _, val = arg.partition("=")
         as_list = f"; for a list value write {key}=[{val}]" if "." in key else ""  # a group's option is never a list
-        return f"{arg} gives several values: add -m to run one job for each ({PROGRAMS[config_name]} -m {arg}){as_list}"
+        typed = " ".join(shlex.quote(o) for o in overrides) or arg  # the user's whole command, with -m
+        return f"{arg} gives several values: add -m to run one job for each ({PROGRAMS[config_name]} -m {typed}){as_list}"
     return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
 
 

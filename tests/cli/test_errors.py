@@ -28,6 +28,10 @@ def here(tmp_path, cache_dir, monkeypatch):
                                        "(posbench-train -m encoding=rope,alibi)"),
     ("train", ["eval.multiples=1,2"], "eval.multiples=1,2 gives several values: add -m to run one job for each "
                                       "(posbench-train -m eval.multiples=1,2); for a list value write eval.multiples=[1,2]"),
+    # the suggested command keeps the user's other overrides (quoted for the shell where needed)
+    ("train", ["model=tiny", "encoding=rope,alibi", "eval.multiples=[1,2]"],
+     "encoding=rope,alibi gives several values: add -m to run one job for each "
+     "(posbench-train -m model=tiny encoding=rope,alibi 'eval.multiples=[1,2]')"),
     ("eval", ["runs/abc"], "cannot parse override 'runs/abc': name the run as run_dir=runs/abc"),
     ("train", ["encoding=ALiBi"], "unknown encoding 'ALiBi' (did you mean alibi?); valid: "),
     ("train", ["model=tny"], "unknown model 'tny' (did you mean tiny?); valid: base, medium, small, tiny"),
