@@ -23,8 +23,11 @@ class Intro(Section):
         n_lm, n_tasks = len(ctx.lm_runs), len(ctx.task_runs)
         runs = _runs(n_lm, "completed") if not n_tasks else \
             f"{n_lm + n_tasks} completed runs ({_runs(n_lm, 'language-model')} and {_runs(n_tasks, 'task')})"
+        subword = ctx.lm_runs["model"].astype(str).str.contains("/").any()
+        kind = ("language models (byte-level, and `<model>/<tokenizer>` a subword tokenizer's, compared in bits per "
+                "byte in the Tokenizers section)" if subword else "byte-level language models")
         return [title,
-                Para(f"{runs} from `{ctx.runs_dir}`: byte-level language models trained on windows of `train_len` "
+                Para(f"{runs} from `{ctx.runs_dir}`: {kind} trained on windows of `train_len` "
                      "tokens, evaluated at multiples of it. Lower perplexity is better; an encoding that extrapolates "
                      "keeps its 1x perplexity (ratio near 1) at lengths it never saw.")]
 
