@@ -123,3 +123,13 @@ def test_a_folder_that_is_not_a_committed_report_is_refused_in_one_line(tmp_path
     (quick / "report.md").write_text("# posbench report\n")  # records without the report that names their configs
     assert "holds no config of run" in refused(capsys, str(quick), "--rebuild")
     assert "needs --rebuild" in refused(capsys, str(quick), "--with", str(QUICK))
+
+
+def test_the_scored_documents_named_in_a_report_are_read_back():
+    """The scored-text line of a report.md gives the token set's documents (the rebuilt report names them again)."""
+    from posbench.report.committed import scored_text
+
+    line = ("Scored text: `h:segments[1024, 1 per doc, from 1024]`: 4,096 bytes from 4 of the 9 validation documents "
+            "(documents 0-2, 5, numbered in the split's order).")
+    assert scored_text(line) == {"h:segments[1024, 1 per doc, from 1024]":
+                                 {"docs": [0, 1, 2, 5], "tokens": 4096, "documents_in_split": 9}}
