@@ -30,12 +30,18 @@ def preset_encodings() -> list[str]:
 
 def commands(tuning: pd.DataFrame, extra: list[str]) -> list[str]:
     """One command per chosen learning rate (SystemExit with one line where the choice cannot be used)."""
+    if tuning[["model", "train_len"]].drop_duplicates().shape[0] > 1 or (tuning["lr_mult"] != 1).any():
+        sys.exit("budget_commands: the grid varies more than train.lr (models, train_len or encoding.lr_mult); "
+                 "experiment=budget_lr varies the learning rate only")
     chosen = tuning[tuning["chosen"].astype(bool)]
     for encoding, g in tuning.groupby("encoding"):
         tried, pick = sorted(set(g["lr"])), g.loc[g["chosen"].astype(bool), "lr"]
         if pick.empty:
             sys.exit(f"budget_commands: {encoding} has no chosen learning rate in the grid")
-        if len(tried) > 2 and pick.iloc[0] in (tried[0], tried[-1]):
+        if len(tried) < 3:
+            sys.exit(f"budget_commands: {encoding} was tried at {len(tried)} learning rates; a grid brackets a choice "
+                     "with 3 or more")
+        if pick.iloc[0] in (tried[0], tried[-1]):
             sys.exit(f"budget_commands: {encoding} chose lr {pick.iloc[0]:g}, the edge of the grid {tried}: "
                      "its best may lie outside; extend the grid (train.lr) first")
     if missing := sorted(set(preset_encodings()) - set(chosen["encoding"])):

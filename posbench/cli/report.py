@@ -58,6 +58,9 @@ def main(argv: list[str] | None = None) -> None:
         if args.with_folders and not args.rebuild:
             raise PosbenchError("--with joins a committed report's records, so it needs --rebuild")
         out = args.out or (args.runs_dir if args.rebuild else args.runs_dir / "report")
+        if args.rebuild and args.protocols and out.resolve() == args.runs_dir.resolve():
+            raise PosbenchError("--protocols with --rebuild in place would leave only those protocols' records in "
+                                f"{args.runs_dir}; give --out another folder")
         protocols = [p for p in args.protocols.split(",") if p] if args.protocols else None
         options = Options(args.tolerance, args.improving, args.spread, args.threshold, protocols, args.rebuild,
                           tuple(args.with_folders))

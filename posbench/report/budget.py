@@ -65,13 +65,18 @@ def last_doubling(history: pd.DataFrame | None) -> dict:
 
 
 def convergence(runs: pd.DataFrame, histories: Mapping[str, pd.DataFrame | None],
-                threshold: float = DEFAULT_IMPROVING) -> pd.DataFrame:
+                threshold: float = DEFAULT_IMPROVING, recorded: Mapping[str, dict] | None = None) -> pd.DataFrame:
     """One row per completed run: budget, final validation loss, fall over the last doubling, flag.
-    ``histories``: each run's training curve, by run directory."""
+    ``histories``: each run's training curve, by run directory; ``recorded``: instead, each run's fall
+    as a committed report recorded it (last_doubling's fields, by run id; a report rebuilt from records)."""
     done = runs[runs["status"] == "completed"]
     rows = []
     for _, r in done.iterrows():
-        d = last_doubling(histories.get(r["run_dir"]))
+        if recorded is None:
+            d = last_doubling(histories.get(r["run_dir"]))
+        else:
+            d = {"change": math.nan, "from_step": None, "to_step": None, "estimated": False,
+                 **recorded.get(r["run_id"], {})}
         rows.append({"run_id": r["run_id"], "encoding": r["encoding"], "model": r["model"], "train_len": r["train_len"],
                      "seed": r["seed"], "steps": r["train_steps"], "train_tokens": r["train_tokens"],
                      "final_val_loss": r["final_val_loss"], **d,

@@ -46,10 +46,13 @@ RECORD_KEYS = ["run_id", "variant", "protocol", "length", "token_set"]
 JOINED = re.compile(r"`([^`]+)`: every record of its \d+ runs on .*? in relative perplexity")
 SEGMENTS = re.compile(r"segments\[(\d+), 1 per doc")
 CONFIG_BLOCK = re.compile(r"<details><summary>config of (\S+)</summary>\n\n```\n(.*?)\n```", re.S)
-COMMANDS_BLOCK = re.compile(r"Commands \(from[^\n]*\n\n```\n(.*?)\n```", re.S)
+# report/sections/provenance.py's blocks (a rebuilt report writes them too: tests/report/test_committed.py
+# rebuilds twice, so a wording these patterns miss fails there)
+COMMANDS_BLOCK = re.compile(r"Commands \([^\n]*\n\n```\n(.*?)\n```", re.S)
 ENVIRONMENT_TABLE = re.compile(r"Environment \([^\n]*\n\n((?:\|[^\n]*\n)+)")
-SCORED_TEXT = re.compile(r"`([^`]+)`: ([\d,]+) bytes from (\d+) of the (\d+) validation documents \(documents ([\d, -]+), "
-                         r"numbered")
+# report/prose.py::scored_text_note's wording: "<n> bytes from" (bytes), "<n> tokens (<m> bytes) from" (a subword set)
+SCORED_TEXT = re.compile(r"`([^`]+)`: ([\d,]+) (?:bytes|tokens \(([\d,]+) bytes\)) from (\d+) of the (\d+) validation "
+                         r"documents \(documents ([\d, -]+), numbered")
 # what a task record holds (tasks/score.py); the report's derived columns (accuracy, chance, loss) are recomputed
 TASK_FIELDS = ["variant", "task", "length", "multiple", "condition", "example_set", "examples", "exact",
                "token_accuracy", "reason"]
@@ -121,8 +124,11 @@ def read_evaluations(folder: Path, extra: list[Path] = (), before: dict[str, str
             raise PosbenchError(f"{folder} has no {EVALUATIONS}, so --with has nothing to join")
         return evals, {}, []
     merged = list(before.values())
+    joined_already = {Path(k).resolve() for k in before}
     for other in extra:
-        if str(other) in before:
+        if Path(other).resolve() == folder.resolve():
+            raise PosbenchError(f"--with {other} is the folder being rebuilt; give a report of the same runs retrained")
+        if Path(other).resolve() in joined_already:  # its records are this report's already (an earlier rebuild)
             continue
         more = _csv(Path(other) / EVALUATIONS)
         if more.empty:
@@ -170,12 +176,14 @@ def scored_text(text: str) -> dict[str, dict]:
     """Each token set's scored documents as a report.md's "Scored text" line names them (the
     token_sets fields the report reads: docs, tokens, documents_in_split)."""
     out = {}
-    for name, tokens, _, in_split, ranges in SCORED_TEXT.findall(text):
+    for name, tokens, n_bytes, _, in_split, ranges in SCORED_TEXT.findall(text):
         docs = []
         for part in ranges.split(","):
             a, _, b = part.strip().partition("-")
             docs += list(range(int(a), int(b or a) + 1))
         out[name] = {"docs": docs, "tokens": int(tokens.replace(",", "")), "documents_in_split": int(in_split)}
+        if n_bytes:
+            out[name]["bytes"] = int(n_bytes.replace(",", ""))
     return out
 
 

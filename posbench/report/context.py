@@ -149,17 +149,12 @@ class ReportContext:
         not kept), flagged against this report's ``--improving``."""
         if self.recorded is None:
             return budget.convergence(runs, self.histories, self.options.improving)
-        facts = ["run_id", "encoding", "model", "train_len", "seed"]
-        conv = runs[facts].assign(steps=runs["train_steps"].to_numpy(), train_tokens=runs["train_tokens"].to_numpy(),
-                                  final_val_loss=runs["final_val_loss"].to_numpy())
-        recorded = self.recorded.convergence
-        falls = ["change", "from_step", "to_step", "estimated"]
-        if recorded.empty or not set(falls) <= set(recorded.columns):
-            conv = conv.assign(change=float("nan"), from_step=float("nan"), to_step=float("nan"), estimated=None)
-        else:  # runs the committed report did not list (its task runs) keep what their config says
-            conv = conv.merge(recorded[["run_id", *falls]], on="run_id", how="left")
-        conv["still_improving"] = [bool(c > self.options.improving) if pd.notna(c) else None for c in conv["change"]]
-        return conv
+        falls = self.recorded.convergence
+        columns = ["change", "from_step", "to_step", "estimated"]
+        recorded = {} if falls.empty or not set(columns) <= set(falls.columns) else {
+            r["run_id"]: {**{c: r[c] for c in columns}, "from_step": int(r["from_step"]), "to_step": int(r["to_step"])}
+            for r in falls.to_dict("records") if pd.notna(r["change"])}
+        return budget.convergence(runs, self.histories, self.options.improving, recorded)
 
     @cached_property
     def during_training(self) -> pd.DataFrame:

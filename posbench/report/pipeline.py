@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,13 +77,16 @@ def run_section(section: Section, ctx: ReportContext, out_dir: Path, written: di
         return None
 
 
-def carried_blocks(section: Section, out_dir: Path, written: dict[str, str]) -> list | None:
+def carried_blocks(section: Section, source: Path, out_dir: Path, written: dict[str, str]) -> list | None:
     """A section drawn from what the records do not keep, in a report rebuilt from them: the committed
-    report's files, kept as they are and said to be (figures shown, tables named); None where it had none."""
-    kept = sorted(p.name for p in out_dir.iterdir() if p.is_file() and any(f.matches(p.name) for f in section.files)) \
-        if out_dir.is_dir() else []
+    report's files (in ``source``, copied into ``out_dir`` when the report is written elsewhere), kept
+    as they are and said to be (figures shown, tables named); None where it had none."""
+    kept = sorted(p.name for p in source.iterdir() if p.is_file() and any(f.matches(p.name) for f in section.files))
     if not kept:
         return None
+    if source.resolve() != out_dir.resolve():
+        for name in kept:
+            write_or_fail(out_dir, lambda name=name: shutil.copyfile(source / name, out_dir / name))
     for name in kept:
         declared = next(f for f in section.files if f.matches(name))
         written[name] = f"{declared.description} (the committed report's {'figure' if name.endswith('.png') else 'file'}, not redrawn)"
@@ -129,7 +133,8 @@ def make_report(runs_dir: Path, out_dir: Path, options: Options) -> Report:
     blocks, ran, every = [], [], sections()
     for section in every:
         carried = ctx.recorded is not None and section.needs_runs
-        built = carried_blocks(section, out_dir, written) if carried else run_section(section, ctx, out_dir, written)
+        built = (carried_blocks(section, ctx.recorded.folder, out_dir, written) if carried
+                 else run_section(section, ctx, out_dir, written))
         if built is not None:
             blocks += built
             ran.append(section)

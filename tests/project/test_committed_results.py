@@ -113,3 +113,13 @@ def test_every_verdict_word_in_a_committed_summary_agrees_with_its_interval():
                     assert interval_verdict(r[f"{ratio}_lo"], r[f"{ratio}_hi"], r[ratio], 0.05) == word, (folder.name, name)
                     checked += 1
     assert checked > 0, "no committed summary states a verdict with its interval"
+
+
+def test_a_rebuilt_report_says_so_in_its_first_lines():
+    """Every committed report rebuilt from its records (its COMMAND.md says so) says so before its
+    headline, task-only reports included."""
+    rebuilt = [f for f in REPORTS if "Rebuilt from its records" in (f / "COMMAND.md").read_text()]
+    assert rebuilt
+    for folder in rebuilt:
+        intro = (folder / "report.md").read_text().split("\n## ")[0]
+        assert "rebuilt from the records it kept" in intro, folder.name

@@ -35,12 +35,14 @@ def test_a_rebuilt_report_is_the_report_its_runs_gave(quick):
     before, after = _sections((QUICK / "report.md").read_text()), _sections((quick / "report.md").read_text())
     assert list(before) == list(after)  # the same sections in the same order
     carried = {"Loss by position at the longest length", "Training curves", "Files"}
+    relabelled = ("Commands (from each Hydra sweep's `multirun.yaml` and each run's `metrics.json`):",
+                  "Commands (as the committed report recorded them):")  # the provenance's source, said as it is
     for title in set(before) - carried:
-        assert after[title] == before[title], title
+        assert after[title] == before[title].replace(*relabelled), title
     for name in ("table.csv", "pairs.csv", "convergence.csv", "runs.csv"):
         pd.testing.assert_frame_equal(pd.read_csv(quick / name), pd.read_csv(QUICK / name), check_exact=False, rtol=1e-12)
     intro = (quick / "report.md").read_text().split("\n## ")[0]
-    assert "rebuilt from the records it kept" in intro and "their figures are the committed report's" in intro
+    assert "rebuilt from the records it kept" in intro and "they are its own, and say so" in intro
     assert "(the committed report's figure, not redrawn)" in after["Training curves"]
     assert (quick / "training_curves.png").read_bytes() == (QUICK / "training_curves.png").read_bytes()
 
@@ -118,11 +120,44 @@ def test_records_that_do_not_reproduce_the_shared_ones_are_refused_and_nothing_i
     assert {p.name: p.read_bytes() for p in without_controls.iterdir()} == before
 
 
+def test_a_rebuild_written_elsewhere_carries_the_committed_figures_there(quick, tmp_path):
+    main([str(quick), "--rebuild", "--out", str(tmp_path / "out")])
+    text = (tmp_path / "out" / "report.md").read_text()
+    assert "## Training curves" in text and "(the committed report's figure, not redrawn)" in text
+    assert (tmp_path / "out" / "training_curves.png").read_bytes() == (QUICK / "training_curves.png").read_bytes()
+
+
+def test_a_folder_joined_once_is_not_joined_again_under_another_spelling(without_controls, tmp_path, capsys):
+    other = retrained(tmp_path, 0.002, "nonoverlapping")
+    rebuild(without_controls, other)
+    first = (without_controls / "report.md").read_text()
+    rebuild(without_controls, Path(str(other) + "/"))  # the same folder, spelt otherwise
+    assert (without_controls / "report.md").read_text() == first
+    assert "is the folder being rebuilt" in refused(capsys, str(without_controls), "--rebuild", "--with",
+                                                    str(without_controls))
+
+
+def test_the_scored_text_line_reads_back_in_both_wordings():
+    """What report/prose.py writes, bytes and a subword set alike, is what a rebuild reads back."""
+    from posbench.report.committed import scored_text
+    from posbench.report.prose import scored_text_note
+
+    sets = {"h:segments[64, 1 per doc, from 64]": {"docs": [0, 1, 2, 7], "doc_tokens": [64] * 4, "tokens": 256,
+                                                   "documents_in_split": 9},
+            "bpe:h:segments[64, 1 per doc, from 64]": {"docs": [0, 1, 2, 7], "doc_tokens": [20] * 4, "tokens": 80,
+                                                       "documents_in_split": 9, "bytes": 256}}
+    line = scored_text_note(pd.DataFrame({"token_set": list(sets)}), sets)
+    assert "a small validation set" in line
+    assert scored_text(line) == {name: {k: v for k, v in info.items() if k != "doc_tokens"} for name, info in sets.items()}
+
+
 def test_a_folder_that_is_not_a_committed_report_is_refused_in_one_line(tmp_path, quick, capsys):
     assert "has no report.md" in refused(capsys, str(tmp_path), "--rebuild")
     (quick / "report.md").write_text("# posbench report\n")  # records without the report that names their configs
     assert "holds no config of run" in refused(capsys, str(quick), "--rebuild")
     assert "needs --rebuild" in refused(capsys, str(quick), "--with", str(QUICK))
+    # in place, --protocols would drop the other protocols' records from the folder for good
+    assert "give --out another folder" in refused(capsys, str(quick), "--rebuild", "--protocols", "sliding")
 
 
 def test_the_scored_documents_named_in_a_report_are_read_back():

@@ -13,12 +13,12 @@ class Intro(Section):
 
     def build(self, ctx, out) -> list:
         title = Heading("posbench report", 1)
+        if ctx.recorded is not None:
+            return [title, Para(f"{_runs(len(ctx.all_completed), 'completed')} of the committed report in "
+                                f"`{ctx.runs_dir}`, " + rebuilt_text(ctx.recorded, ctx.has_lm))]
         if not ctx.has_lm:
             return [title, Para(f"{len(ctx.completed)} completed runs from `{ctx.runs_dir}`: byte-level models trained "
                                 "on synthetic tasks at windows of `train_len` tokens and scored at multiples of it.")]
-        if ctx.recorded is not None:
-            return [title, Para(f"{_runs(len(ctx.all_completed), 'completed')} of the committed report in "
-                                f"`{ctx.runs_dir}`, " + rebuilt_text(ctx.recorded))]
         # every completed run is counted: language models at every setting of a learning-rate grid, and task runs
         n_lm, n_tasks = len(ctx.lm_runs), len(ctx.task_runs)
         runs = _runs(n_lm, "completed") if not n_tasks else \
@@ -36,12 +36,14 @@ def _runs(n: int, kind: str) -> str:
     return f"{n} {kind} run{'' if n == 1 else 's'}"
 
 
-def rebuilt_text(recorded) -> str:
+def rebuilt_text(recorded, has_lm: bool = True) -> str:
     """What a report rebuilt from records is (posbench/report/committed.py)."""
     text = ("rebuilt from the records it kept (`posbench-report FOLDER --rebuild`): its runs are not on the machine "
             "that rebuilt it. The perplexities and accuracies are the committed ones; every table, interval, test, "
-            "rank, verdict and figure that reads them is the current code's. The training curves and per-position "
-            "losses need the runs' own files: their figures are the committed report's.")
+            "rank, verdict and figure that reads them is the current code's.")
+    if has_lm:
+        text += (" The training curves, per-position losses and a learning-rate grid's tuned table need what the "
+                 "records do not keep: where the committed report had them, they are its own, and say so.")
     if recorded.merged:
         text += (" Runs retrained later (the same run ids) replace their records on the protocols these reports "
                  "scored: " + "; ".join(recorded.merged) + ".")

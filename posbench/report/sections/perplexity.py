@@ -39,7 +39,9 @@ class Perplexity(Section):
 
     def build(self, ctx, out) -> list:
         table, tolerance, evals = ctx.table, ctx.options.tolerance, ctx.evals
-        out.csv("evaluations.csv", evals)
+        # every record compared, at every budget (the main table reads each row's largest): a report
+        # rebuilt from this file (report/committed.py) has what this one had
+        out.csv("evaluations.csv", ctx.budget_evals)
         out.csv("runs.csv", run_summary(evals, tolerance))
         out.csv("pairs.csv", comparisons(table))
         out.csv("table.csv", table)

@@ -20,11 +20,13 @@ class Provenance(Section):
         recorded = ctx.recorded  # rebuilt from records: the committed report's commands and environment
         cmds = recorded.commands if recorded is not None else commands(ctx.runs_dir, runs)
         env = recorded.environment if recorded is not None else environment(runs)
+        source = ("as the committed report recorded them" if recorded is not None
+                  else "from each Hydra sweep's `multirun.yaml` and each run's `metrics.json`")
         blocks = [Heading("How these runs were made"),
-                  Para("Commands (from each Hydra sweep's `multirun.yaml` and each run's `metrics.json`):"),
+                  Para(f"Commands ({source}):"),
                   Code("\n".join(cmds) if cmds else "(not recorded)"),
                   Para("Environment (runs per combination; `corpus`: source and content hash of the training data):"),
-                  Table(env),
+                  Table(env) if not env.empty else Para("(not recorded)"),
                   Para("Settings shared by every run (resolved config):"),
                   Code(nested_yaml(shared), "shared config")]
         if not differing.empty:

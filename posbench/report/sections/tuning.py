@@ -32,7 +32,8 @@ class Tuning(Section):
         out.csv("table_tuned.csv", ctx.tuned)
         out.csv("tuning.csv", choices)
         picked = choices[choices["chosen"]][["encoding", "model", "train_len", "lr", "lr_mult", "val_loss", "seeds"]]
-        blocks = [Heading(self.title), Para(self.caption),
+        blocks = [Heading(self.title), Para(self.caption + " Below, each encoding at its chosen setting, then the "
+                                             "main table at those settings."),
                   Table(picked.round({"val_loss": 4}))]
         if (edge := grid_edge_warning(choices)) is not None:
             blocks.append(Para(edge))
