@@ -5,7 +5,10 @@ cd "$(dirname "$0")/.."
 POSBENCH_EXTRAS=test bash scripts/setup.sh  # with HF transformers, so the RoPE parity tests run, not skip
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 WANDB_MODE=disabled
 set +e
-.venv/bin/python -m pytest "$@"
+# test workers, one torch thread each (tests/conftest.py): 542 s -> 336 s on 2 idle cores. Files go to
+# workers whole (--dist loadfile), so a module's fixture is built once. POSBENCH_TEST_WORKERS=0 runs
+# the suite in this one process.
+.venv/bin/python -m pytest -n "${POSBENCH_TEST_WORKERS:-auto}" --dist loadfile "$@"
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then

@@ -13,6 +13,10 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ["WANDB_MODE"] = "disabled"
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # one torch thread per test worker, here and in the commands tests start (torch reads
+    # OMP_NUM_THREADS): workers x threads above the cores made every run spin-wait, 4x its CPU time
+    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = "1"
 
 ENCODINGS = ["nope", "sinusoidal", "learned", "rope", "alibi"]
 
@@ -24,6 +28,21 @@ def pytest_runtest_setup(item):
 
         if not torch.cuda.is_available():
             pytest.skip("needs a CUDA GPU")
+
+
+@pytest.fixture(autouse=True)
+def _config_store_options_do_not_outlive_their_test():
+    """Hydra's ConfigStore is one per process: the config-group options a test's command stores (a
+    ``module:attr`` encoding, a plug-in) are taken out after it, or a later test's ``glob(*)`` sweep
+    over every encoding finds them (seen when the tests ran in another order, on two workers)."""
+    from hydra.core.config_store import ConfigStore
+
+    repo = ConfigStore.instance().repo
+    before = {group: set(repo.get(group, {})) for group in ("encoding", "task")}
+    yield
+    for group, names in before.items():
+        for name in set(repo.get(group, {})) - names:
+            del repo[group][name]
 
 
 @pytest.fixture(scope="session")

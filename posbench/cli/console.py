@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from posbench.core.errors import note_interrupts, user_errors
+from posbench.core.errors import note_interrupts, raise_if_interrupted, user_errors
 
 
 def _run(module: str) -> None:
     note_interrupts()
     with user_errors():
         command = import_module(module).main
+        raise_if_interrupted()  # a Ctrl-C swallowed inside an import still stops before any work
         command()
 
 

@@ -31,6 +31,13 @@ def note_interrupts() -> None:
         signal.signal(signal.SIGINT, _on_sigint)
 
 
+def raise_if_interrupted() -> None:
+    """Raise the KeyboardInterrupt of a Ctrl-C that a third-party import swallowed whole (no error
+    followed it; seen under load: a Ctrl-C 0.4 s after start, and the run then trained to the end)."""
+    if _interrupted:
+        raise KeyboardInterrupt
+
+
 @contextlib.contextmanager
 def user_errors():
     """PosbenchError -> ``posbench: error: <message>`` and exit 2; Ctrl-C -> one line and 130 (also when

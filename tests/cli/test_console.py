@@ -95,6 +95,28 @@ def test_ctrl_c_while_the_command_imports_is_one_line_and_130(monkeypatch, capsy
     assert capsys.readouterr().err.startswith("posbench: interrupted;")
 
 
+def test_ctrl_c_swallowed_inside_an_import_still_stops_before_any_work(monkeypatch, capsys):
+    """A third-party import that catches the KeyboardInterrupt whole leaves no error behind; the command
+    must not run anyway (seen under load: the run trained and evaluated, exit 0)."""
+    import types
+
+    from posbench.cli import console
+    from posbench.core import errors
+
+    ran = []
+
+    def swallowed(name):
+        errors._interrupted = True  # what the handler records before the import swallows its raise
+        return types.SimpleNamespace(main=lambda: ran.append(name))
+
+    monkeypatch.setattr(console, "import_module", swallowed)
+    monkeypatch.setattr(errors, "_interrupted", False)
+    with pytest.raises(SystemExit) as exc:
+        console.train()
+    assert exc.value.code == 130 and ran == []
+    assert capsys.readouterr().err.startswith("posbench: interrupted;")
+
+
 def test_ctrl_c_in_the_first_second_through_a_real_interpreter(tmp_path, cache_dir):
     env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
     # SIGINT at its default in the child: a shell without job control (CI, nohup, a background job)
