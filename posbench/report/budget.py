@@ -6,11 +6,17 @@ finished learning, and its size depends on the budget. The report therefore show
 table:
 
 * per run, the relative fall of the 1x validation loss over its last doubling of steps,
-  ``(v(s/2) - v(s)) / v(s/2)`` (the trainer measures validation loss at half the budget). When a
-  run has no validation point at s/2 (runs made before it did), the latest point before s/2 is
-  used, or else the earliest one, and the fall is scaled to one doubling,
-  ``change / log2(s / s0)`` (assumes loss roughly linear in log steps; marked "estimated").
-  A run whose fall exceeds ``threshold`` (default 2%) is flagged as still improving;
+  ``(v(s/2) - v(s)) / v(s/2)``. For a cool-down branch of a ``train.budgets`` trunk with a branch
+  of a smaller budget, between the two annealed models (basis ``annealed``: the branch of the
+  budget before, s0, and this one, scaled to one doubling when s0 is not s/2). Otherwise within
+  the run (basis ``within the run``: the trainer measures validation loss at half the budget),
+  which overstates what the model was still learning: at half a cosine or WSD budget the learning
+  rate is still high, and part of the fall is the annealing. When a run has no validation point at
+  s/2 (runs made before it did), the latest point before s/2 is used, or else the earliest one,
+  and the fall is scaled to one doubling, ``change / log2(s / s0)`` (assumes loss roughly linear
+  in log steps; marked "estimated"). A run whose fall exceeds ``threshold`` (default 2%) is flagged
+  as still improving. The budget paragraph, the budget table and the headline read each
+  configuration's largest budget (``largest_budget``), where the verdicts are read;
 * per panel, a warning when the compared encodings' 1x perplexities differ by more than
   ``spread`` (default 10%: published in-distribution perplexities differ by a few percent);
 * with ``eval.during_training``, the 1x perplexity and the longest multiple's ratio against
@@ -79,9 +85,49 @@ def convergence(runs: pd.DataFrame, histories: Mapping[str, pd.DataFrame | None]
                  **recorded.get(r["run_id"], {})}
         rows.append({"run_id": r["run_id"], "encoding": r["encoding"], "model": r["model"], "train_len": r["train_len"],
                      "seed": r["seed"], "steps": r["train_steps"], "train_tokens": r["train_tokens"],
-                     "final_val_loss": r["final_val_loss"], **d,
-                     "still_improving": bool(d["change"] > threshold) if pd.notna(d["change"]) else None})
-    return pd.DataFrame(rows)
+                     "final_val_loss": r["final_val_loss"], "basis": WITHIN,
+                     "trunk": r.get("trunk") if isinstance(r.get("trunk"), str) else None, **d})
+    conv = pd.DataFrame(rows, columns=CONVERGENCE_COLUMNS + BRANCH_COLUMNS[:2])
+    if recorded is None:
+        conv = _between_branches(conv)
+    conv["still_improving"] = [bool(c > threshold) if pd.notna(c) else None for c in conv["change"]]
+    if conv["trunk"].isna().all():  # no budget branches: every fall within its run, each run its own largest
+        return conv[CONVERGENCE_COLUMNS + ["still_improving"]]
+    return conv.assign(largest_budget=_largest(conv))
+
+
+WITHIN, ANNEALED = "within the run", "annealed"
+CONVERGENCE_COLUMNS = ["run_id", "encoding", "model", "train_len", "seed", "steps", "train_tokens", "final_val_loss",
+                       "change", "from_step", "to_step", "estimated"]
+BRANCH_COLUMNS = ["basis", "trunk", "largest_budget"]  # only where some run is a budget branch
+
+
+def _between_branches(conv: pd.DataFrame) -> pd.DataFrame:
+    """Each branch's fall from the branch of the budget before it, of the same trunk (both annealed)."""
+    conv = conv.copy()
+    for _, g in conv.dropna(subset=["trunk"]).groupby("trunk"):
+        g = g.sort_values("steps")
+        for (_, a), (i, b) in zip(g.iterrows(), list(g.iterrows())[1:]):
+            if not (0 < a["steps"] < b["steps"]) or pd.isna(a["final_val_loss"]) or pd.isna(b["final_val_loss"]):
+                continue
+            doublings = math.log2(b["steps"] / a["steps"])
+            conv.loc[i, ["basis", "change", "from_step", "to_step", "estimated"]] = [
+                ANNEALED, (a["final_val_loss"] - b["final_val_loss"]) / a["final_val_loss"] / doublings,
+                int(a["steps"]), int(b["steps"]), not math.isclose(doublings, 1.0)]
+    return conv
+
+
+def _largest(conv: pd.DataFrame) -> list[bool]:
+    """Whether each run is its trunk's largest budget (a run of no trunk is its own)."""
+    if conv.empty:
+        return []
+    top = conv.groupby(conv["trunk"].fillna(conv["run_id"]))["steps"].transform("max")
+    return (conv["steps"] == top).tolist()
+
+
+def at_largest_budget(conv: pd.DataFrame) -> pd.DataFrame:
+    """The runs of each configuration's largest budget: where the report reads its verdicts."""
+    return conv[conv["largest_budget"].astype(bool)] if "largest_budget" in conv and not conv.empty else conv
 
 
 def budget_table(conv: pd.DataFrame) -> pd.DataFrame:
@@ -90,8 +136,9 @@ def budget_table(conv: pd.DataFrame) -> pd.DataFrame:
     for (enc, model, train_len), g in conv.groupby(["encoding", "model", "train_len"]):
         known = g.dropna(subset=["change"])
         steps = sorted(set(g["steps"].dropna().astype(int)))
-        basis = "; ".join(sorted({f"{a}→{b}" + (" (estimated)" if e else "")
-                                  for a, b, e in zip(known["from_step"], known["to_step"], known["estimated"])}))
+        kinds = known["basis"] if "basis" in known else [WITHIN] * len(known)
+        basis = "; ".join(sorted({f"{int(a)}→{int(b)}" + (" annealed" if k == ANNEALED else "") + (" (estimated)" if e else "")
+                                  for a, b, e, k in zip(known["from_step"], known["to_step"], known["estimated"], kinds)}))
         rows.append({"encoding": enc, "model": model, "train_len": train_len,
                      "steps": "/".join(str(s) for s in steps), "train tokens (M)": round(g["train_tokens"].mean() / 1e6, 2),
                      "val loss": round(g["final_val_loss"].mean(), 4),
@@ -122,9 +169,12 @@ def budget_paragraph(conv: pd.DataFrame, threshold: float, title: str = "Trainin
         return text + ("The records do not tell whether the runs had finished learning (too few validation points, or "
                        "a report rebuilt from records without the runs' histories).")
     improving = int(known["still_improving"].sum())
-    text += (f"Over the last doubling of steps {loss} still fell by {known['change'].min():.1%} to "
-             f"{known['change'].max():.1%} (median {known['change'].median():.1%}); {improving} of {len(known)} runs "
-             f"were still improving by more than {threshold:.0%}")
+    annealed = "basis" in known and (known["basis"] == ANNEALED).all()
+    lead = ("From the annealed models of the budget before to those of the largest," if annealed
+            else "Over the last doubling of steps")
+    text += (f"{lead} {loss} still fell by {known['change'].min():.1%} to {known['change'].max():.1%} (median "
+             f"{known['change'].median():.1%}); {improving} of {len(known)} runs were still improving by more than "
+             f"{threshold:.0%}")
     text += consequence[0] if improving else consequence[1]
     if known["estimated"].any():
         text += (" (runs without a validation point at half their budget: the fall between their validation points, "

@@ -100,7 +100,9 @@ def trend(rows: pd.DataFrame, ratio: str) -> str:
 
 def fit_floor(tokens: np.ndarray, loss: np.ndarray) -> tuple[float, float, float]:
     """(E, A, alpha) of ``L(T) = E + A T^-alpha`` fitted to the 1x loss against training tokens by least
-    squares (scipy's curve_fit, E in [0, min loss], alpha in (0, 2)); NaNs where it does not fit."""
+    squares (scipy's curve_fit, E in [0, min loss], alpha in (0, 2)); NaNs where it does not fit. E = 0
+    exactly where the fit pressed E against its lower bound: the losses fall as a pure power law, and
+    the budgets show no floor (there is nothing to be "above")."""
     from scipy.optimize import curve_fit
 
     tokens, loss = np.asarray(tokens, float), np.asarray(loss, float)
@@ -116,7 +118,8 @@ def fit_floor(tokens: np.ndarray, loss: np.ndarray) -> tuple[float, float, float
                                      bounds=([0, 0, 1e-3], [loss.min(), np.inf, 2.0]), maxfev=20000)
     except (RuntimeError, ValueError):
         return math.nan, math.nan, math.nan
-    return float(e), float(a) * tokens.max() ** alpha, float(alpha)
+    at_bound = e <= 1e-6 * loss.min()  # curve_fit stops a hair inside the bound, not on it
+    return 0.0 if at_bound else float(e), float(a) * tokens.max() ** alpha, float(alpha)
 
 
 def trends(table: pd.DataFrame, ratio: str | None) -> pd.DataFrame:

@@ -151,8 +151,10 @@ class ReportContext:
             return budget.convergence(runs, self.histories, self.options.improving)
         falls = self.recorded.convergence
         columns = ["change", "from_step", "to_step", "estimated"]
+        # reports before the basis: every fall within its run; the trunk names a budget's branches
+        kept = columns + [c for c in ("basis", "trunk") if c in falls.columns]
         recorded = {} if falls.empty or not set(columns) <= set(falls.columns) else {
-            r["run_id"]: {**{c: r[c] for c in columns}, "from_step": int(r["from_step"]), "to_step": int(r["to_step"])}
+            r["run_id"]: {**{c: r[c] for c in kept}, "from_step": int(r["from_step"]), "to_step": int(r["to_step"])}
             for r in falls.to_dict("records") if pd.notna(r["change"])}
         return budget.convergence(runs, self.histories, self.options.improving, recorded)
 

@@ -76,10 +76,11 @@ def _panel_order(table: pd.DataFrame) -> pd.Series:
     return table["protocol"].map(lambda p: order.get(p, 99))
 
 
-def lm_headline(table: pd.DataFrame, conv: pd.DataFrame, windowed: bool = False):
+def lm_headline(table: pd.DataFrame, conv: pd.DataFrame, windowed: bool = False, trends: pd.DataFrame | None = None):
     """The language models' headline: the unwindowed rows (``windowed``: the windowed controls), each
     panel's rows by rank (mean log-perplexity over the lengths), with the panel named where the report
-    has several (beside the name)."""
+    has several (beside the name). ``trends`` (posbench/report/budgets.py, a sweep of several budgets):
+    each row's trend beside its budget, the largest (``conv`` holds the runs of the largest budgets)."""
     ratio = next((c for c in table.columns if c.endswith("/1x")), None)
     is_windowed = table["windowed"].fillna(False).astype(bool) if "windowed" in table else pd.Series(False, index=table.index)
     rows = table[is_windowed == windowed].assign(_p=_panel_order)
@@ -87,6 +88,8 @@ def lm_headline(table: pd.DataFrame, conv: pd.DataFrame, windowed: bool = False)
     panel_of = panel_label(rows, ["protocol", "model", "train_len"])
     has_far = "far_gain" in rows and rows["far_gain"].notna().any()
     budget = budgets(conv, ["encoding", "model", "train_len"])
+    trend_of = None if trends is None or trends.empty else {
+        (t["protocol"], t["variant"], t["model"], t["train_len"]): t["trend"] for _, t in trends.iterrows()}
     shown, keys = [], []
     for _, r in rows.iterrows():
         s, k = {"encoding": r["variant"]}, {}
@@ -111,6 +114,8 @@ def lm_headline(table: pd.DataFrame, conv: pd.DataFrame, windowed: bool = False)
             k["window / full"] = r["far_gain"]
         text, tokens = budget.get((parse_row(r["variant"]).encoding, r["model"], r["train_len"]), ("", float("nan")))
         s["budget"], k["budget"] = text, tokens
+        if trend_of is not None:
+            s["trend"] = k["trend"] = trend_of.get((r["protocol"], r["variant"], r["model"], r["train_len"]), "")
         shown.append(s)
         keys.append(k)
     return pd.DataFrame(shown), pd.DataFrame(keys), [""] * len(shown)

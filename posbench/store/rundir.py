@@ -266,4 +266,4 @@ RUN_COLUMNS = ["run_id", "status", "encoding", "model", "train_len", "seed", "pa
                "train_wall_s", "final_val_loss"]
 # how and where a run was made, kept for the report so that it reads each metrics.json once
 CONTEXT_COLUMNS = ["device", "torch_version", "python", "posbench_version", "corpus", "commands", "during_training",
-                   "task", "task_evaluations", "attention"]
+                   "task", "task_evaluations", "attention", "trunk"]

@@ -6,7 +6,16 @@ import math
 import pandas as pd
 import pytest
 
-from posbench.report.budget import last_doubling, spread_warnings, stability, verdict
+from posbench.report.budget import (
+    at_largest_budget,
+    budget_paragraph,
+    budget_table,
+    convergence,
+    last_doubling,
+    spread_warnings,
+    stability,
+    verdict,
+)
 
 
 def test_last_doubling_known_values():
@@ -23,6 +32,36 @@ def test_last_doubling_known_values():
     assert d["change"] == pytest.approx((2.4 - 2.0) / 2.4 / math.log2(1.5))
     assert math.isnan(last_doubling(h.iloc[-1:])["change"])
     assert math.isnan(last_doubling(pd.DataFrame({"step": [1], "loss": [2.0]}))["change"])
+
+
+def test_a_budget_branch_s_fall_is_read_from_the_annealed_branch_before_it():
+    """Within one run the fall from half the budget includes the annealing; between two cool-down
+    branches of one trunk it is what the longer budget learnt. The smallest branch has no branch
+    before it (its fall stays within the run), and the paragraph and table read the largest budget."""
+    def run(run_id, steps, val, trunk):
+        return {"run_id": run_id, "status": "completed", "encoding": "rope", "model": "small", "train_len": 64, "seed": 0,
+                "train_steps": steps, "train_tokens": steps * 2048, "final_val_loss": val, "run_dir": run_id, "trunk": trunk}
+
+    runs = pd.DataFrame([run("b600", 600, 2.0, "t"), run("b1200", 1200, 1.8, "t"), run("b2400", 2400, 1.75, "t"),
+                         run("alone", 300, 2.5, None)])
+    # within each run, a fall from half the budget that the annealing inflates
+    histories = {r: pd.DataFrame({"step": [s // 2, s], "val_loss": [v * 1.2, v]})
+                 for r, s, v in zip(runs["run_id"], runs["train_steps"], runs["final_val_loss"])}
+    conv = convergence(runs, histories).set_index("run_id")
+    assert conv.loc["b1200", "basis"] == "annealed" and conv.loc["b1200", "change"] == pytest.approx(0.1)  # (2.0-1.8)/2.0
+    assert (conv.loc["b2400", "from_step"], conv.loc["b2400", "to_step"]) == (1200, 2400)
+    assert conv.loc["b2400", "change"] == pytest.approx(0.05 / 1.8) and conv.loc["b2400", "still_improving"]
+    assert conv.loc["b600", "basis"] == "within the run" and conv.loc["b600", "change"] == pytest.approx(0.2 / 1.2)
+    assert conv["largest_budget"].to_dict() == {"b600": False, "b1200": False, "b2400": True, "alone": True}
+    largest = at_largest_budget(conv.reset_index())
+    assert set(largest["run_id"]) == {"b2400", "alone"}
+    branch = largest[largest["run_id"] == "b2400"]
+    assert budget_table(branch)["steps compared"].tolist() == ["1200→2400 annealed"]
+    assert "From the annealed models of the budget before to those of the largest, the 1x validation loss still " \
+           "fell by 2.8% to 2.8%" in budget_paragraph(branch, 0.02)
+    # without a branch among the runs, the CSV keeps its columns of before
+    alone = convergence(runs[runs["run_id"] == "alone"], histories)
+    assert "basis" not in alone and "largest_budget" not in alone and alone["change"].iloc[0] == pytest.approx(0.2 / 1.2)
 
 
 def test_verdict_classes():

@@ -45,6 +45,17 @@ def test_the_floor_of_a_power_law_is_found():
     assert all(math.isnan(v) for v in budgets.fit_floor(tokens[:3], loss[:3]))  # fewer than four budgets: no fit
 
 
+def test_a_pure_power_law_has_no_floor_and_nothing_is_above_it():
+    """A fit that presses E against 0 found no floor: E is 0, and "above floor" is not a huge percentage."""
+    tokens = np.array([0.6e6, 1.2e6, 2.4e6, 4.8e6])
+    loss = 300.0 * tokens ** -0.45
+    e, _, alpha = budgets.fit_floor(tokens, loss)
+    assert e == 0.0 and alpha == pytest.approx(0.45, rel=0.05)
+    evals = records({("a", b): (float(np.exp(v)), float(np.exp(v))) for b, v in zip((600, 1200, 2400, 4800), loss)})
+    trends = budgets.trends(budgets.budget_table(evals, 0.05), "2x/1x")
+    assert trends["floor E"].tolist() == [0.0] and math.isnan(trends["above floor"].iloc[0])
+
+
 def test_the_main_table_reads_the_largest_budget_and_the_budget_table_every_one():
     evals = records({("a", 600): (6.0, 9.0), ("a", 1200): (5.0, 5.1), ("b", 600): (7.0, 7.0), ("b", 1200): (6.5, 6.4)})
     assert budgets.has_budgets(evals) and not budgets.has_budgets(evals[evals[budgets.BUDGET] == 600])

@@ -38,6 +38,18 @@ def test_the_headline_puts_each_encoding_beside_its_verdict_interval_rank_and_bu
     assert list(controls["encoding"]) == ["alibi+swaL"]
 
 
+def test_with_several_budgets_each_row_names_its_largest_budget_and_its_trend():
+    conv = pd.DataFrame({"encoding": ["rope", "alibi", "learned"], "model": "small", "train_len": 64, "steps": 4800,
+                         "train_tokens": 9830400})  # the runs of the largest budget (budget.at_largest_budget)
+    trends = pd.DataFrame({"protocol": "nonoverlapping", "variant": ["rope", "alibi"], "model": "small", "train_len": 64,
+                           "trend": ["settled since 1200 steps", "still moving (up: 1.01 at 2400 to 1.07 at 4800)"]})
+    shown, _, _ = lm_headline(_main_table(), conv, trends=trends)
+    rows = shown.set_index("encoding")
+    assert rows.loc["rope", "budget"] == "4800 steps, 9.83M tokens" and rows.loc["rope", "trend"] == "settled since 1200 steps"
+    assert rows.loc["alibi", "trend"].startswith("still moving (up") and rows.loc["learned", "trend"] == ""
+    assert "trend" not in lm_headline(_main_table(), conv)[0]  # one budget: no trend column
+
+
 def test_the_task_headline_reads_each_task_against_its_chance_row():
     table = pd.DataFrame([{"task": "passkey", "variant": v, "model": "small", "train_len": 64, "1x": a, "1x_lo": a - .1,
                            "1x_hi": min(1, a + .1), "4x": b, "4x_lo": b - .05, "4x_hi": b + .05, "chance": 0.001,

@@ -45,7 +45,7 @@ class BudgetAxis(Section):
             ratio: [_cell(r, ratio) for _, r in plain.iterrows()],
             "verdict": plain["label"] if "label" in plain else plain["verdict"]})
         shown_trends = trends.assign(**{
-            "floor E": [f"{v:.3f}" if np.isfinite(v) else "" for v in trends["floor E"]],
+            "floor E": ["none found" if v == 0 else f"{v:.3f}" if np.isfinite(v) else "" for v in trends["floor E"]],
             "alpha": [f"{v:.2f}" if np.isfinite(v) else "" for v in trends["alpha"]],
             "above floor": [f"{100 * v:.1f}%" if np.isfinite(v) else "" for v in trends["above floor"]]})
         return [Heading("Verdicts by training budget"),
@@ -59,7 +59,8 @@ class BudgetAxis(Section):
                      "budget to the next, between annealed models (this, not the fall within one schedule, says "
                      "whether a row is still learning). With four or more budgets, `floor E`: the fitted "
                      "L(T) = E + A T^-alpha of the 1x loss against training tokens, and how far the largest "
-                     "budget's loss lies `above floor`."),
+                     "budget's loss lies `above floor`; `none found` where the fit put E at 0 (the losses "
+                     "fall as a pure power law: no floor within these budgets' reach)."),
                 Table(shown.reset_index(drop=True)),
                 Image("budgets.png", self.files[2].description),
                 Table(shown_trends)]

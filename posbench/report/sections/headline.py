@@ -4,7 +4,7 @@ contents. The sections after it explain and qualify these rows."""
 
 from __future__ import annotations
 
-from posbench.report import headline, tasks
+from posbench.report import budget, headline, tasks
 from posbench.report.document import Contents, Heading, Para, Table
 from posbench.report.section import SECTIONS, Section
 
@@ -17,7 +17,9 @@ class Headline(Section):
         blocks = [Heading("Headline")]
         if ctx.has_lm:
             ratio = ctx.ratio_column
-            shown, keys, classes = headline.lm_headline(ctx.table, ctx.convergence)
+            conv = budget.at_largest_budget(ctx.convergence)  # the budget the verdicts are read at
+            trends = ctx.budget_trends if ctx.has_budgets else None
+            shown, keys, classes = headline.lm_headline(ctx.table, conv, trends=trends)
             blocks += [Table(shown, keys, classes, css="headline"),
                        Para("One row per encoding, best rank first"
                             + (f"; `{ratio}`: the longest multiple's perplexity over 1x, and the verdict its 95% interval "
@@ -26,8 +28,11 @@ class Headline(Section):
                             + ("; `window / full`: perplexity at the longest length with a window of train_len keys "
                                "over without it (above 1: the row uses far context)"
                                if "window / full" in shown else "")
-                            + "; `budget`: what the runs trained for. Click a header to sort.")]
-            controls, ckeys, cclasses = headline.lm_headline(ctx.table, ctx.convergence, windowed=True)
+                            + "; `budget`: what the runs trained for"
+                            + ("; `trend`: whether the verdict has settled over the budgets (section Verdicts by "
+                               "training budget)" if "trend" in shown else "")
+                            + ". Click a header to sort.")]
+            controls, ckeys, cclasses = headline.lm_headline(ctx.table, conv, windowed=True, trends=trends)
             if not controls.empty:
                 blocks += [Para("Windowed controls (an evaluation-time window limits what each query sees; not in the "
                                 "verdicts above):"), Table(controls, ckeys, cclasses, css="headline")]

@@ -20,7 +20,7 @@ class Summary(Section):
     def build(self, ctx, out) -> list:
         protocols, same = protocol_items(ctx.evals)
         scored = [*protocols, same, scored_text_note(ctx.evals, ctx.token_sets),
-                  budget.budget_paragraph(ctx.convergence, ctx.options.improving)]
+                  budget.budget_paragraph(budget.at_largest_budget(ctx.convergence), ctx.options.improving)]
         if not ctx.task_runs.empty:
             scored.append("The task runs are scored by accuracy, in their own section.")
         if ctx.has_budgets and not ctx.budget_trends.empty:
@@ -33,14 +33,12 @@ class Summary(Section):
 def budget_headline(trends) -> str:
     """The runs were trained for several budgets: every verdict below is at its row's largest budget,
     named with its trend (the section "Verdicts by training budget" has every budget)."""
-    settled = trends[trends["trend"].str.startswith("settled")]
-    moving = trends[trends["trend"].str.startswith("still moving")]
     text = ("**Budgets.** The runs were trained for several budgets; every verdict below is read at its row's "
             f"largest budget ({', '.join(sorted({str(int(s)) for s in trends['largest']}, key=int))} steps). ")
-    if not settled.empty:
-        text += "Settled: " + ", ".join(f"`{r['variant']}` {r['verdict at largest']} ({r['trend']})"
-                                        for _, r in settled.iterrows()) + ". "
-    if not moving.empty:
-        text += "Still moving: " + ", ".join(f"`{r['variant']}` {r['verdict at largest']} ({r['trend']})"
-                                            for _, r in moving.iterrows()) + ". "
+    for lead, prefix in (("Settled", "settled "), ("Still moving", "still moving "), ("Not settled", "not settled: ")):
+        rows = trends[trends["trend"].str.startswith(prefix)]
+        if not rows.empty:  # the lead says the trend's first words; the brackets say the rest
+            text += f"{lead}: " + ", ".join(
+                f"`{r['variant']}` {r['verdict at largest']} ({r['trend'][len(prefix):].strip('()')})"
+                for _, r in rows.iterrows()) + ". "
     return text.strip()
