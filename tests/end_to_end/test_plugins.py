@@ -154,7 +154,6 @@ def test_a_yaml_less_plugin_s_parameters_are_set_without_plus(cache_dir, tmp_pat
     from posbench.cli.app import compose_jobs, preflight
     from posbench.cli.config import to_spec
     from posbench.core.errors import PosbenchError
-
     from posbench.encodings import ENCODINGS
 
     monkeypatch.chdir(tmp_path)

@@ -8,7 +8,6 @@ from posbench.report import budget
 from posbench.report.document import Heading, Para, Table
 from posbench.report.section import SECTIONS, Output, Section
 
-
 # one run per configuration: the fall within each run (what the reports before budget branches said)
 SINGLE = ("How far each run got in learning. `fall over last doubling`: relative fall of the 1x validation loss between "
           "half the budget and its end (mean over seeds; `estimated`: runs without a validation point at half the budget, "
