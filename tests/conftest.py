@@ -45,6 +45,21 @@ def _config_store_options_do_not_outlive_their_test():
             del repo[group][name]
 
 
+@pytest.fixture
+def forget_loaded_plugins(monkeypatch):
+    """Every registry forgets what the test loaded (a ``module:attr`` path, a plug-in made to fail): a
+    later test that builds every available name must not find it."""
+    from posbench.attention.rope_scalings import ROPE_SCALINGS
+    from posbench.encodings import ENCODINGS
+    from posbench.evaluation.protocols import PROTOCOLS
+    from posbench.evaluation.variants import VARIANTS
+    from posbench.report.section import SECTIONS
+    from posbench.tasks import TASKS
+
+    for registry in (ENCODINGS, TASKS, VARIANTS, PROTOCOLS, ROPE_SCALINGS, SECTIONS):
+        monkeypatch.setattr(registry, "_external", dict(registry._external))
+
+
 @pytest.fixture(scope="session")
 def cache_dir(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("posbench-cache")

@@ -106,8 +106,8 @@ def _between_branches(conv: pd.DataFrame) -> pd.DataFrame:
     """Each branch's fall from the branch of the budget before it, of the same trunk (both annealed)."""
     conv = conv.copy()
     for _, g in conv.dropna(subset=["trunk"]).groupby("trunk"):
-        g = g.sort_values("steps")
-        for (_, a), (i, b) in zip(g.iterrows(), list(g.iterrows())[1:]):
+        runs = list(g.sort_values("steps").iterrows())
+        for (_, a), (i, b) in zip(runs, runs[1:]):
             if not (0 < a["steps"] < b["steps"]) or pd.isna(a["final_val_loss"]) or pd.isna(b["final_val_loss"]):
                 continue
             doublings = math.log2(b["steps"] / a["steps"])

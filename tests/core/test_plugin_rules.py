@@ -233,18 +233,11 @@ class WrongInt(PositionalEncoding):
 
 
 @pytest.fixture
-def plugin(tmp_path, monkeypatch, cache_dir):
+def plugin(tmp_path, monkeypatch, cache_dir, forget_loaded_plugins):
     """A module of plug-ins on sys.path (a fresh name per test: the registry keeps what it loaded),
     and a working folder where nothing may be written; returns (module name, its file, runs dir). The
     registries forget what the test loaded afterwards: a plug-in made to fail must not be listed by later
     tests that build every available name."""
-    from posbench.attention.rope_scalings import ROPE_SCALINGS
-    from posbench.evaluation.protocols import PROTOCOLS
-    from posbench.report.section import SECTIONS
-
-    for registry in (ENCODINGS, TASKS, VARIANTS, PROTOCOLS, ROPE_SCALINGS, SECTIONS):
-        monkeypatch.setattr(registry, "_external", dict(registry._external))
-
     def _make(source: str = PLUGIN) -> tuple[str, Path, Path]:
         module = f"posbench_rules_{uuid.uuid4().hex[:8]}"
         site = tmp_path / "site"

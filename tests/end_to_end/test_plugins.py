@@ -148,17 +148,15 @@ print("ok")
     assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr
 
 
-def test_a_yaml_less_plugin_s_parameters_are_set_without_plus(cache_dir, tmp_path, monkeypatch):
+def test_a_yaml_less_plugin_s_parameters_are_set_without_plus(cache_dir, tmp_path, monkeypatch, forget_loaded_plugins):
     """docs/extending.md's ``encoding=logbias encoding.slope=0.5``: the option a command line chooses
     lists its Params' defaults, as a yaml would; an unknown key names the valid ones."""
     from posbench.cli.app import compose_jobs, preflight
     from posbench.cli.config import to_spec
     from posbench.core.errors import PosbenchError
-    from posbench.encodings import ENCODINGS
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(SOURCE.parent))
-    monkeypatch.setattr(ENCODINGS, "_external", dict(ENCODINGS._external))  # the loaded path goes with the test
     enc = f"encoding={SOURCE.stem}:LogDistanceBias"
     (cfg,) = compose_jobs("config", [enc, "encoding.slope=0.5", "model=tiny"], False)
     spec = to_spec(cfg)
