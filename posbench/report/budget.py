@@ -33,6 +33,7 @@ from typing import Mapping
 import pandas as pd
 
 from posbench.report.prose import join_words
+from posbench.store.rundir import RUN_KEY
 
 DEFAULT_IMPROVING = 0.02  # a run still improving: 1x validation loss fell by more over its last doubling
 DEFAULT_SPREAD = 0.10  # compared encodings' 1x perplexities differ by more: a warning
@@ -97,8 +98,7 @@ def convergence(runs: pd.DataFrame, histories: Mapping[str, pd.DataFrame | None]
 
 
 WITHIN, ANNEALED = "within the run", "annealed"
-CONVERGENCE_COLUMNS = ["run_id", "encoding", "model", "train_len", "seed", "steps", "train_tokens", "final_val_loss",
-                       "change", "from_step", "to_step", "estimated"]
+CONVERGENCE_COLUMNS = RUN_KEY + ["steps", "train_tokens", "final_val_loss", "change", "from_step", "to_step", "estimated"]
 BRANCH_COLUMNS = ["basis", "trunk", "largest_budget"]  # only where some run is a budget branch
 
 

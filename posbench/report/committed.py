@@ -36,7 +36,7 @@ import pandas as pd
 from posbench.core.errors import PosbenchError
 from posbench.report.checks import parse_config
 from posbench.report.load import LoadedRuns, RunFiles
-from posbench.store.rundir import CONTEXT_COLUMNS, RUN_COLUMNS
+from posbench.store.rundir import CONTEXT_COLUMNS, RUN_COLUMNS, RUN_KEY
 from posbench.tasks import LM
 
 EVALUATIONS, TASK_RECORDS, CONVERGENCE = "evaluations.csv", "task_records.csv", "convergence.csv"
@@ -215,8 +215,7 @@ def load_committed(folder: Path, extra: list[Path] = ()) -> LoadedRuns:
         if name in sets and len(info["docs"]) == len(sets[name]["doc_tokens"]):
             sets[name].update(info)
     conv = _csv(folder / CONVERGENCE)
-    facts = ["run_id", "encoding", "model", "train_len", "seed"]
-    runs = pd.concat([f[facts] for f in (evals, tasks) if not f.empty]).drop_duplicates("run_id")
+    runs = pd.concat([f[RUN_KEY] for f in (evals, tasks) if not f.empty]).drop_duplicates("run_id")
     if missing := sorted(set(runs["run_id"]) - set(configs)):
         raise PosbenchError(f"{folder / REPORT} holds no config of run {missing[0]} (and {len(missing) - 1} more): "
                             "it is not the report these records came from")

@@ -36,6 +36,7 @@ from posbench.store.rundir import (
     CONTEXT_COLUMNS,
     METRICS,
     RUN_COLUMNS,
+    RUN_KEY,
     check_metrics,
     find_runs,
     read_history,
@@ -114,7 +115,7 @@ def load_runs(root: Path) -> LoadedRuns:
             what = e.pop("row", None)
             remember_row(str(e["variant"]), what)  # what the row is: its style, not a column
             e["windowed"] = is_windowed(what)
-            evals.append({**{k: row[k] for k in ("run_id", "encoding", "model", "train_len", "seed", "status")}, **e})
+            evals.append({**{k: row[k] for k in RUN_KEY + ["status"]}, **e})
     frame = pd.DataFrame(runs, columns=RUN_COLUMNS + CONTEXT_COLUMNS + ["run_dir"])
     if dropped:
         log.warning("left out rows of variants that do not apply to their encoding (recorded by older code): %s",

@@ -32,6 +32,7 @@ from posbench.evaluation.diagnostics import uniform_entropy
 from posbench.report.bootstrap import seeds_and_text
 from posbench.report.style import remember_row
 from posbench.spec import RunSpec, TaskSpec
+from posbench.store.rundir import RUN_KEY
 from posbench.tasks import TASKS
 
 DEFAULT_THRESHOLD = 0.8
@@ -229,14 +230,13 @@ def _records(runs: pd.DataFrame, column: str) -> pd.DataFrame:
     """The record lists in ``column`` of the runs (loaded by report/load.py), one row per record
     with the run's id, encoding, model, train_len and seed. A record's ``row`` (what the row is)
     goes to the style (report/style.py), not into a column."""
-    facts = ["run_id", "encoding", "model", "train_len", "seed"]
     out = []
     for r in runs.itertuples():
         for rec in getattr(r, column) if isinstance(getattr(r, column), list) else []:
             rec = dict(rec)
             if "row" in rec:
                 remember_row(str(rec.get("variant")), rec.pop("row"))
-            out.append({**{k: getattr(r, k) for k in facts}, **rec})
+            out.append({**{k: getattr(r, k) for k in RUN_KEY}, **rec})
     return pd.DataFrame(out)
 
 

@@ -262,6 +262,8 @@ def read_config(run_dir: Path) -> DictConfig:
     return cfg
 
 
+# what names a run in every per-record table of the report (evaluations, tasks, attention, convergence)
+RUN_KEY = ["run_id", "encoding", "model", "train_len", "seed"]
 RUN_COLUMNS = ["run_id", "status", "encoding", "model", "train_len", "seed", "params", "train_steps", "train_tokens",
                "train_wall_s", "final_val_loss"]
 # how and where a run was made, kept for the report so that it reads each metrics.json once
