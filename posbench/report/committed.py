@@ -1,13 +1,15 @@
 """A committed report's folder as the report's input: a report rebuilt from the records it kept,
 where its runs are gone (``posbench-report FOLDER --rebuild [--with OTHER]``).
 
-A report keeps every record it compared: ``evaluations.csv`` (each seed's perplexity and
-per-document losses), ``task_records.csv``, ``attention.csv``, ``during_training.csv``, each run's
-budget and last-doubling fall (``convergence.csv``) and, in ``report.md``, the commands, the
-environment table and every run's full config. From these the current report code recomputes
-every table, interval, test, rank, verdict and figure that reads records; the perplexities cannot
-change. What needs a run's own files (the training curves' histories, the per-position losses) is
-not kept: those sections keep the original report's figure, and say so (``Section.needs_runs``).
+A report keeps every record: those it compared in ``evaluations.csv`` (each seed's perplexity and
+per-document losses), ``task_records.csv`` (with those on another example set), ``attention.csv``
+and ``during_training.csv``; those on another token set in ``not_compared.csv``; each run's budget
+and last-doubling fall (``convergence.csv``); and, in ``report.md``, the commands, the environment
+table, every run's full config and the names of rows left out because their variant does not apply.
+From these the current report code recomputes every table, interval, test, rank, verdict and figure
+that reads records; the perplexities cannot change. What needs a run's own files (the training
+curves' histories, the per-position losses) is not kept: those sections keep the original report's
+figure, and say so (``Section.needs_runs``).
 
 ``--with OTHER`` takes the records of another committed report made from some of the same runs
 retrained later (the same run ids: the same configuration), e.g. with a far-context control the
@@ -41,6 +43,7 @@ from posbench.tasks import LM
 
 EVALUATIONS, TASK_RECORDS, CONVERGENCE = "evaluations.csv", "task_records.csv", "convergence.csv"
 ATTENTION, DURING_TRAINING, REPORT = "attention.csv", "during_training.csv", "report.md"
+NOT_COMPARED = "not_compared.csv"  # report/sections/not_compared.py: the records on another token set
 REPRODUCED = 0.01  # the largest relative perplexity difference allowed between two folders' copies of a record
 RECORD_KEYS = ["run_id", "variant", "protocol", "length", "token_set"]
 JOINED = re.compile(r"`([^`]+)`: every record of its \d+ runs on .*? in relative perplexity")
@@ -49,6 +52,8 @@ CONFIG_BLOCK = re.compile(r"<details><summary>config of (\S+)</summary>\n\n```\n
 # report/sections/provenance.py's blocks (a rebuilt report writes them too: tests/report/test_committed.py
 # rebuilds twice, so a wording these patterns miss fails there)
 COMMANDS_BLOCK = re.compile(r"Commands \([^\n]*\n\n```\n(.*?)\n```", re.S)
+# report/sections/not_compared.py's line naming the rows of variants that do not apply to their encoding
+NOT_APPLICABLE = re.compile(r"does not apply to, left out of every table and figure: ((?:`[^`]+`(?:, )?)+)\.")
 ENVIRONMENT_TABLE = re.compile(r"Environment \([^\n]*\n\n((?:\|[^\n]*\n)+)")
 # report/prose.py::scored_text_note's wording: "<n> bytes from" (bytes), "<n> tokens (<m> bytes) from" (a subword set)
 SCORED_TEXT = re.compile(r"`([^`]+)`: ([\d,]+) (?:bytes|tokens \(([\d,]+) bytes\)) from (\d+) of the (\d+) validation "
@@ -70,6 +75,7 @@ class Recorded:
     during_training: pd.DataFrame
     attention: pd.DataFrame
     merged: list[str] = field(default_factory=list)  # a line per --with folder: what it replaced, how far apart
+    not_compared: pd.DataFrame = field(default_factory=pd.DataFrame)  # not_compared.csv: records in no table
 
 
 def _csv(path: Path) -> pd.DataFrame:
@@ -239,5 +245,6 @@ def load_committed(folder: Path, extra: list[Path] = ()) -> LoadedRuns:
         rows.append(row)
     frame = pd.DataFrame(rows, columns=RUN_COLUMNS + CONTEXT_COLUMNS + ["run_dir"])
     recorded = Recorded(folder, conv, commands, environment, _csv(folder / DURING_TRAINING), _csv(folder / ATTENTION),
-                        merged)
-    return LoadedRuns(frame, evals, [], files, sets, [], recorded)
+                        merged, _csv(folder / NOT_COMPARED))
+    not_applicable = re.findall(r"`([^`]+)`", m.group(1)) if (m := NOT_APPLICABLE.search(text)) else []
+    return LoadedRuns(frame, evals, [], files, sets, not_applicable, recorded)

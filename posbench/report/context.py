@@ -56,6 +56,9 @@ class ReportContext:
         self.lm_runs = self.all_completed[is_lm]  # every completed language model, tuned or not
         self.has_lm = not evals.empty  # else a report of task runs only: no perplexity sections
         self.evals, self.left_out = comparable_records(evals) if self.has_lm else (evals, pd.DataFrame())
+        if self.recorded is not None and not self.recorded.not_compared.empty:  # a rebuild: what its report left out
+            kept = self.recorded.not_compared
+            self.left_out = kept if self.left_out.empty else pd.concat([self.left_out, kept], ignore_index=True)
         self.completed = self.lm_runs if self.has_lm else self.all_completed
         self.choices = choose_settings(self.completed, self.configs) if self.has_lm else None
         self.tuned = None

@@ -47,6 +47,20 @@ def test_a_rebuilt_report_is_the_report_its_runs_gave(quick):
     assert (quick / "training_curves.png").read_bytes() == (QUICK / "training_curves.png").read_bytes()
 
 
+def test_what_a_report_left_out_is_left_out_and_named_again(quick):
+    """Records on another token set (not_compared.csv) and rows named as not applying (report.md)
+    were never among the compared records: a rebuild lists and names them as the report did."""
+    pd.DataFrame([{"run_id": "rope_x", "variant": "rope", "protocol": "nonoverlapping", "token_set": "other",
+                   "compared_set": "main", "lengths": "16, 32"}]).to_csv(quick / "not_compared.csv", index=False)
+    text = (quick / "report.md").read_text()
+    line = "Rows recorded for an encoding their variant does not apply to, left out of every table and figure: `rope+logn`."
+    (quick / "report.md").write_text(text.replace("\n## ", f"\n## Records not compared\n\n{line} Each\n\n## ", 1))
+    rebuild(quick)
+    section = (quick / "report.md").read_text().split("## Records not compared")[1].split("\n## ")[0]
+    assert "`rope+logn`" in section and "rope_x" in section and "16, 32" in section
+    assert pd.read_csv(quick / "not_compared.csv")["run_id"].tolist() == ["rope_x"]
+
+
 def test_rebuilding_twice_changes_nothing(quick):
     rebuild(quick)
     first = (quick / "report.md").read_text()
@@ -168,3 +182,17 @@ def test_the_scored_documents_named_in_a_report_are_read_back():
             "(documents 0-2, 5, numbered in the split's order).")
     assert scored_text(line) == {"h:segments[1024, 1 per doc, from 1024]":
                                  {"docs": [0, 1, 2, 5], "tokens": 4096, "documents_in_split": 9}}
+
+
+def test_task_records_on_another_example_set_stay_left_out_in_a_rebuild(tmp_path):
+    """task_records.csv keeps the records on another example set too: a rebuild leaves out the same
+    ones, says so, and keeps them for the next."""
+    folder = tmp_path / "tasks"
+    shutil.copytree(QUICK.parent / "tasks", folder, ignore=shutil.ignore_patterns("screenshots"))
+    records = pd.read_csv(folder / "task_records.csv")
+    other = records[records["task"] == "passkey"].head(3).assign(example_set="passkey:other")
+    pd.concat([records, other]).to_csv(folder / "task_records.csv", index=False)
+    rebuild(folder)
+    assert "3 task records were scored on another example set" in (folder / "report.md").read_text()
+    assert (pd.read_csv(folder / "task_records.csv")["example_set"] == "passkey:other").sum() == 3
+    assert pd.read_csv(folder / "tasks.csv").equals(pd.read_csv(QUICK.parent / "tasks" / "tasks.csv"))

@@ -1,16 +1,19 @@
 """Records not compared: within a panel only numbers scored on the same tokens are compared; the
-records on another token set are listed here instead of being ranked against the others. Rows
-recorded for an encoding their variant does not apply to (report/load.py) are named here too."""
+records on another token set are listed here instead of being ranked against the others (and in
+``not_compared.csv``, so that a rebuild from the committed records lists them too). Rows recorded
+for an encoding their variant does not apply to (report/load.py) are named here too (a rebuild
+reads the names back from report.md: posbench/report/committed.py)."""
 
 from __future__ import annotations
 
 from posbench.report.document import Heading, Para, Table
-from posbench.report.section import SECTIONS, Section
+from posbench.report.section import SECTIONS, Output, Section
 
 
 @SECTIONS.register("not_compared")
 class NotCompared(Section):
     order = 120
+    files = (Output("not_compared.csv", "the records scored on another token set than their panel's, in no table"),)
 
     def applies(self, ctx) -> bool:
         return (ctx.has_lm and not ctx.left_out.empty) or bool(ctx.not_applicable)
@@ -25,6 +28,7 @@ class NotCompared(Section):
                 "its own); the code that recorded them predates the variant saying so."))
         if ctx.left_out.empty:
             return blocks
+        out.csv("not_compared.csv", ctx.left_out)
         return blocks + [
                 Para("Within a protocol, model and train_len the report compares only numbers scored on the same "
                      "tokens: the token set with the most records. These records were scored on another set (other "

@@ -4,6 +4,8 @@ length x condition heatmap (passkey depth, MQAR pairs)."""
 
 from __future__ import annotations
 
+import pandas as pd
+
 from posbench.encodings import encoding_class
 from posbench.report import budget, figures, tasks
 from posbench.report.document import Heading, Image, Para, Table
@@ -17,7 +19,7 @@ HEATMAP = "task_{}.png"  # one per task
 class Tasks(Section):
     order = 60
     files = (Output("tasks.csv", "the task table: accuracy per length, chance, effective length"),
-             Output("task_records.csv", "every task record"),
+             Output("task_records.csv", "every task record (those on another example set too)"),
              Output("task_accuracy.png", "task accuracy against evaluation length"),
              Output(HEATMAP.format("<task>"), "one task's accuracy by evaluation length and condition"))
 
@@ -28,7 +30,9 @@ class Tasks(Section):
         records, threshold, improving = ctx.task_records, ctx.options.threshold, ctx.options.improving
         table = tasks.task_table(records, threshold)
         out.csv("tasks.csv", table)
-        out.csv("task_records.csv", records)
+        # the records on another example set too, so that a rebuild from this file leaves the same ones out
+        other = ctx.task_left_out
+        out.csv("task_records.csv", records if other.empty else pd.concat([records, other], ignore_index=True))
         out.figure("task_accuracy.png", figures.plot_task_accuracy, table)
         scored = ctx.all_completed[ctx.all_completed["run_id"].isin(set(records["run_id"]))]
         blocks = [Heading("Do the models use far context? Synthetic tasks"),

@@ -12,7 +12,7 @@ from tests.conftest import cli
 
 def test_a_report_never_compares_numbers_scored_on_different_tokens(sweep, tmp_path):
     """One run re-evaluated on other tokens is left out and listed, where it was once ranked against
-    the others."""
+    the others, and kept in not_compared.csv."""
     runs, _, _ = sweep
     copy = tmp_path / "runs"
     shutil.copytree(runs, copy, ignore=shutil.ignore_patterns("*_s1_*"))
@@ -34,6 +34,8 @@ def test_a_report_never_compares_numbers_scored_on_different_tokens(sweep, tmp_p
     md = (out / "report.md").read_text()
     section = md.split("## Records not compared")[1].split("##")[0]
     assert rope.name in section and "segments[" in section and "16, 32, 64" in section
+    kept = pd.read_csv(out / "not_compared.csv")  # what a rebuild lists (tests/report/test_committed.py)
+    assert set(kept["run_id"]) == {rope.name} and set(kept["lengths"]) == {"16, 32, 64"}
 
 
 def test_rows_a_variant_does_not_apply_to_are_named_and_nothing_else_is_claimed(sweep_context, tmp_path):
