@@ -191,7 +191,8 @@ class ReportContext:
         """Completed runs with no number in any table (trained, then killed while evaluating)."""
         if not self.has_lm:
             return self.completed[self.completed["task_evaluations"].map(lambda t: not t)]
-        return self.completed[~self.completed["run_id"].isin(self.evals["run_id"])]
+        # every budget's records: the main table reads only each row's largest, the budget section all
+        return self.completed[~self.completed["run_id"].isin(self.budget_evals["run_id"])]
 
     def derived(self, key: str, compute: Callable[[], Any]) -> Any:
         """``compute()`` the first time ``key`` is asked for, the same object after: for frames a

@@ -31,6 +31,11 @@ def rows(spec, ratio="16x/1x"):
     # undecided twice is no settled verdict
     ([(600, 1.05, 1.03, 1.08, "undecided"), (1200, 1.05, 1.03, 1.08, "undecided")],
      "not settled: undecided at 600 and 1200 steps"),
+    # broken, then undecided with the intervals overlapping: no change is measured, nor a verdict
+    ([(2400, 3.99, 1.49, 10.66, "broken"), (4800, 5.77, 1.17, 28.42, "undecided")],
+     "not settled: broken at 2400, undecided at 4800 steps (overlapping intervals)"),
+    # broken, then undecided clear of it: still moving
+    ([(600, 2.0, 1.9, 2.1, "broken"), (1200, 1.1, 0.98, 1.3, "undecided")], "still moving (down: 2.00 at 600 to 1.10 at 1200)"),
     ([(600, 1.0, 0.99, 1.01, "flat")], "one budget"),
 ])
 def test_trend_words(spec, words):
@@ -76,3 +81,28 @@ def test_rows_of_their_own_steps_are_no_budget_axis():
     evals = records({("alibi", 600): (6.0, 6.0), ("alibi@4x+ft4", 604): (5.9, 5.9)})
     evals.loc[evals["variant"] == "alibi@4x+ft4", "variant"] = "alibi@4x+ft4"
     assert not budgets.has_budgets(evals)
+
+
+def test_a_budget_sweep_is_reported_with_every_branch_in_the_budget_table(compose, tmp_path, text_corpus,
+                                                                           monkeypatch):
+    """The branches of a real `train.budgets` sweep, through the whole report with no special case: every
+    branch's numbers are in the budget table, none is listed as not evaluated, and the main table and
+    the training curves read the largest budget."""
+    from posbench.jobs.train import run
+    from posbench.report import figures
+    from posbench.report.pipeline import build_report
+
+    drawn, draw = [], figures.plot_training_curves
+    monkeypatch.setattr(figures, "plot_training_curves", lambda runs, *rest: (drawn.append(runs), draw(runs, *rest)))
+
+    common = ["model=tiny", "train_len=16", "train.batch_size=4", "train.warmup_steps=2", "train.schedule=wsd",
+              "train.budgets=[8,16]", "eval.multiples=[1,2]", "eval.scored_tokens=128", "eval.protocols=[nonoverlapping]",
+              "data=local", f"data.path={text_corpus}", f"runs_dir={tmp_path / 'runs'}"]
+    for seed in (0, 1):
+        run(compose(*common, f"seed={seed}"))
+    md = build_report(tmp_path / "runs", tmp_path / "rep").read_text()
+    table = pd.read_csv(tmp_path / "rep" / "budgets.csv")
+    assert sorted(table["budget_steps"].unique()) == [8, 16] and set(table["seeds"]) == {2}
+    assert "## Runs not in the table" not in md  # the smaller budget's runs are in the budget table
+    assert "16 steps" in md.split("## Headline")[1].split("##")[0]
+    assert set(drawn[0]["train_steps"]) == {16} and len(drawn[0]) == 2  # a mean over budgets would dip at a cool-down

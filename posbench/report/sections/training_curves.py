@@ -20,7 +20,12 @@ class TrainingCurves(Section):
         return ctx.has_lm
 
     def build(self, ctx, out) -> list:
-        out.figure(FIGURE.name, figures.plot_training_curves, ctx.completed, ctx.histories)
+        runs, caption = ctx.completed, self.caption
+        if ctx.has_budgets:  # one curve per row: its largest budget's runs (a mean over budgets would dip at each cool-down)
+            runs = runs[runs["run_id"].isin(set(ctx.evals["run_id"]))]
+            caption += (" With budgets: the runs of each row's largest budget (a shorter budget's branch follows the "
+                        "same curve up to the start of its own cool-down).")
+        out.figure(FIGURE.name, figures.plot_training_curves, runs, ctx.histories)
         return [Heading(self.title),
-                Para(self.caption),
+                Para(caption),
                 Image(FIGURE.name, FIGURE.description)]
