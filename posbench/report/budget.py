@@ -118,10 +118,12 @@ def _between_branches(conv: pd.DataFrame) -> pd.DataFrame:
 
 
 def _largest(conv: pd.DataFrame) -> list[bool]:
-    """Whether each run is its trunk's largest budget (a run of no trunk is its own)."""
+    """Whether each run is of its configuration's largest budget (over seeds, as the main table reads
+    each row's largest: posbench/report/budgets.py), so that a sweep still running, whose seed 2
+    has only its shortest branch, does not mix that budget into the one the verdicts are read at."""
     if conv.empty:
         return []
-    top = conv.groupby(conv["trunk"].fillna(conv["run_id"]))["steps"].transform("max")
+    top = conv.groupby(["encoding", "model", "train_len"])["steps"].transform("max")
     return (conv["steps"] == top).tolist()
 
 
