@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
 
 from posbench.report import figures
 from posbench.report.budgets import TOKENS
@@ -29,14 +30,24 @@ def plot_budget_axis(table: pd.DataFrame, ratio: str, path: Path) -> None:
         for r, ylabel in enumerate(["1x perplexity", f"{ratio} perplexity"]):
             ax = axes[r][c]
             ax.set(xscale="log", yscale="log")
-            millions = figures.FuncFormatter(lambda v, _: f"{v / 1e6:g}M")
-            ax.xaxis.set_major_formatter(millions)
-            ax.xaxis.set_minor_formatter(figures.NullFormatter())
-            ax.yaxis.set_major_formatter(figures.PLAIN)
-            ax.yaxis.set_minor_formatter(figures.PLAIN)
+            # a tick at each budget (the only x values there are), labelled in tokens as the budget table is
+            ax.xaxis.set_major_locator(FixedLocator(sorted(sub[TOKENS].dropna().unique())))
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1e6:.2f}M"))
+            ax.xaxis.set_minor_formatter(NullFormatter())
             if r == 1:
                 ax.axhline(1, color="grey", linestyle=":", linewidth=1)
+            _perplexity_ticks(ax)  # after the line at 1, which may widen the range
             figures._finish_panel(ax, f"{model}, trained at {train_len}", r == 1, c == 0, "training tokens (annealed models)",
                                   ylabel, r == 0 and c == len(panels) - 1)
     fig.tight_layout()
     figures.save(fig, path)
+
+
+def _perplexity_ticks(ax) -> None:
+    """Plain labels on a log y axis, as many as its range leaves room for: every integer step within
+    a decade, 1-2-5 across several (labelling every minor tick of a wide range writes them over each other)."""
+    lo, hi = ax.get_ylim()
+    subs = (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0) if hi / lo < 4 else (1.0, 2.0, 5.0) if hi / lo > 12 else (1.0, 2.0, 3.0, 5.0, 7.0)
+    ax.yaxis.set_major_locator(LogLocator(subs=subs))
+    ax.yaxis.set_major_formatter(figures.PLAIN)
+    ax.yaxis.set_minor_formatter(NullFormatter())
