@@ -21,6 +21,10 @@ def _cell(r, col: str, fmt: str = ".2f") -> str:
     return f"{r[col]:{fmt}}{span}"
 
 
+CONTROL = ("`window / full`: the row's perplexity at the longest length with a window of train_len keys over "
+           "without it, at that budget (above 1: the model uses context past train_len). ")
+
+
 @SECTIONS.register("budget_axis")
 class BudgetAxis(Section):
     order = 42  # after the training budget (40), before the during-training probes (45)
@@ -44,6 +48,9 @@ class BudgetAxis(Section):
             "1x": [_cell(r, "1x") for _, r in plain.iterrows()],
             ratio: [_cell(r, ratio) for _, r in plain.iterrows()],
             "verdict": plain["label"] if "label" in plain else plain["verdict"]})
+        if "far_gain" in plain and plain["far_gain"].notna().any():  # the window control beside the row it qualifies
+            shown.insert(len(shown.columns) - 1, "window / full",
+                         [_cell(r, "far_gain", ".3f") if pd.notna(r["far_gain"]) else "" for _, r in plain.iterrows()])
         shown_trends = trends.assign(**{
             "floor E": ["none found" if v == 0 else f"{v:.3f}" if np.isfinite(v) else "" for v in trends["floor E"]],
             "alpha": [f"{v:.2f}" if np.isfinite(v) else "" for v in trends["alpha"]],
@@ -53,6 +60,7 @@ class BudgetAxis(Section):
                      "(with `train.budgets`: a cool-down branch of one warmup-stable-decay trunk, equal to a run of "
                      "that budget). Each budget's numbers are the main table's for the records at that budget "
                      "[95% intervals over text and seeds]; the main table and the summary read the largest. "
+                     + (CONTROL if "window / full" in shown else "") +
                      "`trend`: **settled since B** when the verdict class is the same at every budget from B on "
                      "and consecutive intervals overlap; **not settled** when one of the last two budgets' verdicts "
                      "is undecided and their intervals overlap; else **still moving** (which way, from the budget "

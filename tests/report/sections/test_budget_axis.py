@@ -21,3 +21,7 @@ def test_every_budget_of_every_row_with_its_interval(sweep_context, tmp_path):
     md, written = run_section(BudgetAxis, ctx, tmp_path)
     assert sorted(written) == ["budget_trends.csv", "budgets.csv", "budgets.png"]
     assert md.startswith("## Verdicts by training budget") and "| a " in md and "still moving" in md
+    assert "window / full" not in md  # no window control among the rows: neither the column nor its words
+    with_control = table.assign(far_gain=1.2, far_gain_lo=1.1, far_gain_hi=1.3)
+    md, _ = run_section(BudgetAxis, SimpleNamespace(**{**vars(ctx), "budget_table": with_control}), tmp_path)
+    assert "| window / full" in md and "1.200 [1.100, 1.300]" in md
