@@ -10,8 +10,9 @@ Per row (protocol, variant, model, train_len) and budget B (training steps):
   multiple's ratio to 1x with its interval and verdict);
 * the trend: **settled since B_k** when the verdict class is the same at every budget from B_k to the
   largest and each consecutive pair's ratio intervals overlap (at least the last two budgets must
-  agree); **not settled** where the verdict is undecided at one of the last two budgets and their
-  intervals overlap (neither the verdict nor a change is measured); else **still moving**, up or down
+  agree); **not settled** where the verdict is undecided at both of the last two budgets, or at one
+  of them with their intervals overlapping (neither the verdict nor a change is measured); else
+  **still moving**, up or down
   (the ratio at the largest budget against the one before);
 * convergence between annealed models: the relative fall of the 1x perplexity's log (the 1x loss)
   from each budget to the next; with four or more budgets, a fit of ``L(T) = E + A T^-alpha`` to the
@@ -95,7 +96,7 @@ def trend(rows: pd.DataFrame, ratio: str) -> str:
     if classes[-1] == "undecided" and classes[-2] == "undecided":
         return f"not settled: undecided at {steps[-2]} and {steps[-1]} steps"
     if "undecided" in classes[-2:] and overlap[-1]:  # an interval across a border, and nothing separates the two
-        return f"not settled: {classes[-2]} at {steps[-2]}, {classes[-1]} at {steps[-1]} steps (overlapping intervals)"
+        return f"not settled: {classes[-2]} at {steps[-2]}, {classes[-1]} at {steps[-1]} steps, overlapping intervals"
     last, before = rows[ratio].iloc[-1], rows[ratio].iloc[-2]
     direction = "up" if last > before else "down" if last < before else "level"
     return f"still moving ({direction}: {rows[ratio].iloc[-2]:.2f} at {steps[-2]} to {rows[ratio].iloc[-1]:.2f} at {steps[-1]})"

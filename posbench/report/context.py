@@ -58,6 +58,8 @@ class ReportContext:
         self.evals, self.left_out = comparable_records(evals) if self.has_lm else (evals, pd.DataFrame())
         if self.recorded is not None and not self.recorded.not_compared.empty:  # a rebuild: what its report left out
             kept = self.recorded.not_compared
+            if options.protocols and "protocol" in kept:  # as the compared records are (ReportContext.load)
+                kept = kept[kept["protocol"].isin(options.protocols)]
             self.left_out = kept if self.left_out.empty else pd.concat([self.left_out, kept], ignore_index=True)
         self.completed = self.lm_runs if self.has_lm else self.all_completed
         self.choices = choose_settings(self.completed, self.configs) if self.has_lm else None

@@ -35,11 +35,11 @@ def records(variant, level, schedule_gap, budget=None, windowed=False, noise=7):
 def folders(tmp_path, steps=1200):
     cosine, budget = tmp_path / "cosine", tmp_path / "budget"
     cosine.mkdir(), budget.mkdir()
-    pd.DataFrame(records("rope", 1.8, 0.1) + records("alibi", 1.9, 0.0) + records("alibi+swaL", 1.9, 0.0, windowed=True)
-                 ).to_csv(cosine / "evaluations.csv", index=False)
-    pd.DataFrame({"run_id": ["a", "b"], "steps": [steps, steps]}).to_csv(cosine / "convergence.csv", index=False)
+    pd.DataFrame(records("rope", 1.8, 0.1, steps) + records("alibi", 1.9, 0.0, steps)
+                 + records("alibi+swaL", 1.9, 0.0, steps, windowed=True)).to_csv(cosine / "evaluations.csv", index=False)
+    # the budget sweep's other budget and its window control differ, so that reading either would show
     pd.DataFrame(records("rope", 1.8, 0.0, 1200, noise=8) + records("alibi", 1.9, 0.0, 1200, noise=8)
-                 + records("alibi", 1.5, 0.0, 2400)
+                 + records("rope", 1.2, 0.0, 2400, noise=9) + records("alibi+swaL", 1.2, 0.0, 1200, windowed=True, noise=8)
                  ).to_csv(budget / "evaluations.csv", index=False)
     return cosine, budget
 
@@ -54,11 +54,13 @@ def test_paired_by_seed_and_document_a_schedule_s_difference_is_resolved_and_non
     assert proc.returncode == 0, proc.stderr
     lines = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
              for line in proc.stdout.splitlines()[2:]}
-    assert set(lines) == {"alibi", "rope"}  # no control, no budget of 2400 steps
+    assert set(lines) == {"alibi", "rope"}  # no window control, no record of the budget of 2400 steps
     rope, alibi = lines["rope"], lines["alibi"]
     ratio, lo, hi = (float(x) for x in rope[3].replace("[", ",").rstrip("]").split(","))
     assert rope[0] == "3" and abs(ratio - math.exp(0.1)) < 0.01  # cosine 10.5% above wsd at 1x
     assert 1 < lo < ratio < hi and rope[4] == "< 0.001"  # resolved: the seeds' shared effect cancels in the pairs
+    ratio, lo, hi = (float(x) for x in rope[7].replace("[", ",").rstrip("]").split(","))
+    assert lo < 1 < hi and float(rope[8]) > 0.05  # the same gap at 1x and 16x: the ratios to 1x agree
     ratio, lo, hi = (float(x) for x in alibi[3].replace("[", ",").rstrip("]").split(","))
     assert lo < 1 < hi and float(alibi[4]) > 0.05 and float(alibi[8]) > 0.05  # no difference invented, at 1x or 16x
 
@@ -70,3 +72,12 @@ def test_folders_without_the_budget_are_refused_in_one_line(tmp_path):
         f"schedule_comparison: {cosine} holds runs of [600] steps, not only 1200"]
     proc = run(cosine, budget, "--steps", "600")
     assert proc.returncode == 1 and "has no budget of 600 steps; it has [1200, 2400]" in proc.stderr
+
+
+def test_records_on_other_documents_are_not_paired(tmp_path):
+    cosine, budget = folders(tmp_path)
+    evals = pd.read_csv(cosine / "evaluations.csv")
+    evals.assign(token_set=SET.replace("abc", "other")).to_csv(cosine / "evaluations.csv", index=False)
+    proc = run(cosine, budget)
+    assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1
+    assert "must be scored on the same documents to be paired" in proc.stderr

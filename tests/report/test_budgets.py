@@ -33,7 +33,7 @@ def rows(spec, ratio="16x/1x"):
      "not settled: undecided at 600 and 1200 steps"),
     # broken, then undecided with the intervals overlapping: no change is measured, nor a verdict
     ([(2400, 3.99, 1.49, 10.66, "broken"), (4800, 5.77, 1.17, 28.42, "undecided")],
-     "not settled: broken at 2400, undecided at 4800 steps (overlapping intervals)"),
+     "not settled: broken at 2400, undecided at 4800 steps, overlapping intervals"),
     # broken, then undecided clear of it: still moving
     ([(600, 2.0, 1.9, 2.1, "broken"), (1200, 1.1, 0.98, 1.3, "undecided")], "still moving (down: 2.00 at 600 to 1.10 at 1200)"),
     ([(600, 1.0, 0.99, 1.01, "flat")], "one budget"),

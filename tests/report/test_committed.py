@@ -59,6 +59,8 @@ def test_what_a_report_left_out_is_left_out_and_named_again(quick):
     section = (quick / "report.md").read_text().split("## Records not compared")[1].split("\n## ")[0]
     assert "`rope+logn`" in section and "rope_x" in section and "16, 32" in section
     assert pd.read_csv(quick / "not_compared.csv")["run_id"].tolist() == ["rope_x"]
+    main([str(quick), "--rebuild", "--protocols", "sliding", "--out", str(quick.parent / "sliding")])
+    assert "rope_x" not in (quick.parent / "sliding" / "report.md").read_text()  # its protocol is not reported
 
 
 def test_rebuilding_twice_changes_nothing(quick):
