@@ -34,13 +34,14 @@ from posbench.report.bootstrap import (
     ratio_stats,
 )
 from posbench.report.committed import read_evaluations
+from posbench.report.headline import with_interval
 from posbench.report.stats import format_p
 
 KEYS = ["protocol", "variant", "model", "train_len"]
 
 
-def _cell(v: tuple[float, float, float], fmt: str = ".2f") -> str:
-    return f"{v[0]:{fmt}} [{v[1]:{fmt}}, {v[2]:{fmt}}]"
+def _cell(v: tuple[float, float, float], digits: int = 2) -> str:
+    return with_interval(*v, digits=digits)
 
 
 def _ratio_cell(c: CellReplicates, k: int) -> CellReplicates:
@@ -50,7 +51,7 @@ def _ratio_cell(c: CellReplicates, k: int) -> CellReplicates:
 
 
 def _paired(a: CellReplicates, b: CellReplicates, k: int) -> tuple[str, str]:
-    return _cell(pair_ratio_stats(a, b, k), ".3f"), format_p(compare(a, b, k).p)
+    return _cell(pair_ratio_stats(a, b, k), 3), format_p(compare(a, b, k).p)
 
 
 def comparison(cosine: pd.DataFrame, wsd: pd.DataFrame, token_sets: dict) -> pd.DataFrame:
