@@ -72,10 +72,13 @@ def last_doubling(history: pd.DataFrame | None) -> dict:
 
 
 def convergence(runs: pd.DataFrame, histories: Mapping[str, pd.DataFrame | None],
-                threshold: float = DEFAULT_IMPROVING, recorded: Mapping[str, dict] | None = None) -> pd.DataFrame:
+                threshold: float = DEFAULT_IMPROVING, recorded: Mapping[str, dict] | None = None,
+                evaluated: set[str] | None = None) -> pd.DataFrame:
     """One row per completed run: budget, final validation loss, fall over the last doubling, flag.
     ``histories``: each run's training curve, by run directory; ``recorded``: instead, each run's fall
-    as a committed report recorded it (last_doubling's fields, by run id; a report rebuilt from records)."""
+    as a committed report recorded it (last_doubling's fields, by run id; a report rebuilt from records);
+    ``evaluated``: the ids of the runs with records, among which each configuration's largest budget
+    is found (None: every run)."""
     done = runs[runs["status"] == "completed"]
     rows = []
     for _, r in done.iterrows():
@@ -94,7 +97,7 @@ def convergence(runs: pd.DataFrame, histories: Mapping[str, pd.DataFrame | None]
     conv["still_improving"] = [bool(c > threshold) if pd.notna(c) else None for c in conv["change"]]
     if conv["trunk"].isna().all():  # no budget branches: every fall within its run, each run its own largest
         return conv[CONVERGENCE_COLUMNS + ["still_improving"]]
-    return conv.assign(largest_budget=_largest(conv))
+    return conv.assign(largest_budget=_largest(conv, evaluated))
 
 
 WITHIN, ANNEALED = "within the run", "annealed"
@@ -117,13 +120,16 @@ def _between_branches(conv: pd.DataFrame) -> pd.DataFrame:
     return conv
 
 
-def _largest(conv: pd.DataFrame) -> list[bool]:
+def _largest(conv: pd.DataFrame, evaluated: set[str] | None = None) -> list[bool]:
     """Whether each run is of its configuration's largest budget (over seeds, as the main table reads
     each row's largest: posbench/report/budgets.py), so that a sweep still running, whose seed 2
-    has only its shortest branch, does not mix that budget into the one the verdicts are read at."""
+    has only its shortest branch, does not mix that budget into the one the verdicts are read at.
+    The largest is taken over the ``evaluated`` runs, as the main table takes it over records: a
+    branch trained but not yet evaluated does not move the headline's budget away from the table's."""
     if conv.empty:
         return []
-    top = conv.groupby(["encoding", "model", "train_len"])["steps"].transform("max")
+    counted = conv["steps"].where(conv["run_id"].isin(evaluated)) if evaluated is not None else conv["steps"]
+    top = counted.groupby([conv["encoding"], conv["model"], conv["train_len"]]).transform("max")
     return (conv["steps"] == top).tolist()
 
 

@@ -152,8 +152,9 @@ class ReportContext:
         """Each of ``runs``' budget and fall over its last doubling (budget.convergence): from its
         history, or rebuilt from records, as the committed report recorded it (the histories are
         not kept), flagged against this report's ``--improving``."""
+        evaluated = set(self.budget_evals["run_id"]) if self.has_lm else None  # where the table finds its largest
         if self.recorded is None:
-            return budget.convergence(runs, self.histories, self.options.improving)
+            return budget.convergence(runs, self.histories, self.options.improving, evaluated=evaluated)
         falls = self.recorded.convergence
         columns = ["change", "from_step", "to_step", "estimated"]
         # reports before the basis: every fall within its run; the trunk names a budget's branches
@@ -161,7 +162,7 @@ class ReportContext:
         recorded = {} if falls.empty or not set(columns) <= set(falls.columns) else {
             r["run_id"]: {**{c: r[c] for c in kept}, "from_step": int(r["from_step"]), "to_step": int(r["to_step"])}
             for r in falls.to_dict("records") if pd.notna(r["change"])}
-        return budget.convergence(runs, self.histories, self.options.improving, recorded)
+        return budget.convergence(runs, self.histories, self.options.improving, recorded, evaluated)
 
     @cached_property
     def during_training(self) -> pd.DataFrame:

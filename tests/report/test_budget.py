@@ -59,6 +59,10 @@ def test_a_budget_branch_s_fall_is_read_from_the_annealed_branch_before_it():
     assert set(largest["run_id"]) == {"b2400"}
     branch = largest[largest["run_id"] == "b2400"]
     assert budget_table(branch)["steps compared"].tolist() == ["1200→2400 annealed"]
+    # a sweep still running: the 2400-step branch trained but not yet evaluated. The largest budget is
+    # the main table's (the largest with records), 1200, not one the table has no number of
+    pending = convergence(runs, histories, evaluated={"b600", "b1200", "alone"}).set_index("run_id")
+    assert pending["largest_budget"].to_dict() == {"b600": False, "b1200": True, "b2400": False, "alone": False}
     assert "From the annealed models of the budget before to those of the largest, the 1x validation loss still " \
            "fell by 2.8% to 2.8%" in budget_paragraph(branch, 0.02)
     # without a branch among the runs, the CSV keeps its columns of before
