@@ -86,8 +86,8 @@ def test_rows_of_their_own_steps_are_no_budget_axis():
 def test_a_budget_sweep_is_reported_with_every_branch_in_the_budget_table(compose, tmp_path, text_corpus,
                                                                            monkeypatch):
     """The branches of a real `train.budgets` sweep, through the whole report with no special case: every
-    branch's numbers are in the budget table, none is listed as not evaluated, and the main table and
-    the training curves read the largest budget."""
+    branch's numbers are in the budget table (one row's budgets together), none is listed as not
+    evaluated, and the main table and the training curves read the largest budget."""
     from posbench.jobs.train import run
     from posbench.report import figures
     from posbench.report.pipeline import build_report
@@ -98,11 +98,17 @@ def test_a_budget_sweep_is_reported_with_every_branch_in_the_budget_table(compos
     common = ["model=tiny", "train_len=16", "train.batch_size=4", "train.warmup_steps=2", "train.schedule=wsd",
               "train.budgets=[8,16]", "eval.multiples=[1,2]", "eval.scored_tokens=128", "eval.protocols=[nonoverlapping]",
               "data=local", f"data.path={text_corpus}", f"runs_dir={tmp_path / 'runs'}"]
-    for seed in (0, 1):
-        run(compose(*common, f"seed={seed}"))
+    for encoding in ("alibi", "nope"):
+        for seed in (0, 1):
+            run(compose(*common, f"encoding={encoding}", f"seed={seed}"))
     md = build_report(tmp_path / "runs", tmp_path / "rep").read_text()
     table = pd.read_csv(tmp_path / "rep" / "budgets.csv")
     assert sorted(table["budget_steps"].unique()) == [8, 16] and set(table["seeds"]) == {2}
     assert "## Runs not in the table" not in md  # the smaller budget's runs are in the budget table
     assert "16 steps" in md.split("## Headline")[1].split("##")[0]
-    assert set(drawn[0]["train_steps"]) == {16} and len(drawn[0]) == 2  # a mean over budgets would dip at a cool-down
+    assert set(drawn[0]["train_steps"]) == {16} and len(drawn[0]) == 4  # a mean over budgets would dip at a cool-down
+    # the budget section lists one row's budgets together, in the order its trend reads them
+    section = md.split("## Verdicts by training budget")[1].split("##")[0]
+    listed = [line.split("|")[1].strip() + "@" + line.split("|")[4].strip() for line in section.splitlines()
+              if line.startswith("| alibi ") or line.startswith("| nope ")][:4]
+    assert listed == ["alibi@8", "alibi@16", "nope@8", "nope@16"]

@@ -51,6 +51,8 @@ class BudgetAxis(Section):
         if "far_gain" in plain and plain["far_gain"].notna().any():  # the window control beside the row it qualifies
             shown.insert(len(shown.columns) - 1, "window / full",
                          [_cell(r, "far_gain", ".3f") if pd.notna(r["far_gain"]) else "" for _, r in plain.iterrows()])
+        # one row's budgets together, as its trend reads them (budgets.csv keeps the table's order: by budget)
+        shown = shown.sort_values(["row", "model", "train_len", "budget (steps)"], kind="stable")
         shown_trends = trends.assign(**{
             "floor E": ["none found" if v == 0 else f"{v:.3f}" if np.isfinite(v) else "" for v in trends["floor E"]],
             "alpha": [f"{v:.2f}" if np.isfinite(v) else "" for v in trends["alpha"]],
