@@ -10,7 +10,7 @@ Per row (protocol, variant, model, train_len) and budget B (training steps):
   multiple's ratio to 1x with its interval and verdict);
 * the trend: **settled since B_k** when the verdict class is the same at every budget from B_k to the
   largest and each consecutive pair's ratio intervals overlap (at least the last two budgets must
-  agree); **not settled** where the verdict is undecided at both of the last two budgets, or at one
+  agree), with the ratio at B_k and at the largest (a class can hold while its ratio doubles); **not settled** where the verdict is undecided at both of the last two budgets, or at one
   of them with their intervals overlapping (neither the verdict nor a change is measured); else
   **still moving**, up or down
   (the ratio at the largest budget against the one before);
@@ -91,8 +91,9 @@ def trend(rows: pd.DataFrame, ratio: str) -> str:
             since = steps[k]
         else:
             break
-    if since is not None:
-        return f"settled since {since} steps"
+    if since is not None:  # the class holds; the ratio beside it says how far it still moved in that class
+        first = rows[ratio].iloc[steps.index(since)]
+        return f"settled since {since} steps, {ratio} {first:.2f} at {since} to {rows[ratio].iloc[-1]:.2f} at {steps[-1]}"
     if classes[-1] == "undecided" and classes[-2] == "undecided":
         return f"not settled: undecided at {steps[-2]} and {steps[-1]} steps"
     if "undecided" in classes[-2:] and overlap[-1]:  # an interval across a border, and nothing separates the two

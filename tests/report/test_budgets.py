@@ -20,7 +20,11 @@ def rows(spec, ratio="16x/1x"):
 @pytest.mark.parametrize("spec, words", [
     # the same class at the last three budgets with overlapping intervals: settled since the first of them
     ([(600, 1.6, 1.5, 1.7, "broken"), (1200, 1.02, 1.00, 1.04, "flat"), (2400, 1.01, 0.99, 1.03, "flat"),
-      (4800, 1.02, 1.00, 1.04, "flat")], "settled since 1200 steps"),
+      (4800, 1.02, 1.00, 1.04, "flat")], "settled since 1200 steps, 16x/1x 1.02 at 1200 to 1.02 at 4800"),
+    # the class holds and every interval overlaps the next while the ratio nearly triples: settled, and the
+    # ratio says how far it moved (RoPE in the budget study)
+    ([(600, 2.71, 2.12, 3.46, "broken"), (1200, 4.25, 3.23, 5.59, "broken"), (2400, 5.97, 4.52, 7.87, "broken"),
+      (4800, 7.59, 4.62, 12.49, "broken")], "settled since 600 steps, 16x/1x 2.71 at 600 to 7.59 at 4800"),
     # flat to mild at the last budget: still moving, up
     ([(600, 0.98, 0.97, 0.99, "flat"), (1200, 1.01, 1.00, 1.02, "flat"), (2400, 1.10, 1.07, 1.13, "mild")],
      "still moving (up: 1.01 at 1200 to 1.10 at 2400)"),

@@ -64,7 +64,8 @@ class BudgetAxis(Section):
                      "[95% intervals over text and seeds]; the main table and the summary read the largest. "
                      + (CONTROL if "window / full" in shown else "") +
                      "`trend`: **settled since B** when the verdict class is the same at every budget from B on "
-                     "and consecutive intervals overlap; **not settled** when the last two budgets' verdicts are both "
+                     "and consecutive intervals overlap (with the ratio at B and at the largest budget: a class can "
+                     "hold while its ratio grows); **not settled** when the last two budgets' verdicts are both "
                      "undecided, or one is and their intervals overlap; else **still moving** (which way, from the budget "
                      "before the largest). `1x fall`: the relative change of the 1x loss (log perplexity) from each "
                      "budget to the next, between annealed models (this, not the fall within one schedule, says "
