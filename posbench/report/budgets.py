@@ -10,10 +10,10 @@ Per row (protocol, variant, model, train_len) and budget B (training steps):
   multiple's ratio to 1x with its interval and verdict);
 * the trend: **settled since B_k** when the verdict class is the same at every budget from B_k to the
   largest and each consecutive pair's ratio intervals overlap (at least the last two budgets must
-  agree), with the ratio at B_k and at the largest (a class can hold while its ratio doubles); **not settled** where the verdict is undecided at both of the last two budgets, or at one
-  of them with their intervals overlapping (neither the verdict nor a change is measured); else
-  **still moving**, up or down
-  (the ratio at the largest budget against the one before);
+  agree), with the ratio at B_k and at the largest (a class can hold while its ratio doubles);
+  **not settled** where the verdict is undecided at both of the last two budgets, or at one of them
+  with their intervals overlapping (neither the verdict nor a change is measured); else **still
+  moving**, up or down (the ratio at the largest budget against the one before);
 * convergence between annealed models: the relative fall of the 1x perplexity's log (the 1x loss)
   from each budget to the next; with four or more budgets, a fit of ``L(T) = E + A T^-alpha`` to the
   1x loss against training tokens T (Hägele et al. 2024, as Kaplan et al.'s and Hoffmann et al.'s
