@@ -2,10 +2,14 @@
 picks CUDA with TF32 and spreads a sweep's jobs over the GPUs (marked ``cuda``: skipped without one;
 scripts/gpu_check.sh runs it there)."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 
-from posbench.core.device import resolve_device
+from posbench.core.device import describe, resolve_device
 
 
 @pytest.mark.cuda
@@ -18,12 +22,6 @@ def test_auto_device_is_cuda_with_tf32_and_jobs_spread_over_gpus():
 
 def test_a_cpu_device_names_the_kernels_instruction_set_that_decides_its_rounding():
     """A CPU run reproduces bit for bit only on the same instruction set, so the record names it."""
-    import os
-    import subprocess
-    import sys
-
-    from posbench.core.device import describe
-
     assert describe(torch.device("cpu")).endswith(f" threads, {torch.backends.cpu.get_cpu_capability()})")
     forced = subprocess.run(
         [sys.executable, "-c", "import torch; from posbench.core.device import describe; "
