@@ -120,7 +120,8 @@ class ReportContext:
     @cached_property
     def table(self) -> pd.DataFrame:
         """The main table (posbench/report/tables.py); with budgets, at each row's largest budget, with
-        the budget and the trend of its verdict (``budget_steps``, ``trend``)."""
+        that budget (``budget_steps``; the trend of its verdict is the budget section's,
+        ``budget_trends``)."""
         table = main_table(self.evals, self.options.tolerance, self.token_sets)
         if self.has_budgets and not table.empty:
             largest = self.evals.groupby(["protocol", "variant", "model", "train_len"])[budgets.BUDGET].max()

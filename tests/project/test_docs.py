@@ -138,3 +138,15 @@ def test_the_encoding_docs_extending_md_shows_imports_builds_and_checks_its_para
     assert bias.shape == (4, 4, 4) and bias[0, 3, 0].item() == pytest.approx(-0.5 * 0.5 * math.log(4))
     with pytest.raises(PosbenchError, match="must be positive"):
         make_typed("encoding", "logbias", cls.Params, {"slope": 0})
+
+
+def test_docs_report_md_describes_every_file_a_report_section_writes():
+    """Each file a built-in report section declares (``Section.files``) is a row of a table in
+    docs/report.md (Figures or Files), so a reader of a report folder can look every file up there."""
+    from posbench.report.section import SECTIONS
+
+    doc = (README.parent / "docs" / "report.md").read_text()
+    described = {name for line in doc.splitlines() if line.startswith("| `")
+                 for name in re.findall(r"`([^`]+)`", line.split("|")[1])}
+    declared = {f.name for name in SECTIONS.builtins() for f in SECTIONS.get(name).files}
+    assert declared - described == set(), "files a section writes that docs/report.md's tables do not list"

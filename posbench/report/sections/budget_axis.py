@@ -27,7 +27,7 @@ CONTROL = ("`window / full`: the row's perplexity at the longest length with a w
 
 @SECTIONS.register("budget_axis")
 class BudgetAxis(Section):
-    order = 42  # after the training budget (40), before the during-training probes (45)
+    order = 42  # after the training budget (40) and its during-training probes (41)
     files = (Output("budgets.csv", "the main table at every training budget"),
              Output("budget_trends.csv", "each row's trend over its budgets and its distance from the fitted floor"),
              Output("budgets.png", "1x perplexity and the longest ratio against training tokens, one line per row"))

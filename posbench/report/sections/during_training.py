@@ -11,7 +11,7 @@ from posbench.report.section import SECTIONS, Output, Section
 
 @SECTIONS.register("during_training")
 class DuringTraining(Section):
-    order = 45
+    order = 41  # right after the training budget (40), which it continues; before the budget axis (42)
     files = (Output("during_training.csv", "1x perplexity and extrapolation ratio at each evaluation during training"),
              Output("during_training.png", "1x perplexity and extrapolation ratio against training tokens"))
 
