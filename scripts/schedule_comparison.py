@@ -10,7 +10,9 @@ either schedule, so the two are paired by seed, and both were scored on the same
 both hold (unwindowed), the perplexity ratio cosine / WSD at 1x, and the ratio of their
 longest-multiple-to-1x ratios, each with its 95% interval over seeds and text and the p-value of "the
 same", by the report's own statistics (posbench/report/bootstrap.py: ``pair_ratio_stats``,
-``compare``); beside them each schedule's 1x perplexity and longest-multiple ratio to 1x. Prints a
+``compare``), and that p-value Holm-adjusted over the rows compared (each of the two questions, at 1x
+and of the ratio, is a pre-declared family of one test per row); beside them each schedule's 1x
+perplexity and longest-multiple ratio to 1x. Prints a
 Markdown table; exit 1 with one line where the folders do not hold that budget, hold no row in common,
 or hold records that cannot be paired (other token sets, no 1x, a seed's record twice).
 """
@@ -28,6 +30,7 @@ from posbench.report.bootstrap import (
     CellReplicates,
     cell_replicates,
     compare,
+    holm,
     pair_ratio_stats,
     panel_text,
     ppl_stats,
@@ -50,8 +53,8 @@ def _ratio_cell(c: CellReplicates, k: int) -> CellReplicates:
     return replace(c, observed=(c.observed[:, k] - c.observed[:, 0])[:, None], replicates=reps)
 
 
-def _paired(a: CellReplicates, b: CellReplicates, k: int) -> tuple[str, str]:
-    return _cell(pair_ratio_stats(a, b, k), 3), format_p(compare(a, b, k).p)
+def _paired(a: CellReplicates, b: CellReplicates, k: int) -> tuple[str, float]:
+    return _cell(pair_ratio_stats(a, b, k), 3), compare(a, b, k).p
 
 
 def comparison(cosine: pd.DataFrame, wsd: pd.DataFrame, token_sets: dict) -> pd.DataFrame:
@@ -86,7 +89,11 @@ def comparison(cosine: pd.DataFrame, wsd: pd.DataFrame, token_sets: dict) -> pd.
             "cosine / wsd at 1x": at_1x, "p (1x)": p_1x,
             f"{ratio} cosine": _cell(ratio_stats(ca, 1)), f"{ratio} wsd": _cell(ratio_stats(cb, 1)),
             f"{ratio}: cosine / wsd": at_long, f"p ({ratio})": p_long})
-    return pd.DataFrame(out)
+    table = pd.DataFrame(out)
+    for p in [c for c in table.columns if c.startswith("p (")]:  # one family per question, over the rows
+        table.insert(table.columns.get_loc(p) + 1, f"Holm {p}", [format_p(q) for q in holm(table[p].tolist())])
+        table[p] = table[p].map(format_p)
+    return table
 
 
 def _steps(evals: pd.DataFrame) -> list[int]:

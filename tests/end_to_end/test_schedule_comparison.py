@@ -59,10 +59,13 @@ def test_paired_by_seed_and_document_a_schedule_s_difference_is_resolved_and_non
     ratio, lo, hi = (float(x) for x in rope[3].replace("[", ",").rstrip("]").split(","))
     assert rope[0] == "3" and abs(ratio - math.exp(0.1)) < 0.01  # cosine 10.5% above wsd at 1x
     assert 1 < lo < ratio < hi and rope[4] == "< 0.001"  # resolved: the seeds' shared effect cancels in the pairs
-    ratio, lo, hi = (float(x) for x in rope[7].replace("[", ",").rstrip("]").split(","))
-    assert lo < 1 < hi and float(rope[8]) > 0.05  # the same gap at 1x and 16x: the ratios to 1x agree
+    ratio, lo, hi = (float(x) for x in rope[8].replace("[", ",").rstrip("]").split(","))
+    assert lo < 1 < hi and float(rope[9]) > 0.05  # the same gap at 1x and 16x: the ratios to 1x agree
     ratio, lo, hi = (float(x) for x in alibi[3].replace("[", ",").rstrip("]").split(","))
-    assert lo < 1 < hi and float(alibi[4]) > 0.05 and float(alibi[8]) > 0.05  # no difference invented, at 1x or 16x
+    assert lo < 1 < hi and float(alibi[4]) > 0.05 and float(alibi[9]) > 0.05  # no difference invented, at 1x or 16x
+    # Holm over the two rows, per question: the smaller p doubled, the larger kept (or raised to the first)
+    small, large = sorted([(float(rope[9]), float(rope[10])), (float(alibi[9]), float(alibi[10]))])
+    assert math.isclose(small[1], min(1.0, 2 * small[0]), rel_tol=0.05) and large[1] == max(large[0], small[1])
 
 
 def test_folders_without_the_budget_are_refused_in_one_line(tmp_path):
