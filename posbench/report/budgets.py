@@ -8,12 +8,18 @@ Per row (protocol, variant, model, train_len) and budget B (training steps):
 
 * the main table of the records at B alone (posbench/report/tables.py: 1x perplexity, the longest
   multiple's ratio to 1x with its interval and verdict);
-* the trend: **settled since B_k** when the verdict class is the same at every budget from B_k to the
-  largest and each consecutive pair's ratio intervals overlap (at least the last two budgets must
-  agree), with the ratio at B_k and at the largest (a class can hold while its ratio doubles);
-  **not settled** where the verdict is undecided at both of the last two budgets, or at one of them
-  with their intervals overlapping (neither the verdict nor a change is measured); else **still
-  moving**, up or down (the ratio at the largest budget against the one before);
+* the trend, from tests paired by seed (the budgets of one seed are cool-downs of one trunk, scored
+  on the same documents): between consecutive budgets, the change of the verdict's statistic (on
+  equal context where the row has a window control, else its ratio to 1x) **per doubling** of the
+  budget, with the report's interval (bootstrap.paired_change). **stable** only where an
+  equivalence test (two one-sided tests at 5%: the 90% interval inside +-``STABLE_MARGIN`` per
+  doubling) holds at each of the last two steps and the class is the same, decided, at the last
+  two budgets; **class stable, ratio moving** where the class holds but the last step's 95%
+  interval excludes no change; **class stable, change not resolved** where it holds and neither
+  test decides; **moving** where the class differs between the last two budgets; **undecided**
+  where one of them is undecided. Each word carries the last step's factor and interval. (Until
+  issue 52 the word was "settled since B": the same class and overlapping marginal intervals,
+  which is no test of a change and rewarded noisy rows.)
 * convergence between annealed models: the relative fall of the 1x perplexity's log (the 1x loss)
   from each budget to the next; with four or more budgets, a fit of ``L(T) = E + A T^-alpha`` to the
   1x loss against training tokens T (Hägele et al. 2024, as Kaplan et al.'s and Hoffmann et al.'s
@@ -29,10 +35,13 @@ import math
 import numpy as np
 import pandas as pd
 
-from posbench.report.tables import CELL_KEYS, completed, main_table
+from posbench.report import bootstrap
+from posbench.report.tables import CELL_KEYS, PANEL_KEYS, completed, far_control, main_table, multiples
 
 BUDGET = "budget_steps"
 TOKENS = "budget_tokens"
+STABLE_MARGIN = 0.05  # "stable": the change per doubling of the budget bounded within +-5% (TOST)
+EQUAL = "on equal context"  # which statistic a change is of (paired_changes' ``statistic``)
 
 
 def with_budgets(evals: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
@@ -75,32 +84,69 @@ def verdict_class(v) -> str:
     return str(v).split(",")[0] if isinstance(v, str) else ""
 
 
-def trend(rows: pd.DataFrame, ratio: str) -> str:
-    """The trend of one row's verdict over its budgets (``rows``: one per budget, any order)."""
+def paired_changes(evals: pd.DataFrame, token_sets: dict | None = None,
+                   replicates: int = bootstrap.REPLICATES) -> pd.DataFrame:
+    """Per main-table row and pair of consecutive budgets: the change of the verdict's
+    statistic per doubling of the budget, paired by seed (bootstrap.paired_change): columns CELL_KEYS,
+    ``from``, ``to`` (steps), ``statistic`` (EQUAL, or the ratio's name where some budget of the row has
+    no window control), ``change`` with ``_lo`` / ``_hi`` (95%) and ``_lo90`` / ``_hi90``, ``p``, ``seeds``."""
+    done = completed(evals)
+    ms = multiples(done)
+    if len(ms) < 2 or ms[0] != 1.0 or BUDGET not in done:
+        return pd.DataFrame()
+    k, ratio = len(ms) - 1, f"{ms[-1]:g}x/1x"
+    rows = []
+    for panel, pg in done.groupby(PANEL_KEYS, sort=True):
+        doc_tokens, draws = bootstrap.panel_text(pg, token_sets, replicates)
+        cells = {key: bootstrap.cell_replicates(g, ms, doc_tokens, draws) for key, g in pg.groupby(["variant", BUDGET])}
+        windowed = set(pg.loc[pg["windowed"].fillna(False).astype(bool), "variant"]) if "windowed" in pg else set()
+        for variant in sorted(set(pg["variant"])):
+            steps = sorted(int(b) for v, b in cells if v == variant)
+            controls = [cells.get((far_control(variant), b)) for b in steps]
+            # one statistic along the whole row; a windowed row (a control) is read by its ratio, as its verdict is
+            equal = variant not in windowed and all(c is not None for c in controls)
+            parts = [bootstrap.equal_context_parts(cells[(variant, b)], c, k) if equal else
+                     bootstrap.ratio_parts(cells[(variant, b)], k) for b, c in zip(steps, controls)]
+            for i in range(len(steps) - 1):
+                ch = bootstrap.paired_change(parts[i], parts[i + 1], math.log2(steps[i + 1] / steps[i]))
+                rows.append({**dict(zip(PANEL_KEYS, panel)), "variant": variant, "from": steps[i], "to": steps[i + 1],
+                             "statistic": EQUAL if equal else ratio, "change": ch.factor, "change_lo": ch.lo,
+                             "change_hi": ch.hi, "change_lo90": ch.lo90, "change_hi90": ch.hi90, "p": ch.p,
+                             "seeds": ch.seeds})
+    return pd.DataFrame(rows)
+
+
+def _per_doubling(c) -> str:
+    span = f" [{c['change_lo']:.2f}, {c['change_hi']:.2f}]" if pd.notna(c["change_lo"]) else " (no interval)"
+    return f"x{c['change']:.2f} per doubling{span}"
+
+
+def trend(rows: pd.DataFrame, changes: pd.DataFrame | None = None) -> str:
+    """The trend of one row's verdict over its budgets (``rows``: one per budget, any order, with
+    ``verdict``; ``changes``: its paired_changes rows). Words in the module doc."""
     rows = rows.sort_values(BUDGET)
-    rows = rows[rows[ratio].notna()]
+    steps = rows[BUDGET].astype(int).tolist()
     if len(rows) < 2:
         return "one budget"
     classes = [verdict_class(v) for v in rows["verdict"]]
-    lo, hi = rows[f"{ratio}_lo"].to_numpy(), rows[f"{ratio}_hi"].to_numpy()
-    overlap = [bool(lo[i] <= hi[i + 1] and lo[i + 1] <= hi[i]) for i in range(len(rows) - 1)]
-    steps = rows[BUDGET].astype(int).tolist()
-    since = None
-    for k in range(len(rows) - 2, -1, -1):  # extend back while the class holds and intervals overlap
-        if classes[k] == classes[-1] and overlap[k] and classes[-1] != "undecided":
-            since = steps[k]
-        else:
-            break
-    if since is not None:  # the class holds; the ratio beside it says how far it still moved in that class
-        first = rows[ratio].iloc[steps.index(since)]
-        return f"settled since {since} steps, {ratio} {first:.2f} at {since} to {rows[ratio].iloc[-1]:.2f} at {steps[-1]}"
-    if classes[-1] == "undecided" and classes[-2] == "undecided":
-        return f"not settled: undecided at {steps[-2]} and {steps[-1]} steps"
-    if "undecided" in classes[-2:] and overlap[-1]:  # an interval across a border, and nothing separates the two
-        return f"not settled: {classes[-2]} at {steps[-2]}, {classes[-1]} at {steps[-1]} steps, overlapping intervals"
-    last, before = rows[ratio].iloc[-1], rows[ratio].iloc[-2]
-    direction = "up" if last > before else "down" if last < before else "level"
-    return f"still moving ({direction}: {rows[ratio].iloc[-2]:.2f} at {steps[-2]} to {rows[ratio].iloc[-1]:.2f} at {steps[-1]})"
+    changes = pd.DataFrame() if changes is None or changes.empty else changes.sort_values("to")
+    if changes.empty or changes["change"].isna().all():
+        return f"{classes[-2]} at {steps[-2]}, {classes[-1]} at {steps[-1]} steps; no paired test (no shared seeds)"
+    last = changes.iloc[-1]
+    tested = [bootstrap.Change(c["change"], c["change_lo"], c["change_hi"], c["change_lo90"], c["change_hi90"], c["p"],
+                               int(c["seeds"])) for _, c in changes.tail(2).iterrows()]
+    same = classes[-1] == classes[-2] and classes[-1] not in ("undecided", "n/a", "")
+    where = f"{steps[-2]} to {steps[-1]} steps: {_per_doubling(last)}"
+    if same and all(t.within(STABLE_MARGIN) for t in tested):
+        span = "the last two steps" if len(tested) == 2 else "the last step"
+        return f"stable: {classes[-1]}, within +-{STABLE_MARGIN:.0%} per doubling over {span} ({where})"
+    if same and tested[-1].moved():
+        return f"class stable, ratio moving ({where})"
+    if same:
+        return f"class stable, change not resolved ({where})"
+    if "undecided" in classes[-2:]:
+        return f"undecided: {classes[-2]} at {steps[-2]}, {classes[-1]} at {steps[-1]} steps ({where})"
+    return f"moving: {classes[-2]} at {steps[-2]} to {classes[-1]} at {steps[-1]} steps ({where})"
 
 
 def fit_floor(tokens: np.ndarray, loss: np.ndarray) -> tuple[float, float, float]:
@@ -127,10 +173,43 @@ def fit_floor(tokens: np.ndarray, loss: np.ndarray) -> tuple[float, float, float
     return 0.0 if at_bound else float(e), float(a) * tokens.max() ** alpha, float(alpha)
 
 
-def trends(table: pd.DataFrame, ratio: str | None) -> pd.DataFrame:
-    """Per main-table row: its budgets, the largest, the trend of its verdict, the 1x loss's fall from
+def floor_range(tokens: np.ndarray, loss: np.ndarray, grid: int = 60) -> tuple[float, float]:
+    """The profile range of the floor E: the values of E (a grid over [0, min loss]) whose best fit of
+    A and alpha leaves a residual sum of squares within the 95% profile bound, ``SSE(E) <= SSE_min (1 +
+    F(1, n - 3) / (n - 3))`` (n budgets, 3 parameters). With four budgets one residual degree of
+    freedom is left, F(1, 1) = 161: the range is wide, and where it reaches 0 the budgets do not
+    identify a floor (the report then leaves E blank). NaNs where the fit does not run."""
+    from scipy.optimize import curve_fit
+    from scipy.stats import f as fisher
+
+    tokens, loss = np.asarray(tokens, float), np.asarray(loss, float)
+    n = len(tokens)
+    if n < 4 or not np.isfinite(loss).all():
+        return math.nan, math.nan
+    x = tokens / tokens.max()
+    values, sse = np.linspace(0.0, loss.min() * (1 - 1e-6), grid), []
+    for e in values:
+        try:
+            (a, alpha), _ = curve_fit(lambda t, a, al: e + a * t ** -al, x, loss, p0=(max(loss.min() - e, 1e-3), 0.5),
+                                      bounds=([0, 1e-3], [np.inf, 2.0]), maxfev=20000)
+            sse.append(float(((e + a * x ** -alpha - loss) ** 2).sum()))
+        except (RuntimeError, ValueError):
+            sse.append(math.inf)
+    sse = np.asarray(sse)
+    if not np.isfinite(sse).any():
+        return math.nan, math.nan
+    bound = sse.min() * (1 + fisher.ppf(0.95, 1, n - 3) / (n - 3))
+    inside = values[sse <= bound]
+    return float(inside.min()), float(inside.max())
+
+
+def trends(table: pd.DataFrame, ratio: str | None, changes: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per main-table row: its budgets, the largest, the trend of its verdict (from ``changes``,
+    paired_changes), the last step's change per doubling with its intervals, the 1x loss's fall from
     each budget to the next (``1x fall``: "B1->B2 -3.1%, ..."), and with four or more budgets the
-    fitted floor E and how far the largest budget's 1x loss is above it (``above floor``)."""
+    fitted floor E with its profile range (``floor E``, ``floor E lo`` / ``hi``: fit_floor,
+    floor_range) and how far the largest budget's 1x loss is above it (``above floor``)."""
+    changes = pd.DataFrame() if changes is None else changes
     rows = []
     for key, g in table.groupby(CELL_KEYS, sort=True):
         g = g.sort_values(BUDGET)
@@ -138,9 +217,16 @@ def trends(table: pd.DataFrame, ratio: str | None) -> pd.DataFrame:
         steps = g[BUDGET].astype(int).tolist()
         falls = [f"{steps[i]}->{steps[i + 1]} {100 * (loss[i + 1] - loss[i]) / loss[i]:+.1f}%" for i in range(len(steps) - 1)]
         e, a, alpha = fit_floor(g[TOKENS].to_numpy(float), loss)
+        e_lo, e_hi = floor_range(g[TOKENS].to_numpy(float), loss)
+        mine = changes[(changes[CELL_KEYS] == pd.Series(key, index=CELL_KEYS)).all(axis=1)] if not changes.empty else changes
+        last = mine.sort_values("to").iloc[-1] if not mine.empty else None
         rows.append({**dict(zip(CELL_KEYS, key)), "budgets": ", ".join(str(s) for s in steps), "largest": steps[-1],
                      "verdict at largest": g["label"].iloc[-1] if "label" in g else g["verdict"].iloc[-1],
-                     "trend": trend(g, ratio) if ratio else "", "1x fall": "; ".join(falls),
-                     "floor E": e, "alpha": alpha,
+                     "trend": trend(g, mine) if ratio else "",
+                     "statistic": "" if last is None else last["statistic"],
+                     **{f"last {c}": (math.nan if last is None else last[c])
+                        for c in ("change", "change_lo", "change_hi", "change_lo90", "change_hi90", "p")},
+                     "1x fall": "; ".join(falls),
+                     "floor E": e, "floor E lo": e_lo, "floor E hi": e_hi, "alpha": alpha,
                      "above floor": (loss[-1] - e) / e if np.isfinite(e) and e > 0 else math.nan})
     return pd.DataFrame(rows)

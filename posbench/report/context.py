@@ -137,8 +137,17 @@ class ReportContext:
         return budgets.budget_table(self.budget_evals, self.options.tolerance, self.token_sets)
 
     @cached_property
+    def budget_changes(self) -> pd.DataFrame:
+        """Each row's change per doubling of the budget, paired by seed (empty without budgets)."""
+        if not self.has_budgets:
+            return pd.DataFrame()
+        return budgets.paired_changes(self.budget_evals, self.token_sets)
+
+    @cached_property
     def budget_trends(self) -> pd.DataFrame:
-        return budgets.trends(self.budget_table, self.ratio_column) if self.has_budgets else pd.DataFrame()
+        if not self.has_budgets:
+            return pd.DataFrame()
+        return budgets.trends(self.budget_table, self.ratio_column, self.budget_changes)
 
     @cached_property
     def ratio_column(self) -> str | None:

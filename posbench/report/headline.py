@@ -87,6 +87,7 @@ def lm_headline(table: pd.DataFrame, conv: pd.DataFrame, windowed: bool = False,
     rows = rows.sort_values(["model", "train_len", "_p", "rank_mean_log_ppl", "variant"], na_position="last")
     panel_of = panel_label(rows, ["protocol", "model", "train_len"])
     has_far = "far_gain" in rows and rows["far_gain"].notna().any()
+    has_equal = "equal_ctx" in rows and rows["equal_ctx"].notna().any()
     budget = budgets(conv, ["encoding", "model", "train_len"])
     trend_of = None if trends is None or trends.empty else {
         (t["protocol"], t["variant"], t["model"], t["train_len"]): t["trend"] for _, t in trends.iterrows()}
@@ -104,6 +105,10 @@ def lm_headline(table: pd.DataFrame, conv: pd.DataFrame, windowed: bool = False,
             s[f"{ratio} [95%]"] = (with_interval(r[ratio], r[f"{ratio}_lo"], r[f"{ratio}_hi"]) if pd.notna(r[ratio])
                                    else r.get(f"{longest}_note") or "n/e")
             k[f"{ratio} [95%]"] = r[ratio]
+            if has_equal:  # the statistic the verdict was read from, beside the descriptive ratio
+                s[f"{longest} on equal context [95%]"] = (with_interval(r["equal_ctx"], r["equal_ctx_lo"], r["equal_ctx_hi"])
+                                                          if pd.notna(r.get("equal_ctx")) else "no window control")
+                k[f"{longest} on equal context [95%]"] = r.get("equal_ctx")
         if "1x" in r:  # a sweep evaluated only at longer multiples has no 1x column
             s["1x perplexity [95%]"], k["1x perplexity [95%]"] = with_interval(r["1x"], r["1x_lo"], r["1x_hi"]), r["1x"]
         if "rank_mean_log_ppl" in r:

@@ -87,6 +87,10 @@ def verdict_entry(r: pd.Series, ratio: str, n: int) -> str:
     rank = f", rank {int(r['rank_1x'])}/{n}" if pd.notna(r.get("rank_1x")) else ""
     far = (f"; window control x{r['far_gain']:.3f} [{r['far_gain_lo']:.3f}, {r['far_gain_hi']:.3f}]"
            if pd.notna(r.get("far_gain")) and pd.notna(r.get("far_gain_lo")) else "")
+    if pd.notna(r.get("equal_ctx")):  # the verdict's own statistic first, the descriptive ratio beside it
+        eq = f"{r['equal_ctx']:.2f} [{r['equal_ctx_lo']:.2f}, {r['equal_ctx_hi']:.2f}]" if pd.notna(r.get("equal_ctx_lo")) \
+            else f"{r['equal_ctx']:.2f} (no interval)"
+        return f"`{r['variant']}` {eq} on equal context ({ratio} {r[ratio]:.2f}{span}; 1x {r['1x']:.2f}{rank}{far})"
     return f"`{r['variant']}` {r[ratio]:.2f}{span} (1x {r['1x']:.2f}{rank}{far})"
 
 
@@ -130,7 +134,11 @@ def panel_items(sub: pd.DataFrame, tolerance: float) -> tuple[str, list[str]]:
     plain, controls = sub[~windowed], sub[windowed]
     items = []
     if ratio in sub and len(cols) > 1:
-        lead += f", {ratio} ({max_len} tokens against {train_len}):"
+        if "equal_ctx" in plain and plain["equal_ctx"].notna().any():
+            lead += (f", the verdict on equal context at {max_len} tokens (against the best the same weights do with at "
+                     f"most {train_len} keys per token), {ratio} beside it:")
+        else:
+            lead += f", {ratio} ({max_len} tokens against {train_len}):"
         n = int(plain["1x"].notna().sum())
         classes = {v: [] for v in VERDICTS}
         undefined, unevaluated = [], []

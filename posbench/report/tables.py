@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from posbench.report import bootstrap
-from posbench.report.stats import ALPHA
+from posbench.report.stats import ALPHA, format_p
 from posbench.report.verdicts import (
     far_context_class,
     interval_verdict,
@@ -24,6 +24,7 @@ from posbench.report.verdicts import (
 
 NOT_DEFINED = "n/d"  # evaluated, and the encoding cannot represent the length (a learned table past its size)
 NOT_EVALUATED = "n/e"  # no record (for some seed) at that length on the compared token set
+ONE_DOC = "(1 doc)"  # leaving one scored document out turns the sign of the difference to the best
 NOT_RESOLVABLE = "n/r"  # a comparison with the best that the seeds there are cannot resolve (bootstrap.compare)
 UNRECORDED_SET = "(not recorded)"  # records made before token sets were named
 CELL_KEYS = ["protocol", "variant", "model", "train_len"]  # one table row per cell, seeds aggregated
@@ -148,11 +149,14 @@ def main_table(evals: pd.DataFrame, tolerance: float, token_sets: dict | None = 
     (against the lowest mean of the column in the same panel), ``<m>x_test`` (which test:
     bootstrap.compare), ``<m>x_unresolved`` (why there is no p-value, e.g. "not resolvable with 1
     seed") and ``<m>x_p_holm`` (Holm-adjusted over the panel's comparisons), ``<m>x_best``;
-    ``<M>x/1x`` (the longest multiple's ratio) with ``_lo`` / ``_hi`` and ``verdict`` (flat / mild /
+    ``<M>x/1x`` (the longest multiple's ratio, descriptive) with ``_lo`` / ``_hi`` and ``verdict`` (flat / mild /
     broken when the interval lies inside one class, else undecided); ``far_gain`` with ``_lo`` /
     ``_hi`` (the longest length's perplexity with a window of train_len keys over without it, from
     the row's ``+swaL`` control: above 1, the row uses context past train_len) and ``far_context``
-    (verdicts.far_context_class); ``label`` (the verdict, a flat one qualified by far_context);
+    (verdicts.far_context_class); ``equal_ctx`` with ``_lo`` / ``_hi``, the verdict's statistic on equal
+    context where the row has a window control (bootstrap.equal_context_stats: then ``verdict`` is read
+    from it, ``verdict_16x_1x`` keeps the ratio's class, ``verdict_basis`` says which);
+    ``label`` (the verdict, a flat one qualified by far_context);
     ``mean_log_ppl`` (mean log-perplexity over the evaluated lengths) with ``_lo`` / ``_hi``;
     ``rank_1x`` and ``rank_mean_log_ppl`` within the panel, tied where no test separates two rows
     (bootstrap.tied_ranks); ``extrapolation_len`` (from the mean curve) and
@@ -186,6 +190,7 @@ def main_table(evals: pd.DataFrame, tolerance: float, token_sets: dict | None = 
                 ratio = f"{fmt_multiple(ms[-1])}/1x"
                 row[ratio], row[f"{ratio}_lo"], row[f"{ratio}_hi"] = bootstrap.ratio_stats(c, len(ms) - 1)
                 row["verdict"] = interval_verdict(row[f"{ratio}_lo"], row[f"{ratio}_hi"], row[ratio], tolerance)
+                row["verdict_16x_1x"] = row["verdict"]  # descriptive: _far_context reads the verdict on equal context
                 lengths = [round(key[3] * m) for m in ms]
                 row["extrapolation_len"] = extrapolation_length(lengths, np.array(means), tolerance)
                 row["extrapolation_len_min"] = summary.loc[
@@ -203,7 +208,7 @@ def main_table(evals: pd.DataFrame, tolerance: float, token_sets: dict | None = 
         table[name] = math.nan
         for _, idx in table.groupby(PANEL_KEYS + ["windowed"]).groups.items():
             table.loc[idx, name] = bootstrap.tied_ranks([reps[key(i)] for i in idx], k)
-    _far_context(table, reps, ms)
+    _far_context(table, reps, ms, tolerance)
     _mark_best(table, reps, ms)
     return table
 
@@ -221,11 +226,16 @@ def far_control(variant: str) -> str:
     return f"{variant}+swaL"
 
 
-def _far_context(table: pd.DataFrame, reps: dict, ms: list[float]) -> None:
-    """Fill ``far_gain`` (and its interval), ``far_context`` and ``label`` of every unwindowed row whose
-    window control was scored at the longest multiple; rows without one say so in ``far_context``."""
+def _far_context(table: pd.DataFrame, reps: dict, ms: list[float], tolerance: float) -> None:
+    """Fill, for every unwindowed row whose window control was scored at the longest multiple,
+    ``far_gain`` (and its interval: the window control over the row), ``far_context``, the statistic on
+    equal context ``equal_ctx`` (and its interval: bootstrap.equal_context_stats) and ``verdict`` read
+    from it (``verdict_basis`` says which: EQUAL_CONTEXT, or ONLY_16X_1X where the row has no window
+    control and its verdict stays the M/1x one, on unequal context: ``only_ratio``); then ``label``."""
     table["far_gain"], table["far_gain_lo"], table["far_gain_hi"] = math.nan, math.nan, math.nan
+    table["equal_ctx"], table["equal_ctx_lo"], table["equal_ctx_hi"] = math.nan, math.nan, math.nan
     table["far_context"] = ""
+    table["verdict_basis"] = ""
     key = lambda i: tuple(table.loc[i, k] for k in CELL_KEYS)  # noqa: E731
     names = set(zip(*(table[k] for k in CELL_KEYS)))
     if ms and ms[-1] > 1:
@@ -234,14 +244,27 @@ def _far_context(table: pd.DataFrame, reps: dict, ms: list[float]) -> None:
             control = (k[0], far_control(k[1]), *k[2:])
             if control not in names:
                 table.loc[i, "far_context"] = NO_CONTROL
+                table.loc[i, "verdict_basis"] = only_ratio(ms[-1]) if 1.0 in ms else ""
                 continue
             gain = bootstrap.pair_ratio_stats(reps[control], reps[k], len(ms) - 1)
             table.loc[i, ["far_gain", "far_gain_lo", "far_gain_hi"]] = gain
             table.loc[i, "far_context"] = far_context_class(gain[1], gain[2])
+            if 1.0 in ms:
+                eq = bootstrap.equal_context_stats(reps[k], reps[control], len(ms) - 1)
+                table.loc[i, ["equal_ctx", "equal_ctx_lo", "equal_ctx_hi"]] = eq
+                if pd.notna(eq[0]):
+                    table.loc[i, "verdict"] = interval_verdict(eq[1], eq[2], eq[0], tolerance)
+                    table.loc[i, "verdict_basis"] = EQUAL_CONTEXT
     table["label"] = [qualified_verdict(r.get("verdict", ""), r["far_context"]) for _, r in table.iterrows()]
 
 
 NO_CONTROL = "no window control"
+EQUAL_CONTEXT = "equal context"  # the verdict read from ppl(M) / min(ppl(1x), its window control's ppl(M))
+
+
+def only_ratio(longest: float) -> str:
+    """The verdict basis of a row without a window control: its ratio to 1x alone, on unequal context."""
+    return f"{fmt_multiple(longest)}/1x only (no window control: unequal context)"
 
 
 def _mark_best(table: pd.DataFrame, reps: dict, ms: list[float]) -> None:
@@ -257,6 +280,9 @@ def _mark_best(table: pd.DataFrame, reps: dict, ms: list[float]) -> None:
         table[f"{col}_best"] = False
         table[f"{col}_test"] = ""
         table[f"{col}_unresolved"] = ""
+        table[f"{col}_loo"] = ""  # the difference to the best with each document left out (range of the ratio)
+        table[f"{col}_doc_share"] = math.nan
+        table[f"{col}_one_doc"] = False
     key = lambda i: tuple(table.loc[i, k] for k in CELL_KEYS)  # noqa: E731
     # the family: the unwindowed rows of a panel against their best (windowed rows are controls, not contenders)
     for _, idx in table[~table["windowed"]].groupby(PANEL_KEYS).groups.items():
@@ -273,6 +299,10 @@ def _mark_best(table: pd.DataFrame, reps: dict, ms: list[float]) -> None:
                     result = bootstrap.compare(reps[key(i)], reps[key(best)], k)
                     table.loc[i, f"{col}_test"] = result.test
                     table.loc[i, f"{col}_unresolved"] = result.note
+                    if np.isfinite(result.loo_lo):
+                        table.loc[i, f"{col}_loo"] = f"{math.exp(result.loo_lo):.4f} to {math.exp(result.loo_hi):.4f}"
+                        table.loc[i, f"{col}_doc_share"] = result.doc_share
+                        table.loc[i, f"{col}_one_doc"] = result.one_document
                     if np.isfinite(result.p):
                         family.append((i, col, result.p))
         for (i, col, p), adjusted in zip(family, bootstrap.holm([p for *_, p in family])):
@@ -282,7 +312,11 @@ def _mark_best(table: pd.DataFrame, reps: dict, ms: list[float]) -> None:
 
 def comparisons(table: pd.DataFrame) -> pd.DataFrame:
     """The pre-declared comparisons (``pairs.csv``): every row of a panel against the best (lowest
-    mean) of each column, with the raw and Holm-adjusted p-values and the correction named."""
+    mean) of each column, with the raw and Holm-adjusted p-values (as the report prints them: "< 0.001"
+    below 0.001, where the t tail of a few seeds' variance is no probability the data can support)
+    and the correction named, and how much one document carries: the ratio's range with each
+    document left out, the largest document's share of the difference, and whether one document's
+    removal turns its sign (bootstrap.Comparison)."""
     rows = []
     for panel, sub in table.groupby(PANEL_KEYS, sort=True):
         family = int(sum(sub[f"{c}_p_vs_best"].notna().sum() for c in multiple_columns(sub)))
@@ -297,8 +331,11 @@ def comparisons(table: pd.DataFrame) -> pd.DataFrame:
                              "b (best)": b["variant"], "seeds": int(r["seeds"]), "interval": r["interval"],
                              "ppl_a": r[col], "ppl_b": b[col], "ppl_ratio_a_over_b": r[col] / b[col],
                              "test": r.get(f"{col}_test", ""), "not_resolvable": r.get(f"{col}_unresolved", ""),
-                             "p_value": r[f"{col}_p_vs_best"], "p_holm": r[f"{col}_p_holm"],
+                             "p_value": format_p(r[f"{col}_p_vs_best"], 3), "p_holm": format_p(r[f"{col}_p_holm"], 3),
                              "significant": bool(r[f"{col}_p_holm"] < ALPHA),
+                             "ratio_leave_one_document_out": r.get(f"{col}_loo", ""),
+                             "largest_document_share": r.get(f"{col}_doc_share", math.nan),
+                             "one_document_decides_sign": bool(r.get(f"{col}_one_doc", False)),
                              "correction": f"Holm over the {family} comparisons of this panel (each row against the "
                                            "best of each column)"})
     return pd.DataFrame(rows)
@@ -330,12 +367,22 @@ def display_table(table: pd.DataFrame, markdown: bool = True) -> pd.DataFrame:
                 s += approx
             elif r.get(f"{col}_unresolved"):
                 s += f" {NOT_RESOLVABLE}"
+            if r.get(f"{col}_one_doc"):
+                s += f" {ONE_DOC}"
             cells.append(s)
         out[col] = cells
     for col in [c for c in table.columns if c.endswith("/1x")]:
         longest = col.split("/")[0]
+        equal = "equal_ctx" in table and table["equal_ctx"].notna().any()
+        # the ratio on its own where a verdict on equal context stands beside it; else the verdict after it
         out[col] = [(r.get(f"{longest}_note") or NOT_EVALUATED) if pd.isna(r[col])
-                    else f"{r[col]:.2f}{span(r, col, '.2f')} {r.get('label') or r['verdict']}" for _, r in table.iterrows()]
+                    else f"{r[col]:.2f}{span(r, col, '.2f')}" + ("" if equal and pd.notna(r.get("equal_ctx"))
+                                                               else f" {r.get('label') or r['verdict']}")
+                    for _, r in table.iterrows()]
+        if equal:
+            out[f"{longest} on equal context"] = [
+                "" if pd.isna(r.get("equal_ctx")) else f"{r['equal_ctx']:.2f}{span(r, 'equal_ctx', '.2f')} {r.get('label') or r['verdict']}"
+                for _, r in table.iterrows()]
         if "far_gain" in table and table["far_gain"].notna().any():
             out[f"window control / full at {longest}"] = [
                 "" if pd.isna(r["far_gain"]) else f"{r['far_gain']:.3f}{span(r, 'far_gain', '.3f')}"

@@ -11,39 +11,68 @@ from posbench.report import budgets
 from tests.helpers import records
 
 
-def rows(spec, ratio="16x/1x"):
-    """spec: [(steps, ratio, lo, hi, verdict)] -> one row per budget."""
-    return pd.DataFrame([{budgets.BUDGET: s, ratio: r, f"{ratio}_lo": lo, f"{ratio}_hi": hi, "verdict": v}
-                         for s, r, lo, hi, v in spec])
+def rows(spec):
+    """spec: [(steps, verdict)] -> one row per budget."""
+    return pd.DataFrame([{budgets.BUDGET: s, "verdict": v} for s, v in spec])
 
 
-@pytest.mark.parametrize("spec, words", [
-    # the same class at the last three budgets with overlapping intervals: settled since the first of them
-    ([(600, 1.6, 1.5, 1.7, "broken"), (1200, 1.02, 1.00, 1.04, "flat"), (2400, 1.01, 0.99, 1.03, "flat"),
-      (4800, 1.02, 1.00, 1.04, "flat")], "settled since 1200 steps, 16x/1x 1.02 at 1200 to 1.02 at 4800"),
-    # the class holds and every interval overlaps the next while the ratio nearly triples: settled, and the
-    # ratio says how far it moved (RoPE in the budget study)
-    ([(600, 2.71, 2.12, 3.46, "broken"), (1200, 4.25, 3.23, 5.59, "broken"), (2400, 5.97, 4.52, 7.87, "broken"),
-      (4800, 7.59, 4.62, 12.49, "broken")], "settled since 600 steps, 16x/1x 2.71 at 600 to 7.59 at 4800"),
-    # flat to mild at the last budget: still moving, up
-    ([(600, 0.98, 0.97, 0.99, "flat"), (1200, 1.01, 1.00, 1.02, "flat"), (2400, 1.10, 1.07, 1.13, "mild")],
-     "still moving (up: 1.01 at 1200 to 1.10 at 2400)"),
-    # the same class, but the intervals no longer overlap: still moving
-    ([(600, 2.0, 1.9, 2.1, "broken"), (1200, 3.0, 2.8, 3.2, "broken")], "still moving (up: 2.00 at 600 to 3.00 at 1200)"),
-    # broken to flat: moving down (T5 in a long run)
-    ([(600, 2.4, 2.2, 2.6, "broken"), (1200, 1.03, 1.01, 1.05, "flat")], "still moving (down: 2.40 at 600 to 1.03 at 1200)"),
-    # undecided twice is no settled verdict
-    ([(600, 1.05, 1.03, 1.08, "undecided"), (1200, 1.05, 1.03, 1.08, "undecided")],
-     "not settled: undecided at 600 and 1200 steps"),
-    # broken, then undecided with the intervals overlapping: no change is measured, nor a verdict
-    ([(2400, 3.99, 1.49, 10.66, "broken"), (4800, 5.77, 1.17, 28.42, "undecided")],
-     "not settled: broken at 2400, undecided at 4800 steps, overlapping intervals"),
-    # broken, then undecided clear of it: still moving
-    ([(600, 2.0, 1.9, 2.1, "broken"), (1200, 1.1, 0.98, 1.3, "undecided")], "still moving (down: 2.00 at 600 to 1.10 at 1200)"),
-    ([(600, 1.0, 0.99, 1.01, "flat")], "one budget"),
+def changes(spec):
+    """spec: [(from, to, change, lo, hi, lo90, hi90)] -> paired_changes rows of one row."""
+    return pd.DataFrame([{"from": a, "to": b, "statistic": budgets.EQUAL, "change": c, "change_lo": lo, "change_hi": hi,
+                          "change_lo90": lo90, "change_hi90": hi90, "p": 0.5, "seeds": 3} for a, b, c, lo, hi, lo90, hi90 in spec])
+
+
+FLAT3 = [(1200, "flat"), (2400, "flat"), (4800, "flat")]
+
+
+@pytest.mark.parametrize("spec, steps, words", [
+    # the same decided class and both last steps bounded within +-5% per doubling (their 90% intervals): stable
+    (FLAT3, [(1200, 2400, 1.00, 0.97, 1.03, 0.98, 1.02), (2400, 4800, 0.99, 0.97, 1.02, 0.975, 1.01)],
+     "stable: flat, within +-5% per doubling over the last two steps (2400 to 4800 steps: x0.99 per doubling [0.97, 1.02])"),
+    # the last step bounded, the one before not: no "stable" (the issue's back-test: T5 looked settled, then fell)
+    (FLAT3, [(1200, 2400, 1.08, 1.06, 1.10, 1.065, 1.095), (2400, 4800, 1.00, 0.99, 1.01, 0.992, 1.008)],
+     "class stable, change not resolved (2400 to 4800 steps: x1.00 per doubling [0.99, 1.01])"),
+    # the class holds while the ratio grows, resolved by the paired test (RoPE in the budget study)
+    ([(2400, "broken"), (4800, "broken")], [(2400, 4800, 1.32, 1.13, 1.55, 1.16, 1.50)],
+     "class stable, ratio moving (2400 to 4800 steps: x1.32 per doubling [1.13, 1.55])"),
+    # the class holds, and neither test decides whether the ratio moved
+    ([(2400, "broken"), (4800, "broken")], [(2400, 4800, 1.20, 0.90, 1.60, 0.95, 1.52)],
+     "class stable, change not resolved (2400 to 4800 steps: x1.20 per doubling [0.90, 1.60])"),
+    # a change of class between decided verdicts: moving, whichever way
+    ([(600, "broken"), (1200, "flat")], [(600, 1200, 0.45, 0.40, 0.50, 0.41, 0.49)],
+     "moving: broken at 600 to flat at 1200 steps (600 to 1200 steps: x0.45 per doubling [0.40, 0.50])"),
+    # an undecided verdict at one of the last two budgets: no stability claimed
+    ([(2400, "undecided"), (4800, "undecided")], [(2400, 4800, 0.80, 0.75, 0.85, 0.76, 0.84)],
+     "undecided: undecided at 2400, undecided at 4800 steps (2400 to 4800 steps: x0.80 per doubling [0.75, 0.85])"),
+    ([(600, "flat")], [], "one budget"),
 ])
-def test_trend_words(spec, words):
-    assert budgets.trend(rows(spec).sample(frac=1, random_state=0), "16x/1x") == words
+def test_trend_words(spec, steps, words):
+    assert budgets.trend(rows(spec).sample(frac=1, random_state=0), changes(steps)) == words
+
+
+def seeded(budget_ratio, seeds=3, noise=0.01):
+    """Made-up records whose 2x/1x differs by seed: {(variant, steps): ratio} with seed s's ratio
+    multiplied by 1 + noise (s - 1) and its 1x by a seed factor of its own."""
+    evals = records({key: (5.0, 5.0 * r) for key, r in budget_ratio.items()}, seeds=seeds)
+    bump = 1 + noise * (evals["seed"] - 1) * (evals["multiple"] == 2.0) * ((evals["budget_steps"] // 600) % 3 - 1)
+    return evals.assign(ppl=evals["ppl"] * bump)
+
+
+def test_a_made_up_change_is_found_and_none_is_invented():
+    """Paired by seed: a row whose 2x/1x grows by 1.3x per doubling is "class stable, ratio moving" with
+    the change inside its interval; a row whose ratio stays put (seed noise of 1%) is "stable"."""
+    evals = seeded({("grows", 600): 1.5, ("grows", 1200): 1.95, ("grows", 2400): 2.535,
+                    ("level", 600): 1.00, ("level", 1200): 1.00, ("level", 2400): 1.00})
+    found = budgets.paired_changes(evals)
+    grows = found[found["variant"] == "grows"].sort_values("to")
+    assert grows["change"].tolist() == pytest.approx([1.3, 1.3], rel=0.03)
+    assert (grows["change_lo"] > 1).all() and (grows["change_lo"] <= 1.3).all() and (grows["change_hi"] >= 1.3).all()
+    level = found[found["variant"] == "level"]
+    assert (level["change_lo"] < 1).all() and (level["change_hi"] > 1).all()  # no change invented
+    trends = budgets.trends(budgets.budget_table(evals, 0.05), "2x/1x", found).set_index("variant")
+    assert trends.loc["grows", "trend"].startswith("class stable, ratio moving (1200 to 2400 steps: x1.30")
+    assert trends.loc["level", "trend"].startswith("stable: flat")
+    assert trends.loc["grows", "last change"] == pytest.approx(1.3, rel=0.03)
 
 
 def test_the_floor_of_a_power_law_is_found():
@@ -74,8 +103,8 @@ def test_the_main_table_reads_the_largest_budget_and_the_budget_table_every_one(
     a = table[table["variant"] == "a"].set_index(budgets.BUDGET)
     assert a.loc[600, "1x"] == pytest.approx(6.0, rel=1e-3) and a.loc[1200, "2x/1x"] == pytest.approx(5.1 / 5.0, rel=1e-3)
     assert a.loc[600, budgets.TOKENS] == 600 * 256
-    trends = budgets.trends(table, "2x/1x").set_index("variant")
-    assert trends.loc["a", "largest"] == 1200 and trends.loc["a", "trend"].startswith("still moving (down")
+    trends = budgets.trends(table, "2x/1x", budgets.paired_changes(evals)).set_index("variant")
+    assert trends.loc["a", "largest"] == 1200 and trends.loc["a", "trend"].startswith("moving: broken at 600 to flat at 1200")
     assert trends.loc["a", "1x fall"].startswith("600->1200 -")
 
 

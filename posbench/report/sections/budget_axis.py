@@ -21,6 +21,28 @@ def _cell(r, col: str, fmt: str = ".2f") -> str:
     return f"{r[col]:{fmt}}{span}"
 
 
+TREND = ("`change per doubling`: how the verdict's statistic (on equal context where the row has a window control, "
+         "else its ratio to 1x) moved from the budget before, per doubling of the budget, paired by seed (the budgets of "
+         "one seed are cool-downs of one trunk, scored on the same documents) [95% interval]. `trend`, from these tests: "
+         "**stable** only where an equivalence test bounds the change within +-{margin:.0%} per doubling (two one-sided "
+         "tests at 5%: its 90% interval inside) at each of the last two steps and the class is the same, decided, at the "
+         "last two budgets; **class stable, ratio moving** where the class holds and the last step's interval excludes "
+         "no change; **class stable, change not resolved** where the class holds and neither test decides; **moving** "
+         "where the class changes; **undecided** where one of the last two verdicts is. `1x fall`: the relative change "
+         "of the 1x loss (log perplexity) from each budget to the next, between annealed models (this, not the fall "
+         "within one schedule, says whether a row is still learning). With four or more budgets, `floor E`: the fitted "
+         "L(T) = E + A T^-alpha of the 1x loss against training tokens with its 95% profile range, and how far the "
+         "largest budget's loss lies `above floor`; blank where the profile range reaches 0 (the budgets do not "
+         "identify a floor).")
+
+
+def _change(c) -> str:
+    if c is None or pd.isna(c["change"]):
+        return ""
+    span = f" [{c['change_lo']:.2f}, {c['change_hi']:.2f}]" if pd.notna(c["change_lo"]) else ""
+    return f"x{c['change']:.2f}{span}"
+
+
 CONTROL = ("`window / full`: the row's perplexity at the longest length with a window of train_len keys over "
            "without it, at that budget (above 1: the model uses context past train_len). ")
 
@@ -30,17 +52,18 @@ class BudgetAxis(Section):
     order = 42  # after the training budget (40) and its during-training probes (41)
     files = (Output("budgets.csv", "the main table at every training budget"),
              Output("budget_trends.csv", "each row's trend over its budgets and its distance from the fitted floor"),
-             Output("budgets.png", "1x perplexity and the longest ratio against training tokens, one line per row"))
+             Output("budgets.png", "1x perplexity and the longest ratio against training tokens, one line per row, and "
+                                   "the verdict's change per doubling of the budget with its 95% interval"))
 
     def applies(self, ctx) -> bool:
         return ctx.has_lm and ctx.has_budgets and ctx.ratio_column is not None
 
     def build(self, ctx, out) -> list:
-        table, trends, ratio = ctx.budget_table, ctx.budget_trends, ctx.ratio_column
+        table, trends, ratio, changes = ctx.budget_table, ctx.budget_trends, ctx.ratio_column, ctx.budget_changes
         out.csv("budgets.csv", table)
         out.csv("budget_trends.csv", trends)
         plain = table[~table["windowed"]]
-        out.figure("budgets.png", plot_budget_axis, plain, ratio)
+        out.figure("budgets.png", plot_budget_axis, plain, ratio, changes)
         shown = pd.DataFrame({
             "row": plain["variant"], "model": plain["model"], "train_len": plain["train_len"],
             "budget (steps)": plain[budgets.BUDGET].astype(int),
@@ -48,31 +71,33 @@ class BudgetAxis(Section):
             "1x": [_cell(r, "1x") for _, r in plain.iterrows()],
             ratio: [_cell(r, ratio) for _, r in plain.iterrows()],
             "verdict": plain["label"] if "label" in plain else plain["verdict"]})
+        if "equal_ctx" in plain and plain["equal_ctx"].notna().any():  # the verdict's own statistic beside it
+            shown.insert(len(shown.columns) - 1, f"{ratio.split('/')[0]} on equal context",
+                         [_cell(r, "equal_ctx") if pd.notna(r["equal_ctx"]) else "" for _, r in plain.iterrows()])
+        if not changes.empty:  # each budget's change from the one before, per doubling, paired by seed
+            step = {(r["protocol"], r["variant"], r["model"], r["train_len"], int(r["to"])): r for _, r in changes.iterrows()}
+            shown["change per doubling"] = [
+                _change(step.get((r["protocol"], r["variant"], r["model"], r["train_len"], int(r[budgets.BUDGET]))))
+                for _, r in plain.iterrows()]
         if "far_gain" in plain and plain["far_gain"].notna().any():  # the window control beside the row it qualifies
             shown.insert(len(shown.columns) - 1, "window / full",
                          [_cell(r, "far_gain", ".3f") if pd.notna(r["far_gain"]) else "" for _, r in plain.iterrows()])
         # one row's budgets together, as its trend reads them (budgets.csv keeps the table's order: by budget)
         shown = shown.sort_values(["row", "model", "train_len", "budget (steps)"], kind="stable")
-        shown_trends = trends.assign(**{
-            "floor E": ["none found" if v == 0 else f"{v:.3f}" if np.isfinite(v) else "" for v in trends["floor E"]],
-            "alpha": [f"{v:.2f}" if np.isfinite(v) else "" for v in trends["alpha"]],
-            "above floor": [f"{100 * v:.1f}%" if np.isfinite(v) else "" for v in trends["above floor"]]})
+        identified = [np.isfinite(lo) and lo > 0 for lo in trends["floor E lo"]]  # blank where the profile reaches 0
+        shown_trends = trends[["protocol", "variant", "model", "train_len", "budgets", "largest", "verdict at largest",
+                               "trend", "1x fall"]].assign(**{
+            "floor E [profile]": [f"{v:.3f} [{lo:.3f}, {hi:.3f}]" if ok else "" for v, lo, hi, ok in
+                                  zip(trends["floor E"], trends["floor E lo"], trends["floor E hi"], identified)],
+            "alpha": [f"{v:.2f}" if np.isfinite(v) and ok else "" for v, ok in zip(trends["alpha"], identified)],
+            "above floor": [f"{100 * v:.1f}%" if np.isfinite(v) and ok else "" for v, ok in zip(trends["above floor"], identified)]})
         return [Heading("Verdicts by training budget"),
                 Para("The same configurations trained for several budgets, each an annealed model of its budget "
                      "(with `train.budgets`: a cool-down branch of one warmup-stable-decay trunk, equal to a run of "
                      "that budget). Each budget's numbers are the main table's for the records at that budget "
                      "[95% intervals over text and seeds]; the main table and the summary read the largest. "
-                     + (CONTROL if "window / full" in shown else "") +
-                     "`trend`: **settled since B** when the verdict class is the same at every budget from B on "
-                     "and consecutive intervals overlap (with the ratio at B and at the largest budget: a class can "
-                     "hold while its ratio grows); **not settled** when the last two budgets' verdicts are both "
-                     "undecided, or one is and their intervals overlap; else **still moving** (which way, from the budget "
-                     "before the largest). `1x fall`: the relative change of the 1x loss (log perplexity) from each "
-                     "budget to the next, between annealed models (this, not the fall within one schedule, says "
-                     "whether a row is still learning). With four or more budgets, `floor E`: the fitted "
-                     "L(T) = E + A T^-alpha of the 1x loss against training tokens, and how far the largest "
-                     "budget's loss lies `above floor`; `none found` where the fit put E at 0 (the losses "
-                     "fall as a pure power law: no floor within these budgets' reach)."),
+                     + (CONTROL if "window / full" in shown else "")
+                     + TREND.format(margin=budgets.STABLE_MARGIN)),
                 Table(shown.reset_index(drop=True)),
                 Image("budgets.png", self.files[2].description),
                 Table(shown_trends)]

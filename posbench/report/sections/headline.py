@@ -22,8 +22,7 @@ class Headline(Section):
             shown, keys, classes = headline.lm_headline(ctx.table, conv, trends=trends)
             blocks += [Table(shown, keys, classes, css="headline"),
                        Para("One row per encoding, best rank first"
-                            + (f"; `{ratio}`: the longest multiple's perplexity over 1x, and the verdict its 95% interval "
-                               "supports" if ratio else "")
+                            + (headline_ratio_words(ratio, shown) if ratio else "")
                             + "; `rank`: by mean log-perplexity over the lengths (tied where no test separates two rows)"
                             + ("; `window / full`: perplexity at the longest length with a window of train_len keys "
                                "over without it (above 1: the row uses far context)"
@@ -48,3 +47,14 @@ class Headline(Section):
                             "examples and seeds], mean beyond train_len, and the effective length; read each row "
                             "against its task's chance row.")]
         return blocks + [Contents()]
+
+
+def headline_ratio_words(ratio: str, shown) -> str:
+    longest = ratio.split("/")[0]
+    if f"{longest} on equal context [95%]" not in shown:
+        return f"; `{ratio}`: the longest multiple's perplexity over 1x, and the verdict its 95% interval supports"
+    return (f"; `verdict`: read from `{longest} on equal context`, the {longest} perplexity over the best the same weights "
+            f"do with at most train_len keys per token (the lower of their 1x and their window control at {longest}), "
+            f"by its 95% interval (rows without a window control: from `{ratio}`, on unequal context); `{ratio}`: the "
+            "ratio to 1x on non-overlapping windows, descriptive (a 1x token sees half the keys a local model's "
+            f"{longest} token sees)")

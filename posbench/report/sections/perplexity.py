@@ -12,6 +12,7 @@ from posbench.report.tables import (
     NOT_DEFINED,
     NOT_EVALUATED,
     NOT_RESOLVABLE,
+    ONE_DOC,
     comparisons,
     display_table,
     latex_table,
@@ -52,6 +53,7 @@ class Perplexity(Section):
         ratio = ctx.ratio_column
         over = " and ".join(sorted(set(table["interval"])))
         has_far = "far_gain" in table and table["far_gain"].notna().any()
+        has_equal = "equal_ctx" in table and table["equal_ctx"].notna().any()
         return [
             Heading("Perplexity by evaluation length"),
             Para(f"Perplexity: the geometric mean over seeds [95% interval over {over}: Student's t on the per-seed "
@@ -61,21 +63,40 @@ class Perplexity(Section):
                  f"{ALPHA}; rows of other weights are tested over seeds, rows of the same weights over documents); "
                  f"`{NOT_RESOLVABLE}`: the difference from the best cannot be resolved with the seeds there are "
                  "(one seed: no seed variance to test a difference between two trained models against). "
+                 f"`{ONE_DOC}`: leaving one scored document out turns the sign of the difference from the best "
+                 "(`pairs.csv` gives each difference's range with each document left out and the largest document's "
+                 "share). "
                  f"`{NOT_DEFINED}`: the encoding is not defined at that length (a learned table past its size); "
                  f"`{NOT_EVALUATED}`: not evaluated at that length (for at least one seed) on the compared tokens. "
-                 + (f"`{ratio}`: the longest multiple's perplexity over 1x, its interval and verdict: "
-                    f"flat when the whole interval is within {1 + tolerance:g}, mild inside ({1 + tolerance:g}, "
-                    f"{MILD_LIMIT:g}], broken above {MILD_LIMIT:g}, undecided when it straddles a border; a flat row "
-                    "with a window control says whether it uses far context. " if ratio else "")
+                 + (verdict_legend(ratio, tolerance, has_equal) if ratio else "")
                  + (f"`window control / full`: perplexity at the longest length with a sliding window of train_len keys "
                     "in every layer (the row's `+swaL`) over without it, same weights and documents: above "
                     f"{1 + FAR_MARGIN:g} (the whole interval) the row **uses far context**; below, it is **local** (it "
                     "gains nothing from keys past train_len, whatever its ratio). " if has_far else "")
                  + "`mean log-ppl (rank)`: the mean log-perplexity over every evaluated length, with the row's rank in its "
-                 "panel (tied where no test separates two rows; low only for a row good at 1x and at every length). "
+                 "panel (low only for a row good at 1x and at every length; tied where no test separates two rows, each "
+                 f"pair tested on its own at {ALPHA}, not adjusted for multiplicity: a rank orders, the Holm-corrected ≈ "
+                 "marks test). "
                  f"`extrap. len`: the longest length up to which every evaluated length stays within {tolerance:.0%} of 1x. "
                  "Rows with an evaluation-time window (`+bca`, `+swa…`, StreamingLLM's `+streaming`) are controls: read them beside the row without it."
                  + "".join(f" {note}" for note in row_caveats(table["variant"]))),
             Table(shown),
             Image("ppl_vs_length.png", "perplexity against evaluation length (bands: 95% interval over text and seeds)"),
         ]
+
+
+def verdict_legend(ratio: str, tolerance: float, equal: bool) -> str:
+    """The words for the ratio and verdict columns: where rows have a window control the verdict is read on
+    equal context (docs/protocols.md), and the ratio to 1x is descriptive."""
+    longest = ratio.split("/")[0]
+    classes = (f"flat when the whole interval is within {1 + tolerance:g}, mild inside ({1 + tolerance:g}, "
+               f"{MILD_LIMIT:g}], broken above {MILD_LIMIT:g}, undecided when it straddles a border; a flat row "
+               "with a window control says whether it uses far context. ")
+    if not equal:
+        return f"`{ratio}`: the longest multiple's perplexity over 1x, its interval and verdict: " + classes
+    return (f"`{ratio}`: the longest multiple's perplexity over 1x on non-overlapping windows, descriptive: a 1x token "
+            f"sees train_len / 2 keys on average, a {longest} token many more, so a model that reads only its last "
+            f"train_len keys reads below 1 here. `{longest} on equal context`: the verdict's statistic, the {longest} "
+            f"perplexity over the best the same weights do with at most train_len keys per token (the lower of their 1x "
+            f"and their window control at {longest}, per seed), its interval and verdict: " + classes
+            + f"Rows without a window control keep the `{ratio}` verdict, on unequal context, and say so. ")

@@ -35,10 +35,21 @@ def budget_headline(trends) -> str:
     named with its trend (the section "Verdicts by training budget" has every budget)."""
     text = ("**Budgets.** The runs were trained for several budgets; every verdict below is read at its row's "
             f"largest budget ({', '.join(sorted({str(int(s)) for s in trends['largest']}, key=int))} steps). ")
-    for lead, prefix in (("Settled", "settled "), ("Still moving", "still moving "), ("Not settled", "not settled: ")):
+    for lead, prefix in TREND_LEADS:
         rows = trends[trends["trend"].str.startswith(prefix)]
         if not rows.empty:  # the lead says the trend's first words; the brackets say the rest
             text += f"{lead}: " + ", ".join(
-                f"`{r['variant']}` {r['verdict at largest']} ({r['trend'][len(prefix):].strip('()')})"
+                f"`{r['variant']}` {r['verdict at largest']} ({_rest(r['trend'], prefix)})"
                 for _, r in rows.iterrows()) + ". "
     return text.strip()
+
+
+# the trend words of posbench/report/budgets.py (trend), each with the lead the summary lists it under
+TREND_LEADS = (("Stable (paired test, within 5% per doubling)", "stable: "), ("Class stable, ratio moving", "class stable, ratio moving "),
+               ("Class stable, change not resolved", "class stable, change not resolved "), ("Moving", "moving: "),
+               ("Undecided", "undecided: "))
+
+
+def _rest(trend: str, prefix: str) -> str:
+    rest = trend[len(prefix):].strip()
+    return rest[1:-1] if rest.startswith("(") and rest.endswith(")") else rest

@@ -15,12 +15,15 @@ def test_every_budget_of_every_row_with_its_interval(sweep_context, tmp_path):
     assert _cell({"1x": math.nan}, "1x") == "n/e"
     evals = records({("a", 600): (6.0, 9.0), ("a", 1200): (5.0, 5.1), ("b", 600): (7.0, 7.0), ("b", 1200): (6.5, 6.4)})
     table = budgets.budget_table(evals, 0.05)
+    changes = budgets.paired_changes(evals)
     ctx = SimpleNamespace(has_lm=True, has_budgets=True, ratio_column="2x/1x", budget_table=table,
-                          budget_trends=budgets.trends(table, "2x/1x"))
+                          budget_trends=budgets.trends(table, "2x/1x", changes), budget_changes=changes)
     assert BudgetAxis().applies(ctx)
     md, written = run_section(BudgetAxis, ctx, tmp_path)
     assert sorted(written) == ["budget_trends.csv", "budgets.csv", "budgets.png"]
-    assert md.startswith("## Verdicts by training budget") and "| a " in md and "still moving" in md
+    assert md.startswith("## Verdicts by training budget") and "| a " in md and "moving: broken at 600 to flat at 1200" in md
+    assert "change per doubling" in md and "x0.68" in md  # a's 2x/1x: 1.5 at 600 to 1.02 at 1200
+    assert "settled" not in md  # the retired word
     assert "window / full" not in md  # no window control among the rows: neither the column nor its words
     with_control = table.assign(far_gain=1.2, far_gain_lo=1.1, far_gain_hi=1.3)
     md, _ = run_section(BudgetAxis, SimpleNamespace(**{**vars(ctx), "budget_table": with_control}), tmp_path)

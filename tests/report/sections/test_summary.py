@@ -14,19 +14,23 @@ def test_the_summary_says_how_the_numbers_were_scored_then_the_verdicts(sweep_co
     assert all(f"`{p}`" in md for p in ("nonoverlapping", "sliding", "fixed_target"))
 
 
-def test_with_several_budgets_the_summary_names_what_settled_and_what_still_moves():
-    from posbench.report.budgets import trend
-    from tests.report.test_budgets import rows
-
-    nope = trend(rows([(600, 3.99, 1.49, 10.66, "broken"), (1200, 5.77, 1.17, 28.42, "undecided")]), "16x/1x")
-    trends = pd.DataFrame({"variant": ["rope", "alibi", "fire", "nope"], "largest": [1200] * 4,
-                           "verdict at largest": ["broken", "flat", "undecided", "undecided"],
-                           "trend": ["settled since 600 steps, 16x/1x 1.90 at 600 to 2.40 at 1200", "still moving (down: 1.20 at 600 to 1.03 at 1200)",
-                                     "not settled: undecided at 600 and 1200 steps", nope]})
+def test_with_several_budgets_the_summary_names_each_rows_trend_word():
+    trends = pd.DataFrame({"variant": ["rope", "alibi", "fire", "nope", "t5"], "largest": [1200] * 5,
+                           "verdict at largest": ["broken", "flat", "undecided", "broken", "mild"],
+                           "trend": ["class stable, ratio moving (600 to 1200 steps: x1.32 per doubling [1.13, 1.55])",
+                                     "stable: flat, within +-5% per doubling over the last step (600 to 1200 steps: x0.99 "
+                                     "per doubling [0.98, 1.00])",
+                                     "undecided: undecided at 600, undecided at 1200 steps (600 to 1200 steps: x1.10 per "
+                                     "doubling [0.90, 1.30])",
+                                     "class stable, change not resolved (600 to 1200 steps: x1.20 per doubling [0.90, 1.60])",
+                                     "moving: broken at 600 to mild at 1200 steps (600 to 1200 steps: x0.78 per doubling "
+                                     "[0.75, 0.82])"]})
     text = budget_headline(trends)
     assert text.startswith("**Budgets.** The runs were trained for several budgets; every verdict below is read at "
                            "its row's largest budget (1200 steps).")
-    assert "Settled: `rope` broken (since 600 steps, 16x/1x 1.90 at 600 to 2.40 at 1200)." in text
-    assert "Still moving: `alibi` flat (down: 1.20 at 600 to 1.03 at 1200)." in text
-    assert "Not settled: `fire` undecided (undecided at 600 and 1200 steps), `nope` undecided (broken at 600, " \
-           "undecided at 1200 steps, overlapping intervals)." in text  # no row left out, every bracket closed
+    assert "Class stable, ratio moving: `rope` broken (600 to 1200 steps: x1.32 per doubling [1.13, 1.55])." in text
+    assert "Stable (paired test, within 5% per doubling): `alibi` flat (flat, within +-5%" in text
+    assert "Undecided: `fire` undecided (undecided at 600, undecided at 1200 steps (600 to 1200 steps: x1.10 per " \
+           "doubling [0.90, 1.30]))." in text
+    assert "Class stable, change not resolved: `nope` broken" in text and "Moving: `t5` mild (broken at 600" in text
+    assert all(f"`{v}`" in text for v in trends["variant"])  # no row left out
