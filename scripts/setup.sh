@@ -16,4 +16,16 @@ if ! "$VPY" -c "import torch" 2>/dev/null; then
 fi
 # POSBENCH_EXTRAS: the extras to install (scripts/test.sh asks for "test": HF transformers for the RoPE parity tests)
 "$VPY" -m pip install -q -e ".[${POSBENCH_EXTRAS:-dev}]"
+# The English-prose corpus (data=pydocs, posbench/data/pydocs.py) is the Python documentation's reST
+# sources from Debian's/Ubuntu's python3-doc package: installed here where it can be (root with
+# apt-get), like .ci/run installs chromium. Elsewhere setup goes on, and data=pydocs says in one line
+# how to install it; the default corpus (the standard library) needs nothing.
+if ! ls -d /usr/share/doc/python3.*/html/_sources >/dev/null 2>&1; then
+    if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+        (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-doc >/dev/null) \
+            || echo "setup: could not install python3-doc; data=pydocs will not be available" >&2
+    else
+        echo "setup: data=pydocs (the prose corpus) needs python3-doc: sudo apt-get install python3-doc" >&2
+    fi
+fi
 "$VPY" -c "import torch, posbench; print(f'posbench {posbench.__version__}, torch {torch.__version__}, cuda available: {torch.cuda.is_available()}')"

@@ -1,5 +1,5 @@
-"""Corpora as byte tokens: where the text comes from (stdlib, local files, the hub), its split into
-training and validation documents, and its byte cache on disk.
+"""Corpora as byte tokens: where the text comes from (stdlib, the Python docs, local files, the
+hub), its split into training and validation documents, and its byte cache on disk.
 
 Every corpus goes through the same path: a ``datasets`` DatasetDict with a train and a validation
 split of text documents -> UTF-8 bytes joined by a separator -> two uint8 files in the cache (the
@@ -9,6 +9,9 @@ DatasetDict is made:
 
 * ``stdlib``: the running interpreter's standard library (``sysconfig.get_paths()["stdlib"]``),
   about 30 MB of ``.py`` files on every Python install: real text nobody here wrote, no network.
+* ``pydocs``: English prose, the Python documentation's reST sources from Debian's ``python3-doc``
+  package (posbench/data/pydocs.py finds them, or says how to install them): the same document split
+  and fingerprint as ``stdlib``, so every verdict can be read on prose too.
 * ``local``: a text file, or a folder of files matching a glob.
 * ``hub``: a Hugging Face dataset (wikitext-103, pg19, enwik8) or a local dataset folder.
 
@@ -33,24 +36,25 @@ import numpy as np
 from posbench.core.errors import PosbenchError
 from posbench.core.files import make_dirs, private_tempdir, publish_dir
 from posbench.data.hub import _force_hub_offline, _hub_reachable
+from posbench.data.pydocs import docs_root
 from posbench.data.tokenizer import TokenizerConfig
 
 log = logging.getLogger("posbench")
 
 VOCAB_SIZE = 256  # byte-level tokens
-SOURCES = ("stdlib", "local", "hub")
+SOURCES = ("stdlib", "pydocs", "local", "hub")
 DOC_SEPARATOR = "\0"  # never occurs in source text; marks document boundaries in the token stream
 EXCLUDED_STDLIB_DIRS = {"site-packages", "dist-packages", "__pycache__"}
 
 
 @dataclass(frozen=True)
 class DataConfig:
-    """The corpus (``data=`` in conf/data/: stdlib, local, wikitext103, pg19, enwik8)."""
+    """The corpus (``data=`` in conf/data/: stdlib, pydocs, local, wikitext103, pg19, enwik8)."""
 
     name: str = "stdlib"
-    source: str = "stdlib"  # stdlib | local | hub
-    path: Optional[str] = None  # local: file or folder; stdlib: override of the stdlib root
-    glob: str = "**/*.txt"  # local folders: which files are documents
+    source: str = "stdlib"  # stdlib | pydocs | local | hub
+    path: Optional[str] = None  # local: file or folder; stdlib, pydocs: override of the root folder
+    glob: str = "**/*.txt"  # local and pydocs folders: which files are documents
     hub_name: Optional[str] = None  # hub: dataset name (or a local dataset folder)
     hub_config: Optional[str] = None
     text_field: str = "text"
@@ -159,6 +163,10 @@ def _file_source(cfg) -> tuple[Path, list[Path], dict]:
         root = Path(cfg.path).expanduser() if cfg.path else stdlib_root()
         files = list_documents(root, "**/*.py")
         extra = {"source": "stdlib", "python": sys.version.split()[0]}
+    elif cfg.source == "pydocs":  # like stdlib: no path in the fingerprint, so the cache key is the same on every machine
+        root, version = docs_root(cfg.path)
+        files = list_documents(root, cfg.glob)
+        extra = {"source": "pydocs", "python_docs": version, "glob": cfg.glob}
     else:
         if not cfg.path:
             raise PosbenchError("data.source=local needs data.path (a text file or a folder)")
@@ -168,7 +176,7 @@ def _file_source(cfg) -> tuple[Path, list[Path], dict]:
         root, files = (path.parent, [path]) if path.is_file() else (path, list_documents(path, cfg.glob))
         extra = {"source": "local", "path": str(path.resolve()), "glob": cfg.glob}
     if not files:
-        raise PosbenchError(f"no documents under {str(root)!r} match {cfg.glob if cfg.source == 'local' else '**/*.py'!r}")
+        raise PosbenchError(f"no documents under {str(root)!r} match {'**/*.py' if cfg.source == 'stdlib' else cfg.glob!r}")
     extra.update(val_fraction=cfg.val_fraction, doc_separator=cfg.doc_separator, max_train_bytes=cfg.max_train_bytes)
     return root, files, files_fingerprint(root, files, extra)
 
@@ -322,8 +330,9 @@ def corpus_change(recorded: dict, now: dict) -> str | None:
         return f"tokenizer {was or 'bytes'} -> {tok or 'bytes'}"
     if recorded.get("hash") == now.get("hash"):
         return None
-    changes = [f"{'Python' if k == 'python' else k} {recorded[k]} -> {now.get(k)}"
-               for k in ("python", "path", "hub_name", "hub_config", "documents", "bytes") if k in recorded and recorded[k] != now.get(k)]
+    words = {"python": "Python", "python_docs": "Python docs"}
+    changes = [f"{words.get(k, k)} {recorded[k]} -> {now.get(k)}"
+               for k in ("python", "python_docs", "path", "hub_name", "hub_config", "documents", "bytes") if k in recorded and recorded[k] != now.get(k)]
     return ", ".join(changes) or ("same size, other content" if "documents" in recorded else "other settings")
 
 

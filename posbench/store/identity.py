@@ -25,7 +25,7 @@ def run_identity(config: Mapping[str, Any]) -> dict:
     if (data.get("tokenizer") or {}).get("kind", "byte") == "byte":  # byte runs keep the ids they always had
         data.pop("tokenizer", None)
     identity = {
-        "encoding": c["encoding"],
+        "encoding": encoding_settings(c["encoding"]),
         "model": c["model"],
         "data": data,
         "train": schedule_identity({k: v for k, v in c["train"].items() if k not in NON_IDENTITY_TRAIN_KEYS}),
@@ -52,6 +52,18 @@ def schedule_identity(train: dict) -> dict:
     if train.get("schedule", "cosine") == "cosine":
         return {k: v for k, v in train.items() if k not in WSD_KEYS}
     return {k: v for k, v in train.items() if k not in ("min_lr_ratio", "budgets")}
+
+
+# encoding settings added after runs were made, at the value those runs had: left out of the id
+OLD_ENCODING_BEHAVIOUR = {"t5": {"bias_scale": "none"}}  # issue 53: every T5 run before it had the unscaled table
+
+
+def encoding_settings(settings: dict) -> dict:
+    """The ``encoding`` section as run ids name it: a setting added later (OLD_ENCODING_BEHAVIOUR)
+    is left out at the value every run before it had, so that those runs keep their ids and a
+    config that asks for that value again finds them."""
+    old = OLD_ENCODING_BEHAVIOUR.get(settings.get("name"), {})
+    return {k: v for k, v in settings.items() if k not in old or old[k] != v}
 
 
 def task_settings(settings: dict) -> dict:

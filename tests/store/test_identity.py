@@ -33,6 +33,22 @@ def test_run_ids_of_runs_without_the_new_keys_do_not_change(compose):
     assert len(ids) == 4
 
 
+def test_t5_runs_keep_their_ids_and_the_scaled_bias_gets_its_own(compose):
+    """encoding.bias_scale (issue 53) at ``none``, the bias every earlier T5 run had, is left out of
+    the id: ids computed by the code before it existed; ``sqrt_dhead`` is another run."""
+    assert compose("encoding=t5").run_id == "t5_small_L64_s0_9a55b2ee83"
+    assert compose("encoding=t5", "encoding.bias_scale=none", "model=tiny", "train=smoke", "train_len=16",
+                   "seed=3").run_id == "t5_tiny_L16_s3_9531c32b3f"
+    scaled = compose("encoding=t5", "encoding.bias_scale=sqrt_dhead")
+    assert scaled.run_id.startswith("t5_small_L64_s0_") and scaled.run_id != "t5_small_L64_s0_9a55b2ee83"
+    assert scaled.resolved()["encoding"]["bias_scale"] == "sqrt_dhead"
+    # a saved T5 config from before the setting reads as the unscaled bias, with its id
+    saved = compose("encoding=t5").resolved()
+    del saved["encoding"]["bias_scale"]
+    spec = RunSpec.from_config(saved)
+    assert spec.encoding.params.bias_scale == "none" and spec.run_id == run_id(saved) == "t5_small_L64_s0_9a55b2ee83"
+
+
 def test_byte_runs_keep_their_ids_and_bpe_runs_get_their_own(compose):
     byte, bpe = compose("model=tiny"), compose("model=tiny", "data/tokenizer=bpe")
     assert "tokenizer" not in json.dumps(run_identity(byte.resolved())["data"])
