@@ -393,8 +393,9 @@ def paired_change(before: Parts | None, after: Parts | None, doublings: float) -
     ia, ib = [before.seeds.index(s) for s in common], [after.seeds.index(s) for s in common]
     y = (after.y[ib] - before.y[ia]) / doublings
     reps = None if before.reps is None or after.reps is None else (after.reps[:, ib] - before.reps[:, ia]) / doublings
-    docs = None if before.docs is None or after.docs is None else Documents(
-        (after.docs.nats - before.docs.nats) / doublings, before.docs.tokens)
+    same_text = (before.docs is not None and after.docs is not None and before.docs.tokens.shape == after.docs.tokens.shape
+                 and np.array_equal(before.docs.tokens, after.docs.tokens))  # else (two tokenizers): D - 1 text df
+    docs = Documents((after.docs.nats - before.docs.nats) / doublings, before.docs.tokens) if same_text else None
     e = estimate(y, reps, before.n_docs, docs)
     if not np.isfinite(e.lo):
         return Change(math.exp(e.mean) if np.isfinite(e.mean) else math.nan, *(math.nan,) * 5, len(common))

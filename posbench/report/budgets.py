@@ -84,18 +84,18 @@ def verdict_class(v) -> str:
     return str(v).split(",")[0] if isinstance(v, str) else ""
 
 
-def paired_changes(evals: pd.DataFrame, token_sets: dict | None = None,
-                   replicates: int = bootstrap.REPLICATES) -> pd.DataFrame:
-    """Per main-table row and pair of consecutive budgets: the change of the verdict's
-    statistic per doubling of the budget, paired by seed (bootstrap.paired_change): columns CELL_KEYS,
-    ``from``, ``to`` (steps), ``statistic`` (EQUAL, or the ratio's name where some budget of the row has
-    no window control), ``change`` with ``_lo`` / ``_hi`` (95%) and ``_lo90`` / ``_hi90``, ``p``, ``seeds``."""
+def row_parts(evals: pd.DataFrame, token_sets: dict | None = None,
+              replicates: int = bootstrap.REPLICATES) -> dict[tuple, tuple[str, bootstrap.Parts]]:
+    """Each main-table row's verdict statistic at each of its budgets, per seed, ready for paired tests:
+    {(*CELL_KEYS, budget steps): (statistic, Parts)}, the statistic on equal context (EQUAL) where the
+    row has a window control at every budget, else its ratio to 1x (named ``<M>x/1x``); a windowed row
+    (a control) by its ratio, as its verdict is. Rows of one panel share their document draws."""
     done = completed(evals)
     ms = multiples(done)
     if len(ms) < 2 or ms[0] != 1.0 or BUDGET not in done:
-        return pd.DataFrame()
+        return {}
     k, ratio = len(ms) - 1, f"{ms[-1]:g}x/1x"
-    rows = []
+    out = {}
     for panel, pg in done.groupby(PANEL_KEYS, sort=True):
         doc_tokens, draws = bootstrap.panel_text(pg, token_sets, replicates)
         cells = {key: bootstrap.cell_replicates(g, ms, doc_tokens, draws) for key, g in pg.groupby(["variant", BUDGET])}
@@ -103,16 +103,30 @@ def paired_changes(evals: pd.DataFrame, token_sets: dict | None = None,
         for variant in sorted(set(pg["variant"])):
             steps = sorted(int(b) for v, b in cells if v == variant)
             controls = [cells.get((far_control(variant), b)) for b in steps]
-            # one statistic along the whole row; a windowed row (a control) is read by its ratio, as its verdict is
-            equal = variant not in windowed and all(c is not None for c in controls)
-            parts = [bootstrap.equal_context_parts(cells[(variant, b)], c, k) if equal else
-                     bootstrap.ratio_parts(cells[(variant, b)], k) for b, c in zip(steps, controls)]
-            for i in range(len(steps) - 1):
-                ch = bootstrap.paired_change(parts[i], parts[i + 1], math.log2(steps[i + 1] / steps[i]))
-                rows.append({**dict(zip(PANEL_KEYS, panel)), "variant": variant, "from": steps[i], "to": steps[i + 1],
-                             "statistic": EQUAL if equal else ratio, "change": ch.factor, "change_lo": ch.lo,
-                             "change_hi": ch.hi, "change_lo90": ch.lo90, "change_hi90": ch.hi90, "p": ch.p,
-                             "seeds": ch.seeds})
+            equal = variant not in windowed and all(c is not None for c in controls)  # one statistic along the row
+            for b, c in zip(steps, controls):
+                parts = bootstrap.equal_context_parts(cells[(variant, b)], c, k) if equal else \
+                    bootstrap.ratio_parts(cells[(variant, b)], k)
+                out[(panel[0], variant, panel[1], panel[2], b)] = (EQUAL if equal else ratio, parts)
+    return out
+
+
+def paired_changes(evals: pd.DataFrame, token_sets: dict | None = None,
+                   replicates: int = bootstrap.REPLICATES) -> pd.DataFrame:
+    """Per main-table row and pair of consecutive budgets: the change of the verdict's statistic
+    (row_parts) per doubling of the budget, paired by seed (bootstrap.paired_change): columns
+    CELL_KEYS, ``from``, ``to`` (steps), ``statistic``, ``change`` with ``_lo`` / ``_hi`` (95%) and
+    ``_lo90`` / ``_hi90``, ``p``, ``seeds``."""
+    parts = row_parts(evals, token_sets, replicates)
+    rows = []
+    for key in sorted({k[:-1] for k in parts}, key=lambda k: tuple(map(str, k))):
+        steps = sorted(k[-1] for k in parts if k[:-1] == key)
+        for a, b in zip(steps, steps[1:]):
+            (statistic, before), (_, after) = parts[(*key, a)], parts[(*key, b)]
+            ch = bootstrap.paired_change(before, after, math.log2(b / a))
+            rows.append({**dict(zip(CELL_KEYS, key)), "from": a, "to": b, "statistic": statistic, "change": ch.factor,
+                         "change_lo": ch.lo, "change_hi": ch.hi, "change_lo90": ch.lo90, "change_hi90": ch.hi90,
+                         "p": ch.p, "seeds": ch.seeds})
     return pd.DataFrame(rows)
 
 

@@ -15,10 +15,11 @@ import math
 
 import pandas as pd
 
+from posbench.report import bootstrap, budgets
 from posbench.report.document import Heading, Para, Table
 from posbench.report.headline import with_interval
 from posbench.report.section import SECTIONS, Section
-from posbench.report.verdicts import UNDECIDED
+from posbench.report.verdicts import UNDECIDED, interval_verdict
 
 BYTE = "byte"
 
@@ -91,6 +92,53 @@ def comparison_table(table: pd.DataFrame, evals: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _factor(e: bootstrap.Estimate | bootstrap.Change) -> str:
+    if isinstance(e, bootstrap.Change):
+        return "" if pd.isna(e.factor) else with_interval(e.factor, e.lo, e.hi)
+    return "" if pd.isna(e.mean) else with_interval(*(math.exp(v) if pd.notna(v) else math.nan for v in (e.mean, e.lo, e.hi)))
+
+
+def partners_table(evals: pd.DataFrame, token_sets: dict | None, tolerance: float) -> pd.DataFrame:
+    """Every subword row beside both byte partners of the same encoding, where the byte arm was trained
+    at several step counts: at the subword arm's steps (**equal steps**) and at the byte arm's largest
+    other budget (**equal bytes**: the tokenizers preset gives the byte arm the subword arm's training
+    bytes, 1000 steps to 386). The verdict's statistic of each (budgets.row_parts: on equal context where
+    rows have a window control) with its interval and class, and the contrast subword / bytes-at-equal-bytes
+    split on the log scale into **steps** (bytes at equal steps over bytes at equal bytes) and
+    **tokenizer** (subword over bytes at equal steps), each paired by seed (bootstrap.paired_change), with
+    the share of the log-gap that steps carry. Empty where no subword row has both partners."""
+    parts = budgets.row_parts(evals, token_sets)
+    rows = []
+    for (protocol, variant, model, train_len, steps), (statistic, sub) in sorted(parts.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        tok = tokenizer_of(model)
+        if tok == BYTE or variant.endswith("+swaL"):
+            continue
+        base = base_model(model)
+        byte_steps = sorted(k[-1] for k in parts if k[:4] == (protocol, variant, base, train_len))
+        others = [b for b in byte_steps if b != steps]
+        if steps not in byte_steps or not others:
+            continue
+        same_steps, same_bytes = parts[(protocol, variant, base, train_len, steps)][1], \
+            parts[(protocol, variant, base, train_len, others[-1])][1]
+        est = {name: p.estimate() for name, p in (("bytes", same_bytes), ("steps", same_steps), (tok, sub))}
+        total = bootstrap.paired_change(same_bytes, sub, 1.0)
+        steps_part = bootstrap.paired_change(same_bytes, same_steps, 1.0)
+        tok_part = bootstrap.paired_change(same_steps, sub, 1.0)
+
+        def word(e):
+            return interval_verdict(*(math.exp(v) if pd.notna(v) else math.nan for v in (e.lo, e.hi, e.mean)), tolerance)
+        share = (math.log(steps_part.factor) / math.log(total.factor)
+                 if pd.notna(total.factor) and abs(math.log(total.factor)) > 1e-9 else math.nan)
+        rows.append({"protocol": protocol, "model": base, "train_len": train_len, "encoding": variant, "statistic": statistic,
+                     f"bytes, equal bytes ({others[-1]} steps)": f"{_factor(est['bytes'])} {word(est['bytes'])}",
+                     f"bytes, equal steps ({steps} steps)": f"{_factor(est['steps'])} {word(est['steps'])}",
+                     f"{tok} ({steps} steps)": f"{_factor(est[tok])} {word(est[tok])}",
+                     f"{tok} / bytes at equal bytes": _factor(total),
+                     "steps part": _factor(steps_part), "tokenizer part": _factor(tok_part),
+                     "steps' share of the log-gap": "" if pd.isna(share) else f"{100 * share:.0f}%"})
+    return pd.DataFrame(rows)
+
+
 @SECTIONS.register("tokenizers")
 class Tokenizers(Section):
     order = 25
@@ -124,6 +172,19 @@ class Tokenizers(Section):
                      "these compare across tokenizers. The ratio is per token: the subword model's longest length "
                      "covers several times the bytes of the byte model's (the last table)."),
                 Table(compared),
+            ]
+        partners = partners_table(ctx.budget_evals, ctx.token_sets, ctx.options.tolerance)
+        if not partners.empty:
+            blocks += [
+                Para("Steps or tokenizer? Each subword row beside both byte partners: the byte arm at the subword arm's "
+                     "steps (equal steps) and at its own budget (equal bytes). The verdict's statistic of each "
+                     "(`statistic`: on equal context where the rows have a window control, else 16x/1x) [95% interval] "
+                     "and its class; the contrast of the subword row with the bytes at equal bytes, split on the log "
+                     "scale into a `steps part` (bytes at equal steps over bytes at equal bytes: what fewer steps alone "
+                     "do) and a `tokenizer part` (subword over bytes at equal steps: what the tokenizer does at the "
+                     "same steps), each paired by seed with its interval; `steps' share of the log-gap`: log(steps "
+                     "part) / log(subword / bytes at equal bytes)."),
+                Table(partners),
             ]
         return blocks + [
             Para("Bits per byte (summed loss / (ln 2 x bytes scored)) of every row, mean over seeds. Rows of one "

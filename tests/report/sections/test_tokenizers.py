@@ -30,7 +30,8 @@ def two_tokenizers(sweep_context):
     bpe = byte.assign(model=byte["model"] + "/bpe300", bytes_scored=byte["tokens_scored"] * BYTES_PER_TOKEN,
                       length_bytes=byte["length"] * BYTES_PER_TOKEN, bpb=byte["bpb"] / BYTES_PER_TOKEN)
     evals = pd.concat([byte, bpe], ignore_index=True)
-    return SimpleNamespace(has_lm=True, evals=evals, table=main_table(evals, DEFAULT_TOLERANCE))
+    return SimpleNamespace(has_lm=True, evals=evals, table=main_table(evals, DEFAULT_TOLERANCE), budget_evals=evals,
+                           token_sets=None, options=SimpleNamespace(tolerance=DEFAULT_TOLERANCE))
 
 
 def test_a_verdict_carries_over_only_where_both_intervals_decide_it():
@@ -46,6 +47,7 @@ def test_models_named_model_slash_tokenizer_are_compared_in_bits_per_byte(sweep_
     assert md.startswith("## Tokenizers (bits per byte)") and written == {}
     assert "| bpe300 " in md and "| byte " in md and "16 tokens ~ 56 bytes" in md
     assert "verdict carries over" in md
+    assert "Steps or tokenizer?" not in md  # one budget per arm: no partner to split the contrast with
 
 
 def test_bits_per_byte_intervals_are_the_log_perplexity_intervals_rescaled(two_tokenizers):
@@ -100,3 +102,24 @@ def test_loading_byte_and_bpe_runs_of_one_corpus_keeps_both_token_sets(sweep, tm
         assert loaded.token_sets[f"bpe300:{n}"]["doc_tokens"] != loaded.token_sets[n]["doc_tokens"]
     bpe_records = loaded.evals[loaded.evals["model"].str.contains("/")]
     assert not bpe_records.empty and bpe_records["token_set"].str.startswith("bpe300:").all()
+
+
+def test_each_subword_row_stands_beside_its_equal_steps_and_equal_bytes_byte_partners():
+    """Bytes at 1000 steps (equal bytes) read 2x/1x 1.8, bytes at 386 steps (equal steps) 1.3, BPE at 386
+    steps 1.16: the contrast BPE / bytes-at-equal-bytes (0.644) splits into a steps part (1.3 / 1.8) and a
+    tokenizer part (1.16 / 1.3), and steps carry log(1.3/1.8) / log(1.16/1.8) = 74% of the log-gap
+    (NoPE's case in issue 52: most of "does not carry over" was step count)."""
+    from posbench.report.sections.tokenizers import partners_table
+    from tests.helpers import records
+
+    byte = records({("nope", 1000): (5.0, 9.0), ("nope", 386): (6.0, 7.8)})
+    bpe = records({("nope", 386): (8.0, 9.28)}).assign(model="m/bpe", run_id=lambda d: d["run_id"] + "_bpe")
+    table = partners_table(pd.concat([byte, bpe], ignore_index=True), None, 0.05)
+    assert len(table) == 1
+    row = table.iloc[0]
+    assert row["bytes, equal bytes (1000 steps)"].startswith("1.80") and row["bytes, equal steps (386 steps)"].startswith("1.30")
+    assert row["bpe (386 steps)"].startswith("1.16")
+    assert row["steps part"].startswith("0.72") and row["tokenizer part"].startswith("0.89")
+    assert row["steps' share of the log-gap"] == "74%"
+    # without the byte arm at the subword arm's steps there is no split to make
+    assert partners_table(pd.concat([byte[byte["budget_steps"] == 1000], bpe], ignore_index=True), None, 0.05).empty
