@@ -46,3 +46,27 @@ def test_a_choice_at_the_edge_of_the_grid_is_named():
     assert "1 of 2 chose the highest learning rate tried (`nope`)" in text and "alibi" not in text
     assert "lowest learning rate tried (`alibi`)" in grid_edge_warning(grid({"nope": 2e-3, "alibi": 1e-3}))
     assert grid_edge_warning(grid({"nope": 2e-3, "alibi": 2e-3})) is None  # inside the grid; one lr_mult: no edge
+
+
+def grid_losses(losses):
+    """{(encoding, lr): [val_loss per seed]} -> decide's input."""
+    return pd.DataFrame([{"encoding": e, "model": "small", "train_len": 64, "lr": lr, "lr_mult": 1.0, "seed": s, "val_loss": v}
+                         for (e, lr), values in losses.items() for s, v in enumerate(values)])
+
+
+def test_a_rate_is_chosen_on_evidence_and_a_tie_goes_to_the_common_rate():
+    """The best rate is chosen only where it beats the others by 2 seed SDs; a margin inside the seeds' spread
+    (NoPE's 0.0016 nats against a seed SD of ~0.035 in the budget study) gives the common rate; a tie between
+    two rates that are not the common one says "train both"; one seed chooses nothing on evidence."""
+    from posbench.report.tuning import decide
+
+    clear = grid_losses({("a", 2e-3): [1.50, 1.52], ("a", 4e-3): [1.40, 1.42]})  # 0.10 apart, SD 0.014
+    tie = grid_losses({("b", 2e-3): [1.50, 1.56], ("b", 4e-3): [1.48, 1.55]})  # 0.015 apart, SD 0.046
+    other = grid_losses({("c", 2e-3): [1.70, 1.72], ("c", 4e-3): [1.50, 1.54], ("c", 8e-3): [1.51, 1.55]})
+    single = grid_losses({("d", 2e-3): [1.50], ("d", 4e-3): [1.40]})
+    d = decide(pd.concat([clear, tie, other, single])).set_index(["encoding", "lr"])
+    assert d.loc[("a", 4e-3), "chosen"] and d.loc[("a", 4e-3), "decision"].startswith("best by 7.1 seed SDs")
+    assert d.loc[("b", 2e-3), "chosen"] and not d.loc[("b", 4e-3), "chosen"]  # the common rate, though 4e-3 was lower
+    assert "the common setting (the best, lr 0.004" in d.loc[("b", 2e-3), "decision"]
+    assert d.loc[("c", 4e-3), "chosen"] and d.loc[("c", 4e-3), "decision"].startswith("tied: lr 0.004 and 0.008")
+    assert d.loc[("d", 4e-3), "chosen"] and "not read on evidence" in d.loc[("d", 4e-3), "decision"]

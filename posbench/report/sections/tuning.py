@@ -22,7 +22,10 @@ class Tuning(Section):
                f"setting (lr {DEFAULT[0]:g}, lr_mult {DEFAULT[1]:g}, one learning rate for every encoding). The setting "
                "chosen for each encoding on 1x validation loss alone (mean final validation loss over seeds; "
                "extrapolation played no part in the choice) and the main table at those settings are in "
-               "`table_tuned.csv`; every setting's loss in `tuning.csv`.")
+               "`table_tuned.csv`; every setting's loss in `tuning.csv`. A setting is chosen over the common one "
+               "only where it beats every other by at least 2 seed standard deviations of that loss (`seed_sd`, "
+               "pooled over the settings; `decision` says what decided, and marks a grid read on one seed as not "
+               "read on evidence).")
 
     def applies(self, ctx) -> bool:
         return ctx.has_lm and ctx.tuned is not None
@@ -31,10 +34,12 @@ class Tuning(Section):
         choices = ctx.choices
         out.csv("table_tuned.csv", ctx.tuned)
         out.csv("tuning.csv", choices)
-        picked = choices[choices["chosen"]][["encoding", "model", "train_len", "lr", "lr_mult", "val_loss", "seeds"]]
+        cols = ["encoding", "model", "train_len", "lr", "lr_mult", "val_loss", "seeds"]
+        cols += [c for c in ("seed_sd", "decision") if c in choices]  # a committed tuning.csv from before may lack them
+        picked = choices[choices["chosen"]][cols]
         blocks = [Heading(self.title), Para(self.caption + " Below, each encoding at its chosen setting, then the "
                                              "main table at those settings."),
-                  Table(picked.round({"val_loss": 4}))]
+                  Table(picked.round({"val_loss": 4, "seed_sd": 4}))]
         if (edge := grid_edge_warning(choices)) is not None:
             blocks.append(Para(edge))
         blocks.append(Table(display_table(ctx.tuned)))
