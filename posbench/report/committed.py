@@ -145,9 +145,6 @@ def read_evaluations(folder: Path, extra: list[Path] = (), before: dict[str, str
     nats = evals["doc_nats"] if "doc_nats" in evals else pd.Series(None, index=evals.index, dtype=object)
     evals["doc_nats"] = [ast.literal_eval(x) if isinstance(x, str) else None for x in nats]
     evals["windowed"] = evals["windowed"].fillna(False).astype(bool) if "windowed" in evals else False
-    if evals["model"].astype(str).str.contains("/").any():  # a subword tokenizer's runs: tokens differ per document
-        raise PosbenchError(f"the records of {folder} come from a subword tokenizer, whose documents score different "
-                            "numbers of tokens, which the records do not keep: regenerate this report from its runs")
     return evals, token_sets(evals), merged
 
 
@@ -164,7 +161,15 @@ def token_sets(evals: pd.DataFrame) -> dict[str, dict]:
         if match is None:
             raise PosbenchError(f"token set {name!r} does not score the same tokens from every document, which the "
                                 "records do not keep: regenerate this report from its runs")
-        out[name] = {"doc_tokens": [int(match.group(1))] * int(docs.max())}
+        n = int(docs.max())
+        if g["model"].astype(str).str.contains("/").any():
+            # a subword tokenizer's set: each document's segment of the same bytes holds its own number of tokens,
+            # which the records do not keep, only their sum. The documents are weighted equally in the text's
+            # resampling (the recorded perplexities themselves are exact): its intervals are approximate, and say so
+            total = float(g["tokens_scored"].iloc[0])
+            out[name] = {"doc_tokens": [total / n] * n, "approximate": True}
+            continue
+        out[name] = {"doc_tokens": [int(match.group(1))] * n}
     return out
 
 

@@ -22,6 +22,9 @@ from posbench.report.section import SECTIONS, Section
 from posbench.report.verdicts import UNDECIDED, interval_verdict
 
 BYTE = "byte"
+APPROXIMATE = ("Rebuilt from records: a subword row's documents hold their own numbers of tokens, which the records do "
+               "not keep (only their sum), so its text resampling weights the documents equally; its perplexities, "
+               "ratios and bits per byte are the recorded ones, its intervals approximate.")
 
 
 def tokenizer_of(model: str) -> str:
@@ -161,6 +164,8 @@ class Tokenizers(Section):
         spans["length"] = [f"{m:g}x = {int(t * m)} tokens ~ {b:,.0f} bytes" for t, m, b in
                            zip(spans["train_len"], spans["multiple"], spans["length_bytes"])]
         blocks = [Heading("Tokenizers (bits per byte)")]
+        if any(info.get("approximate") for info in (ctx.token_sets or {}).values()):
+            blocks.append(Para(APPROXIMATE))
         compared = comparison_table(ctx.table, ctx.evals)
         if not compared.empty:
             blocks += [
