@@ -1,5 +1,5 @@
 """The training budget as an axis: each row's verdict at every budget its runs were trained for,
-whether it has settled, and how far the 1x loss is from its floor.
+its change per doubling tested paired by seed, and how far the 1x loss is from its floor.
 
 A sweep with budgets holds, for one configuration (encoding, model, train_len, seed), runs that
 differ only in their number of steps: the cool-down branches of one warmup-stable-decay trunk
