@@ -84,8 +84,9 @@ ENTRY = re.compile(r"`([^`]+)` (\d+\.\d+) \[(\d+\.\d+), (\d+\.\d+)\]")
 
 def test_every_verdict_word_in_a_committed_summary_agrees_with_its_interval():
     """Each row a committed summary calls flat / mild / broken / undecided has that verdict in its
-    table.csv, and the verdict is what its ratio's interval (full precision) supports: never flat
-    or mild where the interval straddles a border."""
+    table.csv, and the verdict is what its statistic's interval (full precision) supports: never flat
+    or mild where the interval straddles a border. The statistic is the one the verdict was read from:
+    on equal context where the row has a window control (``equal_ctx``), else the ratio to 1x."""
     from posbench.report.budget import interval_verdict
 
     checked = 0
@@ -106,11 +107,14 @@ def test_every_verdict_word_in_a_committed_summary_agrees_with_its_interval():
             panel = csv[(csv["train_len"] == train_len) & (csv["model"] == model)]
             for word, entries in VERDICT_LIST.findall(paragraph.split("Windowed controls")[0]):
                 for name, value, lo, hi in ENTRY.findall(entries):
-                    rows = panel[(panel["variant"] == name) & (panel[ratio].round(2) == float(value))]
+                    mine = panel[panel["variant"] == name]
+                    stat = ["equal_ctx" if "equal_ctx" in csv and pd.notna(r.get("equal_ctx")) else ratio for _, r in mine.iterrows()]
+                    rows = mine[[f"{r[c]:.2f}" == value for (_, r), c in zip(mine.iterrows(), stat)]]
                     assert len(rows) >= 1, (folder.name, name, value)
                     r = rows.iloc[0]
+                    c = "equal_ctx" if "equal_ctx" in csv and pd.notna(r.get("equal_ctx")) else ratio
                     assert r["verdict"] == word, (folder.name, name)
-                    assert interval_verdict(r[f"{ratio}_lo"], r[f"{ratio}_hi"], r[ratio], 0.05) == word, (folder.name, name)
+                    assert interval_verdict(r[f"{c}_lo"], r[f"{c}_hi"], r[c], 0.05) == word, (folder.name, name)
                     checked += 1
     assert checked > 0, "no committed summary states a verdict with its interval"
 
