@@ -35,6 +35,7 @@ from posbench.core.errors import Interrupted, PosbenchError
 from posbench.core.files import atomic_torch_save
 from posbench.core.interrupts import defer, stop_at_step_boundary
 from posbench.core.progress import progress
+from posbench.core.settings import check_count
 from posbench.core.tracking import Tracker
 from posbench.store.resume import discard_resume, load_resume, resume_state, save_resume
 from posbench.tasks import Task
@@ -96,6 +97,11 @@ class TrainConfig:
             if not 0 <= getattr(self, key) < 1:
                 raise PosbenchError(f"train.{key} must be in [0, 1), got {getattr(self, key)}")
         self.check_schedule()
+        check_count("train.batch_size", self.batch_size, train_len, f"train.batch_size x train_len={train_len} (a step's tokens)")
+        steps_key, steps = ("train.budgets", list(self.budgets)) if self.budgets else ("train.steps", self.steps)
+        check_count(steps_key, steps, self.batch_size * train_len,
+                    f"{'each budget' if self.budgets else 'train.steps'} x train.batch_size={self.batch_size} x "
+                    f"train_len={train_len} (the training tokens)")
 
     def check_schedule(self) -> None:
         """The schedule's name and shape, and (wsd) that every cool-down starts after the warm-up
