@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from posbench.core.errors import PosbenchError
-from posbench.core.files import make_dirs, private_tempdir, publish_dir
+from posbench.core.files import building_dir, make_dirs, publish_dir
 from posbench.data import tokenizer as tokenizers
 from posbench.data.corpus import Corpus
 
@@ -104,8 +104,7 @@ def _build(cache: Path, tok, text: str, corpus, sep: bytes, record: dict) -> Non
     """Tokenize into a temporary folder renamed into place: a crash leaves nothing half written."""
     dtype = tokenizers.token_dtype(record["vocab_size"])
     make_dirs(cache.parent)
-    tmp = private_tempdir(cache.parent, f".{cache.name}.")
-    try:
+    with building_dir(cache.parent, f".{cache.name}.") as tmp:  # removed however the block ends
         counts = {}
         for split, data in (("train", corpus.train), ("val", corpus.val)):
             ids = encode(tok, bytes(data), sep)
@@ -116,8 +115,6 @@ def _build(cache: Path, tok, text: str, corpus, sep: bytes, record: dict) -> Non
             **corpus.fingerprint, "tokenizer": record, "train_tokens": counts["train"][0], "val_tokens": counts["val"][0],
             "bytes_per_token": round(counts["train"][1] / max(counts["train"][0], 1), 4)}, indent=1))
         publish_dir(tmp, cache)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 # -- the scored text ---------------------------------------------------------------------------
