@@ -51,7 +51,7 @@ from posbench.cli.config import (
     schema,
 )
 from posbench.cli.help import group_defaults, help_text, version_text
-from posbench.core.errors import PosbenchError, note_interrupts, user_errors
+from posbench.core.errors import PosbenchError, user_errors
 from posbench.core.hydra_state import in_sweep
 from posbench.core.suggest import did_you_mean
 
@@ -267,7 +267,6 @@ def hydra_app(config_name: str, convert: Convert, task: Callable[[Any], object],
                 log.exception("run failed; recorded as status=failed, continuing the sweep")
 
     def main() -> None:
-        note_interrupts()  # SIGTERM too is one line (and 143) in ``python -m posbench.cli.train``, not only the scripts
         with user_errors():
             if "--version" in sys.argv[1:]:  # posbench's, not Hydra's
                 print(version_text())
