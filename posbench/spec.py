@@ -23,6 +23,7 @@ from posbench.core.files import check_writable_dir
 from posbench.core.params import make_typed
 from posbench.core.registry import plugin_code
 from posbench.core.settings import from_mapping, to_dict
+from posbench.core.suggest import did_you_mean
 from posbench.core.tracking import LoggerConfig
 from posbench.data.corpus import DataConfig
 from posbench.data.tokenizer import vocab_size as tokenizer_vocab
@@ -137,8 +138,9 @@ class RunSpec:
         m = migrate(raw)
         top = {f.name for f in fields(cls)} - {"encoding", "task", "runtime", "raw"} | set(RUNTIME_KEYS)
         if bad := sorted(set(m) - top - {"encoding", "task"}):
-            raise PosbenchError(f"unknown config key {bad[0]!r}; valid keys at the top level: "
-                                f"{', '.join(sorted(top | {'encoding', 'task'}))}")
+            valid = sorted(top | {"encoding", "task"})
+            raise PosbenchError(f"unknown config key {bad[0]!r}{did_you_mean(bad[0], valid)}; valid keys at the top "
+                                f"level: {', '.join(valid)}")
         runtime = from_mapping(Runtime, {k: m[k] for k in RUNTIME_KEYS if k in m})
         model, data = from_mapping(ModelConfig, m.get("model"), "model."), from_mapping(DataConfig, m.get("data"), "data.")
         if model.vocab_size is None:  # the model's vocabulary is the tokenizer's (a saved run's config has it written)

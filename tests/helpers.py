@@ -128,8 +128,8 @@ def records(budget_ppl, seeds=3):
     return budgets.with_budgets(evals, runs)
 
 
-def kill_at(proc, pattern, runs_dir, min_step, timeout=600.0) -> int:
-    """SIGKILL ``proc`` once a resume state matching ``pattern`` (below runs_dir: ``*/resume.pt`` for a run,
+def kill_at(proc, pattern, runs_dir, min_step, timeout=600.0, sig=signal.SIGKILL) -> int:
+    """SIGKILL (or ``sig``) ``proc`` once a resume state matching ``pattern`` (below runs_dir: ``*/resume.pt`` for a run,
     ``trunks/*/resume.pt`` for a WSD trunk) has reached ``min_step``; returns the step it had. The
     timeout only guards against a hang: on a loaded machine (a sweep beside the suite) reaching step 40
     took over 120 s where it takes 25 s on idle cores. Each state is read once: reading a small model's
@@ -149,7 +149,7 @@ def kill_at(proc, pattern, runs_dir, min_step, timeout=600.0) -> int:
                 continue
             if step >= min_step:
                 assert proc.poll() is None, "the run finished before it could be killed"
-                os.kill(proc.pid, signal.SIGKILL)
+                os.kill(proc.pid, sig)
                 proc.wait()
                 return step
         time.sleep(0.01)

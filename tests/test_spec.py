@@ -63,7 +63,7 @@ def test_a_config_saved_before_tasks_and_extend_reads_as_language_modelling(comp
 def test_an_unknown_saved_key_is_one_line():
     from posbench.core.errors import PosbenchError
 
-    with pytest.raises(PosbenchError, match=r"^unknown config key 'train.stpes'; valid keys of train: "):
+    with pytest.raises(PosbenchError, match=r"^unknown config key 'train.stpes' \(did you mean steps\?\); valid keys of train: "):
         RunSpec.from_config({"encoding": {"name": "nope"}, "train": {"stpes": 5}})
 
 

@@ -70,13 +70,27 @@ def check_group_choices(overrides: list[str], conf_dir: str = CONF_DIR) -> None:
     for arg in overrides:
         key, sep, value = arg.partition("=")
         key = key.lstrip("~+")
+        if sep and "." in key and key.replace(".", "/") in groups and not value.startswith("{"):
+            # data.tokenizer=bpe sets the key to a string, where data/tokenizer=bpe chooses the group's option
+            # (OmegaConf's own words: "Invalid type assigned: str is not a subclass of ...")
+            group = key.replace(".", "/")
+            bad = [c for c in _sweep_values(value) if c not in groups[group]]
+            if not bad:
+                raise PosbenchError(f"{arg}: {key} is a config group, chosen with a slash: write {group}={value}")
+            raise PosbenchError(f"{arg}: {key} is a config group, chosen with a slash ({group}=<option>), and {bad[0]!r} "
+                                f"is not one of its options{did_you_mean(bad[0], groups[group])}; valid: "
+                                f"{', '.join(groups[group])}")
         if not sep or key not in groups or value in ("null", ""):
             continue
-        sweep = value.removeprefix("choice(").removesuffix(")")
-        for choice in (v.strip() for v in sweep.split(",")):
-            if choice and choice not in groups[key]:
+        for choice in _sweep_values(value):
+            if choice not in groups[key]:
                 hint = did_you_mean(choice, groups[key])
                 raise PosbenchError(f"unknown {key} {choice!r}{hint}; valid: {', '.join(groups[key])}")
+
+
+def _sweep_values(value: str) -> list[str]:
+    """The options of ``a,b`` or ``choice(a,b)`` (one for a plain value)."""
+    return [v.strip() for v in value.removeprefix("choice(").removesuffix(")").split(",") if v.strip()]
 
 
 def compose_jobs(config_name: str, overrides: list[str], multirun: bool) -> list[DictConfig]:
@@ -128,7 +142,8 @@ def hydra_error_line(e: Exception, config_name: str, overrides: list[str]) -> st
                 # a free-form mapping of a plug-in (a layer pattern's encoding.params) starts empty
                 return f"unknown config key {c.full_key!r}: {parent} holds no keys until one is added; write +{typed}"
             where = f"of {parent}" if parent else "at the top level"
-            return f"unknown config key {c.full_key!r}; valid keys {where}: {', '.join(valid)}"
+            hint = did_you_mean(c.full_key.rpartition(".")[2], valid)  # trian.steps: did you mean train?
+            return f"unknown config key {c.full_key!r}{hint}; valid keys {where}: {', '.join(valid)}"
         if isinstance(c, ValidationError) and getattr(c, "full_key", None):
             m = _CONVERSION.search(str(c))
             if m:

@@ -200,8 +200,12 @@ def group_options(overrides: list[str], conf_dir: str = CONF_DIR) -> dict[str, l
     and tasks of the registries that have no yaml (posbench.cli.config.register_configs)."""
     groups: dict[str, set[str]] = {}
     for d in config_dirs(overrides, conf_dir):
-        for sub in (p for p in d.iterdir() if p.is_dir()) if d.is_dir() else []:
-            groups.setdefault(sub.name, set()).update(f.stem for f in sub.glob("*.yaml"))
+        # nested groups too (data/tokenizer: its options were missing from --help and from the refusal of a
+        # mistyped one); not Hydra's own (hydra/launcher=basic and the like are Hydra's built-ins, no yaml here)
+        for sub in (p for p in d.rglob("*") if p.is_dir()) if d.is_dir() else []:
+            name = sub.relative_to(d).as_posix()
+            if name != "hydra" and not name.startswith("hydra/"):
+                groups.setdefault(name, set()).update(f.stem for f in sub.glob("*.yaml"))
 
     for group, registry in (("encoding", ENCODINGS), ("task", TASKS)):
         groups.setdefault(group, set()).update(registry.names() + path_choices(overrides, group))

@@ -26,5 +26,8 @@ def _check(requests) -> None:
 
 main = hydra_app("evaluate", to_eval_request, run, _check)
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # python -m: the console script's handlers (a SIGTERM is one line and 143)
+    from posbench.core.errors import note_interrupts
+
+    note_interrupts()
     main()

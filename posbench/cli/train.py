@@ -13,5 +13,8 @@ from posbench.jobs.train import check_jobs, run
 
 main = hydra_app("config", to_spec, run, check_jobs)
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # python -m: the console script's handlers (a SIGTERM is one line and 143)
+    from posbench.core.errors import note_interrupts
+
+    note_interrupts()
     main()

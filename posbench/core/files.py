@@ -4,11 +4,15 @@ respected."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import math
 import os
+import shutil
+import signal
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +54,21 @@ def private_tempdir(parent: Path, prefix: str) -> Path:
     return tmp
 
 
+@contextlib.contextmanager
+def building_dir(parent: Path, prefix: str):
+    """A temporary folder (private_tempdir) to build a cache in, removed when the block ends, however it
+    ends (publish_dir renames it into place first on success): created under signals_held, so that no
+    interrupt falls between its creation and the cleanup that removes it."""
+    tmp = None
+    try:
+        with signals_held():
+            tmp = private_tempdir(parent, prefix)
+        yield tmp
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
 def publish_dir(tmp: Path, final: Path) -> None:
     """Rename a folder built in ``tmp`` into place as ``final`` (a cache keyed by what it holds). Where
     another process published the same folder first, theirs is identical: keep it (the caller removes
@@ -60,20 +79,53 @@ def publish_dir(tmp: Path, final: Path) -> None:
         pass
 
 
+@contextlib.contextmanager
+def signals_held():
+    """SIGINT and SIGTERM wait until the block ends, then go to the handlers the process had: a Ctrl-C
+    never lands between creating a temporary file and renaming it into place (or removing it), where a
+    ``try`` cannot reach, so a write is whole or absent and leaves no hidden ``.<name>.*.tmp``. Only the
+    main thread runs Python's handlers (and may set them); elsewhere nothing needs holding."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {s: signal.getsignal(s) for s in HELD}
+    if any(h is None for h in before.values()):  # a handler set outside Python: it cannot be put back
+        yield
+        return
+    caught: list[int] = []
+    for s in HELD:
+        signal.signal(s, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
+        for signum in caught:  # now, as if it had come this instant (a KeyboardInterrupt, a stop request ...)
+            signal.raise_signal(signum)
+
+
+HELD = (signal.SIGINT, signal.SIGTERM)
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """``data`` into ``path`` through a temporary file renamed into place (a whole file or the old one);
+    an interrupt waits for the rename (signals_held), an error removes the temporary file."""
     path = Path(path)
     make_dirs(path.parent)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = None
     try:
-        os.fchmod(fd, 0o666 & ~UMASK)  # mkstemp makes it 0600
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        with signals_held():
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+            with os.fdopen(fd, "wb") as f:  # closes the descriptor whatever fails below
+                os.fchmod(f.fileno(), 0o666 & ~UMASK)  # mkstemp makes it 0600
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+            tmp = None
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
 
 
 def atomic_write_text(path: Path, text: str) -> None:

@@ -21,6 +21,8 @@ EVERY_SECONDS = 30.0
 
 
 def _duration(seconds: float) -> str:
+    if not seconds < timedelta.max.total_seconds():  # timedelta overflows (a C int of days): no traceback for a time left
+        return "more than 2.7 million years"
     return str(timedelta(seconds=round(seconds)))
 
 

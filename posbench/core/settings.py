@@ -20,6 +20,7 @@ import typing
 from typing import Any, Mapping, TypeVar
 
 from posbench.core.errors import PosbenchError
+from posbench.core.suggest import did_you_mean
 
 S = TypeVar("S")
 
@@ -81,8 +82,9 @@ def from_mapping(cls: type[S], data: Mapping[str, Any] | None, prefix: str = "")
     data = dict(data or {})
     if bad := unknown_key(cls, data, prefix):
         parent = bad.rpartition(".")[0]
-        valid = ", ".join(sorted(field_names(_settings_at(cls, bad[len(prefix):].rpartition(".")[0]))))
-        raise PosbenchError(f"unknown config key {bad!r}; valid keys {'of ' + parent if parent else 'at the top level'}: {valid}")
+        valid = sorted(field_names(_settings_at(cls, bad[len(prefix):].rpartition(".")[0])))
+        raise PosbenchError(f"unknown config key {bad!r}{did_you_mean(bad.rpartition('.')[2], valid)}; valid keys "
+                            f"{'of ' + parent if parent else 'at the top level'}: {', '.join(valid)}")
     hints = typing.get_type_hints(cls)
     kwargs = {}
     for f in dataclasses.fields(cls):
@@ -107,3 +109,16 @@ def _settings_at(cls: type, dotted: str) -> type:
 def to_dict(settings: Any) -> dict:
     """Plain values of a settings dataclass (what a run directory records)."""
     return dataclasses.asdict(settings)
+
+
+INT64_MAX = 2**63 - 1  # counts of steps and tokens are int64 where they are stored (torch, numpy, the report's frames)
+
+
+def check_count(key: str, value: Any, per_unit: int, what: str) -> None:
+    """``value`` x ``per_unit`` (e.g. steps x tokens per step) must fit in an int64: Python's ints
+    do not overflow, so a value of 20 digits passed every check and failed deep in a run (a traceback
+    in the progress line, a trunk's resume state left behind). One line with the range that holds."""
+    largest = max(value) if isinstance(value, (list, tuple)) else value
+    if largest * per_unit > INT64_MAX:
+        raise PosbenchError(f"{key}={value} is too large: {what} must fit in a 64-bit integer; valid: 1 .. "
+                            f"{INT64_MAX // per_unit:_}")

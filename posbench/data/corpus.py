@@ -34,7 +34,7 @@ from typing import Iterable, Optional
 import numpy as np
 
 from posbench.core.errors import PosbenchError
-from posbench.core.files import make_dirs, private_tempdir, publish_dir
+from posbench.core.files import building_dir, make_dirs, publish_dir
 from posbench.data.hub import _force_hub_offline, _hub_reachable
 from posbench.data.pydocs import docs_root
 from posbench.data.tokenizer import TokenizerConfig
@@ -301,8 +301,7 @@ def _build_cache(cache: Path, build, field: str, cfg, fingerprint: dict) -> None
     datasets.disable_progress_bars()  # one line says what happens; no per-file bars
     separator = cfg.doc_separator.encode()
     make_dirs(cache.parent)
-    tmp = private_tempdir(cache.parent, f".{cache.name}.")
-    try:
+    with building_dir(cache.parent, f".{cache.name}.") as tmp:  # removed however the block ends
         ds = build(tmp)
         n_train = _write_tokens(_iter_texts(ds["train"], field), tmp / "train.bin", separator, cfg.max_train_bytes)
         if "validation" in ds:
@@ -318,8 +317,6 @@ def _build_cache(cache: Path, build, field: str, cfg, fingerprint: dict) -> None
         shutil.rmtree(tmp / "hf", ignore_errors=True)
         (tmp / "fingerprint.json").write_text(json.dumps({**fingerprint, "train_bytes": n_train, "val_bytes": n_val}, indent=1))
         publish_dir(tmp, cache)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def corpus_change(recorded: dict, now: dict) -> str | None:

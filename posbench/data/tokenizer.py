@@ -169,11 +169,17 @@ def cached_bpe(cfg: TokenizerConfig, corpus_hash: str, cache_root: Path, texts) 
     folder = cache_root / "tokenizers" / f"bpe{cfg.vocab_size}-{corpus_hash}-tokenizers{library_version()}"
     path, meta = folder / "tokenizer.json", folder / "trained.json"
     if path.is_file() and meta.is_file():
-        recorded = json.loads(meta.read_text())["sha256"]
-        if (now := file_hash(path)) != recorded:
-            raise PosbenchError(f"the cached BPE tokenizer {str(path)!r} was changed since it was trained (sha256 "
-                                f"{now}, trained as {recorded}); delete {str(folder)!r} to train it again")
-        return from_file(path), path, False
+        recorded = recorded_hash(meta)
+        if recorded is None:
+            # posbench's own bookkeeping, written atomically: a torn disk or a stray edit. Trained again (from the
+            # corpus alone, in seconds) rather than refused: the user has nothing to fix that posbench cannot.
+            log.warning("the cached BPE tokenizer's record %s is damaged (not the JSON posbench writes); training the "
+                        "tokenizer again into %s", meta, folder)
+        else:
+            if (now := file_hash(path)) != recorded:
+                raise PosbenchError(f"the cached BPE tokenizer {str(path)!r} was changed since it was trained (sha256 "
+                                    f"{now}, trained as {recorded}); delete {str(folder)!r} to train it again")
+            return from_file(path), path, False
     log.info("training a byte-level BPE of %d tokens on the training split (once; cached in %s)", cfg.vocab_size, folder)
     tok = train_bpe(texts(), cfg.vocab_size)
     make_dirs(folder)
@@ -182,6 +188,15 @@ def cached_bpe(cfg: TokenizerConfig, corpus_hash: str, cache_root: Path, texts) 
     atomic_write_text(meta, json.dumps({"sha256": file_hash(path), "vocab_size": cfg.vocab_size,
                                         "corpus_hash": corpus_hash, "tokenizers": library_version()}, indent=1))
     return tok, path, True
+
+
+def recorded_hash(meta: Path) -> str | None:
+    """The sha256 a cached BPE's ``trained.json`` recorded, or None when the file is not what cached_bpe writes."""
+    try:
+        recorded = json.loads(meta.read_text())["sha256"]
+    except (ValueError, KeyError, TypeError):  # not JSON, not UTF-8, no record, not a mapping
+        return None
+    return recorded if isinstance(recorded, str) else None
 
 
 def load(cfg: TokenizerConfig, corpus_hash: str, cache_root: Path, texts) -> tuple[object, str, dict, Path | None]:

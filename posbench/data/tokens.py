@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from posbench.core.errors import PosbenchError
-from posbench.core.files import make_dirs, private_tempdir, publish_dir
+from posbench.core.files import building_dir, make_dirs, publish_dir
 from posbench.data import tokenizer as tokenizers
 from posbench.data.corpus import Corpus
 
@@ -69,6 +69,13 @@ def tokenized_corpus(corpus, cfg):
     built_also = tuple(p for p in (corpus.cache if corpus.built else None, trained) if p is not None)
     cache = root / f"{cfg.name}-{corpus.fingerprint['hash']}-{record['name']}-{record['sha256']}"
     built = not (cache / "fingerprint.json").exists()
+    if not built and _cache_record(cache) is None:
+        # written last and atomically by _build: a damaged one is a torn disk or a stray edit; the cache is
+        # made from the corpus and the tokenizer alone, so it is made again rather than refused
+        log.warning("the token cache's record %s is damaged (not the JSON posbench writes); tokenizing again",
+                    cache / "fingerprint.json")
+        shutil.rmtree(cache, ignore_errors=True)
+        built = True
     if built:
         log.info("tokenizing corpus %r with %s into %s (once)", cfg.name, record["name"], cache)
         try:
@@ -76,7 +83,7 @@ def tokenized_corpus(corpus, cfg):
         except OSError as e:
             raise PosbenchError(f"cannot write the token cache in {str(cache.parent)!r} ({e.strerror or e}); "
                                 "set data.cache_dir to a writable folder") from None
-    meta = json.loads((cache / "fingerprint.json").read_text())
+    meta = _cache_record(cache)
     dtype = tokenizers.token_dtype(record["vocab_size"])
     fingerprint = {**corpus.fingerprint, "tokenizer": record, "bytes_per_token": meta["bytes_per_token"]}
     return Corpus(train=np.memmap(cache / "train.bin", dtype=dtype, mode="r"),
@@ -84,12 +91,20 @@ def tokenized_corpus(corpus, cfg):
                   built=built, val_text=corpus.val, tokenizer=tok, built_also=built_also)
 
 
+def _cache_record(cache: Path) -> dict | None:
+    """A token cache's fingerprint.json, or None when it is not the record _build writes."""
+    try:
+        meta = json.loads((cache / "fingerprint.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return meta if isinstance(meta, dict) and "bytes_per_token" in meta else None
+
+
 def _build(cache: Path, tok, text: str, corpus, sep: bytes, record: dict) -> None:
     """Tokenize into a temporary folder renamed into place: a crash leaves nothing half written."""
     dtype = tokenizers.token_dtype(record["vocab_size"])
     make_dirs(cache.parent)
-    tmp = private_tempdir(cache.parent, f".{cache.name}.")
-    try:
+    with building_dir(cache.parent, f".{cache.name}.") as tmp:  # removed however the block ends
         counts = {}
         for split, data in (("train", corpus.train), ("val", corpus.val)):
             ids = encode(tok, bytes(data), sep)
@@ -100,8 +115,6 @@ def _build(cache: Path, tok, text: str, corpus, sep: bytes, record: dict) -> Non
             **corpus.fingerprint, "tokenizer": record, "train_tokens": counts["train"][0], "val_tokens": counts["val"][0],
             "bytes_per_token": round(counts["train"][1] / max(counts["train"][0], 1), 4)}, indent=1))
         publish_dir(tmp, cache)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 # -- the scored text ---------------------------------------------------------------------------

@@ -39,6 +39,7 @@ import torch
 from posbench.core.device import resolve_device
 from posbench.core.files import atomic_write_bytes, atomic_write_text, write_json
 from posbench.core.hydra_state import job_index
+from posbench.core.interrupts import raise_deferred
 from posbench.core.settings import to_dict
 from posbench.data.corpus import corpus_stats
 from posbench.data.load import load_corpus
@@ -175,6 +176,7 @@ class Trunk:
                                              "this_pass_wall_s": time.perf_counter() - t0})
         if result["status"] == "completed":
             clear_resume(self.dir)  # the snapshots supersede it
+        raise_deferred()  # a Ctrl-C or SIGTERM in the trunk's last step stops here, its snapshots saved
 
     def _start_before(self, first_missing: int, branches: list) -> None:
         """Make the trunk's resume.pt the latest state before ``first_missing`` that recorded all

@@ -22,6 +22,7 @@ import torch
 from posbench import __version__
 from posbench.core.device import describe, resolve_device
 from posbench.core.hydra_state import in_sweep, job_index, launch_command
+from posbench.core.interrupts import raise_deferred
 from posbench.core.settings import to_dict
 from posbench.core.tracking import make_tracker
 from posbench.data.corpus import corpus_stats
@@ -222,6 +223,7 @@ def _train_and_evaluate(spec: RunSpec, rid: str, run_dir: Path, corpus, parent: 
             # run of the command evaluates from the checkpoint
             write_metrics(run_dir, metrics)
             clear_resume(run_dir)  # the final checkpoint supersedes it
+            raise_deferred()  # a Ctrl-C or SIGTERM in the last step stops here, the training saved
             if spec.evaluate_after_training:
                 _, per_pos = evaluate_into(metrics, model, spec, spec.eval, corpus, device, tracker=tracker,
                                            kernel=spec.runtime.attention)

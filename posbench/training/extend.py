@@ -38,6 +38,7 @@ from typing import Any, Optional
 
 from posbench.attention.rope_scalings import ROPE_SCALINGS, extend_methods
 from posbench.core.errors import PosbenchError
+from posbench.core.settings import check_count
 from posbench.store.lock import run_lock
 from posbench.store.rundir import read_metrics
 from posbench.training.trainer import TrainConfig
@@ -86,6 +87,11 @@ class ExtendConfig:
             raise PosbenchError(f"extend.lr must be positive (or null), got {self.lr:g}")
         if self.batch_size is not None and self.batch_size < 1:
             raise PosbenchError(f"extend.batch_size must be a positive integer (or null), got {self.batch_size}")
+        # the fine-tune's tokens per step: its own batch at the target window, or the parent's per step
+        if self.batch_size:
+            check_count("extend.batch_size", self.batch_size, self.length, f"extend.batch_size x extend.length={self.length}")
+        per_step = self.batch_size * self.length if self.batch_size else spec.train.batch_size * L
+        check_count("extend.steps", self.steps, per_step, f"extend.steps x {per_step} tokens per step")
         if spec.train.random_positions is not None:
             raise PosbenchError("extend does not combine with train.random_positions; set train.random_positions=null")
 

@@ -6,7 +6,8 @@ It knows nothing of Hydra or of the run directory's layout beyond the resume sta
 AdamW (matrices decayed; norms, biases and the encoding's position parameters not), linear warm-up
 then cosine decay to ``min_lr_ratio`` or warmup-stable-decay (posbench/training/schedules.py), gradient clipping, and a resume state every
 ``checkpoint_every`` steps from which a killed run continues bit for bit: batches depend only on
-(seed, step), so nothing of a data loader needs saving.
+(seed, step), so nothing of a data loader needs saving. A Ctrl-C or SIGTERM is answered after the
+current step with a resume state at that step (posbench/core/interrupts.py), so it loses no work.
 
 Validation loss is measured every ``val_every`` steps, at the last step and at half of the budget
 (so that every run shows how much its 1x loss still changed over its last doubling of steps). A
@@ -30,9 +31,11 @@ import torch
 from posbench.attention.options import AttentionOptions
 from posbench.attention.positions import sample_positions
 from posbench.core.device import autocast
-from posbench.core.errors import PosbenchError
+from posbench.core.errors import Interrupted, PosbenchError
 from posbench.core.files import atomic_torch_save
+from posbench.core.interrupts import defer, stop_at_step_boundary
 from posbench.core.progress import progress
+from posbench.core.settings import check_count
 from posbench.core.tracking import Tracker
 from posbench.store.resume import discard_resume, load_resume, resume_state, save_resume
 from posbench.tasks import Task
@@ -94,6 +97,11 @@ class TrainConfig:
             if not 0 <= getattr(self, key) < 1:
                 raise PosbenchError(f"train.{key} must be in [0, 1), got {getattr(self, key)}")
         self.check_schedule()
+        check_count("train.batch_size", self.batch_size, train_len, f"train.batch_size x train_len={train_len} (a step's tokens)")
+        steps_key, steps = ("train.budgets", list(self.budgets)) if self.budgets else ("train.steps", self.steps)
+        check_count(steps_key, steps, self.batch_size * train_len,
+                    f"{'each budget' if self.budgets else 'train.steps'} x train.batch_size={self.batch_size} x "
+                    f"train_len={train_len} (the training tokens)")
 
     def check_schedule(self) -> None:
         """The schedule's name and shape, and (wsd) that every cool-down starts after the warm-up
@@ -269,53 +277,62 @@ def train_model(
     logged_step = st.start
     # a bar on a terminal; plain log lines in a log file or pipe (posbench/core/progress.py)
     bar = progress(range(st.start, tc.steps), initial=st.start, total=tc.steps, desc=desc, unit="step")
-    for step in bar:
-        x, y, scored = training_batch(train_tokens, tc.batch_size, train_len, seed, step, task)
-        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-        scored = None if scored is None else scored.to(device, non_blocking=True)
-        if positions_at is not None:
-            positions = positions_at(step).to(device)
-        elif tc.random_positions:
-            positions = sample_positions(tc.random_positions, train_len, seed, step).to(device)
-        with autocast(device):
-            logits = forward(x, positions, options)
-        loss = task.loss(logits, y, scored)
-        loss.backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip)
-        opt.step()
-        sched.step()
-        opt.zero_grad(set_to_none=True)
+    # Ctrl-C or SIGTERM: finish the step, save a resume state at it, stop (posbench/core/interrupts.py)
+    with stop_at_step_boundary(desc) as stop:
+        for step in bar:
+            x, y, scored = training_batch(train_tokens, tc.batch_size, train_len, seed, step, task)
+            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+            scored = None if scored is None else scored.to(device, non_blocking=True)
+            if positions_at is not None:
+                positions = positions_at(step).to(device)
+            elif tc.random_positions:
+                positions = sample_positions(tc.random_positions, train_len, seed, step).to(device)
+            with autocast(device):
+                logits = forward(x, positions, options)
+            loss = task.loss(logits, y, scored)
+            loss.backward()
+            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip)
+            opt.step()
+            sched.step()
+            opt.zero_grad(set_to_none=True)
 
-        last = step == tc.steps - 1
-        validate = (step + 1) % tc.val_every == 0 or step + 1 in val_steps
-        if (step + 1) % tc.log_every == 0 or validate:
-            # reading the loss syncs the device, so it happens only at log steps
-            st.last_loss, gn = loss.item(), grad_norm.item()
-            now = time.perf_counter()
-            tok_s = tokens_per_step * (step + 1 - logged_step) / max(now - t_log, 1e-9)
-            t_log, logged_step = now, step + 1
-            entry = {"step": step + 1, "loss": st.last_loss, "lr": sched.get_last_lr()[0], "grad_norm": gn, "tokens_per_s": tok_s}
-            if not (math.isfinite(st.last_loss) and math.isfinite(gn)):
-                status = "diverged"
+            last = step == tc.steps - 1
+            validate = (step + 1) % tc.val_every == 0 or step + 1 in val_steps
+            if (step + 1) % tc.log_every == 0 or validate:
+                # reading the loss syncs the device, so it happens only at log steps
+                st.last_loss, gn = loss.item(), grad_norm.item()
+                now = time.perf_counter()
+                tok_s = tokens_per_step * (step + 1 - logged_step) / max(now - t_log, 1e-9)
+                t_log, logged_step = now, step + 1
+                entry = {"step": step + 1, "loss": st.last_loss, "lr": sched.get_last_lr()[0], "grad_norm": gn, "tokens_per_s": tok_s}
+                if not (math.isfinite(st.last_loss) and math.isfinite(gn)):
+                    status = "diverged"
+                    st.history.append(entry)
+                    log.warning("loss became %s at step %d: run marked diverged", st.last_loss, step + 1)
+                    break
+                if validate:
+                    st.val_loss = entry["val_loss"] = validation_loss(model, val_tokens, tc, train_len, device, task, options)
+                    t_log = time.perf_counter()  # validation time is not training throughput
                 st.history.append(entry)
-                log.warning("loss became %s at step %d: run marked diverged", st.last_loss, step + 1)
-                break
-            if validate:
-                st.val_loss = entry["val_loss"] = validation_loss(model, val_tokens, tc, train_len, device, task, options)
-                t_log = time.perf_counter()  # validation time is not training throughput
-            st.history.append(entry)
-            tracker.log({k: v for k, v in entry.items() if k != "step"}, step=step + 1)
-            bar.set_postfix(loss=f"{st.last_loss:.3f}", tok_s=f"{tok_s:,.0f}")
-        if probe is not None and step + 1 in probe_steps:
-            t_probe = time.perf_counter()
-            records = probe(model)
-            model.train()  # the probe evaluates in eval mode
-            st.probes += [{"step": step + 1, "train_tokens": (step + 1) * tokens_per_step, **r} for r in records]
-            t_log += time.perf_counter() - t_probe  # the probe's time is not training throughput
-        if step + 1 in snapshots:
-            atomic_torch_save(snapshots[step + 1], state_at(step + 1))
-        if resume_dir is not None and (step + 1) % tc.checkpoint_every == 0 and not last:
-            save_resume(resume_dir, state_at(step + 1))
+                tracker.log({k: v for k, v in entry.items() if k != "step"}, step=step + 1)
+                bar.set_postfix(loss=f"{st.last_loss:.3f}", tok_s=f"{tok_s:,.0f}")
+            if probe is not None and step + 1 in probe_steps:
+                t_probe = time.perf_counter()
+                records = probe(model)
+                model.train()  # the probe evaluates in eval mode
+                st.probes += [{"step": step + 1, "train_tokens": (step + 1) * tokens_per_step, **r} for r in records]
+                t_log += time.perf_counter() - t_probe  # the probe's time is not training throughput
+            if step + 1 in snapshots:
+                atomic_torch_save(snapshots[step + 1], state_at(step + 1))
+            if resume_dir is not None and (step + 1) % tc.checkpoint_every == 0 and not last:
+                save_resume(resume_dir, state_at(step + 1))
+            if stop.requested() and not last:  # at the step boundary: nothing of this step is lost
+                if resume_dir is not None:
+                    save_resume(resume_dir, state_at(step + 1))
+                bar.close()
+                raise stop.stop(step + 1, tc.steps, saved=resume_dir is not None)
+        if stop.requested():  # in the last step (or one that diverged): the caller saves the run, then raises this
+            defer(stop.trained(tc.steps) if status == "completed" else Interrupted(stop.signum))
     bar.close()
     wall = st.wall_before + time.perf_counter() - t0
     steps_done = st.history[-1]["step"] if st.history else 0

@@ -32,11 +32,12 @@ def test_ctrl_c_exits_130_with_one_line_and_the_run_resumes(tmp_path, text_corpu
     proc.send_signal(signal.SIGINT)
     err = proc.communicate(timeout=60)[1]
     assert proc.returncode == 130, err[-2000:]
-    assert err.strip().splitlines()[-1] == ("posbench: interrupted; run the same command again to resume (unfinished runs "
-                                            "continue from their last resume state)")
-    assert "Traceback" not in err
+    # the step it stopped after, saved then (posbench/core/interrupts.py), not the last multiple of 5
     (resume,) = tmp_path.glob(f"*/{RESUME}")
     step = torch.load(resume, weights_only=True)["next_step"]  # whole and loadable
+    assert err.strip().splitlines()[-1] == (f"posbench: interrupted (SIGINT) after step {step} of 500 (train rope L=16); "
+                                            f"resume state saved; run the same command again to resume from step {step}")
+    assert "Traceback" not in err
     assert step >= 5 and not (resume.parent / "metrics.json").exists()
     proc = cli("posbench.cli.train", *args)  # the same command again continues where it stopped
     assert "resuming from step" in proc.stderr

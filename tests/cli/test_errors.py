@@ -65,17 +65,25 @@ def assert_refused(entry_result, expected, places, program_dir=None):
 
 TRAIN_CASES = [
     # typos that Hydra's own hint (+key=...) would let through silently
-    ("+train.stpes=5", "unknown config key 'train.stpes'; valid keys of train: batch_size, beta1, beta2, budgets, checkpoint_every, "
+    ("+train.stpes=5", "unknown config key 'train.stpes' (did you mean steps?); valid keys of train: batch_size, beta1, beta2, budgets, checkpoint_every, "
      "cooldown, cooldown_shape, grad_clip, log_every, lr, min_lr_ratio, random_positions, schedule, steps, val_batches, "
      "val_every, warmup_steps, weight_decay"),
-    ("+trainlen=32", "unknown config key 'trainlen'; valid keys at the top level: attention, compile, data, device, "
+    ("+trainlen=32", "unknown config key 'trainlen' (did you mean train_len or train?); valid keys at the top level: attention, compile, data, device, "
      "encoding, eval, evaluate_after_training, extend, logger, model, retry_diverged, runs_dir, seed, task, threads, train, train_len"),
-    ("+eval.multipless=[1,2]", "unknown config key 'eval.multipless'; valid keys of eval: attention_examples, attention_stats, batch_tokens, bca, during_training, first_scored, "
+    ("+eval.multipless=[1,2]", "unknown config key 'eval.multipless' (did you mean multiples?); valid keys of eval: attention_examples, attention_stats, batch_tokens, bca, during_training, first_scored, "
      "multiples, press_stride, protocols, rope_factor, rope_scaling, scored_tokens, segment, stride, target_docs, target_tokens, temperature, variants"),
     # Hydra's and OmegaConf's multi-line errors
-    ("train.stpes=5", "unknown config key 'train.stpes'; valid keys of train: batch_size, beta1, beta2, budgets, checkpoint_every, "
+    ("train.stpes=5", "unknown config key 'train.stpes' (did you mean steps?); valid keys of train: batch_size, beta1, beta2, budgets, checkpoint_every, "
      "cooldown, cooldown_shape, grad_clip, log_every, lr, min_lr_ratio, random_positions, schedule, steps, val_batches, "
      "val_every, warmup_steps, weight_decay"),
+    ("trian.steps=10", "unknown config key 'trian' (did you mean train?); valid keys at the top level: attention, compile, "
+     "data, device, encoding, eval, evaluate_after_training, extend, logger, model, retry_diverged, runs_dir, seed, task, "
+     "threads, train, train_len"),
+    # a dotted key where the nested config group is meant: OmegaConf's "str is not a subclass of ..." before
+    ("data.tokenizer=bpe", "data.tokenizer=bpe: data.tokenizer is a config group, chosen with a slash: write data/tokenizer=bpe"),
+    ("data.tokenizer=bpx", "data.tokenizer=bpx: data.tokenizer is a config group, chosen with a slash (data/tokenizer=<option>), "
+     "and 'bpx' is not one of its options (did you mean bpe?); valid: bpe, byte, file, hub"),
+    ("data/tokenizer=bpee", "unknown data/tokenizer 'bpee' (did you mean bpe?); valid: bpe, byte, file, hub"),
     ("train_len=1.5", "train_len must be an integer, got '1.5'"),
     ("seed=abc", "seed must be an integer, got 'abc'"),
     ("eval.multiples=[one]", "eval.multiples[0] must be a number, got 'one'"),
@@ -86,6 +94,16 @@ TRAIN_CASES = [
     ("model.vocab_size=50257", "model.vocab_size=50257 contradicts the tokenizer: data.tokenizer=byte has 256 tokens; "
      "leave model.vocab_size unset (null: the tokenizer's) or set it to 256"),
     ("train_len=0", "train_len must be a positive integer, got 0"),
+    # numbers the step and token arithmetic cannot hold (Python's ints do not overflow; int64 counts do)
+    ("train.steps=99999999999999999999", "train.steps=99999999999999999999 is too large: train.steps x train.batch_size=32 x "
+     f"train_len=64 (the training tokens) must fit in a 64-bit integer; valid: 1 .. {(2**63 - 1) // (32 * 64):_}"),
+    ("train.schedule=wsd train.budgets=[600,99999999999999999999]", "train.budgets=[600, 99999999999999999999] is too "
+     "large: each budget x train.batch_size=32 x train_len=64 (the training tokens) must fit in a 64-bit integer; valid: "
+     f"1 .. {(2**63 - 1) // (32 * 64):_}"),
+    ("train.batch_size=999999999999999999", "train.batch_size=999999999999999999 is too large: train.batch_size x "
+     f"train_len=64 (a step's tokens) must fit in a 64-bit integer; valid: 1 .. {(2**63 - 1) // 64:_}"),
+    ("extend.length=256 extend.steps=99999999999999999999", "extend.steps=99999999999999999999 is too large: extend.steps "
+     f"x 2048 tokens per step must fit in a 64-bit integer; valid: 1 .. {(2**63 - 1) // 2048:_}"),
     ("seed=-1", "seed must be a non-negative integer, got -1"),
     ("eval.multiples=[1,-2]", "eval.multiples must be positive, got -2; e.g. [1,2,4,8,16]"),
     ("eval.multiples=[1.5]", "eval.multiples=[1.5] must include 1 (the training length, the baseline of every ratio); "
@@ -154,7 +172,8 @@ def test_one_bad_cell_refuses_the_whole_sweep_before_anything_trains(entry, plac
 @pytest.mark.parametrize(
     "override, group, bad",
     [("encoding=ropee", "encoding", "ropee"), ("encoding=rope,ropee", "encoding", "ropee"),
-     ("model=huge", "model", "huge"), ("data=wikitext", "data", "wikitext"), ("experiment=nope", "experiment", "nope")],
+     ("model=huge", "model", "huge"), ("data=wikitext", "data", "wikitext"), ("experiment=nope", "experiment", "nope"),
+     ("data/tokenizer=bpe,bpee", "data/tokenizer", "bpee")],
 )
 def test_unknown_config_choice_is_one_line_naming_the_valid_ones(entry, places, override, group, bad):
     from posbench.core.suggest import did_you_mean
@@ -252,7 +271,7 @@ def test_train_len_longer_than_the_validation_data_allows(entry, tmp_path, cache
     ("device=cuda:0", "device 'cuda:0' asked for, but this torch build sees no CUDA device; use device=cpu or auto"),
     ("eval.multiples=[2,4]", "eval.multiples=[2.0, 4.0] must include 1 (the training length, the baseline of every ratio); e.g. [1,2,4,8,16]"),
     ("eval.protocols=[slidng]", f"unknown eval protocol 'slidng'; valid: {', '.join(PROTOCOLS.names())}"),
-    ("+eval.stried=4", "unknown config key 'eval.stried'; valid keys of eval: attention_examples, attention_stats, batch_tokens, bca, "
+    ("+eval.stried=4", "unknown config key 'eval.stried' (did you mean stride?); valid keys of eval: attention_examples, attention_stats, batch_tokens, bca, "
      "during_training, first_scored, "
      "multiples, press_stride, protocols, rope_factor, rope_scaling, scored_tokens, segment, stride, target_docs, target_tokens, temperature, variants"),
     ("eval.rope_scaling=[yarn]", "eval.rope_scaling=[yarn] adds no row for encoding alibi (it applies to gated, p_rope, rope, sink, ssmax); "

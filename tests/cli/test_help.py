@@ -47,3 +47,11 @@ def test_help_s_defaults_are_the_settings_classes_own():
     from posbench.training.trainer import TrainConfig
 
     assert f"train.lr={TrainConfig().lr:g}" in help_text("config")
+
+
+def test_help_lists_every_option_of_a_nested_config_group():
+    """data/tokenizer's options are in a folder below data/: --help listed only its default."""
+    from posbench.cli.help import help_text
+
+    (line,) = [x for x in help_text("config").splitlines() if x.startswith("  data/tokenizer")]
+    assert line.split() == ["data/tokenizer", "byte;", "bpe", "file", "hub"]

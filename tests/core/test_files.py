@@ -53,3 +53,77 @@ def test_a_runs_dir_that_cannot_be_written_is_refused_before_anything_runs(tmp_p
         check_writable_dir(str(tmp_path / "file"), "runs_dir")
     with pytest.raises(PosbenchError, match=r"cannot be created: .*/file is a file"):
         check_writable_dir(str(tmp_path / "file" / "runs"), "runs_dir")
+
+
+def _open_fds() -> int:
+    import os
+
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_a_failed_atomic_write_keeps_the_old_file_and_leaves_no_temporary_file_or_descriptor(tmp_path, monkeypatch):
+    """An error at any point of the write (here: the permissions, the write, the rename) leaves the old
+    file, no hidden ``.<name>.*.tmp`` and no open descriptor (mkstemp's leaked when fchmod failed)."""
+    import os
+
+    import pytest
+
+    from posbench.core.files import atomic_write_bytes
+
+    target = tmp_path / "resume.pt"
+    target.write_bytes(b"old")
+    for name in ("fchmod", "fsync", "replace"):
+        def fail(*args, **kwargs):
+            raise KeyboardInterrupt if name == "replace" else OSError(28, "No space left on device")
+        with monkeypatch.context() as m:
+            m.setattr(os, name, fail)
+            fds = _open_fds()
+            with pytest.raises((OSError, KeyboardInterrupt)):
+                atomic_write_bytes(target, b"new")
+            assert _open_fds() == fds, name
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["resume.pt"] and target.read_bytes() == b"old", name
+
+
+def test_a_signal_during_an_atomic_write_waits_for_the_rename(tmp_path, monkeypatch):
+    """A real SIGINT that arrives while the file is being written goes to the handler once the new file is
+    in place: whole and new, no temporary file (before, it landed mid-write and the old file stayed)."""
+    import os
+    import signal
+
+    import pytest
+
+    from posbench.core.files import atomic_write_bytes
+
+    target = tmp_path / "metrics.json"
+    target.write_bytes(b"old")
+    before = signal.getsignal(signal.SIGINT)
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (os.kill(os.getpid(), signal.SIGINT), real_fsync(fd)))
+    with pytest.raises(KeyboardInterrupt):
+        atomic_write_bytes(target, b"new")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["metrics.json"] and target.read_bytes() == b"new"
+    assert signal.getsignal(signal.SIGINT) is before  # the handler it had, back
+
+
+def test_an_interrupted_cache_build_leaves_no_temporary_folder(tmp_path, monkeypatch):
+    """A Ctrl-C while a token cache is built (here: while it tokenizes) leaves neither the cache nor
+    the hidden folder it was built in."""
+    import pytest
+
+    from posbench.data import tokens
+    from posbench.data.load import load_corpus
+    from tests.conftest import write_text_corpus
+    from tests.data.test_tokenizer import data
+
+    corpus_dir = write_text_corpus(tmp_path / "docs", n_docs=30, words_per_doc=600)
+    load_corpus(data(corpus_dir, tmp_path / "cache"))  # the byte cache, built
+    before = sorted(p.name for p in (tmp_path / "cache").iterdir())
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tokens, "encode", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        load_corpus(data(corpus_dir, tmp_path / "cache", kind="bpe", vocab_size=300))
+    after = sorted(p.name for p in (tmp_path / "cache").iterdir())
+    assert [p for p in after if p.startswith(".")] == [] and set(after) - set(before) == {"tokenizers"}

@@ -166,3 +166,36 @@ def test_train_eval_report_with_bpe_end_to_end(corpus_dir, tmp_path):
     cli("posbench.cli.report", str(runs), "--out", str(out))
     md = (out / "report.md").read_text()
     assert "tiny/bpe300" in md and "bits per byte" in md
+
+
+@pytest.mark.parametrize("damage", ['{"sha2', "", "[1, 2]", '{"vocab_size": 300}', "\udcff"],
+                         ids=["torn", "empty", "a list", "no hash", "not utf-8"])
+def test_a_damaged_record_of_a_cached_bpe_trains_it_again_with_a_warning(corpus_dir, tmp_path, caplog, damage):
+    """trained.json is posbench's bookkeeping, written atomically: damaged (a torn disk, a stray edit), the BPE is
+    trained again from the corpus with a warning naming the file, and gives the same tokens; a traceback before."""
+    import logging
+
+    first = load_corpus(data(corpus_dir, tmp_path, kind="bpe", vocab_size=VOCAB))
+    (meta,) = (tmp_path / "tokenizers").glob("bpe300-*/trained.json")
+    meta.write_bytes(damage.encode("utf-8", "surrogateescape"))
+    with caplog.at_level(logging.WARNING, logger="posbench"):
+        again = load_corpus(data(corpus_dir, tmp_path, kind="bpe", vocab_size=VOCAB))
+    assert [r.getMessage() for r in caplog.records] == [
+        f"the cached BPE tokenizer's record {meta} is damaged (not the JSON posbench writes); training the tokenizer "
+        f"again into {meta.parent}"]
+    assert json.loads(meta.read_text())["sha256"] == again.fingerprint["tokenizer"]["sha256"]
+    assert again.fingerprint == first.fingerprint and np.array_equal(again.train, first.train)
+
+
+def test_a_damaged_record_of_a_token_cache_tokenizes_again_with_a_warning(corpus_dir, tmp_path, caplog):
+    import logging
+
+    first = load_corpus(data(corpus_dir, tmp_path, kind="bpe", vocab_size=VOCAB))
+    record = first.cache / "fingerprint.json"
+    record.write_text(record.read_text()[:20])
+    with caplog.at_level(logging.WARNING, logger="posbench"):
+        again = load_corpus(data(corpus_dir, tmp_path, kind="bpe", vocab_size=VOCAB))
+    assert [r.getMessage() for r in caplog.records] == [
+        f"the token cache's record {record} is damaged (not the JSON posbench writes); tokenizing again"]
+    assert again.fingerprint == first.fingerprint and np.array_equal(again.train, first.train)
+    assert json.loads(record.read_text())["bytes_per_token"] == first.fingerprint["bytes_per_token"]

@@ -139,6 +139,44 @@ def test_kill_minus_nine_in_the_trunk_and_in_a_branch_gives_identical_runs(tmp_p
         assert not (killed / name / "resume.pt").exists()
 
 
+def test_a_signal_in_the_trunk_saves_its_current_step_and_the_branches_are_the_runs_never_interrupted(
+        compose, tmp_path, text_corpus, monkeypatch):
+    """A real SIGTERM during the trunk's step 5 (sent by its first probe): the trunk stops after that
+    step with a resume state at it and the line naming it; the same command resumes the trunk there and
+    each branch is the run of its budget bit for bit."""
+    import signal
+
+    import posbench.jobs.branches as branches_module
+    from posbench.core.errors import Interrupted
+    from posbench.jobs.train import run
+    from posbench.store.resume import load_resume
+
+    real, sent = branches_module.during_training_probe, []
+
+    def signalling(*args, **kwargs):
+        probe = real(*args, **kwargs)
+
+        def once(model):
+            if not sent:
+                sent.append(os.kill(os.getpid(), signal.SIGTERM))
+            return probe(model)
+        return once
+
+    monkeypatch.setattr(branches_module, "during_training_probe", signalling)
+    common = [*COMMON, f"data.path={text_corpus}"]
+    spec = compose(*common, "train.budgets=[20,36]", f"runs_dir={tmp_path / 'branched'}")
+    with pytest.raises(Interrupted) as stopped:
+        run(spec)
+    assert stopped.value.exit_status == 143 and "after step 5 of 26 (trunk rope L=16); resume state saved; " \
+        "run the same command again to resume from step 5" in stopped.value.line
+    (trunk_dir,) = (tmp_path / "branched" / "trunks").iterdir()
+    assert load_resume(trunk_dir)["next_step"] == 5
+    run(spec)
+    for steps in (20, 36):
+        alone = run(compose(*common, f"train.steps={steps}", f"runs_dir={tmp_path / 'alone'}"))
+        assert_same_run(tmp_path / "branched" / alone.name, alone)
+
+
 # -- refused before anything is written -----------------------------------------------------------
 
 

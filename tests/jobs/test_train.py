@@ -56,6 +56,37 @@ def test_a_kill_during_evaluation_keeps_the_training(compose, tmp_path, text_cor
     assert [r["length"] for r in read_metrics(run_dir)["evaluations"]] == [16, 32]
 
 
+def test_a_signal_in_the_last_step_saves_the_trained_run_then_stops_before_evaluating(compose, tmp_path, text_corpus,
+                                                                                        monkeypatch):
+    """A Ctrl-C in the last step cannot leave a resume state (the run is trained): the checkpoint and the
+    metrics are written, then the command stops, and the next one only evaluates."""
+    import os
+    import signal
+
+    import posbench.jobs.train as train
+    from posbench.core.errors import Interrupted
+
+    real = train.during_training_probe
+
+    def signalling(*args, **kwargs):
+        probe = real(*args, **kwargs)
+        return lambda model: os.kill(os.getpid(), signal.SIGINT) or probe(model)
+
+    monkeypatch.setattr(train, "during_training_probe", signalling)  # the probe of step 20 of 20 sends it
+    cfg = compose("encoding=rope", *BASE, "eval.multiples=[1,2]", "eval.during_training=[1.0]",
+                  f"data.path={text_corpus}", f"runs_dir={tmp_path}")
+    with pytest.raises(Interrupted) as stopped:
+        run(cfg)
+    assert stopped.value.line == ("posbench: interrupted (SIGINT) in the last step of 20 (train rope L=16); the training "
+                                  "is complete and saved; run the same command again to go on")
+    m = read_metrics(cfg.run_dir)
+    assert m["status"] == "completed" and m["evaluations"] == [] and not (cfg.run_dir / RESUME).exists()
+    weights = (cfg.run_dir / "checkpoint.pt").read_bytes()
+    monkeypatch.undo()
+    run(cfg)
+    assert (cfg.run_dir / "checkpoint.pt").read_bytes() == weights and read_metrics(cfg.run_dir)["evaluations"]
+
+
 def test_a_diverged_run_is_final_unless_retried(compose, tmp_path, text_corpus, caplog):
     args = ["encoding=nope", *BASE, "train.lr=1e12", "train.warmup_steps=1", "train.grad_clip=1e30",
             f"data.path={text_corpus}", f"runs_dir={tmp_path}"]

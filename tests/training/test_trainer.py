@@ -56,3 +56,57 @@ def test_training_and_validation_use_the_task_loss(monkeypatch, task_name, mixed
     tc = (TrainConfig(steps=2, batch_size=2, warmup_steps=1, val_batches=1, checkpoint_every=10**6))
     trainer.train_model(model, TEXT, TEXT, tc, 32, 0, torch.device("cpu"), task=build_task(task_name))
     assert len(seen) > 2 and set(seen) == {mixed}  # the training steps and the validation points
+
+
+# -- a Ctrl-C or SIGTERM is answered at the step boundary with a resume state at that step ----------
+
+
+def _train(tmp_path, probe=None, probe_steps=()):
+    """A tiny run of 30 steps (no periodic resume state before step 100), resuming from ``tmp_path``."""
+    from posbench.model.transformer import ModelConfig
+
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(name="tiny", d_model=32, n_layers=1, n_heads=2), "rope", {}, 16)
+    tc = TrainConfig(steps=30, batch_size=2, warmup_steps=3, log_every=4, val_every=10, val_batches=1, checkpoint_every=100)
+    result = train_model(model, TEXT, TEXT, tc, 16, 0, torch.device("cpu"), resume_dir=tmp_path, probe=probe,
+                         probe_steps=probe_steps)
+    return model, result
+
+
+@pytest.mark.parametrize("signum", ["SIGINT", "SIGTERM"])
+def test_a_signal_saves_a_resume_state_at_the_current_step_and_the_resumed_run_is_bit_identical(tmp_path, signum):
+    """A real signal, sent to this process during step 13: the loop finishes the step, writes a resume
+    state with next_step 13 and stops with the line naming it; the same call resumes there and ends with
+    the weights and history of a run never interrupted; a second signal stops at once."""
+    import os
+    import signal
+
+    from posbench.core.errors import Interrupted
+    from posbench.store.resume import load_resume
+
+    sig = getattr(signal, signum)
+    before = signal.getsignal(sig)
+
+    def send(n):
+        def probe(model):
+            for _ in range(n):
+                os.kill(os.getpid(), sig)  # delivered here, in the main thread, inside the step
+            return [{"probe": 1.0}]
+        return probe
+
+    clean, result = _train(tmp_path / "clean", send(0), {13})
+    with pytest.raises(Interrupted) as stopped:
+        _train(tmp_path / "run", send(1), {13})
+    assert stopped.value.exit_status == 128 + sig
+    assert stopped.value.line == (f"posbench: interrupted ({signum}) after step 13 of 30 (train); resume state saved; "
+                                  "run the same command again to resume from step 13")
+    assert load_resume(tmp_path / "run", 30)["next_step"] == 13
+    assert signal.getsignal(sig) == before  # the handler before training is back
+    resumed, again = _train(tmp_path / "run", send(1), {13})  # step 13 is done: no signal comes
+    assert all(torch.equal(a, b) for a, b in zip(clean.state_dict().values(), resumed.state_dict().values()))
+    strip = lambda h: [{k: v for k, v in e.items() if k != "tokens_per_s"} for e in h]  # noqa: E731
+    assert strip(result["history"]) == strip(again["history"]) and result["during_training"] == again["during_training"]
+
+    with pytest.raises(Interrupted) as twice:  # a second signal: at once, inside the step, nothing saved
+        _train(tmp_path / "twice", send(2), {13})
+    assert "interrupted again" in twice.value.line and load_resume(tmp_path / "twice", 30) is None
