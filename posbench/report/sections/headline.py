@@ -28,7 +28,7 @@ class Headline(Section):
                                "over without it (above 1: the row uses far context)"
                                if "window / full" in shown else "")
                             + "; `budget`: what the runs trained for"
-                            + ("; `trend`: whether the verdict has settled over the budgets (section Verdicts by "
+                            + ("; `trend`: how the verdict moved over the budgets, tested paired by seed (section Verdicts by "
                                "training budget)" if "trend" in shown else "")
                             + ". Click a header to sort.")]
             controls, ckeys, cclasses = headline.lm_headline(ctx.table, conv, windowed=True, trends=trends)
