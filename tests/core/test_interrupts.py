@@ -68,3 +68,19 @@ def test_a_signal_to_the_command_saves_the_current_step_and_the_same_command_res
         assert ma[key] == mb[key], key
     ha, hb = (json.loads((d / "history.json").read_text()) for d in (clean, run_dir))
     assert [h["loss"] for h in ha] == [h["loss"] for h in hb]
+
+
+def test_a_stop_request_names_the_step_and_a_second_signal_stops_at_once():
+    """The request itself (no process): the first signal is only noted; the interrupt it ends in names the
+    step the run resumes from and exits as the shell expects (128 + signal); a second signal raises at once."""
+    from posbench.core.errors import Interrupted
+    from posbench.core.interrupts import StopRequest
+
+    request = StopRequest("train rope L=16")
+    assert not request.requested()
+    request.handle(signal.SIGTERM, None)
+    assert request.requested()
+    stop = request.stop(44, 500, saved=True)
+    assert "after step 44 of 500" in str(stop) and "resume from step 44" in str(stop)
+    with pytest.raises(Interrupted, match="interrupted again"):
+        request.handle(signal.SIGINT, None)
