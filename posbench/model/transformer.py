@@ -48,7 +48,7 @@ class ModelConfig:
     # each layer's sequence mixer, repeated over the layers (a model with fewer layers takes the last
     # entries): attention (the run's encoding) or a mixer of posbench/mixers/ (no positional encoding)
     mixers: List[str] = field(default_factory=lambda: [ATTENTION])
-    mixer_params: Dict[str, Any] = field(default_factory=dict)  # each mixer's Params: {gdn: {expand_v: 2}}
+    mixer_params: Dict[str, Any] = field(default_factory=dict)  # each mixer's Params: {gdn: {expand_v: 2}}; null: defaults
 
     @property
     def vocab(self) -> int:
