@@ -38,6 +38,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from posbench.core.errors import PosbenchError
 from posbench.core.params import param, positive
 from posbench.mixers import register
 from posbench.mixers.base import CausalConv, Mixer, inverse_softplus_dt, rms_norm
@@ -105,7 +106,6 @@ class Mamba2(Mixer):
         D = shape.d_model
         self.d_inner, self.head_dim = params.expand * D, params.head_dim or shape.head_dim
         if self.d_inner % self.head_dim:
-            from posbench.core.errors import PosbenchError
             raise PosbenchError(f"mixer mamba2: the inner width {self.d_inner} (expand x d_model) is not divisible by "
                                 f"head_dim={self.head_dim}")
         self.heads, N = self.d_inner // self.head_dim, params.d_state

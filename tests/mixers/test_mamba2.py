@@ -5,6 +5,7 @@ and are not multiples of the chunk; the layer is causal; training runs no Python
 import pytest
 import torch
 
+from posbench.mixers.base import CausalConv
 from posbench.mixers.mamba2 import segsum, ssd_chunked, ssd_recurrent
 from tests.mixers.helpers import CountingLoops, assert_causal, layer, max_diff
 
@@ -61,3 +62,11 @@ def test_gradients_reach_every_parameter():
     mixer = layer("mamba2").float()
     mixer(torch.randn(2, 20, 16)).square().sum().backward()
     assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in mixer.parameters())
+
+
+def test_the_short_convolution_is_causal_and_depthwise():
+    conv = CausalConv(3, 4, bias=False).double()
+    x = torch.randn(1, 10, 3, dtype=torch.float64)
+    w = conv.conv.weight[:, 0]  # [channels, taps]
+    want = torch.stack([sum(w[:, i] * x[0, t - 3 + i] for i in range(4) if t - 3 + i >= 0) for t in range(10)])
+    assert max_diff(conv(x)[0], want) < 1e-12
