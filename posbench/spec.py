@@ -198,7 +198,13 @@ class RunSpec:
                                 f"data.tokenizer={self.data.tokenizer.label} has {want} tokens; leave model.vocab_size "
                                 f"unset (null: the tokenizer's) or set it to {want}")
         # building the encoding is cheap and runs its own constraints (e.g. RoPE's even head dimension)
-        self.encoding.build(self.shape)
+        encoding = self.encoding.build(self.shape)
+        if not self.model.attention_layers and not encoding.uses_input and self.encoding.name != "nope":
+            # a model of recurrent mixers only: the encoding would reach no layer, and the run would be
+            # reported under an encoding it does not have
+            raise PosbenchError(f"model.mixers={list(self.model.mixers)} has no attention layer, so encoding="
+                                f"{self.encoding.name} reaches no layer (recurrent mixers take no positional encoding); "
+                                "use encoding=nope, or put attention in model.mixers")
         self.check_evaluation()
         self.logger.check()
         self.runtime.check()

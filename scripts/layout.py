@@ -55,6 +55,8 @@ LAYER_ROLES = {
     "posbench.model": "the decoder language model (and the benchmark's plain reference GPT)",
     "posbench.tasks": "language modelling and the synthetic tasks, one module each",
     "posbench.encodings": "the positional encodings, one module each, plugged into the model through hooks",
+    "posbench.mixers": "sequence mixers beside attention (recurrent layers: Gated DeltaNet, Mamba-2), one module "
+                       "each, chosen per layer by model.mixers",
     "posbench.attention": "attention kernels and what a forward pass tells them: options, RoPE scalings, LongRoPE "
                           "factors, temperatures, positions",
     "posbench.store": "the run directory: run ids, metrics, checkpoints, resume states, the lock",

@@ -53,10 +53,11 @@ def forget_loaded_plugins(monkeypatch):
     from posbench.encodings import ENCODINGS
     from posbench.evaluation.protocols import PROTOCOLS
     from posbench.evaluation.variants import VARIANTS
+    from posbench.mixers import MIXERS
     from posbench.report.section import SECTIONS
     from posbench.tasks import TASKS
 
-    for registry in (ENCODINGS, TASKS, VARIANTS, PROTOCOLS, ROPE_SCALINGS, SECTIONS):
+    for registry in (ENCODINGS, TASKS, VARIANTS, PROTOCOLS, ROPE_SCALINGS, SECTIONS, MIXERS):
         monkeypatch.setattr(registry, "_external", dict(registry._external))
 
 

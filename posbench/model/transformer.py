@@ -3,13 +3,18 @@
 The positional encoding is a plug-in: the model calls its hooks (input, rotation, bias, relative;
 and per layer: window, temperature, sink, output gate, content-dependent bias) and never branches
 on which encoding it is. Positions are an explicit tensor passed to forward.
+
+Each layer's sequence mixer is a plug-in too (``model.mixers``, a per-layer pattern: posbench/mixers/):
+``attention`` is the causal self-attention below, with the run's encoding; any other entry is a
+recurrent mixer (``gdn``, ``mamba2``), which takes no positional encoding. A hybrid is a pattern:
+``[gdn, gdn, gdn, attention]``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
-from typing import Optional
+from typing import Any, Dict, List, Optional
 
 import torch
 import torch.nn.functional as F
@@ -26,6 +31,7 @@ from posbench.attention.kernels import (
 from posbench.attention.options import AttentionOptions
 from posbench.core.errors import PosbenchError
 from posbench.encodings import ModelShape, PositionalEncoding, build_encoding
+from posbench.mixers import ATTENTION, Mixer, MixerShape, build_mixer, mixer_class
 
 
 @dataclass(frozen=True)
@@ -39,6 +45,10 @@ class ModelConfig:
     mlp_ratio: int = 4
     dropout: float = 0.0
     vocab_size: Optional[int] = None  # None: the tokenizer's (data.tokenizer; 256 for bytes), filled in by RunSpec
+    # each layer's sequence mixer, repeated over the layers (a model with fewer layers takes the last
+    # entries): attention (the run's encoding) or a mixer of posbench/mixers/ (no positional encoding)
+    mixers: List[str] = field(default_factory=lambda: [ATTENTION])
+    mixer_params: Dict[str, Any] = field(default_factory=dict)  # each mixer's Params: {gdn: {expand_v: 2}}; null: defaults
 
     @property
     def vocab(self) -> int:
@@ -56,6 +66,24 @@ class ModelConfig:
             raise PosbenchError(f"model.dropout must be in [0, 1), got {self.dropout}")
         if self.d_model % self.n_heads:
             raise PosbenchError(f"model.d_model={self.d_model} is not divisible by model.n_heads={self.n_heads}")
+        if not self.mixers:
+            raise PosbenchError("model.mixers is empty; give one entry per layer (repeated), e.g. [attention] or "
+                                "[gdn, gdn, gdn, attention]")
+        for name in self.mixers:
+            if name != ATTENTION:
+                mixer_class(str(name))  # an unknown name is one line naming the valid ones
+        if extra := sorted(set(self.mixer_params or {}) - set(self.mixers) - {ATTENTION}):
+            raise PosbenchError(f"model.mixer_params names {extra[0]!r}, which is not in model.mixers={list(self.mixers)}")
+
+    def layer_mixers(self) -> list[str]:
+        """The mixer of each layer: the pattern repeated; a model with fewer layers than the pattern
+        takes its last entries (a 2-layer ``[gdn, gdn, gdn, attention]`` is ``[gdn, attention]``)."""
+        pattern = [str(m) for m in self.mixers][-self.n_layers:]
+        return [pattern[i % len(pattern)] for i in range(self.n_layers)]
+
+    @property
+    def attention_layers(self) -> list[int]:
+        return [i for i, m in enumerate(self.layer_mixers()) if m == ATTENTION]
 
 
 class CausalSelfAttention(nn.Module):
@@ -142,15 +170,39 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, cfg: ModelConfig, layer: int):
+    """A pre-LN block: x + mixer(ln1(x)), then x + mlp(ln2(x)). The mixer is attention (``attn``,
+    with the encoding) or a recurrent mixer (``mixer``, which takes no positions)."""
+
+    def __init__(self, cfg: ModelConfig, layer: int, mixer: Optional[Mixer] = None):
         super().__init__()
         self.ln1, self.ln2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
-        self.attn = CausalSelfAttention(cfg, layer)
+        if mixer is None:
+            self.attn = CausalSelfAttention(cfg, layer)
+        else:
+            self.mixer, self.mixer_drop = mixer, nn.Dropout(cfg.dropout)
         self.mlp = MLP(cfg)
 
+    @property
+    def is_attention(self) -> bool:
+        return "attn" in self._modules
+
     def forward(self, x, enc, positions, pos_state, options, flex=False):
-        x = x + self.attn(self.ln1(x), enc, positions, pos_state, options, flex)
+        if self.is_attention:
+            x = x + self.attn(self.ln1(x), enc, positions, pos_state, options, flex)
+        else:
+            x = x + self.mixer_drop(self.mixer(self.ln1(x)))
         return x + self.mlp(self.ln2(x))
+
+
+def build_blocks(cfg: ModelConfig) -> nn.ModuleList:
+    """One block per layer, with the layer's mixer (``cfg.layer_mixers()``); a plain model's blocks
+    are built exactly as before mixers existed (the same modules, the same random numbers)."""
+    shape = MixerShape(cfg.d_model, cfg.n_heads, cfg.n_layers)
+    params = cfg.mixer_params or {}
+    return nn.ModuleList(
+        Block(cfg, i, None if name == ATTENTION else
+              build_mixer(name, shape, params.get(name), prefix=f"model.mixer_params.{name}"))
+        for i, name in enumerate(cfg.layer_mixers()))
 
 
 class LanguageModel(nn.Module):
@@ -160,7 +212,7 @@ class LanguageModel(nn.Module):
         self.tok_emb = nn.Embedding(cfg.vocab, cfg.d_model)
         self.encoding = encoding
         self.drop = nn.Dropout(cfg.dropout)
-        self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layers))
+        self.blocks = build_blocks(cfg)
         self.ln_f = nn.LayerNorm(cfg.d_model)
         self.head = nn.Linear(cfg.d_model, cfg.vocab, bias=False)
         self.head.weight = self.tok_emb.weight  # weight tying, as in GPT-2
@@ -168,8 +220,10 @@ class LanguageModel(nn.Module):
         nn.init.normal_(self.tok_emb.weight, std=0.02)
         for name, p in self.blocks.named_parameters():
             if name.endswith(".weight") and p.dim() == 2:
-                # scaled residual projections keep the residual stream's variance flat in depth
-                std = 0.02 / (2 * cfg.n_layers) ** 0.5 if name.endswith("proj.weight") else 0.02
+                # scaled residual projections keep the residual stream's variance flat in depth (a
+                # mixer's is its out_proj; its other projections are inputs)
+                residual = name.endswith(".out_proj.weight") if ".mixer." in name else name.endswith("proj.weight")
+                std = 0.02 / (2 * cfg.n_layers) ** 0.5 if residual else 0.02
                 nn.init.normal_(p, std=std)
 
     def num_params(self) -> int:
@@ -193,6 +247,9 @@ class LanguageModel(nn.Module):
         )
         states = {}  # per-forward state of each layer's encoding (one for a plain model), computed once
         for i, layer in enumerate(self.blocks):
+            if not layer.is_attention:  # a recurrent mixer: no positions, no encoding
+                x = layer(x, None, positions, None, options, flex)
+                continue
             enc = self.encoding.at(i)
             if id(enc) not in states:
                 states[id(enc)] = enc.prepare(positions, options)

@@ -26,7 +26,7 @@ def run_identity(config: Mapping[str, Any]) -> dict:
         data.pop("tokenizer", None)
     identity = {
         "encoding": encoding_settings(c["encoding"]),
-        "model": c["model"],
+        "model": model_settings(c["model"]),
         "data": data,
         "train": schedule_identity({k: v for k, v in c["train"].items() if k not in NON_IDENTITY_TRAIN_KEYS}),
         "train_len": c["train_len"],
@@ -66,6 +66,36 @@ def encoding_settings(settings: dict) -> dict:
     return {k: v for k, v in settings.items() if k not in old or old[k] != v}
 
 
+# model settings added after runs were made, at the value those runs had: left out of the id
+OLD_MODEL_BEHAVIOUR = {"mixers": ["attention"], "mixer_params": {}}  # issue 55: every run before it was all attention
+
+
+def model_settings(settings: dict) -> dict:
+    """The ``model`` section as run ids name it: the mixer pattern of a plain transformer (every
+    layer attention, no mixer parameters) is left out, so that every run made before mixers keeps
+    its id."""
+    return {k: v for k, v in settings.items() if k not in OLD_MODEL_BEHAVIOUR or list_or_dict(v) != OLD_MODEL_BEHAVIOUR[k]}
+
+
+def list_or_dict(value: Any) -> Any:
+    return list(value) if isinstance(value, (list, tuple)) else dict(value) if isinstance(value, Mapping) else value
+
+
+def mixers_label(model: Mapping[str, Any]) -> str:
+    """A readable tag of a model's mixer pattern for its run id (``gdn3-attention1``), "" for a plain
+    transformer: a hybrid never shares a name prefix with the all-attention run of its encoding."""
+    mixers = [str(m) for m in (model.get("mixers") or ["attention"])]
+    if mixers == ["attention"]:
+        return ""
+    runs: list[list] = []
+    for m in mixers:
+        if runs and runs[-1][0] == m:
+            runs[-1][1] += 1
+        else:
+            runs.append([m, 1])
+    return "-".join(f"{safe_name(m)}{n}" for m, n in runs)
+
+
 def task_settings(settings: dict) -> dict:
     """A task's settings as run ids and evaluation example sets name them: ``loss: answer`` (how
     every task run trained before ``task.loss`` existed) is left out, so that those runs keep their
@@ -84,6 +114,7 @@ def run_id(cfg: Mapping[str, Any]) -> str:
     task = (cfg.get("task") or {}).get("name", "lm")
     ext += "" if task == "lm" else f"{task}_"
     ext += "" if (tok := tokenizer_label(cfg)) == "byte" else f"{tok}_"
+    ext += f"{mx}_" if (mx := mixers_label(cfg["model"])) else ""
     return f"{safe_name(cfg['encoding']['name'])}_{cfg['model']['name']}_L{cfg['train_len']}_s{cfg['seed']}_{ext}{digest}"
 
 
