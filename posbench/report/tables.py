@@ -429,7 +429,7 @@ def display_table(table: pd.DataFrame, markdown: bool = True) -> pd.DataFrame:
                 "" if pd.isna(r["far_gain"]) else f"{r['far_gain']:.3f}{span(r, 'far_gain', '.3f')}"
                 for _, r in table.iterrows()]
     if "mean_log_ppl" in table:
-        out["mean log-ppl (rank)"] = ["-" if pd.isna(r["mean_log_ppl"]) else
+        out["mean log-ppl (rank over lengths)"] = ["-" if pd.isna(r["mean_log_ppl"]) else
                                       f"{r['mean_log_ppl']:.3f}{span(r, 'mean_log_ppl', '.3f')} ({int(r['rank_mean_log_ppl'])})"
                                       for _, r in table.iterrows()]
     if "extrapolation_len" in table:
