@@ -84,9 +84,9 @@ def test_several_folders_are_joined_and_filtered_and_no_absolute_path_is_written
     out = tmp_path / "rep"
     _report(runs, other, "--out", out, "--protocols", "nonoverlapping")
     md = (out / "report.md").read_text()
-    assert "from `runs` and `wb`" in md.split("\n\n")[1]  # named relative to the report's folder
-    assert str(tmp_path) not in md
-    assert "| alibi |" in md.replace("| nonoverlapping | alibi |", "| alibi |") and "nope" in md
+    intro = md.split("\n\n")[1]
+    assert intro.startswith("5 completed runs from `../runs` and `../wb`")  # named relative to the report's folder
+    assert str(tmp_path) not in md and "`alibi`" in md and "`nope`" in md
     _report(runs, other, "--out", out, "--protocols", "nonoverlapping", "--only", "rope_*")
     md = (out / "report.md").read_text()
     assert "`rope`" in md and "`alibi`" not in md and "--only rope_*" in md
