@@ -119,9 +119,11 @@ def panel_items(sub: pd.DataFrame, tolerance: float) -> tuple[str, list[str]]:
     cols = [c for c in multiple_columns(sub) if sub[c].notna().any() or (sub[f"{c}_note"] == NOT_DEFINED).any()]
     first = sub.iloc[0]
     protocol, model, train_len, seeds = first["protocol"], first["model"], int(first["train_len"]), int(sub["seeds"].max())
-    longest = cols[-1]
+    # the verdict's multiple (tables.verdict_multiple): the ratio column's, not a longer column some rows have
+    ratio = next((c for c in sub.columns if c.endswith("/1x") and c.split("/")[0] in cols), f"{cols[-1]}/1x")
+    longest = ratio.split("/")[0]
+    cols = cols[:cols.index(longest) + 1]
     max_len = round(train_len * float(longest[:-1]))
-    ratio = f"{longest}/1x"
     over = first.get("interval", "seeds")
     if seeds == 1 and over == "text and seeds":
         over = "the scored text"
