@@ -1,7 +1,7 @@
-"""Tables, plots and a readable report from run directories: ``posbench-report RUNS_DIR [--out DIR]``.
+"""Tables, plots and a readable report from run directories: ``posbench-report RUNS_DIR [RUNS_DIR ...] [--out DIR]``.
 
-The command line of the report (posbench/report/: it reads every ``metrics.json`` below RUNS_DIR and
-never trains or evaluates).
+The command line of the report (posbench/report/: it reads every ``metrics.json`` below each RUNS_DIR,
+joined, and never trains or evaluates).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from posbench.core.version import version_text
 from posbench.report import budget, tasks
 from posbench.report.context import Options
 from posbench.report.pipeline import DEFAULT_TOLERANCE, make_report
+from posbench.report.selection import Selection
 
 
 class _Parser(argparse.ArgumentParser):
@@ -32,8 +33,17 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(0)
     parser = _Parser(prog="posbench-report", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="store_true", help="posbench's version, torch's, Python's and the device")
-    parser.add_argument("runs_dir", type=Path, help="folder with run directories (searched recursively)")
-    parser.add_argument("--out", type=Path, default=None, help="output folder (default: RUNS_DIR/report)")
+    parser.add_argument("runs_dirs", type=Path, nargs="+", metavar="RUNS_DIR",
+                        help="folders with run directories (searched recursively; several are joined)")
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default: the first RUNS_DIR/report)")
+    parser.add_argument("--only", default=None, metavar="GLOB",
+                        help="report only the runs whose run id matches this glob, e.g. 'rope_*'")
+    parser.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
+                        help="report only the runs whose resolved config has KEY equal to VALUE, e.g. train.steps=200 "
+                             "(repeatable: every one must hold)")
+    parser.add_argument("--multiple", type=float, default=None, metavar="N",
+                        help="read the verdicts, the N x/1x ratio and the rank over lengths at this multiple "
+                             "(default: the longest multiple every compared row was evaluated at)")
     parser.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE,
                         help="extrapolation length: perplexity within this fraction of 1x (default 0.05)")
     parser.add_argument("--improving", type=float, default=budget.DEFAULT_IMPROVING,
@@ -57,14 +67,15 @@ def main(argv: list[str] | None = None) -> None:
     with user_errors():
         if args.with_folders and not args.rebuild:
             raise PosbenchError("--with joins a committed report's records, so it needs --rebuild")
-        out = args.out or (args.runs_dir if args.rebuild else args.runs_dir / "report")
-        if args.rebuild and args.protocols and out.resolve() == args.runs_dir.resolve():
+        first = args.runs_dirs[0]
+        out = args.out or (first if args.rebuild else first / "report")
+        if args.rebuild and args.protocols and out.resolve() == first.resolve():
             raise PosbenchError("--protocols with --rebuild in place would leave only those protocols' records in "
-                                f"{args.runs_dir}; give --out another folder")
+                                f"{first}; give --out another folder")
         protocols = [p for p in args.protocols.split(",") if p] if args.protocols else None
         options = Options(args.tolerance, args.improving, args.spread, args.threshold, protocols, args.rebuild,
-                          tuple(args.with_folders))
-        report = make_report(args.runs_dir, out, options)
+                          tuple(args.with_folders), args.multiple, Selection(args.only, tuple(args.where)))
+        report = make_report(args.runs_dirs, out, options)
         if args.wandb:
             log_report(out, report.figures)
     print(f"report written to {report.path} and {report.path.with_suffix('.html')}")

@@ -131,17 +131,22 @@ def check_fits(val: np.ndarray, eval_cfg, train_len: int, separator: str = "\0")
     """The validation split holds the history before the scored tokens and at least one segment."""
     S0, seg = first_scored(eval_cfg, train_len), segment_length(eval_cfg, train_len)
     max_len = max(eval_lengths(train_len, eval_cfg.multiples))
-    if max_len > S0 and any(PROTOCOLS.get(p).needs_history for p in eval_cfg.protocols):
-        raise PosbenchError(
-            f"the longest evaluation window ({max_len} tokens) is longer than the history before the scored tokens "
-            f"(eval.first_scored={S0}); set eval.first_scored >= {max_len} (it changes which tokens are scored, at every length)")
     streams = [p for p in eval_cfg.protocols if issubclass(PROTOCOLS.get(p), StreamProtocol)]
+    # every key a longer window needs, in one refusal: one at a time, a user fixes one and meets the next
+    short = []
+    if max_len > S0 and any(PROTOCOLS.get(p).needs_history for p in eval_cfg.protocols):
+        short.append(f"the history before the scored tokens (eval.first_scored={S0})")
+    if streams and max_len > seg:
+        short.append(f"a scored segment (eval.segment={seg}), which non-overlapping windows must tile")
+    if short:
+        keys = [k for k, have in (("first_scored", "first_scored=" in short[0]), ("segment", "eval.segment=" in short[-1]))
+                if have]
+        raise PosbenchError(
+            f"the longest evaluation window ({max_len} tokens) is longer than " + " and ".join(short) + "; set "
+            + " ".join(f"eval.{k}={max_len}" for k in keys) + " (or larger: it changes which tokens are scored, at "
+            "every length, so every length is scored anew)")
     if not streams:
         return
-    if max_len > seg:
-        raise PosbenchError(
-            f"the longest evaluation window ({max_len} tokens) is longer than a scored segment (eval.segment={seg}): "
-            f"non-overlapping windows could not tile it; set eval.segment >= {max_len} (it changes which tokens are scored)")
     found = stream_segments(np.asarray(val), separator.encode(), S0, seg, eval_cfg.scored_tokens)
     if not len(found.starts):
         raise PosbenchError(

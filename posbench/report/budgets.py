@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from posbench.report import bootstrap
-from posbench.report.tables import CELL_KEYS, PANEL_KEYS, completed, far_control, main_table, multiples
+from posbench.report.tables import CELL_KEYS, PANEL_KEYS, completed, far_control, main_table, multiples, verdict_multiple
 
 BUDGET = "budget_steps"
 TOKENS = "budget_tokens"
@@ -67,12 +67,14 @@ def largest_budget(evals: pd.DataFrame) -> pd.DataFrame:
     return evals[top.isna() | (evals[BUDGET] == top)]
 
 
-def budget_table(evals: pd.DataFrame, tolerance: float, token_sets: dict | None = None) -> pd.DataFrame:
-    """One row per main-table row and budget: the main table of the records at that budget, with
-    ``budget_steps`` and ``budget_tokens`` (the mean over the cell's runs)."""
+def budget_table(evals: pd.DataFrame, tolerance: float, token_sets: dict | None = None,
+                 multiple: float | None = None) -> pd.DataFrame:
+    """One row per main-table row and budget: the main table of the records at that budget (its
+    verdicts at ``multiple``, the main table's: tables.verdict_multiple), with ``budget_steps`` and
+    ``budget_tokens`` (the mean over the cell's runs)."""
     frames = []
     for steps, g in evals.groupby(BUDGET):
-        t = main_table(g, tolerance, token_sets)
+        t = main_table(g, tolerance, token_sets, multiple=multiple if multiple in multiples(g) else None)
         if t.empty:
             continue
         tokens = g.groupby(CELL_KEYS)[TOKENS].mean().rename(TOKENS).reset_index()
@@ -84,13 +86,15 @@ def verdict_class(v) -> str:
     return str(v).split(",")[0] if isinstance(v, str) else ""
 
 
-def row_parts(evals: pd.DataFrame, token_sets: dict | None = None,
-              replicates: int = bootstrap.REPLICATES) -> dict[tuple, tuple[str, bootstrap.Parts]]:
+def row_parts(evals: pd.DataFrame, token_sets: dict | None = None, replicates: int = bootstrap.REPLICATES,
+              multiple: float | None = None) -> dict[tuple, tuple[str, bootstrap.Parts]]:
     """Each main-table row's verdict statistic at each of its budgets, per seed, ready for paired tests:
     {(*CELL_KEYS, budget steps): (statistic, Parts)}, the statistic on equal context (EQUAL) where the
     row has a window control at every budget, else its ratio to 1x (named ``<M>x/1x``); a windowed row
     (a control) by its ratio, as its verdict is. Rows of one panel share their document draws."""
     done = completed(evals)
+    longest = verdict_multiple(done, multiple if multiple in multiples(done) else None)
+    done = done[done["multiple"] <= longest] if longest is not None else done  # longer: extra columns, no verdict
     ms = multiples(done)
     if len(ms) < 2 or ms[0] != 1.0 or BUDGET not in done:
         return {}
@@ -112,12 +116,12 @@ def row_parts(evals: pd.DataFrame, token_sets: dict | None = None,
 
 
 def paired_changes(evals: pd.DataFrame, token_sets: dict | None = None,
-                   replicates: int = bootstrap.REPLICATES) -> pd.DataFrame:
+                   replicates: int = bootstrap.REPLICATES, multiple: float | None = None) -> pd.DataFrame:
     """Per main-table row and pair of consecutive budgets: the change of the verdict's statistic
     (row_parts) per doubling of the budget, paired by seed (bootstrap.paired_change): columns
     CELL_KEYS, ``from``, ``to`` (steps), ``statistic``, ``change`` with ``_lo`` / ``_hi`` (95%) and
     ``_lo90`` / ``_hi90``, ``p``, ``seeds``."""
-    parts = row_parts(evals, token_sets, replicates)
+    parts = row_parts(evals, token_sets, replicates, multiple)
     rows = []
     for key in sorted({k[:-1] for k in parts}, key=lambda k: tuple(map(str, k))):
         steps = sorted(k[-1] for k in parts if k[:-1] == key)

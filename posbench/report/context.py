@@ -20,8 +20,9 @@ import pandas as pd
 from posbench.core.errors import PosbenchError
 from posbench.report import budget, budgets, tasks
 from posbench.report.committed import load_committed
-from posbench.report.load import LoadedRuns, RunFiles, load_runs
-from posbench.report.tables import comparable_records, main_table
+from posbench.report.load import LoadedRuns, RunFiles, load_runs, without_runs
+from posbench.report.selection import Selection, is_smoke, shown_folder
+from posbench.report.tables import comparable_records, main_table, multiples, verdict_multiple
 from posbench.report.tuning import choose_settings, split_runs
 from posbench.tasks import LM
 
@@ -37,6 +38,8 @@ class Options:
     protocols: list[str] | None = None
     rebuild: bool = False  # the folder is a committed report's: rebuild it from its records (report/committed.py)
     with_folders: tuple[Path, ...] = ()  # with --rebuild: committed reports of some of the same runs retrained
+    multiple: float | None = None  # the verdict's multiple (--multiple); None: the longest every row has
+    selection: Selection = Selection()  # --only / --where (posbench/report/selection.py)
 
 
 class ReportContext:
@@ -44,8 +47,14 @@ class ReportContext:
     the perplexity sections compare (at the default setting of a learning-rate grid);
     ``task_runs``: completed runs of synthetic tasks; ``all_completed``: every completed run."""
 
-    def __init__(self, runs_dir: Path, options: Options, loaded: LoadedRuns, evals: pd.DataFrame):
-        self.runs_dir, self.options, self.files, self.skipped = runs_dir, options, loaded.files, loaded.skipped
+    def __init__(self, runs_dir: Path | list[Path], options: Options, loaded: LoadedRuns, evals: pd.DataFrame,
+                 out_dir: Path | None = None, smoke_left_out: int = 0):
+        self.runs_dirs = [Path(runs_dir)] if isinstance(runs_dir, (str, Path)) else [Path(d) for d in runs_dir]
+        self.runs_dir = self.runs_dirs[0]  # the first folder (sections that read one)
+        # how the report names its folders: never the absolute path of the machine that made it
+        self.folder_names = [shown_folder(d, out_dir if out_dir is not None else d / "report") for d in self.runs_dirs]
+        self.smoke_left_out = smoke_left_out  # train=smoke runs left out beside runs of a real budget
+        self.options, self.files, self.skipped = options, loaded.files, loaded.skipped
         self.token_sets = loaded.token_sets
         self.recorded = loaded.recorded  # rebuilt from a committed report's records: what it kept (else None)
         self.not_applicable = list(loaded.not_applicable)  # rows of variants that do not apply (report/load.py)
@@ -66,7 +75,8 @@ class ReportContext:
         self.tuned = None
         if self.choices is not None:  # a learning-rate grid: the main table keeps the default setting
             default_ids, chosen_ids = split_runs(self.completed, self.choices, self.configs)
-            self.tuned = main_table(self.evals[self.evals["run_id"].isin(chosen_ids)], options.tolerance, self.token_sets)
+            self.tuned = main_table(self.evals[self.evals["run_id"].isin(chosen_ids)], options.tolerance, self.token_sets,
+                                    multiple=options.multiple)
             keep = default_ids or chosen_ids
             self.evals = self.evals[self.evals["run_id"].isin(keep)]
             self.completed = self.completed[self.completed["run_id"].isin(keep)]
@@ -79,24 +89,39 @@ class ReportContext:
         self.has_budgets = self.has_lm and budgets.has_budgets(self.evals)
         if self.has_budgets:
             self.evals = budgets.largest_budget(self.evals)
+        # the verdict's multiple: asked for, else the longest every row of the main table has (tables.verdict_multiple)
+        self.multiple = verdict_multiple(self.evals, options.multiple) if self.has_lm else None
         self._derived: dict[str, Any] = {}
 
     @classmethod
-    def load(cls, runs_dir: Path, options: Options) -> ReportContext:
-        """The runs below ``runs_dir`` (with ``options.rebuild``: the records of the committed report
-        there); PosbenchError when they make no report."""
-        loaded = load_committed(runs_dir, list(options.with_folders)) if options.rebuild else load_runs(runs_dir)
+    def load(cls, runs_dir: Path | list[Path], options: Options, out_dir: Path | None = None) -> ReportContext:
+        """The runs below ``runs_dir`` (one folder or several, joined; with ``options.rebuild``: the
+        records of the committed report there), those ``options.selection`` keeps, without smoke runs
+        beside real ones; PosbenchError when they make no report. ``out_dir``: the report's folder,
+        which the report names its runs' folders relative to."""
+        dirs = [Path(runs_dir)] if isinstance(runs_dir, (str, Path)) else [Path(d) for d in runs_dir]
+        if options.rebuild and (len(dirs) > 1 or options.selection):
+            raise PosbenchError("--rebuild reads one committed report (join another with --with) and keeps all of its "
+                                "runs: give one folder and no --only / --where")
+        where = ", ".join(repr(str(d)) for d in dirs)
+        loaded = load_committed(dirs[0], list(options.with_folders)) if options.rebuild else \
+            load_runs(dirs, options.selection)
         if loaded.runs.empty:
-            raise PosbenchError(f"no runs (metrics.json) found below {str(runs_dir)!r}")
+            if options.selection:
+                raise PosbenchError(f"no run below {where} matches {options.selection.describe()}")
+            raise PosbenchError(f"no runs (metrics.json) found below {where}")
+        loaded, smoke = leave_out_smoke(loaded)
         evals = loaded.evals
+        if options.multiple is not None and not evals.empty and float(options.multiple) not in multiples(evals):
+            verdict_multiple(evals, options.multiple)  # its one-line error names the multiples there are
         if options.protocols and not evals.empty:
             if unknown := sorted(set(options.protocols) - set(evals["protocol"])):
                 raise PosbenchError(f"no evaluations with protocol {unknown[0]!r} below {str(runs_dir)!r}; "
                                     f"found: {', '.join(sorted(evals['protocol'].unique()))}")
             evals = evals[evals["protocol"].isin(options.protocols)]
-        ctx = cls(runs_dir, options, loaded, evals)
+        ctx = cls(dirs, options, loaded, evals, out_dir, smoke)
         if ctx.all_completed.empty or (evals.empty and ctx.task_records.empty):
-            raise PosbenchError(f"no completed, evaluated runs below {str(runs_dir)!r} ({len(loaded.runs)} runs, "
+            raise PosbenchError(f"no completed, evaluated runs below {where} ({len(loaded.runs)} runs, "
                                 "none usable)")
         return ctx
 
@@ -122,7 +147,7 @@ class ReportContext:
         """The main table (posbench/report/tables.py); with budgets, at each row's largest budget, with
         that budget (``budget_steps``; the trend of its verdict is the budget section's,
         ``budget_trends``)."""
-        table = main_table(self.evals, self.options.tolerance, self.token_sets)
+        table = main_table(self.evals, self.options.tolerance, self.token_sets, multiple=self.multiple)
         if self.has_budgets and not table.empty:
             largest = self.evals.groupby(["protocol", "variant", "model", "train_len"])[budgets.BUDGET].max()
             table = table.merge(largest.rename(budgets.BUDGET).reset_index(), on=["protocol", "variant", "model", "train_len"],
@@ -134,14 +159,14 @@ class ReportContext:
         """The main table at every budget (empty without budgets)."""
         if not self.has_budgets:
             return pd.DataFrame()
-        return budgets.budget_table(self.budget_evals, self.options.tolerance, self.token_sets)
+        return budgets.budget_table(self.budget_evals, self.options.tolerance, self.token_sets, self.multiple)
 
     @cached_property
     def budget_changes(self) -> pd.DataFrame:
         """Each row's change per doubling of the budget, paired by seed (empty without budgets)."""
         if not self.has_budgets:
             return pd.DataFrame()
-        return budgets.paired_changes(self.budget_evals, self.token_sets)
+        return budgets.paired_changes(self.budget_evals, self.token_sets, multiple=self.multiple)
 
     @cached_property
     def budget_trends(self) -> pd.DataFrame:
@@ -213,3 +238,18 @@ class ReportContext:
         if key not in self._derived:
             self._derived[key] = compute()
         return self._derived[key]
+
+
+def leave_out_smoke(loaded: LoadedRuns) -> tuple[LoadedRuns, int]:
+    """``loaded`` without its ``train=smoke`` runs where it has a completed run that is not one
+    (posbench/report/selection.py says why), and how many were left out."""
+    configs = {d: f.config for d, f in loaded.files.items()}
+    done = loaded.runs[loaded.runs["status"] == "completed"]
+    smoke = {rid for rid, d in zip(done["run_id"], done["run_dir"]) if is_smoke(configs.get(d))}
+    if not smoke or len(smoke) == len(done):
+        return loaded, 0
+    import logging
+
+    logging.getLogger("posbench").warning("left out %d train=smoke run(s): a smoke test is no training budget of the "
+                                          "other runs", len(smoke))
+    return without_runs(loaded, smoke), len(smoke)

@@ -32,6 +32,26 @@ def verdict_rank(label: str) -> float:
     return float(VERDICT_ORDER.index(head)) + 0.5 if head in VERDICT_ORDER else float(len(VERDICT_ORDER))
 
 
+RANK_OVER_LENGTHS = "rank over lengths"  # by mean log-perplexity; the summary's "rank at 1x" is another
+CLASS_ORDER = ("flat", "mild", "undecided", "broken")  # then n/a: no verdict
+
+
+def verdict_class_order(label: str) -> int:
+    """Where a verdict's class sorts in the headline: flat, mild, undecided, broken, then none."""
+    head = str(label).split(",")[0]
+    return CLASS_ORDER.index(head) if head in CLASS_ORDER else len(CLASS_ORDER)
+
+
+def _label(r: pd.Series, ratio: str | None) -> str:
+    """A row's verdict as the headline shows it; without a ratio, why there is none."""
+    if not ratio:
+        return ""
+    longest = ratio.split("/")[0]
+    if pd.isna(r[ratio]):  # no ratio, no verdict: say why
+        return NOTES.get(r.get(f"{longest}_note") or "n/e", "no verdict") + f" at {longest}"
+    return r.get("label") or r.get("verdict") or ""
+
+
 def with_interval(mean, lo, hi, digits: int = 2, scale: float = 1.0) -> str:
     if pd.isna(mean):
         return ""
@@ -84,7 +104,10 @@ def lm_headline(table: pd.DataFrame, conv: pd.DataFrame, windowed: bool = False,
     ratio = next((c for c in table.columns if c.endswith("/1x")), None)
     is_windowed = table["windowed"].fillna(False).astype(bool) if "windowed" in table else pd.Series(False, index=table.index)
     rows = table[is_windowed == windowed].assign(_p=_panel_order)
-    rows = rows.sort_values(["model", "train_len", "_p", "rank_mean_log_ppl", "variant"], na_position="last")
+    # the answer first: a panel's rows by verdict class, then by rank over lengths within a class (an undecided
+    # row with a low mean log-perplexity is not listed above a flat one)
+    rows = rows.assign(_v=[verdict_class_order(_label(r, ratio)) for _, r in rows.iterrows()])
+    rows = rows.sort_values(["model", "train_len", "_p", "_v", "rank_mean_log_ppl", "variant"], na_position="last")
     panel_of = panel_label(rows, ["protocol", "model", "train_len"])
     has_far = "far_gain" in rows and rows["far_gain"].notna().any()
     has_equal = "equal_ctx" in rows and rows["equal_ctx"].notna().any()
@@ -97,10 +120,7 @@ def lm_headline(table: pd.DataFrame, conv: pd.DataFrame, windowed: bool = False,
         if panel_of:
             s[panel_of[0]] = panel_of[1](r)
         if ratio:
-            label = r.get("label") or r.get("verdict") or ""
-            longest = ratio.split("/")[0]
-            if pd.isna(r[ratio]):  # no ratio, no verdict: say why
-                label = NOTES.get(r.get(f"{longest}_note") or "n/e", "no verdict") + f" at {longest}"
+            label, longest = _label(r, ratio), ratio.split("/")[0]
             s["verdict"], k["verdict"] = label, verdict_rank(label)
             s[f"{ratio} [95%]"] = (with_interval(r[ratio], r[f"{ratio}_lo"], r[f"{ratio}_hi"]) if pd.notna(r[ratio])
                                    else r.get(f"{longest}_note") or "n/e")
@@ -112,8 +132,8 @@ def lm_headline(table: pd.DataFrame, conv: pd.DataFrame, windowed: bool = False,
         if "1x" in r:  # a sweep evaluated only at longer multiples has no 1x column
             s["1x perplexity [95%]"], k["1x perplexity [95%]"] = with_interval(r["1x"], r["1x_lo"], r["1x_hi"]), r["1x"]
         if "rank_mean_log_ppl" in r:
-            s["rank"] = "" if pd.isna(r["rank_mean_log_ppl"]) else str(int(r["rank_mean_log_ppl"]))
-            k["rank"] = r["rank_mean_log_ppl"]
+            s[RANK_OVER_LENGTHS] = "" if pd.isna(r["rank_mean_log_ppl"]) else str(int(r["rank_mean_log_ppl"]))
+            k[RANK_OVER_LENGTHS] = r["rank_mean_log_ppl"]
         if has_far:
             s["window / full"] = with_interval(r["far_gain"], r["far_gain_lo"], r["far_gain_hi"], 3)
             k["window / full"] = r["far_gain"]

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 from omegaconf import DictConfig
 
+from posbench.core.errors import PosbenchError
 from posbench.evaluation.variants import VARIANTS
 from posbench.report.checks import (
     check_history,
@@ -29,6 +30,7 @@ from posbench.report.checks import (
     check_records,
     parse_config,
 )
+from posbench.report.selection import Selection
 from posbench.report.style import remember_row
 from posbench.spec import RunSpec
 from posbench.store.rundir import (
@@ -85,13 +87,28 @@ def read_run_files(run_dir: Path) -> RunFiles:
     return RunFiles(parse_config(text), text, check_history(read_history(run_dir)), arrays)
 
 
-def load_runs(root: Path) -> LoadedRuns:
-    """Every run below ``root``: its rows and records, with its files kept."""
+def load_runs(roots: Path | Sequence[Path], selection: Selection | None = None) -> LoadedRuns:
+    """Every run below ``roots`` (one folder or several, joined) that ``selection`` keeps: its rows
+    and records, with its files kept. A run id found twice is one PosbenchError unless both copies'
+    metrics.json are the same (then the first is read): two different runs of one id would be two
+    records of one seed in a cell."""
+    roots = [Path(roots)] if isinstance(roots, (str, Path)) else [Path(r) for r in roots]
     runs, evals, skipped, files, token_sets, dropped = [], [], [], {}, {}, set()
-    for run_dir in find_runs(root):
+    seen: dict[str, tuple[Path, str]] = {}
+    for run_dir in [d for root in roots for d in find_runs(root)]:
         try:
-            m = check_metrics(json.loads((run_dir / METRICS).read_text()), run_dir / METRICS)
+            text = (run_dir / METRICS).read_text()
+            m = check_metrics(json.loads(text), run_dir / METRICS)
             check_records(m)
+            if selection and not selection.keeps(m["run_id"], _config_or_none(run_dir)):
+                continue
+            if (rid := str(m["run_id"])) in seen:
+                first, first_text = seen[rid]
+                if first_text == text:
+                    continue  # the same run reached twice (a folder and a copy of it)
+                raise PosbenchError(f"run id {rid} is in {str(first)!r} and {str(run_dir)!r} with different records; "
+                                    "report one of them (--only or one folder fewer)")
+            seen[rid] = (run_dir, text)
             if m["status"] == "completed":
                 files[str(run_dir)] = read_run_files(run_dir)
         except (ValueError, OSError) as e:
@@ -121,6 +138,22 @@ def load_runs(root: Path) -> LoadedRuns:
         log.warning("left out rows of variants that do not apply to their encoding (recorded by older code): %s",
                     ", ".join(sorted(dropped)))
     return LoadedRuns(frame, pd.DataFrame(evals), skipped, files, token_sets, sorted(dropped))
+
+
+def _config_or_none(run_dir: Path) -> DictConfig | None:
+    """A run's config for the filter, None where it has none that reads."""
+    try:
+        return parse_config((run_dir / CONFIG).read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+
+
+def without_runs(loaded: LoadedRuns, run_ids: set[str]) -> LoadedRuns:
+    """``loaded`` without the runs ``run_ids`` (their rows, records and files)."""
+    runs = loaded.runs[~loaded.runs["run_id"].isin(run_ids)]
+    evals = loaded.evals[~loaded.evals["run_id"].isin(run_ids)] if not loaded.evals.empty else loaded.evals
+    gone = set(loaded.runs.loc[loaded.runs["run_id"].isin(run_ids), "run_dir"])
+    return replace(loaded, runs=runs, evals=evals, files={d: f for d, f in loaded.files.items() if d not in gone})
 
 
 def tokenizer_names(metrics: dict) -> dict[str, str]:

@@ -105,6 +105,9 @@ def check_options(options: Options) -> None:
     for name, value in (("--improving", options.improving), ("--spread", options.spread)):
         if not 0 <= value < 10:
             raise PosbenchError(f"{name} must be a fraction such as 0.02, got {value}")
+    if options.multiple is not None and not (math.isfinite(options.multiple) and options.multiple > 0):
+        raise PosbenchError(f"--multiple must be a positive multiple of train_len such as 16, got {options.multiple:g}")
+    options.selection.conditions()  # a --where that is not key=value says so here
     if not (0 <= options.threshold <= 1 and math.isfinite(options.threshold)):
         raise PosbenchError(f"--threshold is an accuracy between 0 and 1 (a fraction such as 0.8), got {options.threshold}")
 
@@ -118,16 +121,18 @@ def check_out_dir(out_dir: Path) -> None:
     write_or_fail(out_dir, lambda: tempfile.TemporaryFile(dir=out_dir).close())  # a read-only folder says so here
 
 
-def make_report(runs_dir: Path, out_dir: Path, options: Options) -> Report:
+def make_report(runs_dir: Path | list[Path], out_dir: Path, options: Options) -> Report:
     """Every check that can refuse the report comes before the first file is written: the flags,
-    the runs (ReportContext.load) and the report folder."""
-    runs_dir, out_dir = Path(runs_dir), Path(out_dir)
-    if not runs_dir.is_dir():
-        raise PosbenchError(f"runs directory {str(runs_dir)!r} does not exist")
+    the runs (ReportContext.load: one folder or several, joined) and the report folder."""
+    dirs = [Path(runs_dir)] if isinstance(runs_dir, (str, Path)) else [Path(d) for d in runs_dir]
+    out_dir = Path(out_dir)
+    for d in dirs:
+        if not d.is_dir():
+            raise PosbenchError(f"runs directory {str(d)!r} does not exist")
     check_options(options)
     if out_dir.exists() and not out_dir.is_dir():
         raise PosbenchError(f"--out {str(out_dir)!r} is a file; give a folder for the report")
-    ctx = ReportContext.load(runs_dir, options)
+    ctx = ReportContext.load(dirs, options, out_dir)
     check_out_dir(out_dir)
     written: dict[str, str] = {}
     blocks, ran, every = [], [], sections()

@@ -80,11 +80,12 @@ VERDICTS = ("flat, uses far context", "flat, local", "flat", "mild", "broken", "
 
 
 def verdict_entry(r: pd.Series, ratio: str, n: int) -> str:
-    """"`rope` 1.80 [1.62, 2.01] (1x 8.04, rank 4/15)": a row's ratio with its interval, beside
+    """"`rope` 1.80 [1.62, 2.01] (1x 8.04, rank at 1x 4/15)": a row's ratio with its interval, beside
     its absolute 1x perplexity and where that ranks in the panel (so a row bad at 1x is never
     called flat without saying so)."""
     span = f" [{r[f'{ratio}_lo']:.2f}, {r[f'{ratio}_hi']:.2f}]" if pd.notna(r.get(f"{ratio}_lo")) else " (no interval)"
-    rank = f", rank {int(r['rank_1x'])}/{n}" if pd.notna(r.get("rank_1x")) else ""
+    # "rank at 1x": the headline's and the main table's rank is another, over lengths (RANK_OVER_LENGTHS)
+    rank = f", rank at 1x {int(r['rank_1x'])}/{n}" if pd.notna(r.get("rank_1x")) else ""
     far = (f"; window control x{r['far_gain']:.3f} [{r['far_gain_lo']:.3f}, {r['far_gain_hi']:.3f}]"
            if pd.notna(r.get("far_gain")) and pd.notna(r.get("far_gain_lo")) else "")
     if pd.notna(r.get("equal_ctx")):  # the verdict's own statistic first, the descriptive ratio beside it
@@ -118,9 +119,11 @@ def panel_items(sub: pd.DataFrame, tolerance: float) -> tuple[str, list[str]]:
     cols = [c for c in multiple_columns(sub) if sub[c].notna().any() or (sub[f"{c}_note"] == NOT_DEFINED).any()]
     first = sub.iloc[0]
     protocol, model, train_len, seeds = first["protocol"], first["model"], int(first["train_len"]), int(sub["seeds"].max())
-    longest = cols[-1]
+    # the verdict's multiple (tables.verdict_multiple): the ratio column's, not a longer column some rows have
+    ratio = next((c for c in sub.columns if c.endswith("/1x") and c.split("/")[0] in cols), f"{cols[-1]}/1x")
+    longest = ratio.split("/")[0]
+    cols = cols[:cols.index(longest) + 1]
     max_len = round(train_len * float(longest[:-1]))
-    ratio = f"{longest}/1x"
     over = first.get("interval", "seeds")
     if seeds == 1 and over == "text and seeds":
         over = "the scored text"
@@ -167,8 +170,8 @@ def panel_items(sub: pd.DataFrame, tolerance: float) -> tuple[str, list[str]]:
         lead += ":"
     ranked = plain.dropna(subset=["mean_log_ppl"]).sort_values("mean_log_ppl") if "mean_log_ppl" in plain else plain.iloc[:0]
     if len(ranked) > 1:
-        items.append(f"Ranked by mean log-perplexity over {cols[0]} ... {longest} (rows that no test separates share a "
-                     "rank): " + ", ".join(f"{_rank(r)}`{r['variant']}` ({r['mean_log_ppl']:.3f})" for _, r in ranked.iterrows())
+        items.append(f"Rank over lengths (by mean log-perplexity over {cols[0]} ... {longest}; rows that no test "
+                     "separates share a rank): " + ", ".join(f"{_rank(r)}`{r['variant']}` ({r['mean_log_ppl']:.3f})" for _, r in ranked.iterrows())
                      + ".")
     for col in dict.fromkeys(["1x", longest]):
         if sentence := _best_sentence(plain, col).strip():

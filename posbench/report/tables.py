@@ -48,6 +48,39 @@ def multiples(evals: pd.DataFrame) -> list[float]:
     return sorted(completed(evals)["multiple"].unique())
 
 
+def evaluated_multiples(evals: pd.DataFrame) -> dict[tuple, set[float]]:
+    """Each cell's multiples that every seed of it has a record at (a record that says the encoding
+    is not defined there counts: it was evaluated)."""
+    done = completed(evals)
+    seeds = done.groupby(CELL_KEYS)["seed"].nunique()
+    per = done.groupby(CELL_KEYS + ["multiple"])["seed"].nunique()
+    out: dict[tuple, set[float]] = {key: set() for key in seeds.index}
+    for key, n in per.items():
+        if n == seeds[key[:-1]]:
+            out[key[:-1]].add(float(key[-1]))
+    return out
+
+
+def verdict_multiple(evals: pd.DataFrame, requested: float | None = None) -> float | None:
+    """The multiple the verdicts, the ``<M>x/1x`` column and the rank over lengths are read at:
+    ``requested`` (posbench-report --multiple), else the longest multiple every compared row has.
+    One row's longer evaluation (32x of one seed) must not turn every other row into "not evaluated"
+    and cost it its verdict: longer multiples are extra columns for the rows that have them. None
+    without records; PosbenchError when ``requested`` was not evaluated."""
+    ms = multiples(evals)
+    if not ms:
+        return None
+    if requested is not None:
+        if float(requested) not in ms:
+            from posbench.core.errors import PosbenchError
+
+            raise PosbenchError(f"--multiple {requested:g} was not evaluated; the multiples there are: "
+                                + ", ".join(fmt_multiple(m) for m in ms))
+        return float(requested)
+    common = set.intersection(*evaluated_multiples(evals).values())
+    return max(common) if common else ms[0]
+
+
 def comparable_records(evals: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(kept, left out): within each panel (protocol, model, train_len) only records scored on one
     token set are compared, the set with the most records (ties: the first name); every other
@@ -138,7 +171,7 @@ def window_stride(g: pd.DataFrame) -> str:
 
 
 def main_table(evals: pd.DataFrame, tolerance: float, token_sets: dict | None = None,
-               replicates: int = bootstrap.REPLICATES) -> pd.DataFrame:
+               replicates: int = bootstrap.REPLICATES, multiple: float | None = None) -> pd.DataFrame:
     """One row per cell (protocol, variant, model, train_len), aggregated over seeds, with
     intervals over text and seeds (posbench/report/bootstrap.py; ``token_sets``: each token set's
     ``doc_tokens``; without them, or for records without ``doc_nats``, over seeds alone).
@@ -160,30 +193,38 @@ def main_table(evals: pd.DataFrame, tolerance: float, token_sets: dict | None = 
     ``mean_log_ppl`` (mean log-perplexity over the evaluated lengths) with ``_lo`` / ``_hi``;
     ``rank_1x`` and ``rank_mean_log_ppl`` within the panel, tied where no test separates two rows
     (bootstrap.tied_ranks); ``extrapolation_len`` (from the mean curve) and
-    ``extrapolation_len_min`` (worst seed)."""
-    summary = run_summary(evals, tolerance)
-    ms = multiples(evals)
+    ``extrapolation_len_min`` (worst seed).
+
+    ``M``, the multiple of the verdict, the ratio, the far-context columns, the extrapolation length
+    and the mean log-perplexity, is ``verdict_multiple(evals, multiple)``: the longest multiple every
+    row has unless one is asked for; a longer multiple some rows have is a column of its own (mean,
+    interval, test against the best) and nothing else."""
+    all_ms = multiples(evals)
+    longest = verdict_multiple(evals, multiple)
+    ms = [m for m in all_ms if longest is None or m <= longest]  # what the verdict and the ranks read
+    summary = run_summary(evals if ms == all_ms else evals[evals["multiple"] <= longest], tolerance)
     notes = cell_notes(evals)
     done = completed(evals)
     token_sets = token_sets or {}
-    rows, reps = [], {}
+    rows, reps, reps_all = [], {}, {}
     for panel, pg in done.groupby(PANEL_KEYS, sort=True):
         doc_tokens, draws = bootstrap.panel_text(pg, token_sets, replicates)
         for variant, g in pg.groupby("variant", sort=True):
             cell = dict(zip(PANEL_KEYS, panel), variant=variant)
             key = tuple(cell[k] for k in CELL_KEYS)
-            c = bootstrap.cell_replicates(g, ms, doc_tokens, draws)
-            reps[key] = c
+            c_all = bootstrap.cell_replicates(g, all_ms, doc_tokens, draws)
+            c = c_all if ms == all_ms else bootstrap.cell_replicates(g[g["multiple"] <= longest], ms, doc_tokens, draws)
+            reps[key], reps_all[key] = c, c_all
             row = {k: cell[k] for k in CELL_KEYS}
             row["seeds"] = g["seed"].nunique()
             row["interval"] = interval_kind(c)
             row["windowed"] = bool(g["windowed"].fillna(False).any()) if "windowed" in g else False
             row["stride"] = window_stride(g)
             means = []
-            for k, m in enumerate(ms):
+            for k, m in enumerate(all_ms):
                 col = fmt_multiple(m)
-                mean, lo, hi = bootstrap.ppl_stats(c, k)
-                means.append(mean)
+                mean, lo, hi = bootstrap.ppl_stats(c_all, k)
+                means += [mean] if m in ms else []
                 row[col], row[f"{col}_lo"], row[f"{col}_hi"] = mean, lo, hi
                 row[f"{col}_note"] = "" if not np.isnan(mean) else notes.get((*key, m), NOT_EVALUATED)
             if len(ms) > 1 and ms[0] == 1.0:
@@ -209,7 +250,7 @@ def main_table(evals: pd.DataFrame, tolerance: float, token_sets: dict | None = 
         for _, idx in table.groupby(PANEL_KEYS + ["windowed"]).groups.items():
             table.loc[idx, name] = bootstrap.tied_ranks([reps[key(i)] for i in idx], k)
     _far_context(table, reps, ms, tolerance)
-    _mark_best(table, reps, ms)
+    _mark_best(table, reps_all, all_ms)
     return table
 
 
@@ -388,7 +429,7 @@ def display_table(table: pd.DataFrame, markdown: bool = True) -> pd.DataFrame:
                 "" if pd.isna(r["far_gain"]) else f"{r['far_gain']:.3f}{span(r, 'far_gain', '.3f')}"
                 for _, r in table.iterrows()]
     if "mean_log_ppl" in table:
-        out["mean log-ppl (rank)"] = ["-" if pd.isna(r["mean_log_ppl"]) else
+        out["mean log-ppl (rank over lengths)"] = ["-" if pd.isna(r["mean_log_ppl"]) else
                                       f"{r['mean_log_ppl']:.3f}{span(r, 'mean_log_ppl', '.3f')} ({int(r['rank_mean_log_ppl'])})"
                                       for _, r in table.iterrows()]
     if "extrapolation_len" in table:

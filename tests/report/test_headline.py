@@ -30,7 +30,7 @@ def test_the_headline_puts_each_encoding_beside_its_verdict_interval_rank_and_bu
     assert list(shown["encoding"]) == ["alibi", "rope", "learned"]  # by rank; the windowed control is apart
     alibi = shown.iloc[0]
     assert alibi["verdict"] == "flat, local (gains nothing past train_len)" and alibi["16x/1x [95%]"] == "0.97 [0.97, 0.98]"
-    assert alibi["1x perplexity [95%]"] == "6.50 [6.00, 7.10]" and alibi["rank"] == "1"
+    assert alibi["1x perplexity [95%]"] == "6.50 [6.00, 7.10]" and alibi["rank over lengths"] == "1"
     assert alibi["window / full"] == "1.002 [0.999, 1.004]" and alibi["budget"] == "600 steps, 1.23M tokens"
     assert shown.iloc[2]["verdict"] == "not defined at 16x" and shown.iloc[2]["16x/1x [95%]"] == "n/d"
     assert keys.iloc[1]["16x/1x [95%]"] == 2.46 and "panel" not in shown  # one panel: no panel column

@@ -36,13 +36,14 @@ def test_not_evaluated_is_not_called_not_defined(sweep, tmp_path):
     md = (out / "report.md").read_text()
     rows = {line.split("|")[2].strip(): line for line in md.splitlines() if line.startswith("| nonoverlapping")}
     cells = [c.strip() for c in rows["nope"].split("|")]
-    assert cells[8] == "n/e" and cells[9] == "n/e"  # 4x and its ratio to 1x: not evaluated
+    # issue 56: the verdict is read at 2x, the longest multiple every row has (n/d counts: it was evaluated);
+    # 4x stays a column, "n/e" for nope
+    assert cells[8] == "n/e" and "| 2x/1x " in md and "| 4x/1x" not in md
     learned = [c.strip() for c in rows["learned"].split("|")]
     assert learned[7] == "n/d" and learned[8] == "n/d"  # 2x, 4x: the table has 16 positions
     summary = md.split("## Summary")[1].split("##")[0]
-    assert "Not evaluated at 4x: `nope`" in summary
-    assert "Not defined at 4x: `learned`" in summary
-    assert "Not defined at 4x: `nope`" not in summary and "`nope` 1." not in summary  # no verdict claimed
+    assert "`nope` 1.00 [" in summary  # nope's verdict kept, at 2x
+    assert "Not defined at 2x: `nope`" not in summary and "Not evaluated" not in summary
 
 
 def test_extrapolation_length_stops_at_the_first_length_past_the_tolerance():

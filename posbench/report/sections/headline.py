@@ -21,9 +21,9 @@ class Headline(Section):
             trends = ctx.budget_trends if ctx.has_budgets else None
             shown, keys, classes = headline.lm_headline(ctx.table, conv, trends=trends)
             blocks += [Table(shown, keys, classes, css="headline"),
-                       Para("One row per encoding, best rank first"
+                       Para("One row per encoding, by verdict (flat, mild, undecided, broken, none) and then by rank over lengths"
                             + (headline_ratio_words(ratio, shown) if ratio else "")
-                            + "; `rank`: by mean log-perplexity over the lengths (tied where no test separates two rows)"
+                            + "; `rank over lengths`: by mean log-perplexity over the lengths (tied where no test separates two rows; the summary's `rank at 1x` is by 1x perplexity alone)"
                             + ("; `window / full`: perplexity at the longest length with a window of train_len keys "
                                "over without it (above 1: the row uses far context)"
                                if "window / full" in shown else "")

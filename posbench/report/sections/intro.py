@@ -4,6 +4,7 @@ and how the numbers were scored (protocols, scored text) opens the summary."""
 from __future__ import annotations
 
 from posbench.report.document import Heading, Para
+from posbench.report.prose import join_words
 from posbench.report.section import SECTIONS, Section
 
 
@@ -13,12 +14,14 @@ class Intro(Section):
 
     def build(self, ctx, out) -> list:
         title = Heading("posbench report", 1)
+        where = join_words([f"`{name}`" for name in ctx.folder_names])  # never the machine's absolute path
         if ctx.recorded is not None:
             return [title, Para(f"{_runs(len(ctx.all_completed), 'completed')} of the committed report in "
-                                f"`{ctx.runs_dir}`, " + rebuilt_text(ctx.recorded, ctx.has_lm))]
+                                f"{where}, " + rebuilt_text(ctx.recorded, ctx.has_lm))]
         if not ctx.has_lm:
-            return [title, Para(f"{len(ctx.completed)} completed runs from `{ctx.runs_dir}`: byte-level models trained "
-                                "on synthetic tasks at windows of `train_len` tokens and scored at multiples of it.")]
+            return [title, Para(f"{len(ctx.completed)} completed runs from {where}{chosen(ctx)}: byte-level models "
+                                "trained on synthetic tasks at windows of `train_len` tokens and scored at multiples "
+                                "of it." + smoke_text(ctx))]
         # every completed run is counted: language models at every setting of a learning-rate grid, and task runs
         n_lm, n_tasks = len(ctx.lm_runs), len(ctx.task_runs)
         runs = _runs(n_lm, "completed") if not n_tasks else \
@@ -27,9 +30,24 @@ class Intro(Section):
         kind = ("language models (byte-level, and `<model>/<tokenizer>` a subword tokenizer's, compared in bits per "
                 "byte in the Tokenizers section)" if subword else "byte-level language models")
         return [title,
-                Para(f"{runs} from `{ctx.runs_dir}`: {kind} trained on windows of `train_len` "
+                Para(f"{runs} from {where}{chosen(ctx)}: {kind} trained on windows of `train_len` "
                      "tokens, evaluated at multiples of it. Lower perplexity is better; an encoding that extrapolates "
-                     "keeps its 1x perplexity (ratio near 1) at lengths it never saw.")]
+                     "keeps its 1x perplexity (ratio near 1) at lengths it never saw." + smoke_text(ctx))]
+
+
+def chosen(ctx) -> str:
+    """The filter the runs passed (posbench-report --only / --where), where one was given."""
+    selection = ctx.options.selection
+    return f" (those of {selection.describe()})" if selection else ""
+
+
+def smoke_text(ctx) -> str:
+    """One sentence on the smoke runs left out beside runs of a real budget (report/selection.py)."""
+    n = ctx.smoke_left_out
+    if not n:
+        return ""
+    return (f" {_runs(n, '`train=smoke`')} (a smoke test of a few steps) left out: a smoke test is no training "
+            "budget of the other runs.")
 
 
 def _runs(n: int, kind: str) -> str:

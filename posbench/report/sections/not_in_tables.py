@@ -63,7 +63,7 @@ def rows(ctx) -> pd.DataFrame:
         labels = [elsewhere_label(r.run_dir, ctx.left_out[ctx.left_out["run_id"] == r.run_id]) if not ctx.left_out.empty
                   and (ctx.left_out["run_id"] == r.run_id).any() else NOT_EVALUATED for r in unevaluated.itertuples()]
         other = pd.concat([other, unevaluated.drop(columns="run_dir").assign(status=labels)], ignore_index=True)
-    unfinished = pd.DataFrame([incomplete_row(p) for p in find_incomplete(ctx.runs_dir)])
+    unfinished = pd.DataFrame([incomplete_row(p) for d in ctx.runs_dirs for p in find_incomplete(d)])
     unreadable = pd.DataFrame([{"run_id": Path(s["run_dir"]).name, "status": f"unreadable: {s['reason']}"}
                                for s in ctx.skipped])
     parts = [t for t in (other, unfinished, unreadable) if not t.empty]

@@ -73,7 +73,7 @@ class Perplexity(Section):
                     "in every layer (the row's `+swaL`) over without it, same weights and documents: above "
                     f"{1 + FAR_MARGIN:g} (the whole interval) the row **uses far context**; below, it is **local** (it "
                     "gains nothing from keys past train_len, whatever its ratio). " if has_far else "")
-                 + "`mean log-ppl (rank)`: the mean log-perplexity over every evaluated length, with the row's rank in its "
+                 + "`mean log-ppl (rank over lengths)`: the mean log-perplexity over every evaluated length up to the verdict's multiple, with the row's rank in its "
                  "panel (low only for a row good at 1x and at every length; tied where no test separates two rows, each "
                  f"pair tested on its own at {ALPHA}, not adjusted for multiplicity: a rank orders, the Holm-corrected ≈ "
                  "marks test). "

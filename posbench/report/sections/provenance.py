@@ -18,7 +18,7 @@ class Provenance(Section):
         runs = ctx.completed if ctx.task_runs.empty or not ctx.has_lm else pd.concat([ctx.completed, ctx.task_runs])
         shared, differing = config_split(runs, ctx.configs)
         recorded = ctx.recorded  # rebuilt from records: the committed report's commands and environment
-        cmds = recorded.commands if recorded is not None else commands(ctx.runs_dir, runs)
+        cmds = recorded.commands if recorded is not None else list(dict.fromkeys(c for d in ctx.runs_dirs for c in commands(d, runs)))
         env = recorded.environment if recorded is not None else environment(runs)
         source = ("as the committed report recorded them" if recorded is not None
                   else "from each Hydra sweep's `multirun.yaml` and each run's `metrics.json`")

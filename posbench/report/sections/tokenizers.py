@@ -86,7 +86,7 @@ def comparison_table(table: pd.DataFrame, evals: pd.DataFrame) -> pd.DataFrame:
         row = {"protocol": protocol, "model": base, "train_len": train_len, "encoding": variant}
         for name, s in ((BYTE, ref), (tok, r)):
             row[f"{name}: {ratio}"] = with_interval(s[ratio], s[f"{ratio}_lo"], s[f"{ratio}_hi"]) + f" {s['label']}"
-            row[f"{name}: rank"] = f"{s['rank_mean_log_ppl']:g}" if pd.notna(s.get("rank_mean_log_ppl")) else ""
+            row[f"{name}: rank over lengths"] = f"{s['rank_mean_log_ppl']:g}" if pd.notna(s.get("rank_mean_log_ppl")) else ""
         row["verdict carries over"] = carries_over(ref["verdict"], r["verdict"])
         for col in ("1x", longest):
             for name, s in ((BYTE, ref), (tok, r)):

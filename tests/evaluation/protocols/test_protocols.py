@@ -97,6 +97,14 @@ def test_the_validation_split_must_hold_the_history_and_a_segment():
     check_fits(split_of_documents([5000]), eval_cfg(multiples=[1, 32], first_scored=256, segment=256), 8)
 
 
+def test_a_longer_multiple_is_refused_once_naming_every_key_it_needs():
+    """Issue 56: the first refusal named eval.first_scored, the second eval.segment; one names both."""
+    with pytest.raises(PosbenchError, match="longer than the history before the scored tokens \(eval.first_scored=128\) "
+                                            "and a scored segment \(eval.segment=128\).*; set eval.first_scored=256 "
+                                            "eval.segment=256 "):
+        check_fits(split_of_documents([5000]), eval_cfg(multiples=[1, 32]), 8)
+
+
 def test_fixed_target_scores_the_last_tokens_of_documents_at_every_length():
     rng = np.random.default_rng(0)
     docs = [rng.integers(1, 255, size=n, dtype=np.uint8) for n in rng.integers(5, 40, size=60)]

@@ -1,0 +1,96 @@
+"""Which runs a report reads: the folders given (joined), the filter (``--only GLOB`` over run ids,
+``--where key=value`` over the resolved config) and no smoke test read as a training budget.
+
+A smoke run (``train=smoke``: a few steps, to check that a config runs at all) beside runs of a
+real budget is left out of the report, with one line saying how many and why. Kept, it would be a
+"budget" of the real runs (posbench/report/budgets.py groups a row's runs by their steps) and, at
+the same seeds, a second record of each seed in every cell. Grouping budgets only among runs that
+share every setting but the step count would keep it out of the budgets but not out of the cells;
+leaving it out is both simpler and the answer a researcher expects.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+from omegaconf import DictConfig, OmegaConf
+
+from posbench.core.errors import PosbenchError
+
+_ABSENT = object()
+SMOKE_PRESET = Path(__file__).resolve().parents[1] / "conf" / "train" / "smoke.yaml"
+
+
+@dataclass(frozen=True)
+class Selection:
+    """posbench-report's filter: ``only`` a glob over run ids, ``where`` "key=value" items over the
+    run's resolved config (every one must hold)."""
+
+    only: str | None = None
+    where: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.only or self.where)
+
+    def conditions(self) -> list[tuple[str, Any]]:
+        """``where`` as (dotted key, value): the value read as YAML (``200`` a number, ``true`` a bool)."""
+        out = []
+        for item in self.where:
+            key, eq, value = item.partition("=")
+            if not eq or not key.strip():
+                raise PosbenchError(f"--where {item!r} must be key=value over the run's config, e.g. train.steps=200")
+            out.append((key.strip(), value.strip()))
+        return out
+
+    def keeps(self, run_id: str, config: DictConfig | None) -> bool:
+        """Whether a run passes the filter (a run without a readable config passes no ``--where``)."""
+        if self.only and not fnmatch.fnmatchcase(str(run_id), self.only):
+            return False
+        for key, value in self.conditions():
+            have = _ABSENT if config is None else OmegaConf.select(config, key, default=_ABSENT)
+            if have is _ABSENT or not _equal(have, value):
+                return False
+        return True
+
+    def describe(self) -> str:
+        return " and ".join(([f"--only {self.only}"] if self.only else []) + [f"--where {w}" for w in self.where])
+
+
+def _equal(have: Any, value: str) -> bool:
+    try:
+        parsed = yaml.safe_load(value)
+    except yaml.YAMLError:
+        parsed = value
+    return have == parsed or str(have) == value
+
+
+@lru_cache(maxsize=1)
+def smoke_settings() -> dict[str, Any]:
+    """The train settings ``train=smoke`` sets (conf/train/smoke.yaml, without its defaults list)."""
+    preset = yaml.safe_load(SMOKE_PRESET.read_text()) or {}
+    return {k: v for k, v in preset.items() if k != "defaults"}
+
+
+def is_smoke(config: DictConfig | None) -> bool:
+    """Whether a run's config is ``train=smoke``'s: every setting the preset makes, as it makes it."""
+    train = None if config is None else OmegaConf.select(config, "train", default=None)
+    if train is None:
+        return False
+    return all(OmegaConf.select(train, k, default=_ABSENT) == v for k, v in smoke_settings().items())
+
+
+def shown_folder(folder: Path, out_dir: Path) -> str:
+    """How a report names a folder of runs, never by the absolute path of the machine that made it:
+    as given where it was given relative, else relative to the report's folder (its own name where
+    that is the folder itself or one above it)."""
+    folder = Path(folder)
+    if not folder.is_absolute():
+        return str(folder)
+    rel = Path(os.path.relpath(folder.resolve(), Path(out_dir).resolve()))
+    return folder.resolve().name if all(part == ".." for part in rel.parts) else str(rel)
