@@ -14,6 +14,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from posbench.core.errors import PosbenchError
 from posbench.report import bootstrap
 from posbench.report.stats import ALPHA, format_p
 from posbench.report.verdicts import (
@@ -63,7 +64,8 @@ def evaluated_multiples(evals: pd.DataFrame) -> dict[tuple, set[float]]:
 
 def verdict_multiple(evals: pd.DataFrame, requested: float | None = None) -> float | None:
     """The multiple the verdicts, the ``<M>x/1x`` column and the rank over lengths are read at:
-    ``requested`` (posbench-report --multiple), else the longest multiple every compared row has.
+    ``requested`` (posbench-report --multiple), else the longest multiple every compared row has
+    (rows are compared within a panel: the longest of each panel's shared multiples).
     One row's longer evaluation (32x of one seed) must not turn every other row into "not evaluated"
     and cost it its verdict: longer multiples are extra columns for the rows that have them. None
     without records; PosbenchError when ``requested`` was not evaluated."""
@@ -72,13 +74,18 @@ def verdict_multiple(evals: pd.DataFrame, requested: float | None = None) -> flo
         return None
     if requested is not None:
         if float(requested) not in ms:
-            from posbench.core.errors import PosbenchError
-
             raise PosbenchError(f"--multiple {requested:g} was not evaluated; the multiples there are: "
                                 + ", ".join(fmt_multiple(m) for m in ms))
         return float(requested)
-    common = set.intersection(*evaluated_multiples(evals).values())
-    return max(common) if common else ms[0]
+    # per panel (rows are compared within one: protocol, model, train_len), the longest multiple all its
+    # rows have; the report's is the longest of those. A panel that stops short (a model trained at 4x
+    # the length, scored to the same tokens) keeps "n/e" past its own, as before: its rows are not
+    # compared with the others, and reading every panel at its shortest would drop 16x from them all
+    by_panel: dict[tuple, list[set[float]]] = {}
+    for key, have in evaluated_multiples(evals).items():
+        by_panel.setdefault(tuple(key[i] for i in (0, 2, 3)), []).append(have)
+    shared = [max(common) for sets in by_panel.values() if (common := set.intersection(*sets))]
+    return max(shared) if shared else ms[0]
 
 
 def comparable_records(evals: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
