@@ -9,6 +9,7 @@ a plug-in section can keep its own with ``derived``.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -25,6 +26,8 @@ from posbench.report.selection import Selection, is_smoke, shown_folder
 from posbench.report.tables import comparable_records, main_table, multiples, verdict_multiple
 from posbench.report.tuning import choose_settings, split_runs
 from posbench.tasks import LM
+
+log = logging.getLogger("posbench")
 
 
 @dataclass(frozen=True)
@@ -241,15 +244,19 @@ class ReportContext:
 
 
 def leave_out_smoke(loaded: LoadedRuns) -> tuple[LoadedRuns, int]:
-    """``loaded`` without its ``train=smoke`` runs where it has a completed run that is not one
-    (posbench/report/selection.py says why), and how many were left out."""
+    """``loaded`` without its ``train=smoke`` runs of a configuration (encoding, model, train_len) that a
+    completed run of a real budget also has: there the smoke test would be read as a training budget of
+    it (posbench/report/selection.py says why); and how many were left out. A smoke run of its own
+    configuration is no budget of anything and stays (tests and demos mix them on purpose)."""
     configs = {d: f.config for d, f in loaded.files.items()}
     done = loaded.runs[loaded.runs["status"] == "completed"]
-    smoke = {rid for rid, d in zip(done["run_id"], done["run_dir"]) if is_smoke(configs.get(d))}
-    if not smoke or len(smoke) == len(done):
+    smoke_run = [is_smoke(configs.get(d)) for d in done["run_dir"]]
+    keys = ["encoding", "model", "train_len"]
+    real = {tuple(r) for r, s in zip(done[keys].itertuples(index=False), smoke_run) if not s}
+    smoke = {rid for rid, r, s in zip(done["run_id"], done[keys].itertuples(index=False), smoke_run)
+             if s and tuple(r) in real}
+    if not smoke:
         return loaded, 0
-    import logging
-
-    logging.getLogger("posbench").warning("left out %d train=smoke run(s): a smoke test is no training budget of the "
-                                          "other runs", len(smoke))
+    log.warning("left out %d train=smoke run(s): a smoke test is no training budget of the other runs of its "
+                "configuration", len(smoke))
     return without_runs(loaded, smoke), len(smoke)

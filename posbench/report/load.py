@@ -94,21 +94,25 @@ def load_runs(roots: Path | Sequence[Path], selection: Selection | None = None) 
     records of one seed in a cell."""
     roots = [Path(roots)] if isinstance(roots, (str, Path)) else [Path(r) for r in roots]
     runs, evals, skipped, files, token_sets, dropped = [], [], [], {}, {}, set()
-    seen: dict[str, tuple[Path, str]] = {}
-    for run_dir in [d for root in roots for d in find_runs(root)]:
+    seen: dict[str, tuple[Path, str, Path]] = {}
+    for root, run_dir in [(root, d) for root in roots for d in find_runs(root)]:
         try:
             text = (run_dir / METRICS).read_text()
             m = check_metrics(json.loads(text), run_dir / METRICS)
             check_records(m)
             if selection and not selection.keeps(m["run_id"], _config_or_none(run_dir)):
                 continue
-            if (rid := str(m["run_id"])) in seen:
-                first, first_text = seen[rid]
+            # a run id in two of the folders given: the same run reached twice (a folder and a copy of it) is
+            # read once, and said; two different runs of one id would be two records of one seed in a cell.
+            # Within one folder every directory is read as before (a damaged copy is skipped with its reason)
+            if (rid := str(m["run_id"])) in seen and seen[rid][2] != root:
+                first, first_text, _ = seen[rid]
                 if first_text == text:
-                    continue  # the same run reached twice (a folder and a copy of it)
+                    log.warning("run %s is in %s and %s with the same records: read once", rid, first, run_dir)
+                    continue
                 raise PosbenchError(f"run id {rid} is in {str(first)!r} and {str(run_dir)!r} with different records; "
                                     "report one of them (--only or one folder fewer)")
-            seen[rid] = (run_dir, text)
+            seen.setdefault(rid, (run_dir, text, root))
             if m["status"] == "completed":
                 files[str(run_dir)] = read_run_files(run_dir)
         except (ValueError, OSError) as e:

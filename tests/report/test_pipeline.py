@@ -186,7 +186,7 @@ def test_a_messy_runs_folder_makes_a_report_that_lists_what_it_left_out(runs, tm
     with caplog.at_level(logging.WARNING, logger="posbench"):
         md = report(runs, tmp_path / "rep")
     for i in range(len(DAMAGES)):
-        assert sum(f"broken{i}" in r.getMessage() for r in caplog.records) == 1
+        assert sum(f"broken{i}" in r.getMessage() for r in caplog.records) == 1, [r.getMessage() for r in caplog.records]
     assert sum("ignoring unreadable" in r.getMessage() and "multirun.yaml" in r.getMessage() for r in caplog.records) == 1
     assert md.splitlines()[2].startswith("5 completed runs (4 language-model runs and 1 task run) from ")
     section = md.split("## Runs not in the table")[1].split("##")[0]

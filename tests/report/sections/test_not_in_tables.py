@@ -37,7 +37,7 @@ def test_a_run_scored_only_on_another_token_set_is_not_called_unevaluated(tmp_pa
          "compared_set": "aaaa:segments[256]", "lengths": "16, 32"},
         {"run_id": "other_settings", "variant": "rope", "protocol": "nonoverlapping", "token_set": "aaaa:segments[512]",
          "compared_set": "aaaa:segments[256]", "lengths": "16, 32"}])
-    ctx = SimpleNamespace(runs=runs, unevaluated=runs, left_out=left_out, runs_dir=tmp_path, skipped=[])
+    ctx = SimpleNamespace(runs=runs, unevaluated=runs, left_out=left_out, runs_dir=tmp_path, runs_dirs=[tmp_path], skipped=[])
     status = dict(zip(rows(ctx)["run_id"], rows(ctx)["status"]))
     assert status == {
         "other_corpus": "evaluated on another corpus's token set (bbbb:segments[256]); trained on other text, it cannot "
