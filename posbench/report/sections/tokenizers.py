@@ -109,7 +109,8 @@ def partners_table(evals: pd.DataFrame, token_sets: dict | None, tolerance: floa
     rows have a window control) with its interval and class, and the contrast subword / bytes-at-equal-bytes
     split on the log scale into **steps** (bytes at equal steps over bytes at equal bytes) and
     **tokenizer** (subword over bytes at equal steps), each paired by seed (bootstrap.paired_change), with
-    the share of the log-gap that steps carry. Empty where no subword row has both partners."""
+    the share of the log-gap that steps carry (blank where the gap's interval holds 1: there is no gap to
+    split). Empty where no subword row has both partners."""
     parts = budgets.row_parts(evals, token_sets)
     rows = []
     for (protocol, variant, model, train_len, steps), (statistic, sub) in sorted(parts.items(), key=lambda kv: tuple(map(str, kv[0]))):
@@ -130,8 +131,8 @@ def partners_table(evals: pd.DataFrame, token_sets: dict | None, tolerance: floa
 
         def word(e):
             return interval_verdict(*(math.exp(v) if pd.notna(v) else math.nan for v in (e.lo, e.hi, e.mean)), tolerance)
-        share = (math.log(steps_part.factor) / math.log(total.factor)
-                 if pd.notna(total.factor) and abs(math.log(total.factor)) > 1e-9 else math.nan)
+        # a share of a gap the interval does not resolve would be a ratio of two noises: left blank
+        share = math.log(steps_part.factor) / math.log(total.factor) if total.moved() else math.nan
         rows.append({"protocol": protocol, "model": base, "train_len": train_len, "encoding": variant, "statistic": statistic,
                      f"bytes, equal bytes ({others[-1]} steps)": f"{_factor(est['bytes'])} {word(est['bytes'])}",
                      f"bytes, equal steps ({steps} steps)": f"{_factor(est['steps'])} {word(est['steps'])}",
@@ -188,7 +189,7 @@ class Tokenizers(Section):
                      "scale into a `steps part` (bytes at equal steps over bytes at equal bytes: what fewer steps alone "
                      "do) and a `tokenizer part` (subword over bytes at equal steps: what the tokenizer does at the "
                      "same steps), each paired by seed with its interval; `steps' share of the log-gap`: log(steps "
-                     "part) / log(subword / bytes at equal bytes)."),
+                     "part) / log(subword / bytes at equal bytes), blank where that contrast's interval holds 1."),
                 Table(partners),
             ]
         return blocks + [
