@@ -96,13 +96,17 @@ def test_a_signal_during_an_atomic_write_waits_for_the_rename(tmp_path, monkeypa
 
     target = tmp_path / "metrics.json"
     target.write_bytes(b"old")
-    before = signal.getsignal(signal.SIGINT)
+    # Python's own Ctrl-C handler, whatever the test runner set (an xdist worker ignores SIGINT)
+    outer = signal.signal(signal.SIGINT, signal.default_int_handler)
     real_fsync = os.fsync
     monkeypatch.setattr(os, "fsync", lambda fd: (os.kill(os.getpid(), signal.SIGINT), real_fsync(fd)))
-    with pytest.raises(KeyboardInterrupt):
-        atomic_write_bytes(target, b"new")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["metrics.json"] and target.read_bytes() == b"new"
-    assert signal.getsignal(signal.SIGINT) is before  # the handler it had, back
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            atomic_write_bytes(target, b"new")
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["metrics.json"] and target.read_bytes() == b"new"
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler it had, back
+    finally:
+        signal.signal(signal.SIGINT, outer)
 
 
 def test_an_interrupted_cache_build_leaves_no_temporary_folder(tmp_path, monkeypatch):
