@@ -5,6 +5,7 @@ respected."""
 from __future__ import annotations
 
 import contextlib
+import glob
 import io
 import json
 import math
@@ -107,15 +108,36 @@ def signals_held():
 HELD = (signal.SIGINT, signal.SIGTERM)
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def remove_orphans(path: Path) -> None:
+    """Remove the temporary files of ``path`` that a killed writer left (kill -9 reaches no ``finally``):
+    each temporary name carries its writer's process id, and one whose process is gone is an orphan."""
+    for tmp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        pid = tmp.name[len(path.name) + 2:].partition(".")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            tmp.unlink(missing_ok=True)
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """``data`` into ``path`` through a temporary file renamed into place (a whole file or the old one);
-    an interrupt waits for the rename (signals_held), an error removes the temporary file."""
+    an interrupt waits for the rename (signals_held), an error removes the temporary file, and the next
+    write of ``path`` removes one a killed writer left (remove_orphans)."""
     path = Path(path)
     make_dirs(path.parent)
+    remove_orphans(path)
     tmp = None
     try:
         with signals_held():
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp")
             with os.fdopen(fd, "wb") as f:  # closes the descriptor whatever fails below
                 os.fchmod(f.fileno(), 0o666 & ~UMASK)  # mkstemp makes it 0600
                 f.write(data)

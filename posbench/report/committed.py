@@ -33,6 +33,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from posbench.core.errors import PosbenchError
@@ -87,6 +88,39 @@ def _csv(path: Path) -> pd.DataFrame:
         raise PosbenchError(f"cannot read {path}: {e}") from None
 
 
+REQUIRED = [*RECORD_KEYS, "encoding", "model", "train_len", "seed", "multiple", "ppl"]
+
+
+def checked_records(evals: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """``evals`` (the records of ``path``) where a report can be rebuilt from them, else PosbenchError with
+    the file, the first bad record and the fix: every column the report reads; a perplexity that is a
+    finite number >= 1 (exp of a cross-entropy) on every record without a ``reason`` it was not scored
+    (NaN or inf would silently rewrite the verdicts); no record twice (the same run, variant, protocol,
+    length and token set)."""
+    fix = "restore it from git (git checkout -- <file>) or regenerate the report from its runs"
+    if missing := [c for c in REQUIRED if c not in evals.columns]:
+        raise PosbenchError(f"{path} lacks the column(s) {', '.join(missing)} a rebuild reads; {fix}")
+    ppl = pd.to_numeric(evals["ppl"], errors="coerce")
+    unexplained = ppl.isna() & evals["ppl"].notna()  # a cell that is not a number at all
+    if "reason" in evals:
+        unexplained |= ppl.isna() & evals["reason"].isna()
+    else:
+        unexplained |= ppl.isna()
+    bad = unexplained | ~(ppl.isna() | (np.isfinite(ppl) & (ppl >= 1)))
+    if bad.any():
+        i = bad.idxmax()
+        raise PosbenchError(f"{path}: record {i + 2} (run {evals.at[i, 'run_id']}, length {evals.at[i, 'length']}) has "
+                            f"perplexity {evals.at[i, 'ppl']}, where a finite number >= 1 is valid ({int(bad.sum())} "
+                            f"such record(s)); {fix}")
+    twice = evals.duplicated(RECORD_KEYS, keep=False)
+    if twice.any():
+        i = twice.idxmax()
+        raise PosbenchError(f"{path}: {int(twice.sum())} records repeat the same run, variant, protocol, length and "
+                            f"token set, e.g. run {evals.at[i, 'run_id']} at length {evals.at[i, 'length']}; keep one "
+                            f"of each (or {fix})")
+    return evals.assign(ppl=ppl)
+
+
 def with_records(evals: pd.DataFrame, extra: pd.DataFrame, name: str) -> tuple[pd.DataFrame, str]:
     """``evals`` with every record of the runs ``extra`` (another folder's, ``name``) also holds taken
     from ``extra`` on the protocols it scored, and a line saying how many runs and records and how
@@ -125,6 +159,8 @@ def read_evaluations(folder: Path, extra: list[Path] = (), before: dict[str, str
     ``before``: the folders an earlier rebuild joined, whose records ``evaluations.csv`` already holds:
     their lines are kept (joining one again would compare it with itself) and it is not merged again."""
     evals, before = _csv(folder / EVALUATIONS), dict(before or {})
+    if not evals.empty:
+        evals = checked_records(evals, folder / EVALUATIONS)
     if evals.empty:
         if extra:
             raise PosbenchError(f"{folder} has no {EVALUATIONS}, so --with has nothing to join")
@@ -139,7 +175,7 @@ def read_evaluations(folder: Path, extra: list[Path] = (), before: dict[str, str
         more = _csv(Path(other) / EVALUATIONS)
         if more.empty:
             raise PosbenchError(f"--with {other}: {Path(other) / EVALUATIONS} does not exist; give a committed report's folder")
-        evals, line = with_records(evals, more, str(other))
+        evals, line = with_records(evals, checked_records(more, Path(other) / EVALUATIONS), str(other))
         merged.append(line)
     # records older than per-document losses have none: their intervals are over seeds alone
     nats = evals["doc_nats"] if "doc_nats" in evals else pd.Series(None, index=evals.index, dtype=object)

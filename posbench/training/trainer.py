@@ -30,6 +30,7 @@ import torch
 
 from posbench.attention.options import AttentionOptions
 from posbench.attention.positions import sample_positions
+from posbench.core.cpu_share import SlowdownWatch, check_threads_at_start
 from posbench.core.device import autocast
 from posbench.core.errors import Interrupted, PosbenchError
 from posbench.core.files import atomic_torch_save
@@ -273,6 +274,8 @@ def train_model(
                             last_loss=st.last_loss, val_loss=st.val_loss, probes=st.probes,
                             train_wall_s=st.wall_before + time.perf_counter() - t0)
 
+    check_threads_at_start(device)  # a shared CPU: say so and what to do (posbench/core/cpu_share.py)
+    slowdown = SlowdownWatch(device)
     t0 = t_log = time.perf_counter()
     logged_step = st.start
     # a bar on a terminal; plain log lines in a log file or pipe (posbench/core/progress.py)
@@ -314,6 +317,7 @@ def train_model(
                     st.val_loss = entry["val_loss"] = validation_loss(model, val_tokens, tc, train_len, device, task, options)
                     t_log = time.perf_counter()  # validation time is not training throughput
                 st.history.append(entry)
+                slowdown.update(tok_s, step + 1)
                 tracker.log({k: v for k, v in entry.items() if k != "step"}, step=step + 1)
                 bar.set_postfix(loss=f"{st.last_loss:.3f}", tok_s=f"{tok_s:,.0f}")
             if probe is not None and step + 1 in probe_steps:

@@ -131,3 +131,23 @@ def test_an_interrupted_cache_build_leaves_no_temporary_folder(tmp_path, monkeyp
         load_corpus(data(corpus_dir, tmp_path / "cache", kind="bpe", vocab_size=300))
     after = sorted(p.name for p in (tmp_path / "cache").iterdir())
     assert [p for p in after if p.startswith(".")] == [] and set(after) - set(before) == {"tokenizers"}
+
+
+def test_a_temporary_file_left_by_a_killed_writer_is_removed_by_the_next_write(tmp_path):
+    """kill -9 reaches no ``finally``: the writer's hidden temporary file stays, and names its process;
+    the next write of the same file removes it (a live writer's is kept)."""
+    import os
+
+    from posbench.core.files import atomic_write_bytes
+
+    target = tmp_path / "report.md"
+    code = ("import os, signal; from posbench.core import files; "
+            "os.fsync = lambda fd: os.kill(os.getpid(), signal.SIGKILL); "
+            f"files.atomic_write_bytes({str(target)!r}, b'half')")
+    proc = subprocess.run([sys.executable, "-c", code])
+    assert proc.returncode == -9
+    (orphan,) = tmp_path.glob(".report.md.*.tmp")
+    live = tmp_path / f".report.md.{os.getpid()}.x.tmp"  # a writer still at work (this process)
+    live.write_bytes(b"")
+    atomic_write_bytes(target, b"whole")
+    assert not orphan.exists() and live.exists() and target.read_bytes() == b"whole"
