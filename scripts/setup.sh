@@ -15,7 +15,14 @@ if ! "$VPY" -c "import torch" 2>/dev/null; then
     "$VPY" -m pip install -q "${POSBENCH_TORCH_SPEC:-torch==2.13.0}"
 fi
 # POSBENCH_EXTRAS: the extras to install (scripts/test.sh asks for "test": HF transformers for the RoPE parity tests)
-"$VPY" -m pip install -q -e ".[${POSBENCH_EXTRAS:-dev}]"
+# The install is editable, so code changes need none; it is redone only when pyproject.toml or the extras
+# changed since the last one (a stamp in .venv): a second quickstart resumes at once instead of reinstalling.
+STAMP=.venv/.posbench-install
+WANT="$(sha256sum pyproject.toml | cut -d' ' -f1) ${POSBENCH_EXTRAS:-dev}"
+if [ "$(cat "$STAMP" 2>/dev/null)" != "$WANT" ] || ! "$VPY" -c "import posbench" 2>/dev/null; then
+    "$VPY" -m pip install -q -e ".[${POSBENCH_EXTRAS:-dev}]"
+    echo "$WANT" > "$STAMP"
+fi
 # The English-prose corpus (data=pydocs, posbench/data/pydocs.py) is the Python documentation's reST
 # sources from Debian's/Ubuntu's python3-doc package: installed here where it can be (root with
 # apt-get), like .ci/run installs chromium. Elsewhere setup goes on, and data=pydocs says in one line

@@ -3,15 +3,25 @@
 
 from __future__ import annotations
 
+import logging
+
+import numpy as np
+
 from posbench.core.errors import PosbenchError
 from posbench.data.corpus import Corpus, load_byte_corpus, remove_cache
 from posbench.data.tokens import tokenized_corpus
+
+
+log = logging.getLogger("posbench")
+
+FEW_DOCUMENTS = 5  # below this, the report's intervals over text are wide or (one document) absent
 
 
 def load_corpus(cfg) -> Corpus:
     """Load (building once, then from the cache) the tokens of the configured corpus: its bytes,
     then, with a subword ``data.tokenizer``, their tokens (posbench/data/tokens.py)."""
     corpus = load_byte_corpus(cfg)
+    warn_few_documents(corpus.val_bytes, cfg.doc_separator, cfg.val_fraction)
     if cfg.tokenizer.is_bytes:
         return corpus
     try:
@@ -19,3 +29,23 @@ def load_corpus(cfg) -> Corpus:
     except PosbenchError:
         remove_cache(corpus)  # a refused tokenizer leaves no byte cache it made behind either
         raise
+
+
+def validation_documents(val: np.ndarray, separator: str) -> int:
+    """The number of non-empty documents in the validation bytes (the evaluator's split, evaluation/windows.py)."""
+    if not separator or len(val) == 0:
+        return int(len(val) > 0)
+    seps = np.flatnonzero(np.asarray(val) == separator.encode()[0])
+    bounds = np.concatenate([[-1], seps, [len(val)]])
+    return int((np.diff(bounds) > 1).sum())
+
+
+def warn_few_documents(val: np.ndarray, separator: str, val_fraction: float) -> int:
+    """Warn, every time a run loads the corpus, where its validation split holds fewer than FEW_DOCUMENTS
+    documents: the report resamples documents for its intervals over text (issue 56: a small own corpus
+    got one validation document without a word)."""
+    n = validation_documents(val, separator)
+    if n < FEW_DOCUMENTS:
+        log.warning("the validation split holds %d document(s): the report's intervals over text will be %s; add "
+                    "documents or raise data.val_fraction (now %g)", n, "absent" if n < 2 else "wide", val_fraction)
+    return n

@@ -109,3 +109,22 @@ def test_a_folder_whose_only_file_hashes_to_validation_still_splits(tmp_path, ca
     (folder / name).write_text("x" * 1000)
     c = load_corpus(data_cfg(cache_dir, name="one", source="local", path=str(folder), val_fraction=0.05))
     assert len(c.train) > 0 and len(c.val) > 0 and len(c.train) + len(c.val) == 1001
+
+
+def test_a_validation_split_of_few_documents_is_named_at_load_time(caplog):
+    """A small own corpus gave one validation document without a word (issue 56 item 9): now every load says so."""
+    import logging
+
+    import numpy as np
+
+    from posbench.data.load import validation_documents, warn_few_documents
+
+    one = np.frombuffer(b"def f():\n    pass\n\0", dtype=np.uint8)
+    many = np.frombuffer(b"\0".join([b"doc"] * 8), dtype=np.uint8)
+    assert validation_documents(one, "\0") == 1 and validation_documents(many, "\0") == 8
+    assert validation_documents(one, "") == 1
+    with caplog.at_level(logging.WARNING, logger="posbench"):
+        assert warn_few_documents(many, "\0", 0.05) == 8
+        assert caplog.text == ""
+        warn_few_documents(one, "\0", 0.05)
+    assert "holds 1 document(s)" in caplog.text and "absent" in caplog.text and "data.val_fraction (now 0.05)" in caplog.text
