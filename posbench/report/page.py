@@ -20,8 +20,10 @@ table.tbl{border-collapse:collapse;font-size:.85em}table.tbl th,table.tbl td{bor
 table.tbl th{background:#f3f3f3;cursor:pointer;user-select:none;text-align:left}table.tbl tr:nth-child(even){background:#fafafa}
 table.tbl:not(.headline) td:nth-child(-n+4),table.tbl td.t{text-align:left}
 table.tbl th[aria-sort=ascending]::after{content:" \\25B2"}table.tbl th[aria-sort=descending]::after{content:" \\25BC"}
+table.headline{border-collapse:separate;border-spacing:0}table.headline th,table.headline td{border-width:0 1px 1px 0}
+table.headline tr:first-child th{border-top-width:1px}table.headline th:first-child,table.headline td:first-child{border-left-width:1px}
 table.headline td:first-child,table.headline th:first-child{position:sticky;left:0;background:#fff;z-index:1}
-table.headline th:first-child{background:#f3f3f3}table.headline tr.control td{color:#666;font-style:italic}
+table.headline tr:nth-child(even) td:first-child{background:#fafafa}table.headline th:first-child{background:#f3f3f3}table.headline tr.control td{color:#666;font-style:italic}
 nav.toc{font-size:.9em;background:#fafafa;border:1px solid #eee;padding:.4em .8em;margin:1em 0}
 nav.toc ol{margin:.2em 0;padding-left:1.4em;columns:2 16em}
 figure{margin:1em 0}figure img{max-width:100%;border:1px solid #eee;cursor:zoom-in}figcaption{font-size:.85em;color:#555}

@@ -112,3 +112,43 @@ def test_the_page_is_one_self_contained_html_file_with_its_contents():
     assert html.startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>")
     assert "<title>posbench &lt;report&gt;</title>" in html and "<style>" in html and "<script>" in html
     assert 'name="viewport"' in html and "<p>body</p>" in html
+
+
+@pytest.fixture(scope="module")
+def rebuilt_modern(tmp_path_factory) -> Path:
+    """results/modern rebuilt by the current code (its committed html may predate the current stylesheet)."""
+    from posbench.cli.report import main
+
+    out = tmp_path_factory.mktemp("modern")
+    main([str(Path(__file__).parents[2] / "results" / "modern"), "--rebuild", "--out", str(out)])
+    return out / "report.html"
+
+
+def test_at_a_phones_width_the_sticky_first_column_keeps_every_row_border_and_the_headline_is_high(rebuilt_modern, page):
+    """At 420 px and device scale 1, a collapsed table's sticky column lost its borders under scrolled
+    columns, and modern's first screen was its rebuild paragraph (issue 56 item 9)."""
+    from io import BytesIO
+
+    from PIL import Image
+
+    page.set_viewport_size({"width": WIDTHS[1], "height": HEIGHT})
+    page.goto(rebuilt_modern.as_uri())
+    top = page.evaluate("document.querySelector('table.headline').getBoundingClientRect().top")
+    assert top < HEIGHT / 2, f"the headline table starts {top} px down a phone's first screen"
+    page.evaluate("""() => { const t = document.querySelector('table.headline');
+        t.closest('.scroll').scrollLeft = 150; t.scrollIntoView(); }""")  # the first column now sticks over others
+    rects = page.evaluate("""[...document.querySelectorAll('table.headline tbody tr')].slice(0, 12).map(r => {
+        const b = r.cells[0].getBoundingClientRect(); return [b.left, b.right, b.bottom]; })""")
+    shot = Image.open(BytesIO(page.screenshot())).convert("L")
+    for left, right, bottom in rects:
+        if bottom >= HEIGHT:
+            break
+        # the darkest pixel row within 2 px of the cell's lower edge: the border's grey (#ccc, 204) against a
+        # row's 250 / 255
+        strip = min(sum(shot.getpixel((x, y)) for x in range(int(left) + 3, int(right) - 3)) / (int(right) - int(left) - 6)
+                    for y in range(int(bottom) - 2, int(bottom) + 2))
+        assert strip < 235, f"no border under the sticky cell ending at y={bottom} (mean grey {strip:.0f})"
+        # and its right edge, against the columns scrolled under it
+        edge = min(sum(shot.getpixel((x, y)) for y in range(int(bottom) - 20, int(bottom) - 6)) / 14
+                   for x in range(int(right) - 2, int(right) + 2))
+        assert edge < 235, f"no border right of the sticky cell ending at y={bottom} (mean grey {edge:.0f})"

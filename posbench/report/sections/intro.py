@@ -1,4 +1,4 @@
-"""The title and one line on what the runs are; the headline table follows it (sections/headline.py),
+"""The title and one line on what the runs are (a rebuilt report's full account opens its provenance section); the headline table follows it (sections/headline.py),
 and how the numbers were scored (protocols, scored text) opens the summary."""
 
 from __future__ import annotations
@@ -16,8 +16,10 @@ class Intro(Section):
         title = Heading("posbench report", 1)
         where = join_words([f"`{name}`" for name in ctx.folder_names])  # never the machine's absolute path
         if ctx.recorded is not None:
+            # one sentence here, so the headline is on a phone's first screen; the rest opens "How these runs were made"
             return [title, Para(f"{_runs(len(ctx.all_completed), 'completed')} of the committed report in "
-                                f"{where}, " + rebuilt_text(ctx.recorded, ctx.has_lm))]
+                                f"{where}, rebuilt from the records it kept: the perplexities are the committed ones, "
+                                "the statistics the current code's (what else, in \"How these runs were made\").")]
         if not ctx.has_lm:
             return [title, Para(f"{len(ctx.completed)} completed runs from {where}{chosen(ctx)}: byte-level models "
                                 "trained on synthetic tasks at windows of `train_len` tokens and scored at multiples "

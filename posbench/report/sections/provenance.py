@@ -8,6 +8,7 @@ import pandas as pd
 from posbench.report.document import Code, Heading, Para, Table
 from posbench.report.provenance import commands, config_split, environment, nested_yaml
 from posbench.report.section import SECTIONS, Section
+from posbench.report.sections.intro import rebuilt_text
 
 
 @SECTIONS.register("provenance")
@@ -22,13 +23,15 @@ class Provenance(Section):
         env = recorded.environment if recorded is not None else environment(runs)
         source = ("as the committed report recorded them" if recorded is not None
                   else "from each Hydra sweep's `multirun.yaml` and each run's `metrics.json`")
-        blocks = [Heading("How these runs were made"),
-                  Para(f"Commands ({source}):"),
-                  Code("\n".join(cmds) if cmds else "(not recorded)"),
-                  Para("Environment (runs per combination; `corpus`: source and content hash of the training data):"),
-                  Table(env) if not env.empty else Para("(not recorded)"),
-                  Para("Settings shared by every run (resolved config):"),
-                  Code(nested_yaml(shared), "shared config")]
+        blocks = [Heading("How these runs were made")]
+        if recorded is not None:
+            blocks.append(Para("This report was " + rebuilt_text(recorded, ctx.has_lm)))
+        blocks += [Para(f"Commands ({source}):"),
+                   Code("\n".join(cmds) if cmds else "(not recorded)"),
+                   Para("Environment (runs per combination; `corpus`: source and content hash of the training data):"),
+                   Table(env) if not env.empty else Para("(not recorded)"),
+                   Para("Settings shared by every run (resolved config):"),
+                   Code(nested_yaml(shared), "shared config")]
         if not differing.empty:
             blocks += [Para("Settings that differ between runs (with the shared ones, each run's full config):"),
                        Table(differing)]
