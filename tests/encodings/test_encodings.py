@@ -12,6 +12,7 @@ from omegaconf import OmegaConf
 from posbench.encodings import ENCODINGS, ModelShape, available, build_encoding
 from posbench.evaluation.variants import make_variant
 from posbench.model.transformer import ModelConfig, build_model
+from posbench.tasks import TASKS
 from tests.helpers import model_of, tiny_model
 
 MODERN = ["layers", "rope_swa", "irope", "rnope_swa", "ssmax", "sink", "gated", "fox", "cope", "stickbreaking"]
@@ -100,9 +101,12 @@ def test_unknown_encoding_parameter_is_a_clear_error():
         build_encoding("ropee", ModelShape(32, 4, 1, 16))
 
 
-def test_every_encoding_yaml_names_a_registered_encoding_with_its_params():
-    """A yaml is optional (encoding=<name> works without one, with the Params' defaults); where there
-    is one, it is that encoding's, and it lists every parameter (its run ids stay what they were)."""
+@pytest.mark.parametrize("group, registry", [("encoding", ENCODINGS), ("task", TASKS)])
+def test_a_config_yaml_holds_no_default_of_its_own(group, registry):
+    """Defaults live once, in the Params class (posbench/core/settings.py): a yaml in conf/encoding or
+    conf/task is optional (``encoding=<name>`` works without one) and names its method; a key it lists
+    (to document the parameter beside its comment) is a Params field whose value is the Params default,
+    so the two can never disagree. Presets change values, and the run id records them."""
     import dataclasses
     from pathlib import Path
 
@@ -110,11 +114,15 @@ def test_every_encoding_yaml_names_a_registered_encoding_with_its_params():
 
     from posbench.cli.config import CONF_DIR
 
-    for path in (Path(CONF_DIR) / "encoding").glob("*.yaml"):
+    for path in (Path(CONF_DIR) / group).glob("*.yaml"):
         y = yaml.safe_load(path.read_text())
-        assert y["name"] == path.stem and y["name"] in ENCODINGS.builtins(), path
-        fields = {f.name for f in dataclasses.fields(ENCODINGS.get(y["name"]).Params)}
-        assert set(y) - {"name"} == fields, path
+        assert y["name"] == path.stem and y["name"] in registry.builtins(), path
+        defaults = {f.name: (f.default if f.default is not dataclasses.MISSING else f.default_factory())
+                    for f in dataclasses.fields(registry.get(y["name"]).Params)}
+        assert set(y) - {"name"} <= set(defaults), path
+        for key in set(y) - {"name"}:
+            want = list(defaults[key]) if isinstance(defaults[key], tuple) else defaults[key]
+            assert y[key] == want, f"{path.name}: {key}: {y[key]!r}, where the Params default is {defaults[key]!r}"
 
 
 TRANSLATION_INVARIANT = sorted(n for n, cls in ENCODINGS.items() if cls.translation_invariant)

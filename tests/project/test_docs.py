@@ -100,14 +100,20 @@ def test_the_readme_commands_run_in_tiny_form(tmp_path, cache_dir):
 
 def test_docs_layout_md_is_what_scripts_layout_py_writes_from_the_code():
     """docs/layout.md: the layers of .importlinter, every module with its docstring's first sentence, and
-    the names each plug-in package registers, written by scripts/layout.py (run it after an edit)."""
+    the names each plug-in package registers, written by scripts/layout.py. On a contributor's machine the
+    suite rewrites it when the code moved on (a new module needs no extra step; commit the file with the
+    change); under CI (CI=true) a stale file fails, so what is committed always matches the code."""
     import importlib.util
+    import warnings
 
     spec = importlib.util.spec_from_file_location("layout", README.parent / "scripts" / "layout.py")
     layout = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(layout)
-    assert (README.parent / "docs" / "layout.md").read_text() == layout.layout(), \
-        "docs/layout.md is out of date with the code: run python scripts/layout.py"
+    written, current = README.parent / "docs" / "layout.md", layout.layout()
+    if written.read_text() != current:
+        assert os.environ.get("CI") != "true", "docs/layout.md is out of date with the code: run python scripts/layout.py"
+        written.write_text(current)
+        warnings.warn("docs/layout.md was out of date with the code and is rewritten: commit it with your change")
     proc = subprocess.run([sys.executable, str(README.parent / "scripts" / "layout.py"), "--check"],
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(README.parent)})
     assert proc.returncode == 0 and proc.stderr == ""

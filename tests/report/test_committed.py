@@ -33,7 +33,9 @@ def _sections(text: str) -> dict[str, str]:
 def test_a_rebuilt_report_is_the_report_its_runs_gave(quick):
     rebuild(quick)
     before, after = _sections((QUICK / "report.md").read_text()), _sections((quick / "report.md").read_text())
-    assert list(before) == list(after)  # the same sections in the same order
+    # every committed section, in the same order; a section the code gained since is the current code's
+    # (compared when the committed report is rebuilt), so a new section needs no edit here
+    assert [t for t in after if t in before] == list(before)
     carried = {"Loss by position at the longest length", "Training curves", "Files"}
     relabelled = ("Commands (from each Hydra sweep's `multirun.yaml` and each run's `metrics.json`):",
                   "Commands (as the committed report recorded them):")  # the provenance's source, said as it is
