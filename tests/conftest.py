@@ -103,7 +103,10 @@ def compose(cache_dir):
         from posbench.cli.config import to_spec
 
         with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-            cfg = hydra_compose(config_name=config_name, overrides=list(overrides))
+            # posbench-eval's: with Hydra's node, whose record of the overrides says which eval keys the
+            # command line gave (the others are the run's own: posbench.cli.config.to_eval_request)
+            cfg = hydra_compose(config_name=config_name, overrides=list(overrides),
+                                return_hydra_config=config_name == "evaluate")
         return cfg if raw or config_name != "config" else to_spec(cfg)
 
     return _compose

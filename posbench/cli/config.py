@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
+from hydra.core.hydra_config import HydraConfig
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 from posbench.core.device import Runtime
@@ -28,9 +29,10 @@ from posbench.core.tracking import LoggerConfig
 from posbench.data.corpus import DataConfig
 from posbench.encodings import ENCODINGS
 from posbench.evaluation.settings import EvalConfig
-from posbench.jobs.evaluate import EvalRequest
+from posbench.jobs.evaluate import EvalRequest, with_run_defaults
 from posbench.model.transformer import ModelConfig
 from posbench.spec import RUN_KEYS, RUNTIME_KEYS, RunSpec
+from posbench.store.rundir import read_run_config
 from posbench.tasks import TASKS
 from posbench.training.extend import ExtendConfig
 from posbench.training.trainer import TrainConfig
@@ -169,12 +171,54 @@ def to_spec(cfg: DictConfig) -> RunSpec:
 
 
 def to_eval_request(cfg: DictConfig) -> EvalRequest:
-    """posbench-eval: the typed request of one composed job, checked against the run it names."""
+    """posbench-eval: the typed request of one composed job, checked against the run it names. The
+    eval settings the command line does not give are the run's own (jobs.evaluate.with_run_defaults),
+    not conf/eval's: a re-evaluation scores what the run scored, at the lengths and rows asked for."""
     c = resolved(cfg)
-    request = EvalRequest(eval=from_mapping(EvalConfig, c.pop("eval"), "eval."), run_dir=c.pop("run_dir"),
-                          runtime=from_mapping(Runtime, c))
+    asked, taken = with_run_defaults(c.pop("eval"), run_eval_settings(c.get("run_dir")), given_eval_keys(cfg))
+    request = EvalRequest(eval=from_mapping(EvalConfig, asked, "eval."), run_dir=c.pop("run_dir"),
+                          runtime=from_mapping(Runtime, c),
+                          from_run=tuple(f"eval.{k}={_as_override(v)}" for k, v in taken.items()))
     request.check()
     return request
+
+
+def _as_override(x: Any) -> str:
+    """A value as an override writes it: null, true, [nonoverlapping], 256."""
+    if isinstance(x, (list, tuple)):
+        return "[" + ",".join(_as_override(v) for v in x) + "]"
+    return "null" if x is None else str(x).lower() if isinstance(x, bool) else str(x)
+
+
+def given_eval_keys(cfg: DictConfig) -> set[str]:
+    """The ``eval.*`` fields this job's command line sets (Hydra's record of the overrides: the composed
+    config's ``hydra`` node where it has one, else the running job's); every field where it chooses
+    an ``eval=<option>`` file of the user's, whose keys are theirs."""
+    if "hydra" in cfg:
+        overrides = list(cfg.hydra.overrides.task)
+    else:
+        overrides = list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
+    keys = set()
+    for arg in overrides:
+        key, _, option = arg.partition("=")
+        key = key.lstrip("+~")
+        if key == "eval" and option != "default":
+            return {f.name for f in dataclasses.fields(EvalConfig)}
+        if key.startswith("eval."):
+            keys.add(key.split(".")[1])
+    return keys
+
+
+def run_eval_settings(run_dir) -> dict:
+    """The eval section of the run's config.yaml ({} where it cannot be read: the request's own check
+    then refuses the run in one line)."""
+    if not run_dir:
+        return {}
+    try:
+        settings = read_run_config(Path(run_dir).expanduser()).get("eval")
+    except (ValueError, OSError):
+        return {}
+    return settings if isinstance(settings, dict) else {}
 
 
 def config_dirs(overrides: list[str], conf_dir: str = CONF_DIR) -> list[Path]:

@@ -44,6 +44,8 @@ EVAL = """\
 posbench-eval: score a finished run again from its checkpoint (other lengths, protocols or
 evaluation-time variants) and add the records to its metrics.json and per_position.npz. It never
 trains. Two evaluations of one run take turns (the run's lock), so both keep their records.
+An eval.* key not given here is the run's own (its config.yaml: protocols, scored tokens, variants,
+multiples), not the default below, except batch_tokens; the log names those taken from the run.
 
 usage: posbench-eval run_dir=<run directory> [eval.key=value ...]
   --version          posbench's version, torch's, Python's and the device
@@ -118,7 +120,7 @@ def help_text(config_name: str) -> str:
     """posbench-train's (``config``) or posbench-eval's (``evaluate``) help page."""
     if config_name == "evaluate":
         keys = ["run_dir=<required>", *defaults(Runtime, "", ("device", "threads", "attention")), *[k for k in defaults(EvalConfig, "eval.") if not k.startswith("eval.during_training")]]
-        return (f"{EVAL}\nkeys (defaults):\n{wrap(keys)}\nexamples:\n{EVAL_EXAMPLES}\n{EVAL_REFERENCE}")
+        return (f"{EVAL}\nkeys (defaults; an eval.* key not given is the run's own, above):\n{wrap(keys)}\nexamples:\n{EVAL_EXAMPLES}\n{EVAL_REFERENCE}")
     options = group_options([])
     chosen = group_defaults(CONF_DIR)
     launchers = ["basic", *sorted(p.stem for p in (Path(CONF_DIR) / "hydra" / "launcher").glob("*.yaml"))]

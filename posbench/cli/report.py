@@ -14,6 +14,7 @@ from posbench.core.errors import PosbenchError, user_errors
 from posbench.core.tracking import log_report
 from posbench.core.version import version_text
 from posbench.report import budget, tasks
+from posbench.report.comparison import Request as ComparisonRequest
 from posbench.report.context import Options
 from posbench.report.pipeline import DEFAULT_TOLERANCE, make_report
 from posbench.report.selection import Selection
@@ -44,6 +45,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--multiple", type=float, default=None, metavar="N",
                         help="read the verdicts, the N x/1x ratio and the rank over lengths at this multiple "
                              "(default: the longest multiple every compared row was evaluated at)")
+    parser.add_argument("--compare", default=None, metavar="A,B,...",
+                        help="add a comparison figure: rows B, ... against row A as paired differences of log-perplexity "
+                             "at every length with 95%% intervals (comparison.png, comparison.csv); with --baseline, "
+                             "every named row against the baseline")
+    parser.add_argument("--baseline", default=None, metavar="ROW",
+                        help="add a comparison figure of every row (or the --compare rows) against ROW, e.g. rope")
     parser.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE,
                         help="extrapolation length: perplexity within this fraction of 1x (default 0.05)")
     parser.add_argument("--improving", type=float, default=budget.DEFAULT_IMPROVING,
@@ -73,8 +80,10 @@ def main(argv: list[str] | None = None) -> None:
             raise PosbenchError("--protocols with --rebuild in place would leave only those protocols' records in "
                                 f"{first}; give --out another folder")
         protocols = [p for p in args.protocols.split(",") if p] if args.protocols else None
+        compare = ComparisonRequest(tuple(r.strip() for r in (args.compare or "").split(",") if r.strip()),
+                                    args.baseline or None)
         options = Options(args.tolerance, args.improving, args.spread, args.threshold, protocols, args.rebuild,
-                          tuple(args.with_folders), args.multiple, Selection(args.only, tuple(args.where)))
+                          tuple(args.with_folders), args.multiple, Selection(args.only, tuple(args.where)), compare)
         report = make_report(args.runs_dirs, out, options)
         if args.wandb:
             log_report(out, report.figures)

@@ -103,3 +103,47 @@ def missing(plan: list[Planned], metrics: dict) -> list[Planned]:
     """The planned records ``metrics`` does not hold yet."""
     have = {kind: {record_key(kind, r) for r in metrics.get(field) or []} for kind, field in RECORDS.items()}
     return [p for p in plan if p.key not in have[p.kind]]
+
+
+def _shown_set(name: str) -> str:
+    """A token set's name without its corpus hash (the corpus is the run's own: check_same_corpus)."""
+    return name.split(":", 1)[1] if ":" in name and not name.startswith("segments") else name
+
+
+def why_new(todo: list[Planned], metrics: dict, train_len: int) -> str:
+    """Why the records ``todo`` are not among the run's (``missing``), in words, each cause with its
+    count: "new token set for nonoverlapping (segments[512, ...]; the run's: segments[256, ...]): 12",
+    "new protocol sliding: 6", "new variant rope+yarn: 6", "new multiple 32x: 2". A record is counted
+    once, under the first cause that holds in that order: a new protocol or token set makes every
+    length and row of it new, so naming those too would only repeat it."""
+    kinds = {kind: metrics.get(field) or [] for kind, field in RECORDS.items()}
+    runs = kinds["perplexity"]
+    protocols = {r["protocol"] for r in runs}
+    sets = {p: {r.get("token_set") or "" for r in runs if r["protocol"] == p} for p in protocols}
+    variants = {r["variant"] for r in runs} | {r["variant"] for r in kinds["task"]}
+    lengths = {r["length"] for r in runs} | {r["length"] for r in kinds["task"]}
+    examples = {r["example_set"] for r in kinds["task"]}
+    causes: dict[str, int] = {}
+    for p in todo:
+        if p.kind == "perplexity":
+            variant, protocol, length, tset = p.key
+            if protocol not in protocols:
+                cause = f"new protocol {protocol}"
+            elif tset not in sets[protocol]:
+                had = ", ".join(sorted(_shown_set(s) or "unnamed" for s in sets[protocol]))
+                cause = f"new token set for {protocol} ({_shown_set(tset)}; the run's: {had})"
+            elif variant not in variants:
+                cause = f"new variant {variant}"
+            elif length not in lengths:
+                cause = f"new multiple {length / train_len:g}x"
+            else:
+                cause = "not scored before"
+        elif p.kind == "task":
+            name, length, _, eset = p.key
+            cause = ("new example set" if kinds["task"] and eset not in examples else f"new variant {name}"
+                     if name not in variants else f"new multiple {length / train_len:g}x" if length not in lengths
+                     else "new condition")
+        else:
+            cause = "attention statistics not recorded at that length"
+        causes[cause] = causes.get(cause, 0) + 1
+    return "; ".join(f"{cause}: {n}" for cause, n in causes.items())

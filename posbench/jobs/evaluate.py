@@ -17,7 +17,7 @@ from posbench.core.files import check_writable_dir
 from posbench.core.hydra_state import launch_command
 from posbench.data.load import load_corpus
 from posbench.evaluation.evaluate import evaluate_into
-from posbench.evaluation.plan import RECORDS, evaluation_plan, missing, record_key
+from posbench.evaluation.plan import RECORDS, evaluation_plan, missing, record_key, why_new
 from posbench.evaluation.scored_text import in_bytes
 from posbench.evaluation.settings import EvalConfig
 from posbench.jobs.corpora import check_same_corpus
@@ -46,6 +46,7 @@ class EvalRequest:
     eval: EvalConfig
     run_dir: Optional[str]
     runtime: Runtime
+    from_run: tuple[str, ...] = ()  # the eval settings taken from the run (with_run_defaults), as overrides: said in the log
 
     def check(self) -> None:
         """What posbench-train would refuse in ``eval`` for this run is refused here too: the same
@@ -70,6 +71,28 @@ class EvalRequest:
         spec = spec.with_eval(self.eval)
         spec.check_evaluation()
         return spec
+
+
+# the eval settings a re-evaluation takes from the run's own config.yaml unless the command line gives them:
+# everything that says what is scored (the protocols and their strides, the scored tokens, the rows, the
+# multiples, the attention diagnostics), so that new records join the run's own, on its token set and its
+# protocols. Not kept: batch_tokens (how many tokens a forward pass holds: this machine's memory, not the
+# run's records) and during_training (a training schedule; posbench-eval does not train)
+NOT_FROM_RUN = ("batch_tokens", "during_training")
+
+
+def with_run_defaults(asked: dict, run_eval: dict, given: set[str]) -> tuple[dict, dict]:
+    """(the eval settings to use, those taken from the run): ``asked`` (composed from conf/eval and
+    the command line) with every key the command line did not give (``given``: field names) and the
+    run's config holds replaced by the run's value, except NOT_FROM_RUN. A sweep that turned the
+    sliding protocol off must not get it back from a later ``posbench-eval run_dir=... eval.multiples=[...]``."""
+    out, taken = dict(asked), {}
+    for key, value in run_eval.items():
+        if key in asked and key not in given and key not in NOT_FROM_RUN:
+            out[key] = value
+            if value != asked[key]:
+                taken[key] = value
+    return out, taken
 
 
 def model_from_checkpoint(ckpt: dict, device: torch.device):
@@ -103,9 +126,12 @@ def completed_metrics(run_dir: Path) -> dict:
 
 
 def evaluate_run(run_dir: Path, eval_cfg: EvalConfig, runtime: Runtime = Runtime(), progress: bool = True,
-                 only_missing: bool = False, command: str | None = None, show: bool = True) -> tuple[dict, int]:
+                 only_missing: bool = False, command: str | None = None, show: bool = True,
+                 from_run: tuple[str, ...] = ()) -> tuple[dict, int]:
     """Evaluate a trained run at the settings of ``eval_cfg`` and merge the records into its files;
-    with ``only_missing``, only the records it does not have yet. Returns (metrics, records made)."""
+    with ``only_missing``, only the records it does not have yet. Returns (metrics, records made).
+    ``from_run``: the settings of ``eval_cfg`` that are the run's own (EvalRequest.from_run), said
+    with what is scored, once every check has passed (a refusal stays one line)."""
     run_dir = Path(run_dir)
     metrics = completed_metrics(run_dir)
     device = resolve_device(runtime.device)
@@ -113,11 +139,15 @@ def evaluate_run(run_dir: Path, eval_cfg: EvalConfig, runtime: Runtime = Runtime
     corpus = load_corpus(cfg.data)
     check_same_corpus(run_dir, corpus)  # scored on the text it was trained on, or not at all
     cfg.with_eval(eval_cfg).check_corpus(corpus, evaluated=True)  # every window asked for fits, before anything is scored
+    if from_run:  # not conf/eval's defaults: say so, and how to change them
+        log.info("%s: eval settings from the run's config.yaml (give them on the command line to change them): %s",
+                 run_dir.name, " ".join(from_run))
     if only_missing:  # say what a re-run skips, so that a quick finish is not mistaken for a failure
         plan = asked_for(cfg.with_eval(eval_cfg), metrics)
-        todo = len(missing(plan, metrics))
-        log.info("%s: already have %d records; %s", run_dir.name, len(plan) - todo,
-                 f"scoring {todo} new" if todo else "nothing new to score")
+        new = missing(plan, metrics)
+        # and why they are new (a changed token set rescores every length): a rescoring must not look arbitrary
+        log.info("%s: already have %d records; %s", run_dir.name, len(plan) - len(new),
+                 f"scoring {len(new)} new ({why_new(new, metrics, cfg.train_len)})" if new else "nothing new to score")
     made, per_pos = evaluate_into(metrics, model, cfg, eval_cfg, corpus, device, progress, only_missing,
                                   kernel=runtime.attention, show=show)
     if not made:
@@ -148,7 +178,7 @@ def run(request: EvalRequest) -> None:
     run_dir = Path(request.run_dir).expanduser()
     with run_lock(run_dir, wait=True):
         metrics, _ = evaluate_run(run_dir, request.eval, request.runtime, only_missing=True,
-                                  command=launch_command("posbench-eval"), show=False)
+                                  command=launch_command("posbench-eval"), show=False, from_run=request.from_run)
     keys = {p.key for p in asked_for(request.run_spec(), metrics)}
     shown = {kind: [r for r in metrics.get(field) or [] if record_key(kind, r) in keys] for kind, field in RECORDS.items()}
     print(records_table(shown["perplexity"], shown["task"]), end="")

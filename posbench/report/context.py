@@ -21,6 +21,7 @@ import pandas as pd
 from posbench.core.errors import PosbenchError
 from posbench.report import budget, budgets, tasks
 from posbench.report.committed import load_committed
+from posbench.report.comparison import Request as ComparisonRequest
 from posbench.report.load import LoadedRuns, RunFiles, load_runs, without_runs
 from posbench.report.selection import Selection, is_smoke, shown_folder
 from posbench.report.tables import comparable_records, main_table, multiples, verdict_multiple
@@ -43,6 +44,7 @@ class Options:
     with_folders: tuple[Path, ...] = ()  # with --rebuild: committed reports of some of the same runs retrained
     multiple: float | None = None  # the verdict's multiple (--multiple); None: the longest every row has
     selection: Selection = Selection()  # --only / --where (posbench/report/selection.py)
+    comparison: ComparisonRequest = ComparisonRequest()  # --compare / --baseline (posbench/report/comparison.py)
 
 
 class ReportContext:
@@ -122,6 +124,8 @@ class ReportContext:
                 raise PosbenchError(f"no evaluations with protocol {unknown[0]!r} below {str(runs_dir)!r}; "
                                     f"found: {', '.join(sorted(evals['protocol'].unique()))}")
             evals = evals[evals["protocol"].isin(options.protocols)]
+        if options.comparison and not evals.empty:
+            options.comparison.check(evals["variant"])  # a name that is no row: one line with the valid ones
         ctx = cls(dirs, options, loaded, evals, out_dir, smoke)
         if ctx.all_completed.empty or (evals.empty and ctx.task_records.empty):
             raise PosbenchError(f"no completed, evaluated runs below {where} ({len(loaded.runs)} runs, "

@@ -1,6 +1,8 @@
 """``posbench-eval`` (posbench/cli/evaluate.py): a request is checked against the run it names; a variant
 setting that adds no row to the run is refused before anything is scored."""
 
+from pathlib import Path
+
 import pytest
 
 from posbench.core.errors import PosbenchError
@@ -14,3 +16,64 @@ def test_posbench_eval_refuses_a_variant_setting_that_gives_the_run_no_row(compo
     request = to_eval_request(compose(f"run_dir={trained_run}", "eval.rope_scaling=[yarn]", config_name="evaluate"))
     with pytest.raises(PosbenchError, match=r"eval.rope_scaling=\[yarn\] adds no row for encoding alibi"):
         _check([request])  # the shared sweep's run is an ALiBi model
+
+
+NONOVERLAPPING_ONLY = ["model=tiny", "train=smoke", "train.steps=4", "train_len=16", "eval.multiples=[1,2]",
+                       "eval.protocols=[nonoverlapping]", "eval.scored_tokens=256", "data=local"]
+
+
+@pytest.fixture(scope="module")
+def nonoverlapping_run(tmp_path_factory, text_corpus, cache_dir):
+    """One tiny run whose sweep turned the sliding protocol off (eval.protocols=[nonoverlapping])."""
+    from tests.conftest import cli
+
+    runs = tmp_path_factory.mktemp("nonoverlapping-runs")
+    cli("posbench.cli.train", *NONOVERLAPPING_ONLY, f"data.path={text_corpus}", f"runs_dir={runs}", cwd=runs)
+    (run_dir,) = [p for p in runs.iterdir() if p.is_dir()]
+    return run_dir
+
+
+def test_posbench_eval_keeps_the_run_s_own_eval_settings_and_says_why_it_scores_anew(nonoverlapping_run, tmp_path):
+    """Longer multiples of a run trained without the sliding protocol score no sliding records (conf/eval's
+    default would add them), on the run's scored tokens; the line says what came from the run and why each
+    record is new. A setting on the command line wins, and a changed token set is named as the reason."""
+    import json
+    import shutil
+
+    from tests.conftest import cli
+
+    run = Path(shutil.copytree(nonoverlapping_run, tmp_path / "run"))
+    longer = cli("posbench.cli.evaluate", f"run_dir={run}", "eval.multiples=[1,2,4]", cwd=tmp_path)
+    records = json.loads((run / "metrics.json").read_text())["evaluations"]
+    assert {r["protocol"] for r in records} == {"nonoverlapping"} and sorted(r["length"] for r in records) == [16, 32, 64]
+    assert (f"{run.name}: eval settings from the run's config.yaml (give them on the command line to change them): "
+            "eval.protocols=[nonoverlapping] eval.scored_tokens=256") in longer.stderr
+    assert f"{run.name}: already have 2 records; scoring 1 new (new multiple 4x: 1)" in longer.stderr
+    both = cli("posbench.cli.evaluate", f"run_dir={run}", "eval.multiples=[1,2,4]",
+               "eval.protocols=[nonoverlapping,sliding]", cwd=tmp_path)
+    assert f"{run.name}: already have 3 records; scoring 3 new (new protocol sliding: 3)" in both.stderr
+    other = cli("posbench.cli.evaluate", f"run_dir={run}", "eval.multiples=[1,2]", "eval.scored_tokens=128", cwd=tmp_path)
+    assert (f"{run.name}: already have 0 records; scoring 2 new (new token set for nonoverlapping (segments[256, T=128, "
+            "from 256]; the run's: segments[256, T=256, from 256]): 2)") in other.stderr  # the run's protocol only
+
+
+def test_one_refusal_names_every_key_a_longer_multiple_needs(entry, nonoverlapping_run):
+    """Sliding windows need the history before the scored tokens and non-overlapping ones a segment to tile:
+    both keys in one line; the run's own protocol (non-overlapping) needs the segment alone."""
+    def refusal(*argv):
+        code, err = entry("eval", f"run_dir={nonoverlapping_run}", "eval.multiples=[1,2,4,8,16,32]", *argv)
+        (line,) = err.strip().splitlines()
+        assert code == 2 and line.startswith("posbench: error: ")
+        return line
+
+    line = refusal("eval.protocols=[nonoverlapping,sliding]")
+    assert "eval.first_scored=256" in line and "eval.segment=256" in line and "set eval.first_scored=512 eval.segment=512" in line
+    line = refusal()
+    assert "set eval.segment=512 (" in line and "first_scored" not in line
+
+
+def test_the_command_line_s_eval_keys_are_those_it_gives(compose, trained_run):
+    from posbench.cli.config import given_eval_keys
+
+    cfg = compose(f"run_dir={trained_run}", "eval.multiples=[1,4]", "+eval.bca=[]", "threads=1", config_name="evaluate")
+    assert given_eval_keys(cfg) == {"multiples", "bca"}

@@ -84,3 +84,13 @@ def test_a_read_only_out_folder_or_runs_folder_is_one_line(runs, tmp_path, capsy
     assert (code, err.splitlines()) == (2, [f"posbench: error: cannot create the report folder '{runs / 'report'}': "
                                             "Read-only file system"])
     assert tree(runs) == before
+
+
+def test_a_comparison_of_a_row_the_report_lacks_is_one_line_and_writes_nothing(capsys, sweep, tmp_path):
+    runs, _, _ = sweep
+    code, err = run_report(capsys, runs, "--out", tmp_path / "out", "--compare", "rope,alibbi")
+    assert code == 2 and err.strip() == ("posbench: error: --compare: no row 'alibbi' in this report (did you mean alibi?); "
+                                         "valid: alibi, learned, nope, rope, sinusoidal")
+    code, err = run_report(capsys, runs, "--out", tmp_path / "out", "--baseline", "ropee")
+    assert code == 2 and err.startswith("posbench: error: --baseline: no row 'ropee' in this report (did you mean rope")
+    assert tree(tmp_path / "out") == []

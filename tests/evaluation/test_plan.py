@@ -9,6 +9,7 @@ from posbench.evaluation.plan import (
     merge,
     missing,
     record_key,
+    why_new,
 )
 from posbench.evaluation.protocols import token_set
 from posbench.evaluation.settings import EvalConfig
@@ -31,6 +32,22 @@ def test_what_a_run_misses_is_what_its_metrics_lack():
     done = [{"variant": k[0], "protocol": k[1], "length": k[2], "token_set": k[3]} for k in (p.key for p in plan[:3])]
     assert missing(plan, {"evaluations": done}) == plan[3:]
     assert missing(plan, {}) == plan
+
+
+def test_a_rescoring_says_why_each_record_is_new():
+    """Each missing record under its first cause: a protocol the run never scored, another token set for a
+    protocol it did (every length of it anew), a new row, a new multiple; counted, in one line."""
+    shape = ModelShape(32, 4, 2, 16)
+    had = EvalConfig(multiples=[1, 2], protocols=["nonoverlapping"], bca=[])
+    done = {"evaluations": [{"variant": k[0], "protocol": k[1], "length": k[2], "token_set": k[3]} for k in
+                            (p.key for p in evaluation_plan(build_encoding("rope", shape), build_task(LM), had, 16, 5000, "h"))]}
+    now = EvalConfig(multiples=[1, 2, 4], protocols=["nonoverlapping", "sliding"], rope_scaling=["yarn"], bca=[])
+    todo = missing(evaluation_plan(build_encoding("rope", shape), build_task(LM), now, 16, 5000, "h"), done)
+    assert why_new(todo, done, 16) == "new protocol sliding: 6; new multiple 4x: 1; new variant rope+yarn@4x: 3"
+    other_set = EvalConfig(multiples=[1, 2], protocols=["nonoverlapping"], bca=[], scored_tokens=256)
+    todo = missing(evaluation_plan(build_encoding("rope", shape), build_task(LM), other_set, 16, 5000, "h"), done)
+    old, new = token_set("nonoverlapping", had, 16, 5000), token_set("nonoverlapping", other_set, 16, 5000)
+    assert why_new(todo, done, 16) == f"new token set for nonoverlapping ({new}; the run's: {old}): 2"
 
 
 def test_a_new_record_replaces_the_old_one_of_the_same_key_and_others_stay():

@@ -4,6 +4,7 @@
     headline (5)         the answer first: every encoding's verdict and numbers in one table, then the contents
     summary (10)         how the numbers were scored, the training budget and each panel's verdicts, as lists
     perplexity (20)      the main table (table.csv/.md/.tex, runs.csv, pairs.csv, evaluations.csv) and its figure
+    comparison (25)      only with --compare / --baseline: the rows asked for as paired differences (comparison.png/.csv)
     glance (30)          the ratio heatmap
     budget (40)          how far each run got in learning (convergence.csv), the spread warnings
     budget_axis (42)     verdicts at every training budget, their trends, the 1x loss's floor (budgets.csv)
