@@ -25,6 +25,7 @@ from posbench.report.load import LoadedRuns, RunFiles, load_runs, without_runs
 from posbench.report.selection import Selection, is_smoke, shown_folder
 from posbench.report.tables import comparable_records, main_table, multiples, verdict_multiple
 from posbench.report.tuning import choose_settings, split_runs
+from posbench.store.rundir import read_token_losses
 from posbench.tasks import LM
 
 log = logging.getLogger("posbench")
@@ -143,6 +144,24 @@ class ReportContext:
     def per_position(self, runs: pd.DataFrame) -> dict[str, dict[str, np.ndarray]]:
         """The per-position curves of ``runs``, by run id."""
         return {rid: self.files[d].per_position for rid, d in zip(runs["run_id"], runs["run_dir"]) if d in self.files}
+
+    def token_losses(self, runs: pd.DataFrame) -> dict[str, dict[str, np.ndarray]]:
+        """The per-token losses (token_losses.npz) of ``runs`` that kept them, by run id: read when a
+        section first asks (only runs scored beside their window control have the file), then kept."""
+        cache = self._derived.setdefault("token_losses", {})
+        out = {}
+        for rid, d in zip(runs["run_id"], runs["run_dir"]):
+            if d not in self.files:
+                continue
+            if d not in cache:
+                try:
+                    cache[d] = read_token_losses(Path(d)) or {}
+                except ValueError as e:
+                    log.warning("skipping unreadable %s", e)
+                    cache[d] = {}
+            if cache[d]:
+                out[rid] = cache[d]
+        return out
 
     # -- frames several sections share --------------------------------------------------------------
     @cached_property
