@@ -9,8 +9,8 @@ long-short difference and the long-context likelihood
     LCL(x_i) = log p(x_i | long context) > beta
 
 (natural log; their defaults alpha = 2, beta = -2; in their code ``(loss_short - loss_full) > alpha``
-and ``loss_full < -beta``, the short context being the last ``trunc_len`` tokens), with a separate
-evaluator model, and LongPPL = exp(mean loss of the evaluated model on the key tokens).
+and ``loss_full < -beta``, the short pass giving each block of ``sliding_window`` tokens the
+``trunc_len`` tokens before the block), with a separate evaluator model, and LongPPL = exp(mean loss of the evaluated model on the key tokens).
 
 posbench has no evaluator model: the contrast is each row's own. The long pass is the row (every
 key up to the window's length); the short pass is its window control ``<row>+swaL``, the same
@@ -22,8 +22,8 @@ a key token; at 1x no token is.
 
 Thresholds on bytes (``KeyTokenRule``). The paper's alpha and beta are log-probabilities of one
 Llama-3.1 token (its evaluator, Meta-Llama-3.1-8B), which carries about 3.94 bytes of English text
-(Dubey et al. 2024, "The Llama 3 Herd of Models", arXiv 2407.21783, section 3.1: 3.94 characters
-per token on English). A byte model spreads that token's information over its bytes, so the rule
+(Dubey et al. 2024, "The Llama 3 Herd of Models", arXiv 2407.21783, "Model Architecture": 3.94
+characters per token on a sample of English, and an English character is about a byte). A byte model spreads that token's information over its bytes, so the rule
 here is stated per byte of text: alpha_b = 2 / 3.94 = 0.51 nats per byte, beta_b = -0.51, and a
 token of b bytes (b = bytes_scored / tokens_scored of the record: 1 for bytes, the mean for a
 subword tokenizer) is chosen with b alpha_b and b beta_b. In probabilities, for a byte: the window
@@ -59,7 +59,7 @@ from posbench.report.tables import CELL_KEYS, completed
 from posbench.store.rundir import token_loss_keys
 
 PAPER_ALPHA, PAPER_BETA = 2.0, -2.0  # Fang et al. 2024, longppl/longppl.py defaults (nats per evaluator token)
-LLAMA3_BYTES_PER_TOKEN = 3.94  # the paper's evaluator tokenizer on English (arXiv 2407.21783, section 3.1)
+LLAMA3_BYTES_PER_TOKEN = 3.94  # the paper's evaluator tokenizer on English (arXiv 2407.21783, Model Architecture)
 NO_KEY_TOKENS = "no key tokens"
 
 
