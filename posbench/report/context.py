@@ -145,23 +145,18 @@ class ReportContext:
         """The per-position curves of ``runs``, by run id."""
         return {rid: self.files[d].per_position for rid, d in zip(runs["run_id"], runs["run_dir"]) if d in self.files}
 
-    def token_losses(self, runs: pd.DataFrame) -> dict[str, dict[str, np.ndarray]]:
-        """The per-token losses (token_losses.npz) of ``runs`` that kept them, by run id: read when a
-        section first asks (only runs scored beside their window control have the file), then kept."""
-        cache = self._derived.setdefault("token_losses", {})
-        out = {}
-        for rid, d in zip(runs["run_id"], runs["run_dir"]):
-            if d not in self.files:
-                continue
-            if d not in cache:
-                try:
-                    cache[d] = read_token_losses(Path(d)) or {}
-                except ValueError as e:
-                    log.warning("skipping unreadable %s", e)
-                    cache[d] = {}
-            if cache[d]:
-                out[rid] = cache[d]
-        return out
+    def token_losses(self, run_id: str) -> dict[str, np.ndarray] | None:
+        """A completed run's per-token losses (token_losses.npz; None: it kept none, or its file is
+        unreadable, said in a warning). Read on each call and not kept: a sweep's files together can
+        hold gigabytes, and the key-token section reduces each run's as it reads it."""
+        dirs = self.completed.loc[self.completed["run_id"] == run_id, "run_dir"]
+        if dirs.empty or dirs.iloc[0] not in self.files:
+            return None
+        try:
+            return read_token_losses(Path(dirs.iloc[0]))
+        except ValueError as e:
+            log.warning("skipping unreadable %s", e)
+            return None
 
     # -- frames several sections share --------------------------------------------------------------
     @cached_property

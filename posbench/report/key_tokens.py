@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -193,73 +194,79 @@ def _bytes_per_token(records: pd.DataFrame) -> float:
     return float((r["bytes_scored"] / r["tokens_scored"]).mean()) if len(r) else 1.0
 
 
-def key_token_table(evals: pd.DataFrame, token_losses: dict[str, dict[str, np.ndarray]], token_sets: dict | None,
-                    rule: KeyTokenRule = KeyTokenRule(), replicates: int = bootstrap.REPLICATES) -> pd.DataFrame:
-    """One row per (row with a window control, multiple above 1) whose runs kept both passes' per-token
-    losses (``token_losses``: each run's token_losses.npz, by run id): the cell's keys, ``multiple``,
-    ``seeds`` / ``seeds_with_keys``, ``key_tokens``, and ``share``, ``mirror_share``, ``key_ppl``,
-    ``key_ppl_window``, ``gain`` each with ``_lo`` / ``_hi`` (``key_stats``). Empty where no run kept them."""
+@dataclass
+class KeyTokenFrames:
+    """``table``: one row per (row with a window control, multiple above 1) whose runs kept both
+    passes' per-token losses: the cell's keys (``CELL_KEYS``), ``multiple``, ``length``, ``seeds`` /
+    ``seeds_with_keys``, ``key_tokens``, and ``share``, ``mirror_share``, ``key_ppl``, ``key_ppl_window``,
+    ``gain`` each with ``_lo`` / ``_hi`` (``key_stats``); empty where no run kept them. ``curves``: per
+    such row at its longest length with per-token losses, (length, mean loss by position under the
+    full pass [L], under the window pass [L]) over every seed's scored tokens (NaN where none is scored)."""
+
+    table: pd.DataFrame
+    curves: dict
+
+
+def key_token_frames(evals: pd.DataFrame, load: Callable[[str], dict[str, np.ndarray] | None],
+                     token_sets: dict | None, rule: KeyTokenRule = KeyTokenRule(),
+                     replicates: int = bootstrap.REPLICATES) -> KeyTokenFrames:
+    """The key-token table and the window curves of the rows of ``evals`` that have a window control;
+    ``load(run_id)``: that run's token_losses.npz (None: it kept none). Each run's file is read once
+    and reduced to per-document counts and per-position sums before the next is read."""
     done = completed(evals)
     done = done[done["ppl"].notna()]
-    rows = []
+    wanted: dict[str, list] = {}  # run id -> what to take from its file
+    panels = {}
     for cell in paired_rows(done):
         protocol, variant, model, train_len = cell
         panel = done[(done["protocol"] == protocol) & (done["model"] == model) & (done["train_len"] == train_len)]
-        doc_tokens, draws = bootstrap.panel_text(panel, token_sets, replicates)
+        panels[cell] = bootstrap.panel_text(panel, token_sets, replicates)
         own = panel[panel["variant"] == variant]
-        for (multiple, length), g in own[own["multiple"] > 1].groupby(["multiple", "length"]):
-            alpha, beta = rule.thresholds(_bytes_per_token(g))
-            seeds, counts = [], []
-            for seed, rid in sorted(zip(g["seed"], g["run_id"])):
-                arrays = token_losses.get(rid, {})
-                loss_key, doc_key, _ = token_loss_keys(variant, protocol, int(length))
-                control_key = token_loss_keys(variant + WINDOW_CONTROL, protocol, int(length))[0]
-                if not {loss_key, control_key, doc_key} <= arrays.keys():
-                    continue
-                doc = arrays[doc_key].astype(np.int64)
-                n_docs = len(doc_tokens) if doc_tokens is not None else int(doc.max()) + 1
-                if doc.max() >= n_docs:
-                    continue  # not the token set the records name: never read against the wrong documents
-                counts.append(key_counts(arrays[loss_key], arrays[control_key], doc, n_docs, alpha, beta))
-                seeds.append(seed)
-            if not counts:
+        for (multiple, length), g in own.groupby(["multiple", "length"]):
+            thresholds = rule.thresholds(_bytes_per_token(g))
+            for seed, rid in zip(g["seed"], g["run_id"]):
+                wanted.setdefault(rid, []).append((cell, float(multiple), int(length), seed, thresholds))
+    counts: dict[tuple, list] = {}  # (cell, multiple, length) -> [(seed, KeyCounts)]
+    sums: dict[tuple, list] = {}  # (cell, length) -> [full sums, window sums, tokens] by position
+    for rid, items in wanted.items():
+        arrays = load(rid) or {}
+        for cell, multiple, length, seed, (alpha, beta) in items:
+            protocol, variant = cell[0], cell[1]
+            loss_key, doc_key, pos_key = token_loss_keys(variant, protocol, length)
+            control_key = token_loss_keys(variant + WINDOW_CONTROL, protocol, length)[0]
+            if not {loss_key, control_key, doc_key, pos_key} <= arrays.keys():
                 continue
-            st = key_stats(seeds, counts, draws if doc_tokens is not None else None)
-            row = dict(zip(CELL_KEYS, cell), multiple=float(multiple), length=int(length), seeds=st.seeds,
-                       seeds_with_keys=st.seeds_with_keys, key_tokens=st.key_tokens)
-            for name in ("share", "mirror_share", "key_ppl", "key_ppl_window", "gain"):
-                row[name], row[f"{name}_lo"], row[f"{name}_hi"] = getattr(st, name)
-            rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def window_curves(evals: pd.DataFrame, token_losses: dict[str, dict[str, np.ndarray]]) -> dict[tuple, tuple]:
-    """Per row with a window control (``CELL_KEYS``), at its longest length with per-token losses:
-    (length, mean loss by position under the full pass [L], the same under the window pass [L]),
-    over every seed's scored tokens (NaN where no token is scored)."""
-    done = completed(evals)
-    done = done[done["ppl"].notna()]
-    out = {}
-    for cell in paired_rows(done):
-        protocol, variant, model, train_len = cell
-        g = done[(done[CELL_KEYS] == pd.Series(cell, index=CELL_KEYS)).all(axis=1)]
-        for length in sorted(g["length"].unique(), reverse=True):
-            L = int(length)
-            loss_key, doc_key, pos_key = token_loss_keys(variant, protocol, L)
-            control_key = token_loss_keys(variant + WINDOW_CONTROL, protocol, L)[0]
-            have = [token_losses[r] for r in g[g["length"] == length]["run_id"]
-                    if {loss_key, control_key, pos_key} <= token_losses.get(r, {}).keys()]
-            if not have:
+            full, window = arrays[loss_key].astype(float), arrays[control_key].astype(float)
+            pos = arrays[pos_key].astype(np.int64)
+            s = sums.setdefault((cell, length), [np.zeros(length), np.zeros(length), np.zeros(length)])
+            for k, w in enumerate((full, window, None)):
+                s[k] += np.bincount(pos, weights=w, minlength=length)[:length]
+            if multiple <= 1:
                 continue
-            pos = np.concatenate([a[pos_key] for a in have]).astype(np.int64)
-            n = np.bincount(pos, minlength=L).astype(float)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                full = np.bincount(pos, np.concatenate([a[loss_key] for a in have]).astype(float), minlength=L) / n
-                window = np.bincount(pos, np.concatenate([a[control_key] for a in have]).astype(float), minlength=L) / n
-            out[cell] = (L, full, window)
-            break
-    return out
+            doc = arrays[doc_key].astype(np.int64)
+            doc_tokens = panels[cell][0]
+            n_docs = len(doc_tokens) if doc_tokens is not None else int(doc.max()) + 1
+            if len(doc) and doc.max() >= n_docs:
+                continue  # not the token set the records name: never read against the wrong documents
+            counts.setdefault((cell, multiple, length), []).append((seed, key_counts(full, window, doc, n_docs, alpha,
+                                                                                     beta)))
+        del arrays
+    rows = []
+    for (cell, multiple, length), per_seed in sorted(counts.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        per_seed.sort(key=lambda sc: sc[0])
+        doc_tokens, draws = panels[cell]
+        st = key_stats([sd for sd, _ in per_seed], [c for _, c in per_seed], draws if doc_tokens is not None else None)
+        row = dict(zip(CELL_KEYS, cell), multiple=multiple, length=length, seeds=st.seeds,
+                   seeds_with_keys=st.seeds_with_keys, key_tokens=st.key_tokens)
+        for name in ("share", "mirror_share", "key_ppl", "key_ppl_window", "gain"):
+            row[name], row[f"{name}_lo"], row[f"{name}_hi"] = getattr(st, name)
+        rows.append(row)
+    curves = {}
+    for (cell, length), (full, window, n) in sorted(sums.items(), key=lambda kv: (tuple(map(str, kv[0][0])), kv[0][1])):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            curves[cell] = (length, full / n, window / n)  # the longest length last: it stays
+    return KeyTokenFrames(pd.DataFrame(rows), curves)
 
 
-__all__ = ["KeyTokenRule", "KeyCounts", "KeyStats", "NO_KEY_TOKENS", "key_counts", "key_stats",
-           "key_token_table", "mirror", "paired_rows", "select", "window_curves"]
+__all__ = ["KeyTokenFrames", "KeyTokenRule", "KeyCounts", "KeyStats", "NO_KEY_TOKENS", "key_counts", "key_stats",
+           "key_token_frames", "mirror", "paired_rows", "select"]

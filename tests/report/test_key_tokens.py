@@ -13,11 +13,10 @@ from posbench.report.key_tokens import (
     KeyTokenRule,
     key_counts,
     key_stats,
-    key_token_table,
+    key_token_frames,
     mirror,
     paired_rows,
     select,
-    window_curves,
 )
 from posbench.store.rundir import token_loss_keys
 
@@ -98,20 +97,26 @@ def made_up_records(shift: float, seeds=(0, 1)):
 def test_the_table_pairs_each_row_with_its_window_control_above_1x():
     evals, losses, sets = made_up_records(shift=1.0)
     assert paired_rows(evals) == [("nonoverlapping", "rope", "m", 8)]
-    table = key_token_table(evals, losses, sets, KeyTokenRule(0.5, -0.5), replicates=300)
+    read = []
+    table = key_token_frames(evals, lambda rid: read.append(rid) or losses.get(rid), sets, KeyTokenRule(0.5, -0.5),
+                             replicates=300).table
+    assert sorted(read) == ["rope_s0", "rope_s1"]  # each run's file read once
     assert len(table) == 1 and table.loc[0, "multiple"] == 2.0 and table.loc[0, "seeds_with_keys"] == 2
     assert table.loc[0, "gain"] == pytest.approx(math.e, rel=1e-3) and table.loc[0, "share"] == pytest.approx(0.2)
-    equal = key_token_table(*made_up_records(shift=0.0), KeyTokenRule(0.5, -0.5), replicates=300)
+    assert table.loc[0, "gain_lo"] > 1 and table.loc[0, "share_lo"] <= 0.2 <= table.loc[0, "share_hi"]
+    evals0, losses0, _ = made_up_records(shift=0.0)
+    equal = key_token_frames(evals0, losses0.get, sets, KeyTokenRule(0.5, -0.5), replicates=300).table
     assert equal.loc[0, "seeds_with_keys"] == 0 and equal.loc[0, "share"] == 0 and math.isnan(equal.loc[0, "gain"])
     # the paper's numbers, unscaled on bytes, ask for 2 nats: a 1-nat gain makes no key token
-    assert key_token_table(evals, losses, sets, KeyTokenRule.paper(), replicates=300).loc[0, "seeds_with_keys"] == 0
-    # runs that kept no per-token losses: no table
-    assert key_token_table(evals, {}, sets).empty
+    assert key_token_frames(evals, losses.get, sets, KeyTokenRule.paper(), replicates=300).table.loc[0, "seeds_with_keys"] == 0
+    # runs that kept no per-token losses: no table, no curves
+    none = key_token_frames(evals, lambda rid: None, sets)
+    assert none.table.empty and none.curves == {}
 
 
-def test_window_curves_average_each_position_over_seeds():
-    evals, losses, _ = made_up_records(shift=1.0)
-    (cell, (L, full, window)), = window_curves(evals, losses).items()
+def test_window_curves_average_each_position_over_seeds_at_the_longest_length():
+    evals, losses, sets = made_up_records(shift=1.0)
+    (cell, (L, full, window)), = key_token_frames(evals, losses.get, sets, replicates=10).curves.items()
     assert cell == ("nonoverlapping", "rope", "m", 8) and L == 16 and len(full) == len(window) == 16
     f = np.concatenate([losses[r]["rope/nonoverlapping/L16"].astype(float) for r in ("rope_s0", "rope_s1")])
     pos = np.concatenate([losses[r]["nonoverlapping/L16/position"] for r in ("rope_s0", "rope_s1")])

@@ -12,7 +12,7 @@ from posbench.report import figures
 from posbench.report.document import Heading, Image, Para, Table
 from posbench.report.figure_layout import wrapped_grid
 from posbench.report.headline import with_interval
-from posbench.report.key_tokens import NO_KEY_TOKENS, KeyTokenRule, key_token_table, window_curves
+from posbench.report.key_tokens import NO_KEY_TOKENS, KeyTokenRule, key_token_frames
 from posbench.report.section import SECTIONS, Output, Section
 from posbench.report.tables import CELL_KEYS, fmt_multiple
 
@@ -22,10 +22,7 @@ RULE = KeyTokenRule()
 
 
 def _frames(ctx):
-    def compute():
-        losses = ctx.token_losses(ctx.completed)
-        return (key_token_table(ctx.evals, losses, ctx.token_sets, RULE), window_curves(ctx.evals, losses))
-    return ctx.derived("key_tokens", compute)
+    return ctx.derived("key_tokens", lambda: key_token_frames(ctx.evals, ctx.token_losses, ctx.token_sets, RULE))
 
 
 def _percent(r: pd.Series, name: str) -> str:
@@ -100,10 +97,11 @@ class KeyTokens(Section):
                "`+swaL` on the same tokens, and the loss by position in the window under both passes.")
 
     def applies(self, ctx) -> bool:
-        return ctx.has_lm and not _frames(ctx)[0].empty
+        return ctx.has_lm and not _frames(ctx).table.empty
 
     def build(self, ctx, out) -> list:
-        keys, curves = _frames(ctx)
+        frames = _frames(ctx)
+        keys, curves = frames.table, frames.curves
         out.csv(TABLE.name, keys)
         blocks = [Heading(self.title),
                   Para("A token is a key token of a row when the row's full pass predicts it far better than the same "
