@@ -152,8 +152,10 @@ def _exp(e: bootstrap.Estimate) -> tuple:
     return tuple(math.exp(v) if np.isfinite(v) else math.nan for v in (e.mean, e.lo, e.hi))
 
 
-def _plain(e: bootstrap.Estimate) -> tuple:
-    return e.mean, e.lo, e.hi
+def _share(e: bootstrap.Estimate) -> tuple:
+    """A share with its interval, held in [0, 1] (the t interval of a rare share reaches below 0)."""
+    clip = lambda v: min(max(v, 0.0), 1.0) if np.isfinite(v) else v  # noqa: E731
+    return e.mean, clip(e.lo), clip(e.hi)
 
 
 NONE3 = (math.nan, math.nan, math.nan)
@@ -163,8 +165,8 @@ def key_stats(seeds, counts: list[KeyCounts], draws: bootstrap.Draws | None) -> 
     """The statistics of one row at one multiple from each seed's ``KeyCounts`` (same documents)."""
     stack = lambda f, idx: np.stack([getattr(counts[i], f) for i in idx])  # noqa: E731
     every = list(range(len(counts)))
-    share = _plain(_parts(seeds, stack("key", every), stack("tokens", every), draws).estimate())
-    mirror_share = _plain(_parts(seeds, stack("mirror", every), stack("tokens", every), draws).estimate())
+    share = _share(_parts(seeds, stack("key", every), stack("tokens", every), draws).estimate())
+    mirror_share = _share(_parts(seeds, stack("mirror", every), stack("tokens", every), draws).estimate())
     keyed = [i for i in every if counts[i].key.sum() > 0]
     n_key = int(sum(counts[i].key.sum() for i in every))
     if not keyed:
@@ -252,7 +254,7 @@ def key_token_frames(evals: pd.DataFrame, load: Callable[[str], dict[str, np.nda
                                                                                      beta)))
         del arrays
     rows = []
-    for (cell, multiple, length), per_seed in sorted(counts.items(), key=lambda kv: tuple(map(str, kv[0]))):
+    for (cell, multiple, length), per_seed in sorted(counts.items(), key=lambda kv: (tuple(map(str, kv[0][0])), kv[0][1])):
         per_seed.sort(key=lambda sc: sc[0])
         doc_tokens, draws = panels[cell]
         st = key_stats([sd for sd, _ in per_seed], [c for _, c in per_seed], draws if doc_tokens is not None else None)

@@ -60,7 +60,7 @@ def display(keys: pd.DataFrame, main: pd.DataFrame) -> pd.DataFrame:
 
 def plot_window_curves(curves: dict, path) -> None:
     """One panel per row: mean loss by position in the window (1-based, log scale) under the full
-    pass (the row's colour) and under its window control (grey, dashed), at its longest length,
+    pass (the row's colour) and under its window control (black, dashed), at its longest length,
     over every seed's scored tokens, with a moving average; the dotted line marks train_len."""
     cells = sorted(curves, key=lambda c: tuple(map(str, c)))
     n_rows, n_cols = wrapped_grid(1, len(cells))
@@ -74,7 +74,7 @@ def plot_window_curves(curves: dict, path) -> None:
         keep = ~np.isnan(full) & ~np.isnan(window)
         k = max(1, int(keep.sum()) // 64)  # moving average: few tokens per position are noisy
         for curve, label, colour, style in ((full, variant, figures.colour(variant), "-"),
-                                             (window, f"{variant}+swaL", "grey", "--")):
+                                             (window, f"{variant}+swaL", "black", "--")):
             smooth = np.convolve(curve[keep], np.ones(k) / k, mode="valid")
             ax.plot(x[keep][k // 2: k // 2 + len(smooth)], smooth, color=colour, linestyle=style, lw=1.2, label=label)
         ax.axvline(train_len, color="grey", linestyle=":", linewidth=1)
