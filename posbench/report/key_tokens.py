@@ -42,7 +42,8 @@ the panel's document draws, ``Parts`` and its ``estimate``; one seed: text alone
 share (key tokens / tokens scored), the mirror share, the key-token perplexity of the full pass
 (exp of the key tokens' mean loss: LongPPL with the row as its own evaluator) and of the window
 pass, and the far-context gain on key tokens, their perplexity under the window over under the full
-pass. Perplexities and gains are means of each seed's log value over the seeds with key tokens.
+pass. Perplexities and gains are means of each seed's log value over the seeds with key tokens;
+a share's interval (Student's t, which can reach below 0 for a rare share) is held in [0, 1].
 """
 
 from __future__ import annotations
