@@ -44,6 +44,7 @@ class Options:
     with_folders: tuple[Path, ...] = ()  # with --rebuild: committed reports of some of the same runs retrained
     multiple: float | None = None  # the verdict's multiple (--multiple); None: the longest every row has
     selection: Selection = Selection()  # --only / --where (posbench/report/selection.py)
+    key_tokens: str = "bytes"  # --key-tokens: the key-token rule (posbench/report/key_tokens.py RULES)
 
 
 class ReportContext:

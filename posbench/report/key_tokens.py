@@ -91,6 +91,9 @@ class KeyTokenRule:
         return f"LSD > {self.alpha:g} and LCL > {self.beta:g} nats per token (Fang et al.'s numbers)"
 
 
+RULES = {"bytes": KeyTokenRule(), "paper": KeyTokenRule.paper()}  # posbench-report --key-tokens
+
+
 def select(full: np.ndarray, window: np.ndarray, alpha: float, beta: float) -> np.ndarray:
     """The key tokens: LSD = window - full > alpha and LCL = -full > beta (losses in nats)."""
     full, window = np.asarray(full, dtype=float), np.asarray(window, dtype=float)
@@ -271,5 +274,5 @@ def key_token_frames(evals: pd.DataFrame, load: Callable[[str], dict[str, np.nda
     return KeyTokenFrames(pd.DataFrame(rows), curves)
 
 
-__all__ = ["KeyTokenFrames", "KeyTokenRule", "KeyCounts", "KeyStats", "NO_KEY_TOKENS", "key_counts", "key_stats",
+__all__ = ["RULES", "KeyTokenFrames", "KeyTokenRule", "KeyCounts", "KeyStats", "NO_KEY_TOKENS", "key_counts", "key_stats",
            "key_token_frames", "mirror", "paired_rows", "select"]

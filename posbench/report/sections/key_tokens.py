@@ -12,17 +12,20 @@ from posbench.report import figures
 from posbench.report.document import Heading, Image, Para, Table
 from posbench.report.figure_layout import wrapped_grid
 from posbench.report.headline import with_interval
-from posbench.report.key_tokens import NO_KEY_TOKENS, KeyTokenRule, key_token_frames
+from posbench.report.key_tokens import NO_KEY_TOKENS, RULES, key_token_frames
 from posbench.report.section import SECTIONS, Output, Section
 from posbench.report.tables import CELL_KEYS, fmt_multiple
 
 TABLE = Output("key_tokens.csv", "key tokens per row and multiple: share, perplexity, far-context gain, intervals")
 FIGURE = Output("window_curves.png", "loss by position in the window, full pass against the window control")
-RULE = KeyTokenRule()
 
 
 def _frames(ctx):
-    return ctx.derived("key_tokens", lambda: key_token_frames(ctx.evals, ctx.token_losses, ctx.token_sets, RULE))
+    return ctx.derived("key_tokens", lambda: key_token_frames(ctx.evals, ctx.token_losses, ctx.token_sets, _rule(ctx)))
+
+
+def _rule(ctx):
+    return RULES[ctx.options.key_tokens]
 
 
 def _percent(r: pd.Series, name: str) -> str:
@@ -107,7 +110,7 @@ class KeyTokens(Section):
                   Para("A token is a key token of a row when the row's full pass predicts it far better than the same "
                        "weights limited to train_len keys per token (its window control `+swaL`, on the same tokens), "
                        "and predicts it well: LSD = loss(window) - loss(full) > alpha and LCL = -loss(full) > beta "
-                       f"(Fang et al. 2024, arXiv 2410.23771; here {RULE.describe()}; docs/protocols.md, \"Key "
+                       f"(Fang et al. 2024, arXiv 2410.23771; here {_rule(ctx).describe()}; docs/protocols.md, \"Key "
                        "tokens\"). `key tokens`: their share of the tokens scored; `mirror tokens`: the share the "
                        "window predicts better by the same margin (the noise floor: where far context is noise the two "
                        "are alike); `key ppl`: the perplexity on the key tokens under the full pass (LongPPL with the "

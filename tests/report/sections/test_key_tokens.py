@@ -38,3 +38,14 @@ def test_without_a_window_control_nothing_is_kept(compose, tmp_path, text_corpus
     cfg = compose("encoding=rope", *BASE, f"data.path={text_corpus}", f"runs_dir={tmp_path}")
     run(cfg)
     assert not (cfg.run_dir / TOKEN_LOSSES).exists()
+
+
+def test_the_papers_own_thresholds_from_the_command_line(compose, tmp_path, text_corpus):
+    from posbench.cli.report import main
+
+    runs = tmp_path / "runs"
+    run(compose("encoding=alibi", *BASE, "eval.variants=[local]", f"data.path={text_corpus}", f"runs_dir={runs}"))
+    main([str(runs), "--out", str(tmp_path / "paper"), "--key-tokens", "paper"])
+    assert "LSD > 2 and LCL > -2 nats per token (Fang et al.'s numbers)" in (tmp_path / "paper" / "report.md").read_text()
+    main([str(runs), "--out", str(tmp_path / "bytes")])
+    assert "LSD > 0.51 and LCL > -0.51 nats per byte" in (tmp_path / "bytes" / "report.md").read_text()
