@@ -13,7 +13,9 @@ tokenizer the one number comparable across tokenizers), the bytes scored and the
 window of that length (``length_bytes``), the summed loss of each validation document scored (``doc_nats``, in the order of the
 token set's documents, ``metrics["token_sets"]``: what the report bootstraps over), and the mean
 loss at each position within the window. A length the encoding cannot represent (a learned table
-past its size) gets ``null`` with the reason.
+past its size) gets ``null`` with the reason. A row scored beside its window control ``+swaL``, and
+that control, also keep each scored token's loss (``evaluate_model``'s ``token_losses``, the run's
+token_losses.npz): the report's key tokens (posbench/report/key_tokens.py).
 
 Stand-alone use on a finished run, e.g. with longer lengths::
 
