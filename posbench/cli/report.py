@@ -16,6 +16,7 @@ from posbench.core.version import version_text
 from posbench.report import budget, tasks
 from posbench.report.comparison import Request as ComparisonRequest
 from posbench.report.context import Options
+from posbench.report.key_tokens import RULES
 from posbench.report.pipeline import DEFAULT_TOLERANCE, make_report
 from posbench.report.selection import Selection
 
@@ -62,6 +63,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="tasks: effective context length keeps accuracy at or above this fraction, 0 to 1 (default 0.8)")
     parser.add_argument("--protocols", default=None,
                         help="comma-separated evaluation protocols to report (default: every one found)")
+    parser.add_argument("--key-tokens", dest="key_tokens", choices=sorted(RULES), default="bytes",
+                        help="the key-token thresholds: 'bytes' (Fang et al.'s alpha = 2, beta = -2 nats per Llama-3 "
+                             "token scaled to nats per byte, the default) or 'paper' (their numbers on the stored tokens)")
     parser.add_argument("--rebuild", action="store_true",
                         help="RUNS_DIR is a committed report's folder whose runs are gone: rebuild its report from the "
                              "records it kept (evaluations.csv, task_records.csv, convergence.csv, the configs in "
@@ -83,7 +87,8 @@ def main(argv: list[str] | None = None) -> None:
         compare = ComparisonRequest(tuple(r.strip() for r in (args.compare or "").split(",") if r.strip()),
                                     args.baseline or None)
         options = Options(args.tolerance, args.improving, args.spread, args.threshold, protocols, args.rebuild,
-                          tuple(args.with_folders), args.multiple, Selection(args.only, tuple(args.where)), compare)
+                          tuple(args.with_folders), args.multiple, Selection(args.only, tuple(args.where)), compare,
+                          args.key_tokens)
         report = make_report(args.runs_dirs, out, options)
         if args.wandb:
             log_report(out, report.figures)

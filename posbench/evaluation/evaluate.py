@@ -31,7 +31,7 @@ log = logging.getLogger("posbench")
 
 def evaluate_into(metrics: dict, model: LanguageModel, cfg, eval_cfg: EvalConfig, corpus, device: torch.device,
                   progress: bool = True, only_missing: bool = False, tracker=None,
-                  kernel: str = "auto", show: bool = True) -> tuple[int, dict[str, np.ndarray]]:
+                  kernel: str = "auto", show: bool = True) -> tuple[int, dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Score a trained model of run config ``cfg`` at the settings of ``eval_cfg`` and merge the
     records into ``metrics``: perplexity (``evaluations``) for a language model, accuracy
     (``task_evaluations``) for a task run, and with ``eval.attention_stats`` the attention
@@ -45,12 +45,14 @@ def evaluate_into(metrics: dict, model: LanguageModel, cfg, eval_cfg: EvalConfig
     kind = task.record_kind
     eval_cfg = in_bytes(eval_cfg, cfg.train_len, corpus.fingerprint)  # a subword tokenizer's scored text, in bytes
     val, segments = scored_validation(corpus, eval_cfg, cfg.train_len, cfg.data.doc_separator)
+    token_losses: dict[str, np.ndarray] = {}
     if segments is not None:  # language modelling on a subword tokenizer (the tasks need bytes: refused before)
         records, per_pos = evaluate_model(model, val, cfg.train_len, eval_cfg, device, progress, cfg.data.doc_separator,
-                                          corpus.fingerprint["hash"], have[kind], tag, options, segments)
+                                          corpus.fingerprint["hash"], have[kind], tag, options, segments, token_losses)
     elif kind == "perplexity":
         records, per_pos = evaluate_model(model, corpus.val, cfg.train_len, eval_cfg, device, progress,
-                                          cfg.data.doc_separator, corpus.fingerprint["hash"], have[kind], tag, options)
+                                          cfg.data.doc_separator, corpus.fingerprint["hash"], have[kind], tag, options,
+                                          token_losses=token_losses)
     else:
         records = evaluate_task(model, task, corpus.val, eval_cfg, device, corpus.fingerprint["hash"], progress,
                                 have[kind], tag, options)
@@ -73,7 +75,7 @@ def evaluate_into(metrics: dict, model: LanguageModel, cfg, eval_cfg: EvalConfig
         stats = attention_records(model, task, val, cfg.train_len, eval_cfg, device, todo, options)
         metrics["attention"] = merge("attention", metrics.get("attention", []), stats)
         made += len(stats)
-    return made, per_pos
+    return made, per_pos, token_losses
 
 
 def attention_records(model: LanguageModel, task, val_tokens: np.ndarray, train_len: int, eval_cfg, device,

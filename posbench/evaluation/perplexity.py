@@ -13,7 +13,9 @@ tokenizer the one number comparable across tokenizers), the bytes scored and the
 window of that length (``length_bytes``), the summed loss of each validation document scored (``doc_nats``, in the order of the
 token set's documents, ``metrics["token_sets"]``: what the report bootstraps over), and the mean
 loss at each position within the window. A length the encoding cannot represent (a learned table
-past its size) gets ``null`` with the reason.
+past its size) gets ``null`` with the reason. A row scored beside its window control ``+swaL``, and
+that control, also keep each scored token's loss (``evaluate_model``'s ``token_losses``, the run's
+token_losses.npz): the report's key tokens (posbench/report/key_tokens.py).
 
 Stand-alone use on a finished run, e.g. with longer lengths::
 
@@ -39,9 +41,10 @@ from posbench.evaluation.protocols import PROTOCOLS
 from posbench.evaluation.protocols.base import StreamProtocol
 from posbench.evaluation.scored_text import check_fits
 from posbench.evaluation.variants import Row
+from posbench.evaluation.variants.local import WINDOW_CONTROL
 from posbench.evaluation.windows import Segments, WindowPlan, documents, eval_lengths
 from posbench.model.transformer import LanguageModel
-from posbench.store.rundir import per_position_key
+from posbench.store.rundir import per_position_key, token_loss_keys
 
 log = logging.getLogger("posbench")
 
@@ -56,6 +59,22 @@ class Scores:
     doc_nats: np.ndarray
     docs: np.ndarray
     doc_tokens: np.ndarray
+    token_loss: np.ndarray | None = None  # [N] each scored token's loss in plan order (score_plans' per_token)
+
+
+def token_layout(plan: WindowPlan, L: int) -> tuple[np.ndarray, np.ndarray]:
+    """(document, position) of each scored token of a plan at length L, in the order score_plans
+    lists them (window by window, positions ascending): the index of its document among the token
+    set's documents (token_set_documents, ascending) and its position within the window (0 is the
+    window's first input; a scored position p saw p earlier tokens)."""
+    docs = np.unique(plan.unit_docs)
+    window_doc = np.searchsorted(docs, plan.unit_docs[plan.units])
+    scored = plan.scored.astype(np.int64)
+    doc = np.repeat(window_doc, scored)
+    # the k-th scored token of a window holding s of them sits at L - s + k
+    first = np.repeat(L - scored, scored)
+    k = np.arange(len(doc)) - np.repeat(np.cumsum(scored) - scored, scored)
+    return doc.astype(np.int32), (first + k).astype(np.int32)
 
 
 def token_set_documents(plan: WindowPlan) -> tuple[np.ndarray, np.ndarray]:
@@ -79,6 +98,7 @@ def evaluate_model(
     tag: str = "",
     options: AttentionOptions = AttentionOptions(),
     segments: Segments | None = None,
+    token_losses: dict[str, np.ndarray] | None = None,
 ) -> tuple[list[dict], dict[str, np.ndarray]]:
     """Records (one per variant x protocol x length) and per-position mean losses (key
     ``<variant>/<protocol>/L<length>``, NaN where a protocol scores no token) for one model.
@@ -87,7 +107,11 @@ def evaluate_model(
     holds record keys (``record_key``) already evaluated, which are not computed again; ``tag``:
     an extension run's (its rows' names carry it); ``options``: the trained forward's (the kernel);
     ``segments``: a subword tokenizer's scored segments, chosen in bytes (posbench/data/tokens.py
-    scored_stream, which also gives ``val_tokens``); None: the protocols find them in the bytes."""
+    scored_stream, which also gives ``val_tokens``); None: the protocols find them in the bytes.
+    ``token_losses``: a dict to fill with each scored token's loss (float16) of every row that stands
+    beside its window control ``+swaL`` (and of that control), with each token's document and
+    window position (store/rundir.py ``token_loss_keys``): what the report's key tokens read
+    (posbench/report/key_tokens.py); None: not kept."""
     model.eval()
     enc = model.encoding
     lengths = eval_lengths(train_len, eval_cfg.multiples)
@@ -101,11 +125,13 @@ def evaluate_model(
                 else h.prepare(val_tokens, eval_cfg, train_len, doc_separator) for p, h in handlers.items()}
     plans = {(p, L): handlers[p].plan(L, eval_cfg, train_len, n_val, contexts[p]) for p in protocols for L in lengths}
     stream = torch.from_numpy(np.asarray(val_tokens).astype(np.int64))
-    todo = [c for c in perplexity_plan(enc, eval_cfg, train_len, n_val, corpus_hash, tag) if c.key not in (skip or set())]
+    planned = perplexity_plan(enc, eval_cfg, train_len, n_val, corpus_hash, tag)
+    todo = [c for c in planned if c.key not in (skip or set())]
     groups: dict[tuple, list] = {}  # the cells of one row and length run their windows together
     for c in todo:
         groups.setdefault((c.row.name, c.length), []).append(c)
     records, per_position = [], {}
+    paired = far_context_pairs({c.row.name for c in planned}) if token_losses is not None else set()
     total = sum(len(np.unique(np.concatenate([plans[c.protocol, c.length].ends for c in cells]))) * cells[0].length
                 for cells in groups.values())
     bar = progress_bar(total=total, unit="tok", desc="eval", enabled=progress)
@@ -121,8 +147,9 @@ def evaluate_model(
                 records += [{**base, "tokens_scored": 0, "bytes_scored": 0, "loss": None, "ppl": None, "bpb": None,
                              "length_bytes": None, "reason": reason} for base in bases]
                 continue
+            keep = row.name in paired
             scores = score_plans(model, stream, [plans[c.protocol, L] for c in cells], L, eval_cfg.batch_tokens,
-                                 device, bar, row, row.options(options, L, train_len))
+                                 device, bar, row, row.options(options, L, train_len), per_token=keep)
             for base, c, sc in zip(bases, cells, scores):
                 mean = float(sc.pos_sum.sum() / sc.pos_count.sum())
                 n_tokens = plans[c.protocol, L].tokens_scored
@@ -134,6 +161,10 @@ def evaluate_model(
                                 "doc_nats": [round(float(x), 4) for x in sc.doc_nats]})
                 with np.errstate(invalid="ignore", divide="ignore"):
                     per_position[per_position_key(row.name, c.protocol, L)] = (sc.pos_sum / sc.pos_count).astype(np.float32)
+                if keep:
+                    loss_key, doc_key, pos_key = token_loss_keys(row.name, c.protocol, L)
+                    token_losses[loss_key] = sc.token_loss.astype(np.float16)
+                    token_losses[doc_key], token_losses[pos_key] = token_layout(plans[c.protocol, L], L)
     finally:
         bar.close()
     return records, per_position
@@ -160,20 +191,29 @@ def token_sets_of(val_tokens: np.ndarray, eval_cfg, train_len: int, doc_separato
     return out
 
 
+def far_context_pairs(names: set[str]) -> set[str]:
+    """The rows among ``names`` that stand beside their window control (``x`` and ``x+swaL`` both
+    there), and those controls: the rows whose per-token losses the key tokens need."""
+    return {n for n in names if n + WINDOW_CONTROL in names
+            or (n.endswith(WINDOW_CONTROL) and n[: -len(WINDOW_CONTROL)] in names)}
+
+
 def score_plans(model, stream: torch.Tensor, plans: list[WindowPlan], L: int, batch_tokens: int, device, bar,
-                row: Row | None = None, options: AttentionOptions | None = None) -> list[Scores]:
+                row: Row | None = None, options: AttentionOptions | None = None,
+                per_token: bool = False) -> list[Scores]:
     """Run the windows of several plans at length L, each distinct window once (two protocols
     often share windows): per plan, (summed loss, count) at each position of the window, counting
     only the scored (final) positions of each of its windows, and the summed loss of each document,
     as ``row`` asks (its forward ``options``; explicit positions per batch of windows for
     +randpos, as Ruoss et al. 2023's code samples them at evaluation too, reproducible from
-    (L, batch))."""
+    (L, batch)). ``per_token``: also each scored token's loss, in the order of ``token_layout``."""
     ends = np.unique(np.concatenate([p.ends for p in plans]))
     where = [np.searchsorted(ends, p.ends) for p in plans]  # each plan's windows among the distinct ones (sorted)
     offsets = torch.arange(-L, 0)
     pos_sum = [torch.zeros(L, dtype=torch.float64) for _ in plans]
     pos_count = [torch.zeros(L, dtype=torch.float64) for _ in plans]
     window_nats = [np.zeros(len(p.ends)) for p in plans]
+    token_parts: list[list[np.ndarray]] = [[] for _ in plans]
     batch = max(1, batch_tokens // L)
     positions = torch.arange(L, device=device)
     all_ends = torch.as_tensor(ends, dtype=torch.int64)
@@ -195,13 +235,16 @@ def score_plans(model, stream: torch.Tensor, plans: list[WindowPlan], L: int, ba
             pos_sum[k] += masked.sum(0)
             pos_count[k] += mask.sum(0).double()
             window_nats[k][lo:hi] = masked.sum(1).numpy()
+            if per_token:  # row-major: window by window, positions ascending (token_layout's order)
+                token_parts[k].append(loss[rows_][mask].numpy())
         bar.update(x.numel())
     out = []
     for k, plan in enumerate(plans):
         docs, tokens = token_set_documents(plan)
         unit_nats = np.bincount(plan.units, weights=window_nats[k], minlength=len(plan.unit_docs))
         doc_nats = np.bincount(np.searchsorted(docs, plan.unit_docs), weights=unit_nats, minlength=len(docs))
-        out.append(Scores(pos_sum[k].numpy(), pos_count[k].numpy(), doc_nats, docs, tokens))
+        token_loss = (np.concatenate(token_parts[k]) if token_parts[k] else np.empty(0)) if per_token else None
+        out.append(Scores(pos_sum[k].numpy(), pos_count[k].numpy(), doc_nats, docs, tokens, token_loss))
     return out
 
 

@@ -33,6 +33,7 @@ from posbench.store.rundir import (
     read_run_config,
     write_metrics,
     write_per_position,
+    write_token_losses,
 )
 from posbench.training import extend as extension
 
@@ -148,7 +149,7 @@ def evaluate_run(run_dir: Path, eval_cfg: EvalConfig, runtime: Runtime = Runtime
         # and why they are new (a changed token set rescores every length): a rescoring must not look arbitrary
         log.info("%s: already have %d records; %s", run_dir.name, len(plan) - len(new),
                  f"scoring {len(new)} new ({why_new(new, metrics, cfg.train_len)})" if new else "nothing new to score")
-    made, per_pos = evaluate_into(metrics, model, cfg, eval_cfg, corpus, device, progress, only_missing,
+    made, per_pos, token_losses = evaluate_into(metrics, model, cfg, eval_cfg, corpus, device, progress, only_missing,
                                   kernel=runtime.attention, show=show)
     if not made:
         return metrics, 0
@@ -156,6 +157,8 @@ def evaluate_run(run_dir: Path, eval_cfg: EvalConfig, runtime: Runtime = Runtime
         metrics["commands"] = list(dict.fromkeys([*metrics.get("commands", []), command.replace(str(run_dir), "<run_dir>")]))
     if per_pos:
         write_per_position(run_dir, per_pos)
+    if token_losses:
+        write_token_losses(run_dir, token_losses)
     write_metrics(run_dir, metrics)
     return metrics, made
 

@@ -49,6 +49,7 @@ from posbench.store.rundir import (
     write_history,
     write_metrics,
     write_per_position,
+    write_token_losses,
 )
 from posbench.training import extend as extension
 from posbench.training.trainer import train_model
@@ -225,10 +226,12 @@ def _train_and_evaluate(spec: RunSpec, rid: str, run_dir: Path, corpus, parent: 
             clear_resume(run_dir)  # the final checkpoint supersedes it
             raise_deferred()  # a Ctrl-C or SIGTERM in the last step stops here, the training saved
             if spec.evaluate_after_training:
-                _, per_pos = evaluate_into(metrics, model, spec, spec.eval, corpus, device, tracker=tracker,
+                _, per_pos, token_losses = evaluate_into(metrics, model, spec, spec.eval, corpus, device, tracker=tracker,
                                            kernel=spec.runtime.attention)
                 if per_pos:
                     write_per_position(run_dir, per_pos)
+                if token_losses:
+                    write_token_losses(run_dir, token_losses)
     except Exception as e:
         if metrics["status"] == "completed":  # training is safe; the evaluation is retried on the next run
             metrics["evaluation_error"] = f"{type(e).__name__}: {e}"

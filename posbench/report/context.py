@@ -26,6 +26,7 @@ from posbench.report.load import LoadedRuns, RunFiles, load_runs, without_runs
 from posbench.report.selection import Selection, is_smoke, shown_folder
 from posbench.report.tables import comparable_records, main_table, multiples, verdict_multiple
 from posbench.report.tuning import choose_settings, split_runs
+from posbench.store.rundir import read_token_losses
 from posbench.tasks import LM
 
 log = logging.getLogger("posbench")
@@ -45,6 +46,7 @@ class Options:
     multiple: float | None = None  # the verdict's multiple (--multiple); None: the longest every row has
     selection: Selection = Selection()  # --only / --where (posbench/report/selection.py)
     comparison: ComparisonRequest = ComparisonRequest()  # --compare / --baseline (posbench/report/comparison.py)
+    key_tokens: str = "bytes"  # --key-tokens: the key-token rule (posbench/report/key_tokens.py RULES)
 
 
 class ReportContext:
@@ -147,6 +149,19 @@ class ReportContext:
     def per_position(self, runs: pd.DataFrame) -> dict[str, dict[str, np.ndarray]]:
         """The per-position curves of ``runs``, by run id."""
         return {rid: self.files[d].per_position for rid, d in zip(runs["run_id"], runs["run_dir"]) if d in self.files}
+
+    def token_losses(self, run_id: str) -> dict[str, np.ndarray] | None:
+        """A completed run's per-token losses (token_losses.npz; None: it kept none, or its file is
+        unreadable, said in a warning). Read on each call and not kept: a sweep's files together can
+        hold gigabytes, and the key-token section reduces each run's as it reads it."""
+        dirs = self.completed.loc[self.completed["run_id"] == run_id, "run_dir"]
+        if dirs.empty or dirs.iloc[0] not in self.files:
+            return None
+        try:
+            return read_token_losses(Path(dirs.iloc[0]))
+        except ValueError as e:
+            log.warning("skipping unreadable %s", e)
+            return None
 
     # -- frames several sections share --------------------------------------------------------------
     @cached_property

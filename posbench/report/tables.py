@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from posbench.core.errors import PosbenchError
+from posbench.evaluation.variants.local import WINDOW_CONTROL
 from posbench.report import bootstrap
 from posbench.report.stats import ALPHA, format_p
 from posbench.report.verdicts import (
@@ -271,7 +272,7 @@ def interval_kind(c: bootstrap.CellReplicates) -> str:
 def far_control(variant: str) -> str:
     """The name of a row's far-context control: the same weights and row with a sliding window of
     train_len keys in every layer (posbench/evaluation/variants/local.py)."""
-    return f"{variant}+swaL"
+    return variant + WINDOW_CONTROL
 
 
 def _far_context(table: pd.DataFrame, reps: dict, ms: list[float], tolerance: float) -> None:

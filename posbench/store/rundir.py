@@ -8,6 +8,12 @@ A run directory ``<runs_dir>/<run_id>`` holds:
     history.json       training curve: step, loss, lr, tokens/s, validation loss
     metrics.json       status, run facts and one record per (variant, protocol, length); SCHEMA_VERSION
     per_position.npz   mean loss by position within the window, key ``<variant>/<protocol>/L<length>``
+    token_losses.npz   (only for rows scored beside their window control ``+swaL``, and those controls)
+                       each scored token's loss in nats (float16), key ``<variant>/<protocol>/L<length>``,
+                       and per protocol and length each token's document (index among the token set's
+                       documents, int32) ``<protocol>/L<length>/doc`` and position within its window
+                       (int32) ``<protocol>/L<length>/position``; the same tokens, in the same order, in
+                       every row: what the report's key tokens read (posbench/report/key_tokens.py)
     resume.pt          (while training) state to continue a killed run from, bit for bit
     corpus.json        the fingerprint of the corpus the run trains on (written before training)
     .lock              held (flock) by the process working on the run
@@ -52,6 +58,7 @@ log = logging.getLogger("posbench")
 SCHEMA_VERSION = 1
 METRICS = "metrics.json"
 PER_POSITION = "per_position.npz"
+TOKEN_LOSSES = "token_losses.npz"
 CHECKPOINT = "checkpoint.pt"
 HISTORY = "history.json"
 CONFIG = "config.yaml"
@@ -182,19 +189,42 @@ def per_position_key(variant: str, protocol: str, length: int) -> str:
 
 def write_per_position(run_dir: Path, per_pos: dict[str, np.ndarray]) -> None:
     """Merge into per_position.npz (an unreadable old file is replaced, with a warning)."""
-    try:
-        arrays = read_per_position(run_dir) or {}
-    except ValueError as e:
-        log.warning("replacing unreadable %s", e)
-        arrays = {}
-    buf = io.BytesIO()
-    np.savez_compressed(buf, **{**arrays, **per_pos})
-    atomic_write_bytes(Path(run_dir) / PER_POSITION, buf.getvalue())
+    _merge_npz(Path(run_dir) / PER_POSITION, per_pos)
 
 
 def read_per_position(run_dir: Path) -> dict[str, np.ndarray] | None:
     """Every per-position curve; None when there is none; ValueError when the file is corrupt."""
-    path = Path(run_dir) / PER_POSITION
+    return _read_npz(Path(run_dir) / PER_POSITION)
+
+
+def token_loss_keys(variant: str, protocol: str, length: int) -> tuple[str, str, str]:
+    """The keys in token_losses.npz of a row's per-token losses, and of the tokens' documents and
+    window positions (shared by every row of the protocol and length)."""
+    return per_position_key(variant, protocol, length), f"{protocol}/L{length}/doc", f"{protocol}/L{length}/position"
+
+
+def write_token_losses(run_dir: Path, arrays: dict[str, np.ndarray]) -> None:
+    """Merge into token_losses.npz (an unreadable old file is replaced, with a warning)."""
+    _merge_npz(Path(run_dir) / TOKEN_LOSSES, arrays)
+
+
+def read_token_losses(run_dir: Path) -> dict[str, np.ndarray] | None:
+    """Every per-token array of the run; None when there is none; ValueError when the file is corrupt."""
+    return _read_npz(Path(run_dir) / TOKEN_LOSSES)
+
+
+def _merge_npz(path: Path, new: dict[str, np.ndarray]) -> None:
+    try:
+        arrays = _read_npz(path) or {}
+    except ValueError as e:
+        log.warning("replacing unreadable %s", e)
+        arrays = {}
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **{**arrays, **new})
+    atomic_write_bytes(path, buf.getvalue())
+
+
+def _read_npz(path: Path) -> dict[str, np.ndarray] | None:
     if not path.exists():
         return None
     try:

@@ -21,6 +21,10 @@ from posbench.core.params import param, positive
 from posbench.evaluation.variants import register
 from posbench.evaluation.variants.base import Variant
 
+# the suffix of the far-context control: a sliding window of train_len keys (the default settings);
+# the report pairs each row ``x`` with ``x+swaL`` (report/tables.py far_control, report/key_tokens.py)
+WINDOW_CONTROL = "+swaL"
+
 
 @register("local")
 class LocalWindow(Variant):
