@@ -21,7 +21,6 @@ def load_corpus(cfg) -> Corpus:
     """Load (building once, then from the cache) the tokens of the configured corpus: its bytes,
     then, with a subword ``data.tokenizer``, their tokens (posbench/data/tokens.py)."""
     corpus = load_byte_corpus(cfg)
-    warn_few_documents(corpus.val_bytes, cfg.doc_separator, cfg.val_fraction)
     if cfg.tokenizer.is_bytes:
         return corpus
     try:
@@ -40,8 +39,16 @@ def validation_documents(val: np.ndarray, separator: str) -> int:
     return int((np.diff(bounds) > 1).sum())
 
 
+def load_training_corpus(cfg) -> Corpus:
+    """``load_corpus`` for a run about to train: it also says where the validation split is too small
+    for the report's intervals (warn_few_documents)."""
+    corpus = load_corpus(cfg)
+    warn_few_documents(corpus.val_bytes, cfg.doc_separator, cfg.val_fraction)
+    return corpus
+
+
 def warn_few_documents(val: np.ndarray, separator: str, val_fraction: float) -> int:
-    """Warn, every time a run loads the corpus, where its validation split holds fewer than FEW_DOCUMENTS
+    """Warn, every time a run starts training, where its validation split holds fewer than FEW_DOCUMENTS
     documents: the report resamples documents for its intervals over text (issue 56: a small own corpus
     got one validation document without a word)."""
     n = validation_documents(val, separator)

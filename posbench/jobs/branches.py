@@ -42,7 +42,7 @@ from posbench.core.hydra_state import job_index
 from posbench.core.interrupts import raise_deferred
 from posbench.core.settings import to_dict
 from posbench.data.corpus import corpus_stats
-from posbench.data.load import load_corpus
+from posbench.data.load import load_training_corpus
 from posbench.evaluation.probes import during_training_probe, probe_steps
 from posbench.evaluation.scored_text import in_bytes, scored_validation
 from posbench.jobs.corpora import check_same_corpus
@@ -137,7 +137,7 @@ class Trunk:
 
     def _train(self, missing: list[int]) -> None:
         spec = self.spec
-        corpus = load_corpus(spec.data)
+        corpus = load_training_corpus(spec.data)
         check_same_corpus(self.dir, corpus)
         _write_yaml(self.dir / TRUNK_CONFIG, spec.resolved())
         write_corpus(self.dir, corpus_stats(corpus))

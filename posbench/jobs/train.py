@@ -26,7 +26,7 @@ from posbench.core.interrupts import raise_deferred
 from posbench.core.settings import to_dict
 from posbench.core.tracking import make_tracker
 from posbench.data.corpus import corpus_stats
-from posbench.data.load import load_corpus
+from posbench.data.load import load_training_corpus
 from posbench.evaluation.evaluate import evaluate_into
 from posbench.evaluation.plan import missing
 from posbench.evaluation.probes import during_training_probe, probe_steps
@@ -127,7 +127,7 @@ def _run(spec: RunSpec, trunk: branches.Trunk | None = None) -> Path:
             if m is not None and m["status"] == "diverged":  # asked to retry: from step 0, not the resume state
                 clear_resume(run_dir)
             facts = trunk.seed(spec) if trunk is not None else {}
-            _train_and_evaluate(spec, rid, run_dir, load_corpus(spec.data), parent, facts)
+            _train_and_evaluate(spec, rid, run_dir, load_training_corpus(spec.data), parent, facts)
     return run_dir
 
 
