@@ -50,6 +50,8 @@ def plot_axis(pts: pd.DataFrame, axis_name: str, tolerance: float, path: Path) -
         for y in (1 + tolerance, MILD_LIMIT):
             ax.axhline(y, color="grey", linestyle=":", linewidth=1)
         ax.set_yscale("log")
+        for which in (ax.yaxis.set_major_formatter, ax.yaxis.set_minor_formatter):  # 1.3, not 1.3 x 10^0
+            which(FuncFormatter(lambda v, _: f"{v:.3g}"))
         if axis_name in P.NUMERIC:
             ax.set_xscale("log")
             ticks = sorted(set(_x(pts, axis_name, sub[axis_name].unique(), categories)))
