@@ -38,6 +38,23 @@ def coordinates(model: str) -> tuple[str, str, str]:
     return base.split("@", 1)[0], corpus_of(model) or DEFAULT_CORPUS, tokenizer or BYTE
 
 
+def approx_params(model: dict) -> float:
+    """A decoder's parameters from its settings, for runs whose count was not recorded (a report rebuilt
+    from its records keeps configs, not metrics): attention 4 d^2 and MLP 2 r d^2 per layer, embeddings
+    and head 2 V d (V: 256 bytes where not set). Within 10% of the recorded counts of tiny, small and base;
+    the size axis needs only their order and ratios."""
+    d, layers = float(model.get("d_model") or math.nan), float(model.get("n_layers") or math.nan)
+    ratio, vocab = float(model.get("mlp_ratio") or 4), float(model.get("vocab_size") or 256)
+    return layers * (4 + 2 * ratio) * d * d + 2 * vocab * d
+
+
+def with_params(runs: pd.DataFrame, configs: dict) -> pd.DataFrame:
+    """``runs`` with ``params`` filled from each run's config where not recorded (approx_params)."""
+    recorded = pd.to_numeric(runs["params"], errors="coerce") if "params" in runs else pd.Series(math.nan, index=runs.index)
+    guess = [approx_params(dict((configs.get(d) or {}).get("model") or {})) for d in runs.get("run_dir", [None] * len(runs))]
+    return runs.assign(params=recorded.fillna(pd.Series(guess, index=runs.index)))
+
+
 def points(table: pd.DataFrame, runs: pd.DataFrame, ratio: str) -> pd.DataFrame:
     """One row per unwindowed main-table row (``table``: the main table, at each row's largest budget):
     its coordinates (COORDS), ``model``, ``params`` (its runs' mean), ``budget_steps`` where the runs

@@ -21,7 +21,7 @@ BUDGET_AXIS = "budget"
 def map_frames(ctx) -> dict:
     """points, changes (every axis), words; computed once per report (ctx.derived)."""
     def compute():
-        pts = P.points(ctx.table, ctx.completed, ctx.ratio_column)
+        pts = P.points(ctx.table, P.with_params(ctx.completed, ctx.configs), ctx.ratio_column)
         axes = P.spanned(pts)
         if not axes:
             return {"points": pts, "axes": [], "changes": pd.DataFrame(), "words": pd.DataFrame()}

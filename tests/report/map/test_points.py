@@ -101,3 +101,15 @@ def test_budget_words_follow_the_budget_trend():
     assert W.budget_word([("a", "stable: flat"), ("b", "class stable, ratio moving (...)")])[0] == W.CHANGES
     assert W.budget_word([("a", "class stable, change not resolved (...)")])[0] == W.CANNOT
     assert W.budget_word([("a", "one budget")]) == (W.CANNOT, "one budget")
+
+
+def test_parameters_not_recorded_are_estimated_from_the_model_s_settings():
+    """A report rebuilt from its records has configs, not parameter counts: within 10% of the recorded ones."""
+    sizes = {"tiny": ({"d_model": 64, "n_layers": 2, "mlp_ratio": 4}, 120_000),
+             "small": ({"d_model": 128, "n_layers": 4, "mlp_ratio": 4}, 821_504),
+             "base": ({"d_model": 256, "n_layers": 6, "mlp_ratio": 4}, 4_800_000)}
+    for model, recorded in sizes.values():
+        assert P.approx_params(model) == pytest.approx(recorded, rel=0.1)
+    runs = pd.DataFrame({"run_id": ["a", "b"], "run_dir": ["da", "db"], "params": [None, 5.0]})
+    filled = P.with_params(runs, {"da": {"model": sizes["small"][0]}})
+    assert filled["params"].iloc[0] == pytest.approx(P.approx_params(sizes["small"][0])) and filled["params"].iloc[1] == 5.0

@@ -14,7 +14,7 @@ def context(evals, runs):
     table = main_table(evals, 0.05)
     store = {}
     return SimpleNamespace(has_lm=True, has_budgets=False, ratio_column="2x/1x", table=table, completed=runs, evals=evals,
-                           token_sets={}, multiple=None, budget_trends=None, options=SimpleNamespace(tolerance=0.05),
+                           token_sets={}, multiple=None, configs={}, budget_trends=None, options=SimpleNamespace(tolerance=0.05),
                            derived=lambda key, compute: store.setdefault(key, compute()) if key not in store else store[key])
 
 
