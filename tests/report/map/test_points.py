@@ -64,16 +64,6 @@ def test_a_change_along_the_training_length_is_found_and_none_is_invented():
     assert all(axis.as_change(c).within(W.MARGIN) for _, c in steady.iterrows())
 
 
-def test_one_seed_or_undecided_points_cannot_be_told():
-    evals, runs = map_records({("alone", 32): 1.0, ("alone", 64): 1.6}, seeds=1)
-    _, changes, found = words_along(evals, runs, P.TRAIN_LEN)
-    assert found["alone"][0] == W.CANNOT and "1 seed(s)" in found["alone"][1]
-    # seeds that disagree: the ratio straddles the flat / mild border at both points, no change resolved
-    evals, runs = map_records({("noisy", 32): 1.06, ("noisy", 64): 1.07}, noise=0.08)
-    _, _, found = words_along(evals, runs, P.TRAIN_LEN)
-    assert found["noisy"][0] == W.CANNOT and "undecided" in found["noisy"][1]
-
-
 def test_model_size_is_ordered_by_parameters_and_changes_are_per_doubling_of_them():
     evals, runs = map_records({("r", "base", 64): 1.0, ("r", "tiny", 64): 1.0, ("r", "small", 64): 1.0})
     pts = P.points(main_table(evals, 0.05), runs, "2x/1x")
@@ -94,13 +84,6 @@ def test_unpaired_points_are_compared_by_their_own_intervals():
 def test_corpus_and_tokenizer_are_read_from_the_model_name():
     assert P.coordinates("small@pydocs/bpe1024") == ("small", "pydocs", "bpe1024")
     assert P.coordinates("small") == ("small", P.DEFAULT_CORPUS, "byte")
-
-
-def test_budget_words_follow_the_budget_trend():
-    assert W.budget_word([("small L64", "stable: flat, within +-5% ..."), ("tiny L64", "stable: flat ...")])[0] == W.HOLDS
-    assert W.budget_word([("a", "stable: flat"), ("b", "class stable, ratio moving (...)")])[0] == W.CHANGES
-    assert W.budget_word([("a", "class stable, change not resolved (...)")])[0] == W.CANNOT
-    assert W.budget_word([("a", "one budget")]) == (W.CANNOT, "one budget")
 
 
 def test_parameters_not_recorded_are_estimated_from_the_model_s_settings():
