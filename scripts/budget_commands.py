@@ -2,6 +2,20 @@
 
     python scripts/budget_commands.py results/budget_lr/tuning.csv [extra overrides ...]
 
+and the map's (experiment=map, issue 53), one per point of the map and learning rate:
+
+    python scripts/budget_commands.py --map runs/map_lr/report/tuning.csv \
+        [--rates MODEL:ENC=LR,ENC=LR,...] [--centre MODEL:LEN] [--lengths 32,64,128,256] [--tokens 2048] \
+        [--corpora pydocs] [--seeds MODEL=0,1] [extra overrides ...]
+
+The map is lines through a centre (``--centre``, small at 64 by default): the centre model at every
+length of ``--lengths`` with train.batch_size = ``--tokens`` / length (tokens per step held), the
+centre on each corpus of ``--corpora``, and every other model of the grid (or ``--rates``) at the
+centre length. Each model's rates come from its grid's choices (the same checks as below, and the
+choice must rest on 2 seeds or more) or from ``--rates`` (given by hand: a committed decision, e.g.
+results/budget_lr_seed1/rate_choice.md's, not checked here). ``--seeds MODEL=LIST`` trains a model at
+fewer seeds (default ``base=0,1``).
+
 Issue 36's protocol: each encoding's learning rate is chosen on 1x validation loss alone
 (``experiment=budget_lr``: one seed, the middle budget) and used at every budget of
 ``experiment=budget``. ``tuning.csv`` is what posbench-report writes for a learning-rate grid (the
@@ -13,6 +27,7 @@ preset has no choice.
 
 from __future__ import annotations
 
+import argparse
 import shlex
 import sys
 from pathlib import Path
@@ -54,9 +69,112 @@ def commands(tuning: pd.DataFrame, extra: list[str]) -> list[str]:
     return out
 
 
+MAP_PRESET = PRESET.with_name("map.yaml")
+
+
+def map_encodings() -> list[str]:
+    sweep = yaml.safe_load(MAP_PRESET.read_text())["hydra"]["sweeper"]["params"]
+    return [e.strip() for e in str(sweep["encoding"]).split(",")]
+
+
+def grid_rates(tuning: pd.DataFrame) -> dict[tuple[str, str], float]:
+    """{(model, encoding): chosen lr} of a grid report's tuning.csv, checked as ``commands`` checks a
+    choice, and refused where the chosen rate rests on fewer than 2 seeds (issue 52's words)."""
+    out = {}
+    for (model, encoding), g in tuning.groupby(["model", "encoding"]):
+        tried, pick = sorted(set(g["lr"])), g[g["chosen"].astype(bool)]
+        if pick.empty:
+            sys.exit(f"budget_commands: {encoding} ({model}) has no chosen learning rate in the grid")
+        if len(tried) < 3:
+            sys.exit(f"budget_commands: {encoding} ({model}) was tried at {len(tried)} learning rates; a grid brackets "
+                     "a choice with 3 or more")
+        lr = float(pick["lr"].iloc[0])
+        if lr in (tried[0], tried[-1]):
+            sys.exit(f"budget_commands: {encoding} ({model}) chose lr {lr:g}, the edge of the grid {tried}: its best may "
+                     "lie outside; extend the grid (train.lr) first")
+        if int(pick["seeds"].iloc[0]) < 2:
+            sys.exit(f"budget_commands: {encoding} ({model}) chose lr {lr:g} on {int(pick['seeds'].iloc[0])} seed; the "
+                     "map's rates rest on 2 seeds or more (seed=0,1 in the grid)")
+        out[(str(model), str(encoding))] = lr
+    return out
+
+
+def given_rates(specs: list[str]) -> dict[tuple[str, str], float]:
+    """``--rates small:nope=0.002,rope=0.002`` -> {(small, nope): 0.002, ...}."""
+    out = {}
+    for spec in specs:
+        model, _, pairs = spec.partition(":")
+        try:
+            for pair in pairs.split(","):
+                encoding, lr = pair.split("=")
+                out[(model, encoding)] = float(lr)
+        except ValueError:
+            sys.exit(f"budget_commands: --rates {spec!r} is not MODEL:ENC=LR,ENC=LR,...")
+    return out
+
+
+def map_commands(rates: dict[tuple[str, str], float], centre: tuple[str, int], lengths: list[int], tokens: int,
+                 corpora: list[str], seeds: dict[str, str], extra: list[str]) -> list[str]:
+    """experiment=map's commands: per point of the map (module doc) and learning rate, one line naming the
+    encodings trained at that rate there. SystemExit with one line where a model lacks an encoding's rate
+    or a length does not divide the tokens per step."""
+    model0, length0 = centre
+    models = sorted({m for m, _ in rates}, key=lambda m: (m != model0, m))
+    for model in models:
+        if missing := [e for e in map_encodings() if (model, e) not in rates]:
+            sys.exit(f"budget_commands: no learning rate for {', '.join(missing)} at model {model}")
+    if model0 not in models:
+        sys.exit(f"budget_commands: no learning rates for the centre's model {model0} (give --rates {model0}:ENC=LR,...)")
+    if bad := [n for n in lengths if tokens % n]:
+        sys.exit(f"budget_commands: --tokens {tokens} is not a multiple of train_len {bad[0]}; tokens per step are "
+                 "held fixed, so each length's batch is tokens / length")
+    points = [(model0, n, None) for n in lengths] + [(model0, length0, c) for c in corpora] + \
+        [(m, length0, None) for m in models if m != model0]
+    out = []
+    for model, length, corpus in points:
+        by_rate: dict[float, list[str]] = {}
+        for e in map_encodings():
+            by_rate.setdefault(rates[(model, e)], []).append(e)
+        for lr, encodings in sorted(by_rate.items()):
+            words = ["posbench-train -m experiment=map", f"encoding={','.join(encodings)}", f"train.lr={lr:g}",
+                     f"model={model}", f"train_len={length}", f"train.batch_size={tokens // length}"]
+            words += [f"data={corpus}"] if corpus else []
+            words += [f"seed={seeds[model]}"] if model in seeds else []
+            out.append(" ".join(words + list(map(shlex.quote, extra))))
+    return out
+
+
+def map_main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="budget_commands.py --map", description="experiment=map's commands")
+    parser.add_argument("tuning", type=Path, nargs="?", help="a grid report's tuning.csv (experiment=map_lr)")
+    parser.add_argument("--rates", action="append", default=[], metavar="MODEL:ENC=LR,...")
+    parser.add_argument("--centre", default="small:64", metavar="MODEL:LEN")
+    parser.add_argument("--lengths", default="32,64,128,256")
+    parser.add_argument("--tokens", type=int, default=2048, help="tokens per step, held at every length")
+    parser.add_argument("--corpora", default="pydocs", help="corpora beside the default, at the centre ('' for none)")
+    parser.add_argument("--seeds", action="append", default=None, metavar="MODEL=LIST")
+    args, extra = parser.parse_known_args(argv)
+    rates = {}
+    if args.tuning is not None:
+        if not args.tuning.is_file():
+            sys.exit(f"budget_commands: {args.tuning} does not exist; give the map_lr report's tuning.csv")
+        rates.update(grid_rates(pd.read_csv(args.tuning)))
+    rates.update(given_rates(args.rates))
+    model0, _, length0 = args.centre.partition(":")
+    try:
+        centre, lengths = (model0, int(length0)), [int(n) for n in args.lengths.split(",")]
+    except ValueError:
+        sys.exit(f"budget_commands: --centre {args.centre!r} / --lengths {args.lengths!r}: give MODEL:LEN and LEN,LEN,...")
+    seeds = dict(s.split("=", 1) for s in (args.seeds if args.seeds is not None else ["base=0,1"]) if "=" in s)
+    corpora = [c for c in args.corpora.split(",") if c]
+    print("\n".join(map_commands(rates, centre, lengths, args.tokens, corpora, seeds, extra)))
+
+
 def main(argv: list[str]) -> None:
     if not argv:
         sys.exit(__doc__.strip())
+    if argv[0] == "--map":
+        return map_main(argv[1:])
     path = Path(argv[0])
     if not path.is_file():
         sys.exit(f"budget_commands: {path} does not exist; give the learning-rate grid report's tuning.csv")

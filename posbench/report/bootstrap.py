@@ -405,6 +405,41 @@ def paired_change(before: Parts | None, after: Parts | None, doublings: float) -
                   len(common))
 
 
+def unpaired_change(before: Parts | None, after: Parts | None, doublings: float) -> Change:
+    """The change of a statistic between two sets of weights that share no seed (two points of an
+    axis trained apart), per doubling: the difference of the two estimates (each over its own seeds
+    and text, ``estimate``) with Welch's interval, ``se^2 = se_a^2 + se_b^2`` and the
+    Welch-Satterthwaite degrees of freedom. Text is not paired (the two may score other documents),
+    so the interval is the wider one a paired test would narrow. ``seeds``: the fewer of the two."""
+    if before is None or after is None or doublings <= 0:
+        return NO_CHANGE
+    a, b = before.estimate(), after.estimate()
+    n = min(len(before.seeds), len(after.seeds))
+    if not (np.isfinite(a.mean) and np.isfinite(b.mean)):
+        return Change(*(math.nan,) * 6, n)
+    mean = (b.mean - a.mean) / doublings
+    if not (np.isfinite(a.se) and np.isfinite(b.se)):
+        return Change(math.exp(mean), *(math.nan,) * 5, n)
+    se2 = a.se ** 2 + b.se ** 2
+    if se2 <= 0:
+        return Change(math.exp(mean), *(math.exp(mean),) * 4, 1.0 if mean == 0 else 0.0, n)
+    parts = sum(e.se ** 4 / e.df for e in (a, b) if e.df > 0 and np.isfinite(e.df))
+    df = se2 ** 2 / parts if parts > 0 else math.inf
+    se = math.sqrt(se2) / doublings
+    half, t90 = float(stats.t.ppf(1 - ALPHA / 2, df)) * se, float(stats.t.ppf(0.95, df)) * se
+    p = float(2 * stats.t.sf(abs(mean) / se, df))
+    return Change(math.exp(mean), math.exp(mean - half), math.exp(mean + half), math.exp(mean - t90),
+                  math.exp(mean + t90), p, n)
+
+
+def change_between(before: Parts | None, after: Parts | None, doublings: float) -> tuple[Change, bool]:
+    """The change from ``before`` to ``after`` per doubling and whether it was paired: paired by seed
+    (``paired_change``) where the two share a seed, else unpaired (``unpaired_change``)."""
+    if before is not None and after is not None and set(before.seeds) & set(after.seeds):
+        return paired_change(before, after, doublings), True
+    return unpaired_change(before, after, doublings), False
+
+
 def mean_log_stats(c: CellReplicates) -> tuple[float, float, float]:
     """The mean log-perplexity over every evaluated length (and seeds): one figure per row that is
     low only when the row is good at 1x and at every longer length."""

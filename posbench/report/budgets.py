@@ -35,7 +35,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from posbench.report import bootstrap
+from posbench.report import axis, bootstrap
 from posbench.report.tables import CELL_KEYS, PANEL_KEYS, completed, far_control, main_table, multiples, verdict_multiple
 
 BUDGET = "budget_steps"
@@ -122,16 +122,8 @@ def paired_changes(evals: pd.DataFrame, token_sets: dict | None = None,
     CELL_KEYS, ``from``, ``to`` (steps), ``statistic``, ``change`` with ``_lo`` / ``_hi`` (95%) and
     ``_lo90`` / ``_hi90``, ``p``, ``seeds``."""
     parts = row_parts(evals, token_sets, replicates, multiple)
-    rows = []
-    for key in sorted({k[:-1] for k in parts}, key=lambda k: tuple(map(str, k))):
-        steps = sorted(k[-1] for k in parts if k[:-1] == key)
-        for a, b in zip(steps, steps[1:]):
-            (statistic, before), (_, after) = parts[(*key, a)], parts[(*key, b)]
-            ch = bootstrap.paired_change(before, after, math.log2(b / a))
-            rows.append({**dict(zip(CELL_KEYS, key)), "from": a, "to": b, "statistic": statistic, "change": ch.factor,
-                         "change_lo": ch.lo, "change_hi": ch.hi, "change_lo90": ch.lo90, "change_hi90": ch.hi90,
-                         "p": ch.p, "seeds": ch.seeds})
-    return pd.DataFrame(rows)
+    out = axis.step_changes(parts, CELL_KEYS, lambda a, b: math.log2(b / a))
+    return out.drop(columns=["paired", "whole"]) if not out.empty else pd.DataFrame()
 
 
 def _per_doubling(c) -> str:
@@ -151,8 +143,7 @@ def trend(rows: pd.DataFrame, changes: pd.DataFrame | None = None) -> str:
     if changes.empty or changes["change"].isna().all():
         return f"{classes[-2]} at {steps[-2]}, {classes[-1]} at {steps[-1]} steps; no paired test (no shared seeds)"
     last = changes.iloc[-1]
-    tested = [bootstrap.Change(c["change"], c["change_lo"], c["change_hi"], c["change_lo90"], c["change_hi90"], c["p"],
-                               int(c["seeds"])) for _, c in changes.tail(2).iterrows()]
+    tested = [axis.as_change(c) for _, c in changes.tail(2).iterrows()]
     same = classes[-1] == classes[-2] and classes[-1] not in ("undecided", "n/a", "")
     where = f"{steps[-2]} to {steps[-1]} steps: {_per_doubling(last)}"
     if same and all(t.within(STABLE_MARGIN) for t in tested):

@@ -141,7 +141,37 @@ def load_runs(roots: Path | Sequence[Path], selection: Selection | None = None) 
     if dropped:
         log.warning("left out rows of variants that do not apply to their encoding (recorded by older code): %s",
                     ", ".join(sorted(dropped)))
-    return LoadedRuns(frame, pd.DataFrame(evals), skipped, files, token_sets, sorted(dropped))
+    frame, evals = with_corpus_labels(frame, pd.DataFrame(evals))
+    return LoadedRuns(frame, evals, skipped, files, token_sets, sorted(dropped))
+
+
+def corpus_of(model: str) -> str | None:
+    """The corpus a model label names (``small@pydocs/bpe1024`` -> ``pydocs``); None where it names none."""
+    base = str(model).split("/", 1)[0]
+    return base.split("@", 1)[1] if "@" in base else None
+
+
+def with_corpus(model: str, corpus: str) -> str:
+    """``<size>@<corpus>[/<tokenizer>]``: the corpus after the size, before the tokenizer, so that a
+    subword row's bytes row (report/sections/tokenizers.py: the part before "/") is on its corpus."""
+    size, slash, tokenizer = str(model).partition("/")
+    return f"{size}@{corpus}{slash}{tokenizer}"
+
+
+def with_corpus_labels(runs: pd.DataFrame, evals: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Where the runs were trained on more than one corpus (``data=stdlib`` and ``data=pydocs``), each
+    run's model named with its corpus (``with_corpus``): the report's rows and panels are per model,
+    and a panel compares the records of one token set (tables.comparable_records), so without the
+    name a corpus's runs would be one row with another's, or left out of it. One corpus: unchanged
+    (every report of one corpus reads as before)."""
+    names = runs["corpus"].map(lambda c: c.get("name") if isinstance(c, dict) else None)
+    if names.dropna().nunique() < 2:
+        return runs, evals
+    label = {rid: with_corpus(m, n) if n else m for rid, m, n in zip(runs["run_id"], runs["model"], names)}
+    runs = runs.assign(model=runs["run_id"].map(label))
+    if not evals.empty:
+        evals = evals.assign(model=evals["run_id"].map(label).fillna(evals["model"]))
+    return runs, evals
 
 
 def _config_or_none(run_dir: Path) -> DictConfig | None:

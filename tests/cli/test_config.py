@@ -54,6 +54,7 @@ N = len(available())  # the presets that sweep every encoding grow with the regi
 
 
 EXPECTED_JOBS = {"alibi_paper": 8, "all_encodings": N, "budget": 36, "budget_lr": 48, "converged": 20, "extension": 240, "lr_grid": 6 * N,
+                 "map": 21, "map_lr": 56,
                  "modern": 72, "quick": 5, "reference": 6 * N, "rope_extension": 1, "tasks": 30,
                  "tokenizers": 42}
 
@@ -76,6 +77,24 @@ def test_every_preset_composes_into_valid_jobs(preset, cache_dir):
         assert {cfg.model.name for cfg in jobs} == {"small"} and len({cfg.encoding.name for cfg in jobs}) == 12
         if preset == "budget":
             assert {cfg.seed for cfg in jobs} == {0, 1, 2} and list(jobs[0].eval.variants) == ["local"]
+
+
+def test_the_map_s_lines_hold_tokens_per_step_and_its_grid_takes_each_model_s_rates(cache_dir):
+    """experiment=map: every job a WSD trunk with 600- and 1200-step branches and its window control; a
+    length's line (scripts/budget_commands.py --map) keeps 2048 tokens a step; map_lr's rates per model
+    come from the command line, which replaces the preset's grid."""
+    jobs = compose_jobs("config", ["experiment=map"], multirun=True)
+    assert {(c.train.schedule, tuple(c.train.budgets), c.model.name, c.train_len, c.train.batch_size) for c in jobs} == \
+        {("wsd", (600, 1200), "small", 64, 32)}
+    assert list(jobs[0].eval.variants) == ["local"] and list(jobs[0].eval.protocols) == ["nonoverlapping"]
+    line = compose_jobs("config", ["experiment=map", "encoding=rope", "train.lr=0.002", "model=small", "train_len=256",
+                                   "train.batch_size=8", "data=pydocs", "seed=0,1"], multirun=True)
+    assert len(line) == 2 and {c.train_len * c.train.batch_size for c in line} == {2048}
+    assert {c.data.name for c in line} == {"pydocs"}
+    base = compose_jobs("config", ["experiment=map_lr", "model=base", "train.lr=1e-3,2e-3,4e-3", "train.budgets=[300]"],
+                        multirun=True)
+    assert len(base) == 42 and {c.train.lr for c in base} == {1e-3, 2e-3, 4e-3}
+    assert {tuple(c.train.budgets) for c in base} == {(300,)} and {c.seed for c in base} == {0, 1}
 
 
 def test_presets_are_all_known():

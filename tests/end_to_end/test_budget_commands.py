@@ -44,3 +44,43 @@ def test_a_choice_at_the_edge_or_a_missing_encoding_is_refused(tmp_path):
     assert at_edge.returncode == 1 and f"{encodings[0]} chose lr 0.008, the edge of the grid" in at_edge.stderr
     missing = run(tuning(tmp_path, {e: 2e-3 for e in encodings[1:]}))
     assert missing.returncode == 1 and f"no learning rate chosen for {encodings[0]}" in missing.stderr
+
+
+def map_tuning(tmp_path, model, picks, seeds=2, grid=(2e-3, 4e-3, 8e-3, 1.6e-2)) -> Path:
+    rows = [{"encoding": e, "model": model, "train_len": 64, "lr": lr, "lr_mult": 1.0, "val_loss": 1.0, "seeds": seeds,
+             "chosen": lr == pick} for e, pick in picks.items() for lr in grid]
+    path = tmp_path / f"tuning_{model}.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def test_the_map_s_commands_are_lines_through_the_centre_at_fixed_tokens_per_step(tmp_path):
+    """experiment=map: the centre model at every length with batch = 2048 / length, on each corpus, and
+    every grid model at the centre length with its own rates (base at 2 seeds)."""
+    from budget_commands import map_encodings
+
+    encodings = map_encodings()
+    grid = map_tuning(tmp_path, "tiny", {e: (4e-3 if e == "nope" else 8e-3) for e in encodings})
+    small = "small:" + ",".join(f"{e}={2e-3 if i % 2 else 4e-3:g}" for i, e in enumerate(encodings))
+    base = "base:" + ",".join(f"{e}=0.001" for e in encodings)
+    proc = run("--map", grid, "--rates", small, "--rates", base, "runs_dir=/tmp/map")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 2 * 5 + 2 + 1  # small: 4 lengths + pydocs, 2 rates each; tiny 2 rates; base 1
+    for n, batch in ((32, 64), (64, 32), (128, 16), (256, 8)):
+        assert sum(f"model=small train_len={n} train.batch_size={batch}" in x for x in lines) == (4 if n == 64 else 2)
+    assert sum("data=pydocs" in x for x in lines) == 2
+    assert [x for x in lines if "model=base" in x][0].endswith("seed=0,1 runs_dir=/tmp/map")
+    assert any("encoding=nope train.lr=0.004 model=tiny train_len=64" in x for x in lines)
+    assert all(x.startswith("posbench-train -m experiment=map encoding=") for x in lines)
+
+
+def test_the_map_refuses_a_rate_on_one_seed_or_a_missing_one(tmp_path):
+    from budget_commands import map_encodings
+
+    encodings = map_encodings()
+    small = "small:" + ",".join(f"{e}=0.002" for e in encodings)
+    one_seed = run("--map", map_tuning(tmp_path, "tiny", {e: 4e-3 for e in encodings}, seeds=1), "--rates", small)
+    assert one_seed.returncode == 1 and "on 1 seed" in one_seed.stderr
+    missing = run("--map", "--rates", "small:nope=0.002")
+    assert missing.returncode == 1 and "no learning rate for rope" in missing.stderr

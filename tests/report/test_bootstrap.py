@@ -280,3 +280,22 @@ def test_one_heavy_document_is_named_beside_the_difference():
     assert flagged.one_document and flagged.loo_lo < 0 < flagged.loo_hi
     even = bootstrap.cell_from_arrays([0, 1, 2], base + 1.0 + np.arange(3)[:, None, None], tokens, draws, {"c"})
     assert not bootstrap.compare(even, b, 0).one_document
+
+
+def test_an_unpaired_change_is_welch_s_difference_of_the_two_estimates():
+    """Two points with no seed in common: the change is the difference of their means per doubling, its
+    interval Welch's (wider than either point's own); with one seed at a point there is no interval."""
+    before = bootstrap.Parts((0, 1, 2), np.log(np.array([1.00, 1.02, 0.98])), None, 0, None)
+    after = bootstrap.Parts((10, 11, 12), np.log(np.array([1.60, 1.64, 1.56])), None, 0, None)
+    ch, paired = bootstrap.change_between(before, after, 2.0)
+    assert not paired and ch.seeds == 3
+    a, b = before.estimate(), after.estimate()
+    assert ch.factor == pytest.approx(math.exp((b.mean - a.mean) / 2))
+    se = math.sqrt(a.se ** 2 + b.se ** 2) / 2
+    df = (a.se ** 2 + b.se ** 2) ** 2 / (a.se ** 4 / a.df + b.se ** 4 / b.df)
+    assert math.log(ch.hi) - math.log(ch.factor) == pytest.approx(stats.t.ppf(0.975, df) * se)
+    assert ch.moved() and ch.lo90 > ch.lo
+    alone = bootstrap.Parts((10,), np.log(np.array([1.6])), None, 0, None)
+    assert math.isnan(bootstrap.unpaired_change(before, alone, 1.0).lo)
+    shared = bootstrap.Parts((0, 1, 2), after.y, None, 0, None)
+    assert bootstrap.change_between(before, shared, 2.0) == (bootstrap.paired_change(before, shared, 2.0), True)

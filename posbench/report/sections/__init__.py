@@ -8,6 +8,7 @@
     glance (30)          the ratio heatmap
     budget (40)          how far each run got in learning (convergence.csv), the spread warnings
     budget_axis (42)     verdicts at every training budget, their trends, the 1x loss's floor (budgets.csv)
+    map (43)             verdicts across training length, size, corpus, tokenizer: per axis holds / changes / cannot be told
     during_training (45) 1x perplexity and ratio against training tokens (eval.during_training)
     extension (50)       fine-tuned context extension against steps (extend runs)
     tasks (60)           synthetic tasks: accuracy, effective length, heatmaps

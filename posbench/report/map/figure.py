@@ -1,0 +1,68 @@
+"""The map's figure of one axis: the verdict's statistic (on equal context where the row has a window
+control, else its M/1x ratio) against the axis, one line per encoding with its 95% band; log x for the
+training length and the parameters, one tick per category for the corpus and the tokenizer. One
+panel per line's other settings (protocol, and the settings the axis's lines hold), dotted lines at
+the classes' borders (flat <= 1 + tolerance < mild <= 1.3 < broken)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
+from posbench.report import figures
+from posbench.report.map import points as P
+from posbench.report.verdicts import MILD_LIMIT
+
+plt = figures.plt
+
+
+def _x(pts: pd.DataFrame, axis_name: str, values, categories: list) -> np.ndarray:
+    if axis_name == P.TRAIN_LEN:
+        return np.asarray(values, float)
+    if axis_name == P.SIZE:
+        return np.asarray([P.axis_value(pts, axis_name, v) for v in values], float)
+    return np.asarray([categories.index(v) for v in values], float)
+
+
+def plot_axis(pts: pd.DataFrame, axis_name: str, tolerance: float, path: Path) -> None:
+    """``pts``: points.points (every point); draws the lines along ``axis_name``."""
+    keys = [k for k in P.line_keys(axis_name) if k != "variant"]
+    on_line = pts[pts.groupby(P.line_keys(axis_name))[axis_name].transform("nunique") > 1]
+    panels = sorted(on_line.groupby(keys).groups, key=lambda k: tuple(map(str, k)))
+    order = P.order_key(pts, axis_name)
+    categories = sorted(on_line[axis_name].unique(), key=order)
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.6 * len(panels), 3.9), squeeze=False)
+    for c, panel in enumerate(panels):
+        ax = axes[0][c]
+        sub = on_line[(on_line[keys] == pd.Series(panel, index=keys)).all(axis=1)]
+        variants = sorted(sub["variant"].unique())
+        for i, (variant, g) in enumerate(sub.groupby("variant")):
+            g = g.iloc[sorted(range(len(g)), key=lambda j: order(g[axis_name].iloc[j]))]
+            x = _x(pts, axis_name, g[axis_name], categories)
+            if axis_name not in P.NUMERIC:  # categories: rows offset a little so that their bars stay apart
+                x = x + 0.06 * (i - len(variants) / 2)
+            kw = dict(color=figures.colour(variant), linestyle=figures.linestyle(variant), label=variant)
+            ax.plot(x, g["stat"], marker="o", ms=3, lw=1.4, **kw)
+            ax.fill_between(x, g["stat_lo"].astype(float), g["stat_hi"].astype(float), color=kw["color"], alpha=0.12, lw=0)
+        for y in (1 + tolerance, MILD_LIMIT):
+            ax.axhline(y, color="grey", linestyle=":", linewidth=1)
+        ax.set_yscale("log")
+        for which in (ax.yaxis.set_major_formatter, ax.yaxis.set_minor_formatter):  # 1.3, not 1.3 x 10^0
+            which(FuncFormatter(lambda v, _: f"{v:.3g}"))
+        if axis_name in P.NUMERIC:
+            ax.set_xscale("log")
+            ticks = sorted(set(_x(pts, axis_name, sub[axis_name].unique(), categories)))
+            ax.xaxis.set_major_locator(FixedLocator(ticks))
+            ax.xaxis.set_major_formatter(FuncFormatter(
+                (lambda v, _: f"{v:g}") if axis_name == P.TRAIN_LEN else (lambda v, _: f"{v / 1e6:.2g}M")))
+            ax.xaxis.set_minor_formatter(NullFormatter())
+        else:
+            ax.set_xticks(range(len(categories)), [str(v) for v in categories])
+        title = ", ".join(f"{k} {v}" for k, v in zip(keys, panel) if v != P.DEFAULT_CORPUS)
+        figures._finish_panel(ax, title, True, c == 0, P.AXIS_NAMES[axis_name],
+                              "verdict statistic (equal context, else M/1x)", c == len(panels) - 1)
+    fig.tight_layout()
+    figures.save(fig, path)

@@ -1,0 +1,149 @@
+"""The map's points and lines: where each main-table row sits on every axis, and the rows that move
+one setting at a time.
+
+A main-table row (protocol, variant, model, train_len; report/tables.py) is a point with
+coordinates: its training length, its model's size (the size's name, ordered by its parameters),
+its corpus (the ``@<corpus>`` part of the model's name: report/load.py names the corpus where the
+runs hold more than one) and its tokenizer (the ``/<tokenizer>`` part; bytes without). A **line**
+along an axis is the points of one protocol and row that agree on every other coordinate; an axis
+is **spanned** where some line has two or more points. Along a line the verdict's statistic (on
+equal context where the row has a window control: ``basis``; else its M/1x ratio) is compared
+between consecutive points (report/axis.py: per doubling of the training length or of the
+parameters; per step between categories), paired by seed where the points share seeds, else unpaired.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from posbench.report import axis, bootstrap, budgets
+from posbench.report.load import corpus_of
+from posbench.report.sections.tokenizers import BYTE
+from posbench.report.tables import EQUAL_CONTEXT
+
+TRAIN_LEN, SIZE, CORPUS, TOKENIZER = "train_len", "size", "corpus", "tokenizer"
+AXES = (TRAIN_LEN, SIZE, CORPUS, TOKENIZER)
+NUMERIC = {TRAIN_LEN: "train_len", SIZE: "params"}  # an axis measured in a number: its changes are per doubling
+AXIS_NAMES = {TRAIN_LEN: "training length", SIZE: "model size (parameters)", CORPUS: "corpus", TOKENIZER: "tokenizer"}
+COORDS = ["protocol", "variant", SIZE, CORPUS, TOKENIZER, TRAIN_LEN]
+DEFAULT_CORPUS = "-"  # the runs were trained on one corpus (its name is not in the model's)
+
+
+def coordinates(model: str) -> tuple[str, str, str]:
+    """(size, corpus, tokenizer) of a model's name ``<size>[@<corpus>][/<tokenizer>]``."""
+    base, _, tokenizer = str(model).partition("/")
+    return base.split("@", 1)[0], corpus_of(model) or DEFAULT_CORPUS, tokenizer or BYTE
+
+
+def approx_params(model: dict) -> float:
+    """A decoder's parameters from its settings, for runs whose count was not recorded (a report rebuilt
+    from its records keeps configs, not metrics): attention 4 d^2 and MLP 2 r d^2 per layer, embeddings
+    and head 2 V d (V: 256 bytes where not set). Within 10% of the recorded counts of tiny, small and base;
+    the size axis needs only their order and ratios."""
+    d, layers = float(model.get("d_model") or math.nan), float(model.get("n_layers") or math.nan)
+    ratio, vocab = float(model.get("mlp_ratio") or 4), float(model.get("vocab_size") or 256)
+    return layers * (4 + 2 * ratio) * d * d + 2 * vocab * d
+
+
+def with_params(runs: pd.DataFrame, configs: dict) -> pd.DataFrame:
+    """``runs`` with ``params`` filled from each run's config where not recorded (approx_params)."""
+    recorded = pd.to_numeric(runs["params"], errors="coerce") if "params" in runs else pd.Series(math.nan, index=runs.index)
+    guess = [approx_params(dict((configs.get(d) or {}).get("model") or {})) for d in runs.get("run_dir", [None] * len(runs))]
+    return runs.assign(params=recorded.fillna(pd.Series(guess, index=runs.index)))
+
+
+def points(table: pd.DataFrame, runs: pd.DataFrame, ratio: str) -> pd.DataFrame:
+    """One row per unwindowed main-table row (``table``: the main table, at each row's largest budget):
+    its coordinates (COORDS), ``model``, ``params`` (its runs' mean), ``budget_steps`` where the runs
+    have budgets, ``seeds``, the verdict (``verdict``: its class; ``label``), ``basis`` (EQUAL_CONTEXT
+    or ``ratio``) and the verdict statistic ``stat`` with ``stat_lo`` / ``stat_hi`` (95%)."""
+    if table.empty:
+        return pd.DataFrame(columns=COORDS + ["model", "params", "seeds", "verdict", "basis", "stat"])
+    plain = table[~table["windowed"].astype(bool)] if "windowed" in table else table
+    params = runs.groupby(["model", "train_len"])["params"].mean() if "params" in runs else pd.Series(dtype=float)
+    rows = []
+    for _, r in plain.iterrows():
+        size, corpus, tokenizer = coordinates(r["model"])
+        equal = r.get("verdict_basis") == EQUAL_CONTEXT and pd.notna(r.get("equal_ctx"))
+        col = "equal_ctx" if equal else ratio
+        rows.append({"protocol": r["protocol"], "variant": r["variant"], SIZE: size, CORPUS: corpus,
+                     TOKENIZER: tokenizer, TRAIN_LEN: int(r["train_len"]), "model": r["model"],
+                     "params": float(params.get((r["model"], r["train_len"]), math.nan)),
+                     **({budgets.BUDGET: r[budgets.BUDGET]} if budgets.BUDGET in r else {}),
+                     "seeds": r.get("seeds"), "verdict": budgets.verdict_class(r.get("verdict")),
+                     "label": r.get("label", r.get("verdict")), "basis": EQUAL_CONTEXT if equal else ratio,
+                     "stat": r[col], "stat_lo": r.get(f"{col}_lo"), "stat_hi": r.get(f"{col}_hi")})
+    return pd.DataFrame(rows)
+
+
+def line_keys(axis_name: str) -> list[str]:
+    """The coordinates a line along ``axis_name`` holds fixed."""
+    return [c for c in COORDS if c != axis_name]
+
+
+def spanned(pts: pd.DataFrame) -> list[str]:
+    """The axes (AXES' order) along which some line has two or more points."""
+    if pts.empty:
+        return []
+    return [a for a in AXES if (pts.groupby(line_keys(a))[a].nunique() > 1).any()]
+
+
+def size_order(pts: pd.DataFrame) -> dict[str, float]:
+    """Each size's parameters (the mean over its points; NaN where not recorded)."""
+    return pts.groupby(SIZE)["params"].mean().to_dict()
+
+
+def axis_value(pts: pd.DataFrame, axis_name: str, point) -> float:
+    """A point's number on a numeric axis: its training length, or its size's parameters."""
+    return float(point) if axis_name == TRAIN_LEN else float(size_order(pts).get(point, math.nan))
+
+
+def order_key(pts: pd.DataFrame, axis_name: str):
+    """How a line's points are ordered: by training length, by parameters (then name), by name."""
+    if axis_name == TRAIN_LEN:
+        return lambda v: int(v)
+    if axis_name == SIZE:
+        sizes = size_order(pts)
+        return lambda v: (sizes.get(v, math.inf) if np.isfinite(sizes.get(v, math.nan)) else math.inf, str(v))
+    if axis_name == CORPUS:  # the runs' one corpus first: the centre the others move from
+        return lambda v: (v != "stdlib", str(v))
+    return lambda v: (v != BYTE, str(v))  # bytes first: the house's tokenizer
+
+
+def distance(pts: pd.DataFrame, axis_name: str):
+    """The number of doublings between two points of a numeric axis; one step between categories."""
+    if axis_name in NUMERIC:
+        return lambda a, b: abs(math.log2(axis_value(pts, axis_name, b) / axis_value(pts, axis_name, a)))
+    return lambda a, b: 1.0
+
+
+def axis_parts(evals: pd.DataFrame, pts: pd.DataFrame, axis_name: str, token_sets: dict | None = None,
+               replicates: int = bootstrap.REPLICATES, multiple: float | None = None,
+               parts: dict | None = None) -> dict[tuple, tuple[str, bootstrap.Parts | None]]:
+    """The verdict statistic per seed of every point on a line along ``axis_name``:
+    {(*line_keys, point): (statistic, Parts)} from budgets.row_parts (one budget per row: ``evals`` at
+    each row's largest). ``parts``: row_parts already computed (one computation for every axis)."""
+    parts = budgets.row_parts(evals, token_sets, replicates, multiple) if parts is None else parts
+    by_cell = {k[:4]: v for k, v in parts.items()}  # (protocol, variant, model, train_len)
+    keys = line_keys(axis_name)
+    lines = pts.groupby(keys)[axis_name].transform("nunique") > 1
+    out = {}
+    for _, p in pts[lines].iterrows():
+        cell = by_cell.get((p["protocol"], p["variant"], p["model"], p["train_len"]))
+        if cell is not None:
+            out[(*[p[k] for k in keys], p[axis_name])] = cell
+    return out
+
+
+def axis_changes(evals: pd.DataFrame, pts: pd.DataFrame, axis_name: str, token_sets: dict | None = None,
+                 replicates: int = bootstrap.REPLICATES, multiple: float | None = None,
+                 parts: dict | None = None) -> pd.DataFrame:
+    """Every line's changes along ``axis_name`` (report/axis.py's rows, consecutive points and the
+    whole line), per doubling on a numeric axis, with the line's coordinates and ``axis``."""
+    found = axis_parts(evals, pts, axis_name, token_sets, replicates, multiple, parts)
+    out = axis.step_changes(found, line_keys(axis_name), distance(pts, axis_name), order_key(pts, axis_name),
+                            unpaired=True, whole=True)
+    return out.assign(axis=axis_name)

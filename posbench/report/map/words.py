@@ -1,0 +1,102 @@
+"""One word per encoding and axis, from tests: does its verdict hold across the axis?
+
+Per line (one row's points along one axis, the other settings held: points.py), from the verdict
+at each point (its class: flat / mild / broken / undecided) and the tested changes of the verdict's
+statistic between consecutive points and over the whole line (report/axis.py; a change is tested
+where both points have ``MIN_SEEDS`` seeds or more: between different weights the seed is the unit
+of evidence):
+
+* **holds across the axis**: the class is the same and decided at every point, and every step's
+  change is bounded within +-``MARGIN`` per doubling of the axis (per step between categories) by an
+  equivalence test (two one-sided tests at 5%: the 90% interval inside; the budget trend's margin,
+  report/budgets.py ``STABLE_MARGIN``);
+* **changes**: otherwise, where some step's change, or the whole line's, is resolved (its 95%
+  interval excludes no change): where, which way ("rises": the longer context costs more relative
+  to its baseline, extrapolation worsens; "falls": it improves), the classes at both ends and the
+  interval;
+* **cannot be told**: neither: undecided points, steps with too few seeds or no interval, or changes
+  that the seeds there are resolve neither way. The reason is said.
+
+The budget axis is read from the budget section's trend at each point (report/budgets.py ``trend``):
+**holds** where every point's trend is "stable", **changes** where one is "moving" or "class stable,
+ratio moving", else **cannot be told**.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from posbench.report import axis, budgets
+from posbench.report.verdicts import UNDECIDED
+
+HOLDS, CHANGES, CANNOT = "holds across the axis", "changes", "cannot be told"
+MARGIN = budgets.STABLE_MARGIN
+MIN_SEEDS = 2
+DECIDED = ("flat", "mild", "broken")
+
+
+def _unit(numeric: bool) -> str:
+    return "per doubling" if numeric else "per step"
+
+
+def _tested(c) -> bool:
+    return pd.notna(c["change_lo"]) and int(c["seeds"]) >= MIN_SEEDS
+
+
+def _no_test(c) -> str:
+    if " vs " in str(c["statistic"]):
+        return f"statistics differ: {c['statistic']}"
+    return f"{int(c['seeds'])} seed(s)" if int(c["seeds"]) < MIN_SEEDS else "no interval"
+
+
+def _step(c, numeric: bool, classes: dict) -> str:
+    way = "rises" if c["change"] > 1 else "falls"
+    span = f"[{c['change_lo']:.2f}, {c['change_hi']:.2f}]" if pd.notna(c["change_lo"]) else "(no interval)"
+    how = "paired by seed" if c["paired"] else "unpaired"
+    return (f"{c['from']} -> {c['to']}{' (whole axis)' if c['whole'] else ''}: {classes.get(c['from'], '?')} to "
+            f"{classes.get(c['to'], '?')}, {way} x{c['change']:.2f} {_unit(numeric)} {span}, {how}, {int(c['seeds'])} seeds")
+
+
+def word(line: pd.DataFrame, changes: pd.DataFrame, axis_name: str, numeric: bool) -> tuple[str, str]:
+    """(word, what it rests on) for one line: ``line``, its points in axis order with ``verdict`` (the
+    class) and ``axis_name`` (the point); ``changes``, its rows of report/axis.py ``step_changes``."""
+    classes = dict(zip(line[axis_name], line["verdict"].fillna("").astype(str)))
+    at = "; ".join(f"{k}: {v or 'n/a'}" for k, v in classes.items())
+    if len(classes) < 2:
+        return CANNOT, f"one point ({at})"
+    steps = changes[~changes["whole"].astype(bool)] if not changes.empty else changes
+    tested = [c for _, c in changes.iterrows() if _tested(c)]
+    same = len(set(classes.values())) == 1 and next(iter(classes.values())) in DECIDED
+    bounded = not steps.empty and all(_tested(c) and axis.as_change(c).within(MARGIN) for _, c in steps.iterrows())
+    if same and bounded and len(steps) == len(classes) - 1:
+        detail = "; ".join(_step(c, numeric, classes) for _, c in steps.iterrows())
+        return HOLDS, (f"{next(iter(classes.values()))} at every point, each step within +-{MARGIN:.0%} "
+                       f"{_unit(numeric)} (TOST): {detail}")
+    moved = [c for c in tested if axis.as_change(c).moved()]
+    if moved:
+        consecutive = [c for c in moved if not c["whole"]] or moved  # the steps that moved, else the whole line
+        return CHANGES, "; ".join(_step(c, numeric, classes) for c in consecutive) + f" (verdicts: {at})"
+    why = []
+    if undecided := [k for k, v in classes.items() if v not in DECIDED]:
+        why.append(f"{UNDECIDED} or no verdict at {', '.join(map(str, undecided))}")
+    if untested := [c for _, c in steps.iterrows() if not _tested(c)]:
+        why.append("no test at " + ", ".join(f"{c['from']} -> {c['to']} ({_no_test(c)})" for c in untested))
+    if tested:
+        why.append("changes not resolved nor bounded: " + "; ".join(_step(c, numeric, classes) for c in tested))
+    if not same and not undecided:
+        why.append("the class differs between points without a resolved change")
+    return CANNOT, "; ".join(why) + f" (verdicts: {at})"
+
+
+def budget_word(trends: list[tuple[str, str]]) -> tuple[str, str]:
+    """(word, what it rests on) for the budget axis of one encoding: ``trends``, (point, the budget
+    section's trend there) for each of its points that has two budgets or more."""
+    trends = [(p, t) for p, t in trends if t and t != "one budget"]
+    if not trends:
+        return CANNOT, "one budget"
+    detail = "; ".join(f"{p}: {t}" for p, t in trends)
+    if all(t.startswith("stable") for _, t in trends):
+        return HOLDS, detail
+    if any(t.startswith("moving") or t.startswith("class stable, ratio moving") for _, t in trends):
+        return CHANGES, detail
+    return CANNOT, detail

@@ -1,0 +1,107 @@
+"""The map (posbench/report/map/): where the runs span more than one training length, model size,
+corpus or tokenizer, each encoding's verdict at every point, the change of its statistic along each
+axis tested (paired by seed where the points share seeds), and one word per encoding and axis:
+holds across the axis, changes, or cannot be told. The training budget is an axis too, read from the
+budget section's trend at each point."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from posbench.report import budgets
+from posbench.report.document import Heading, Image, Para, Table
+from posbench.report.map import points as P
+from posbench.report.map import words as W
+from posbench.report.map.figure import plot_axis
+from posbench.report.section import SECTIONS, Output, Section
+
+BUDGET_AXIS = "budget"
+
+
+def map_frames(ctx) -> dict:
+    """points, changes (every axis), words; computed once per report (ctx.derived)."""
+    def compute():
+        pts = P.points(ctx.table, P.with_params(ctx.completed, ctx.configs), ctx.ratio_column)
+        axes = P.spanned(pts)
+        if not axes:
+            return {"points": pts, "axes": [], "changes": pd.DataFrame(), "words": pd.DataFrame()}
+        parts = budgets.row_parts(ctx.evals, ctx.token_sets, multiple=ctx.multiple)  # once for every axis
+        changes = {a: P.axis_changes(ctx.evals, pts, a, ctx.token_sets, multiple=ctx.multiple, parts=parts) for a in axes}
+        rows = []
+        for a in axes:
+            keys, order = P.line_keys(a), P.order_key(pts, a)
+            for key, line in pts.groupby(keys):
+                if line[a].nunique() < 2:
+                    continue
+                line = line.iloc[sorted(range(len(line)), key=lambda i: order(line[a].iloc[i]))]
+                ch = changes[a]
+                mine = ch[(ch[keys] == pd.Series(key, index=keys)).all(axis=1)] if not ch.empty else ch
+                word, detail = W.word(line, mine, a, a in P.NUMERIC)
+                held = ", ".join(f"{k} {v}" for k, v in zip(keys, key) if k not in ("protocol", "variant")
+                                 and v != P.DEFAULT_CORPUS)
+                rows.append({"protocol": key[0], "variant": key[1], "axis": a, "along": held, "word": word,
+                             "rests on": detail})
+        if ctx.has_budgets and not ctx.budget_trends.empty:
+            for (protocol, variant), g in ctx.budget_trends.groupby(["protocol", "variant"]):
+                if variant not in set(pts["variant"]):
+                    continue  # a window control: its row's verdict is the one mapped
+                word, detail = W.budget_word([(f"{m} L{t}", tr) for m, t, tr in zip(g["model"], g["train_len"], g["trend"])])
+                rows.append({"protocol": protocol, "variant": variant, "axis": BUDGET_AXIS, "along": "each point's budgets",
+                             "word": word, "rests on": detail})
+        words = pd.DataFrame(rows).sort_values(["protocol", "variant", "axis"], kind="stable").reset_index(drop=True)
+        return {"points": pts, "axes": axes, "changes": pd.concat(changes.values(), ignore_index=True), "words": words}
+    return ctx.derived("map", compute)
+
+
+@SECTIONS.register("map")
+class Map(Section):
+    order = 43  # after the budget axis (42): the budget is one of the map's axes
+    files = (Output("map_points.csv", "each row's verdict and its statistic at every point of the map"),
+             Output("map_changes.csv", "the verdict statistic's change between consecutive points of each axis (and "
+                                       "over the whole axis), with its intervals, paired by seed where the points share seeds"),
+             Output("map_words.csv", "per encoding and axis: holds across the axis, changes, or cannot be told, and why"),
+             Output("map_<axis>.png", "the verdict statistic against one axis, one line per encoding with its 95% band"))
+
+    def applies(self, ctx) -> bool:
+        return ctx.has_lm and ctx.ratio_column is not None and bool(map_frames(ctx)["axes"])
+
+    def build(self, ctx, out) -> list:
+        f = map_frames(ctx)
+        pts, words = f["points"], f["words"]
+        out.csv("map_points.csv", pts)
+        out.csv("map_changes.csv", f["changes"])
+        out.csv("map_words.csv", words)
+        blocks = [Heading("The map: verdicts across training length, size, corpus and tokenizer"),
+                  Para("Each encoding's verdict at every point the runs span (at each row's largest budget), read on "
+                       "equal context where the row has a window control (`basis`: equal context) and from its "
+                       f"{ctx.ratio_column} ratio otherwise (on unequal context), with the statistic [95% interval]. "
+                       "Along each axis (the other settings held) the statistic's change between consecutive points, and "
+                       "over the whole axis, is tested per doubling of the training length or of the parameters (per step "
+                       "between corpora and tokenizers), paired by seed where the points share seeds, else unpaired; a "
+                       f"change needs {W.MIN_SEEDS} seeds or more at both points. The words: **holds across the axis** where "
+                       f"the class is the same and decided at every point and every step is bounded within "
+                       f"+-{W.MARGIN:.0%} by an equivalence test (TOST: its 90% interval inside); **changes** where a "
+                       "step's (or the whole axis') 95% interval excludes no change (where, which way: *rises* means the "
+                       "longer context costs more, extrapolation worsens); **cannot be told** otherwise, with the reason. "
+                       "The budget axis reads the budget section's trend at each point: holds where every point's is "
+                       "stable, changes where one is moving or its ratio moving.")]
+        shown = pts.assign(**{
+            "statistic": [f"{r['stat']:.3f} [{r['stat_lo']:.3f}, {r['stat_hi']:.3f}]" if pd.notna(r["stat_lo"])
+                          else (f"{r['stat']:.3f}" if pd.notna(r["stat"]) else "n/e") for _, r in pts.iterrows()],
+            "params": [f"{p / 1e6:.2f}M" if pd.notna(p) else "" for p in pts["params"]]})
+        cols = ["protocol", "variant", P.SIZE, "params", P.CORPUS, P.TOKENIZER, P.TRAIN_LEN] + \
+            ([budgets.BUDGET] if budgets.BUDGET in shown else []) + ["seeds", "label", "basis", "statistic"]
+        if ctx.has_budgets and not ctx.budget_trends.empty:
+            trend = {(r["protocol"], r["variant"], r["model"], r["train_len"]): r["trend"] for _, r in ctx.budget_trends.iterrows()}
+            shown["budget trend"] = [trend.get((r["protocol"], r["variant"], r["model"], r["train_len"]), "")
+                                     for _, r in shown.iterrows()]
+            cols.append("budget trend")
+        shown = shown[cols].sort_values(["protocol", "variant", P.SIZE, P.CORPUS, P.TOKENIZER, P.TRAIN_LEN], kind="stable")
+        blocks += [Table(shown.rename(columns={"label": "verdict"}).reset_index(drop=True)),
+                   Table(words[["protocol", "variant", "axis", "along", "word", "rests on"]])]
+        for a in f["axes"]:
+            name = f"map_{a}.png"
+            out.figure(name, plot_axis, pts, a, ctx.options.tolerance)
+            blocks.append(Image(name, f"the verdict statistic against {P.AXIS_NAMES[a]}, one line per encoding with its "
+                                      "95% band; dotted: the classes' borders"))
+        return blocks

@@ -1,0 +1,98 @@
+"""posbench/report/map/points.py and words.py on made-up records: a verdict that changes along the
+training length is found as "changes" (the right place and direction), one that holds is found as
+"holds" (no change invented), and too few seeds or undecided points are "cannot be told"."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from posbench.report import axis, budgets
+from posbench.report.map import points as P
+from posbench.report.map import words as W
+from posbench.report.tables import main_table
+
+
+def map_records(spec, seeds=3, noise=0.005, models=None):
+    """spec: {(variant, train_len): 2x/1x ratio} (or {(variant, model, train_len): ratio}) -> evaluation
+    records of one budget (1x: 5.0), each seed's ratio multiplied by its own small noise, and the runs
+    (params: 0.1M for "tiny", 0.8M for "small", 4.8M for "base")."""
+    rng = np.random.default_rng(0)
+    out, runs = [], []
+    params = {"tiny": 1e5, "small": 8e5, "base": 4.8e6, "m": 8e5}
+    for key, ratio in spec.items():
+        variant, model, train_len = key if len(key) == 3 else (key[0], "m", key[1])
+        for seed in range(seeds):
+            rid = f"{variant}_{model}_{train_len}_{seed}"
+            one = 5.0 * (1 + 0.02 * (seed - 1))
+            for mult, ppl in ((1.0, one), (2.0, one * ratio * float(np.exp(rng.normal(0, noise))))):
+                out.append(dict(run_id=rid, encoding=variant, variant=variant, model=model, train_len=train_len,
+                                seed=seed, status="completed", protocol="nonoverlapping", length=int(train_len * mult),
+                                multiple=mult, ppl=ppl, token_set=f"t{train_len}", windowed=False))
+            runs.append(dict(run_id=rid, model=model, train_len=train_len, params=params[model], train_steps=600,
+                             train_tokens=600 * 2048))
+    runs = pd.DataFrame(runs)
+    return budgets.with_budgets(pd.DataFrame(out), runs), runs
+
+
+def words_along(evals, runs, axis_name):
+    table = main_table(evals, 0.05)
+    pts = P.points(table, runs, "2x/1x")
+    changes = P.axis_changes(evals, pts, axis_name)
+    out = {}
+    for key, line in pts.groupby(P.line_keys(axis_name)):
+        order = P.order_key(pts, axis_name)
+        line = line.iloc[sorted(range(len(line)), key=lambda i: order(line[axis_name].iloc[i]))]
+        mine = changes[changes["variant"] == key[1]]
+        out[key[1]] = W.word(line, mine, axis_name, axis_name in P.NUMERIC)
+    return pts, changes, out
+
+
+def test_a_change_along_the_training_length_is_found_and_none_is_invented():
+    evals, runs = map_records({("shifts", 32): 1.00, ("shifts", 64): 1.00, ("shifts", 128): 1.60,
+                               ("steady", 32): 1.00, ("steady", 64): 1.00, ("steady", 128): 1.00})
+    pts, changes, found = words_along(evals, runs, P.TRAIN_LEN)
+    assert P.spanned(pts) == [P.TRAIN_LEN]
+    shifts = changes[(changes["variant"] == "shifts") & ~changes["whole"]].set_index("to")
+    assert shifts.loc[128, "change"] == pytest.approx(1.6, rel=0.02)  # one doubling, 64 -> 128
+    assert shifts.loc[128, "change_lo"] > 1 and shifts["paired"].all()  # the points share seeds 0, 1, 2
+    word, detail = found["shifts"]
+    assert word == W.CHANGES
+    assert detail.startswith("64 -> 128: flat to broken, rises x1.6") and "32 -> 64" not in detail
+    word, detail = found["steady"]
+    assert word == W.HOLDS and detail.startswith("flat at every point")
+    steady = changes[changes["variant"] == "steady"]
+    assert all(axis.as_change(c).within(W.MARGIN) for _, c in steady.iterrows())
+
+
+def test_model_size_is_ordered_by_parameters_and_changes_are_per_doubling_of_them():
+    evals, runs = map_records({("r", "base", 64): 1.0, ("r", "tiny", 64): 1.0, ("r", "small", 64): 1.0})
+    pts = P.points(main_table(evals, 0.05), runs, "2x/1x")
+    assert P.spanned(pts) == [P.SIZE]
+    assert sorted(pts[P.SIZE], key=P.order_key(pts, P.SIZE)) == ["tiny", "small", "base"]
+    assert P.distance(pts, P.SIZE)("tiny", "small") == pytest.approx(3.0)  # 0.1M -> 0.8M: three doublings
+
+
+def test_unpaired_points_are_compared_by_their_own_intervals():
+    """Two points with no seed in common (trained apart): an unpaired change, still found."""
+    evals, runs = map_records({("u", 32): 1.0, ("u", 64): 1.6})
+    later = evals["train_len"] == 64
+    evals.loc[later, "seed"] += 10
+    _, changes, found = words_along(evals, runs, P.TRAIN_LEN)
+    assert not changes["paired"].any() and found["u"][0] == W.CHANGES and "unpaired" in found["u"][1]
+
+
+def test_corpus_and_tokenizer_are_read_from_the_model_name():
+    assert P.coordinates("small@pydocs/bpe1024") == ("small", "pydocs", "bpe1024")
+    assert P.coordinates("small") == ("small", P.DEFAULT_CORPUS, "byte")
+
+
+def test_parameters_not_recorded_are_estimated_from_the_model_s_settings():
+    """A report rebuilt from its records has configs, not parameter counts: within 10% of the recorded ones."""
+    sizes = {"tiny": ({"d_model": 64, "n_layers": 2, "mlp_ratio": 4}, 120_000),
+             "small": ({"d_model": 128, "n_layers": 4, "mlp_ratio": 4}, 821_504),
+             "base": ({"d_model": 256, "n_layers": 6, "mlp_ratio": 4}, 4_800_000)}
+    for model, recorded in sizes.values():
+        assert P.approx_params(model) == pytest.approx(recorded, rel=0.1)
+    runs = pd.DataFrame({"run_id": ["a", "b"], "run_dir": ["da", "db"], "params": [None, 5.0]})
+    filled = P.with_params(runs, {"da": {"model": sizes["small"][0]}})
+    assert filled["params"].iloc[0] == pytest.approx(P.approx_params(sizes["small"][0])) and filled["params"].iloc[1] == 5.0

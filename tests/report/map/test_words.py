@@ -1,0 +1,24 @@
+"""posbench/report/map/words.py: too few seeds or undecided points cannot be told; the budget axis's word
+follows the budget section's trend (a made-up change along the training length and a holding row:
+test_points.py)."""
+
+from posbench.report.map import points as P
+from posbench.report.map import words as W
+from tests.report.map.test_points import map_records, words_along
+
+
+def test_one_seed_or_undecided_points_cannot_be_told():
+    evals, runs = map_records({("alone", 32): 1.0, ("alone", 64): 1.6}, seeds=1)
+    _, changes, found = words_along(evals, runs, P.TRAIN_LEN)
+    assert found["alone"][0] == W.CANNOT and "1 seed(s)" in found["alone"][1]
+    # seeds that disagree: the ratio straddles the flat / mild border at both points, no change resolved
+    evals, runs = map_records({("noisy", 32): 1.06, ("noisy", 64): 1.07}, noise=0.08)
+    _, _, found = words_along(evals, runs, P.TRAIN_LEN)
+    assert found["noisy"][0] == W.CANNOT and "undecided" in found["noisy"][1]
+
+
+def test_budget_words_follow_the_budget_trend():
+    assert W.budget_word([("small L64", "stable: flat, within +-5% ..."), ("tiny L64", "stable: flat ...")])[0] == W.HOLDS
+    assert W.budget_word([("a", "stable: flat"), ("b", "class stable, ratio moving (...)")])[0] == W.CHANGES
+    assert W.budget_word([("a", "class stable, change not resolved (...)")])[0] == W.CANNOT
+    assert W.budget_word([("a", "one budget")]) == (W.CANNOT, "one budget")
