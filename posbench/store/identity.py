@@ -55,7 +55,10 @@ def schedule_identity(train: dict) -> dict:
 
 
 # encoding settings added after runs were made, at the value those runs had: left out of the id
-OLD_ENCODING_BEHAVIOUR = {"t5": {"bias_scale": "none"}}  # issue 53: every T5 run before it had the unscaled table
+OLD_ENCODING_BEHAVIOUR = {
+    "t5": {"bias_scale": "none"},  # issue 53: every T5 run before it had the unscaled table
+    "alibi": {"num_heads": None},  # issue 55: every ALiBi run before it had ALiBi on all heads
+}
 
 
 def encoding_settings(settings: dict) -> dict:
