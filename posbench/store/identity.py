@@ -70,13 +70,16 @@ def encoding_settings(settings: dict) -> dict:
 
 
 # model settings added after runs were made, at the value those runs had: left out of the id
-OLD_MODEL_BEHAVIOUR = {"mixers": ["attention"], "mixer_params": {}}  # issue 55: every run before it was all attention
+OLD_MODEL_BEHAVIOUR = {
+    "mixers": ["attention"], "mixer_params": {},  # issue 55: every run before it was all attention
+    "canon": "",  # issue 55: and had no Canon layers
+}
 
 
 def model_settings(settings: dict) -> dict:
     """The ``model`` section as run ids name it: the mixer pattern of a plain transformer (every
-    layer attention, no mixer parameters) is left out, so that every run made before mixers keeps
-    its id."""
+    layer attention, no mixer parameters) and no Canon layers are left out, so that every run made
+    before mixers and Canon layers keeps its id."""
     return {k: v for k, v in settings.items() if k not in OLD_MODEL_BEHAVIOUR or list_or_dict(v) != OLD_MODEL_BEHAVIOUR[k]}
 
 
