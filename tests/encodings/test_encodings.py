@@ -16,7 +16,7 @@ from posbench.tasks import TASKS
 from tests.helpers import model_of, tiny_model
 
 MODERN = ["layers", "rope_swa", "irope", "rnope_swa", "ssmax", "sink", "gated", "fox", "cope", "stickbreaking",
-          "path", "path_fox"]
+          "path", "path_fox", "hope", "decoupled_rope"]
 
 
 X = torch.Generator().manual_seed(1)

@@ -89,3 +89,15 @@ def test_the_chunk_size_changes_nothing_and_blocks_of_queries_neither(monkeypatc
         blocked = model(x)
     torch.testing.assert_close(chunked, whole)
     torch.testing.assert_close(blocked, whole)
+
+
+def test_a_sliding_window_hides_keys_but_not_the_householder_products_between():
+    """encoding=layers pattern=[path/swa8]: keys outside the window are masked; the visible ones keep the
+    whole product H_i ... H_{j+1} (blocks of keys starting past 0: tests/attention/test_householder.py)."""
+    model = model_of("layers", {"pattern": ["path/swa8"]})
+    model.encoding.parts["path"].chunk = 4
+    x = torch.randint(0, 256, (1, 21), generator=X)
+    a, q, k, v = layer_inputs(model, x, 1)
+    w, beta = model.encoding.parts["path"].householder[1](a)
+    y = naive(explicit_logits(q, k, w, beta) / math.sqrt(8), v, hf_visible("sliding", 8, 21))
+    torch.testing.assert_close(attn_output(model, x, 1), model.blocks[1].attn.proj(y.transpose(1, 2).reshape(1, 21, 32)))
