@@ -31,6 +31,8 @@ from posbench.attention.kernels import (
 from posbench.attention.options import AttentionOptions
 from posbench.core.errors import PosbenchError
 from posbench.encodings import ModelShape, PositionalEncoding, build_encoding
+from posbench.model.canon import PLACES as CANON_PLACES
+from posbench.model.canon import canon_at
 from posbench.mixers import ATTENTION, Mixer, MixerShape, build_mixer, mixer_class
 
 
@@ -49,6 +51,8 @@ class ModelConfig:
     # entries): attention (the run's encoding) or a mixer of posbench/mixers/ (no positional encoding)
     mixers: List[str] = field(default_factory=lambda: [ATTENTION])
     mixer_params: Dict[str, Any] = field(default_factory=dict)  # each mixer's Params: {gdn: {expand_v: 2}}; null: defaults
+    # Canon layers (posbench/model/canon.py): the places inside each block, any of "ABCD"; "": none
+    canon: str = ""
 
     @property
     def vocab(self) -> int:
@@ -72,6 +76,10 @@ class ModelConfig:
         for name in self.mixers:
             if name != ATTENTION:
                 mixer_class(str(name))  # an unknown name is one line naming the valid ones
+        canon = str(self.canon or "")
+        if set(canon) - set(CANON_PLACES) or len(set(canon)) != len(canon):
+            raise PosbenchError(f"model.canon={self.canon!r}: give places of Canon layers, each once, from "
+                                f"{CANON_PLACES} (A: mixer input, B: q/k/v, C: MLP input, D: inside the MLP), or '' for none")
         if extra := sorted(set(self.mixer_params or {}) - set(self.mixers) - {ATTENTION}):
             raise PosbenchError(f"model.mixer_params names {extra[0]!r}, which is not in model.mixers={list(self.mixers)}")
 
@@ -93,10 +101,12 @@ class CausalSelfAttention(nn.Module):
         self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model, bias=False)
         self.proj = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
         self.dropout = nn.Dropout(cfg.dropout)
+        self.canon_b = canon_at(cfg.canon, "B", 3 * cfg.d_model)  # on q, k, v before any position (model.canon)
 
     def forward(self, x, enc: PositionalEncoding, positions, pos_state, options: AttentionOptions, flex: bool = False):
         B, L, D = x.shape
-        q, k, v = self.qkv(x).view(B, L, 3, self.n_heads, D // self.n_heads).permute(2, 0, 3, 1, 4)
+        qkv = self.qkv(x) if self.canon_b is None else self.canon_b(self.qkv(x))
+        q, k, v = qkv.view(B, L, 3, self.n_heads, D // self.n_heads).permute(2, 0, 3, 1, 4)
         block = options.block
         if enc.uses_relative:
             y = enc.relative_attention(q, k, v, positions, self.layer, options)
@@ -164,14 +174,17 @@ class MLP(nn.Module):
         self.fc = nn.Linear(cfg.d_model, cfg.mlp_ratio * cfg.d_model, bias=False)
         self.proj = nn.Linear(cfg.mlp_ratio * cfg.d_model, cfg.d_model, bias=False)
         self.dropout = nn.Dropout(cfg.dropout)
+        self.canon_d = canon_at(cfg.canon, "D", cfg.mlp_ratio * cfg.d_model)  # before the activation (model.canon)
 
     def forward(self, x):
-        return self.dropout(self.proj(F.gelu(self.fc(x))))
+        h = self.fc(x) if self.canon_d is None else self.canon_d(self.fc(x))
+        return self.dropout(self.proj(F.gelu(h)))
 
 
 class Block(nn.Module):
     """A pre-LN block: x + mixer(ln1(x)), then x + mlp(ln2(x)). The mixer is attention (``attn``,
-    with the encoding) or a recurrent mixer (``mixer``, which takes no positions)."""
+    with the encoding) or a recurrent mixer (``mixer``, which takes no positions). With Canon layers
+    (``model.canon``): x + mixer(canon_A(ln1(x))), then x + mlp(canon_C(ln2(x)))."""
 
     def __init__(self, cfg: ModelConfig, layer: int, mixer: Optional[Mixer] = None):
         super().__init__()
@@ -181,17 +194,21 @@ class Block(nn.Module):
         else:
             self.mixer, self.mixer_drop = mixer, nn.Dropout(cfg.dropout)
         self.mlp = MLP(cfg)
+        # built last, so that a model without them draws the same random numbers as before they existed
+        self.canon_a, self.canon_c = canon_at(cfg.canon, "A", cfg.d_model), canon_at(cfg.canon, "C", cfg.d_model)
 
     @property
     def is_attention(self) -> bool:
         return "attn" in self._modules
 
     def forward(self, x, enc, positions, pos_state, options, flex=False):
+        h = self.ln1(x) if self.canon_a is None else self.canon_a(self.ln1(x))
         if self.is_attention:
-            x = x + self.attn(self.ln1(x), enc, positions, pos_state, options, flex)
+            x = x + self.attn(h, enc, positions, pos_state, options, flex)
         else:
-            x = x + self.mixer_drop(self.mixer(self.ln1(x)))
-        return x + self.mlp(self.ln2(x))
+            x = x + self.mixer_drop(self.mixer(h))
+        h = self.ln2(x) if self.canon_c is None else self.canon_c(self.ln2(x))
+        return x + self.mlp(h)
 
 
 def build_blocks(cfg: ModelConfig) -> nn.ModuleList:

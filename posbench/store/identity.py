@@ -55,7 +55,10 @@ def schedule_identity(train: dict) -> dict:
 
 
 # encoding settings added after runs were made, at the value those runs had: left out of the id
-OLD_ENCODING_BEHAVIOUR = {"t5": {"bias_scale": "none"}}  # issue 53: every T5 run before it had the unscaled table
+OLD_ENCODING_BEHAVIOUR = {
+    "t5": {"bias_scale": "none"},  # issue 53: every T5 run before it had the unscaled table
+    "alibi": {"num_heads": None},  # issue 55: every ALiBi run before it had ALiBi on all heads
+}
 
 
 def encoding_settings(settings: dict) -> dict:
@@ -67,13 +70,16 @@ def encoding_settings(settings: dict) -> dict:
 
 
 # model settings added after runs were made, at the value those runs had: left out of the id
-OLD_MODEL_BEHAVIOUR = {"mixers": ["attention"], "mixer_params": {}}  # issue 55: every run before it was all attention
+OLD_MODEL_BEHAVIOUR = {
+    "mixers": ["attention"], "mixer_params": {},  # issue 55: every run before it was all attention
+    "canon": "",  # issue 55: and had no Canon layers
+}
 
 
 def model_settings(settings: dict) -> dict:
     """The ``model`` section as run ids name it: the mixer pattern of a plain transformer (every
-    layer attention, no mixer parameters) is left out, so that every run made before mixers keeps
-    its id."""
+    layer attention, no mixer parameters) and no Canon layers are left out, so that every run made
+    before mixers and Canon layers keeps its id."""
     return {k: v for k, v in settings.items() if k not in OLD_MODEL_BEHAVIOUR or list_or_dict(v) != OLD_MODEL_BEHAVIOUR[k]}
 
 

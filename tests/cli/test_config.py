@@ -9,7 +9,7 @@ import pytest
 from posbench.cli.app import compose_jobs
 from posbench.cli.config import CONF_DIR
 from posbench.cli.config import to_spec as validate
-from posbench.encodings import available
+from posbench.encodings import ModelShape, available, build_encoding
 
 
 @pytest.mark.slow  # composes the extension preset's 240 jobs (about 30 s on 2 cores), like LARGE below
@@ -55,7 +55,7 @@ N = len(available())  # the presets that sweep every encoding grow with the regi
 
 EXPECTED_JOBS = {"alibi_paper": 8, "all_encodings": N, "budget": 36, "budget_lr": 48, "converged": 20, "extension": 240, "lr_grid": 6 * N,
                  "map": 21, "map_lr": 56,
-                 "modern": 72, "quick": 5, "reference": 6 * N, "rope_extension": 1, "tasks": 30,
+                 "modern": 72, "quick": 5, "reference": 6 * N, "rope_extension": 1, "swan": 9, "tasks": 30,
                  "tokenizers": 42}
 
 
@@ -116,3 +116,13 @@ def test_a_sweep_expands_like_hydras_basic_sweeper(cache_dir):
     jobs = compose_jobs("config", ["encoding=nope,alibi", "train_len=32,64", "seed=3"], multirun=True)
     assert [(c.encoding.name, c.train_len, c.seed) for c in jobs] == [
         ("nope", 32, 3), ("nope", 64, 3), ("alibi", 32, 3), ("alibi", 64, 3)]
+
+
+def test_the_swan_preset_is_rnope_swa_with_the_logn_row_beside_rope_and_nope(cache_dir):
+    """SWAN-GPT (arXiv 2504.08719) composed: the rnope_swa pattern, its global layers scaled by the
+    logn row, and the window control."""
+    specs = [validate(c) for c in compose_jobs("config", ["experiment=swan"], multirun=True)]
+    assert sorted({s.encoding.name for s in specs}) == ["nope", "rnope_swa", "rope"]
+    assert all(list(s.eval.variants) == ["logn", "local"] and s.train_len == 64 for s in specs)
+    enc = build_encoding("rnope_swa", ModelShape(128, 4, 4, 64))
+    assert [enc.at(i).window(i) is None for i in range(4)] == [False, False, False, True]  # logn reaches layer 3 only

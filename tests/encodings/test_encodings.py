@@ -15,7 +15,8 @@ from posbench.model.transformer import ModelConfig, build_model
 from posbench.tasks import TASKS
 from tests.helpers import model_of, tiny_model
 
-MODERN = ["layers", "rope_swa", "irope", "rnope_swa", "ssmax", "sink", "gated", "fox", "cope", "stickbreaking"]
+MODERN = ["layers", "rope_swa", "irope", "rnope_swa", "ssmax", "sink", "gated", "fox", "cope", "stickbreaking",
+          "path", "path_fox", "hope", "decoupled_rope"]
 
 
 X = torch.Generator().manual_seed(1)
