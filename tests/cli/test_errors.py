@@ -34,7 +34,7 @@ def here(tmp_path, cache_dir, monkeypatch):
      "(posbench-train -m model=tiny encoding=rope,alibi 'eval.multiples=[1,2]')"),
     ("eval", ["runs/abc"], "cannot parse override 'runs/abc': name the run as run_dir=runs/abc"),
     ("train", ["encoding=ALiBi"], "unknown encoding 'ALiBi' (did you mean alibi?); valid: "),
-    ("train", ["model=tny"], "unknown model 'tny' (did you mean tiny?); valid: base, medium, small, small_gdn, small_hybrid, small_mamba2, tiny"),
+    ("train", ["model=tny"], "unknown model 'tny' (did you mean tiny?); valid: base, medium, small, small_canon, small_gdn, small_hybrid, small_mamba2, tiny"),
     ("train", ["encoding=zzz"], "unknown encoding 'zzz'; valid: alibi, "),
 ])
 def test_errors_keep_the_fix_in_their_one_line(entry, here, program, argv, expected):
@@ -116,8 +116,8 @@ TRAIN_CASES = [
     ("encoding.bsae=2", "encoding 'rope' has no parameter 'bsae'; valid: base"),  # without +: Hydra's error, same line
     ("task=passkey task.foo=1", "task 'passkey' has no parameter 'foo'; valid: digits, eval_depths, eval_examples, loss"),
     # an encoding without parameters: no "+key" hint that would only lead to another refusal
-    ("encoding=alibi encoding.foo=1", "encoding 'alibi' has no parameters, so 'foo' cannot be set"),
-    ("encoding=alibi +encoding.foo=1", "encoding 'alibi' has no parameters, so 'foo' cannot be set"),
+    ("encoding=nope encoding.foo=1", "encoding 'nope' has no parameters, so 'foo' cannot be set"),
+    ("encoding=nope +encoding.foo=1", "encoding 'nope' has no parameters, so 'foo' cannot be set"),
     ("encoding.base=abc", "encoding.base must be a number, got 'abc'"),
     ("encoding.base=0", "encoding.base of 'rope' must be above 1 (and finite), got 0"),
     ("train.lr=-1", "train.lr must be positive, got -1"),
@@ -136,7 +136,7 @@ TRAIN_CASES = [
     ("data/tokenizer=bpe eval.protocols=[fixed_target]", "eval.protocols: fixed_target scores the last tokens of documents, "
      "other text under another tokenizer; with data.tokenizer=bpe1024 use nonoverlapping, sliding or press_sliding"),
     # a variant that gives this run no row
-    ("encoding=alibi eval.rope_scaling=[yarn]", "eval.rope_scaling=[yarn] adds no row for encoding alibi (it applies to gated, p_rope, rope, sink, ssmax); "
+    ("encoding=alibi eval.rope_scaling=[yarn]", "eval.rope_scaling=[yarn] adds no row for encoding alibi (it applies to decoupled_rope, gated, hope, p_rope, rope, sink, ssmax); "
      "set eval.rope_scaling=[] or use an encoding it applies to"),
     # Hydra's grammar wants quotes around a value with non-ASCII characters
     ("runs_dir=runs/été", "cannot parse override 'runs_dir=runs/été': Hydra's override grammar needs quotes around a value "
@@ -274,7 +274,7 @@ def test_train_len_longer_than_the_validation_data_allows(entry, tmp_path, cache
     ("+eval.stried=4", "unknown config key 'eval.stried' (did you mean stride?); valid keys of eval: attention_examples, attention_stats, batch_tokens, bca, "
      "during_training, first_scored, "
      "multiples, press_stride, protocols, rope_factor, rope_scaling, scored_tokens, segment, stride, target_docs, target_tokens, temperature, variants"),
-    ("eval.rope_scaling=[yarn]", "eval.rope_scaling=[yarn] adds no row for encoding alibi (it applies to gated, p_rope, rope, sink, ssmax); "
+    ("eval.rope_scaling=[yarn]", "eval.rope_scaling=[yarn] adds no row for encoding alibi (it applies to decoupled_rope, gated, hope, p_rope, rope, sink, ssmax); "
      "set eval.rope_scaling=[] or use an encoding it applies to"),
     ("--foo", "unrecognized arguments: --foo (posbench-eval --help lists the flags)"),
 ])
