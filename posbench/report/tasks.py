@@ -81,8 +81,8 @@ def task_frame(runs: pd.DataFrame, configs: Mapping[str, DictConfig]) -> tuple[p
     frame["accuracy"] = [r[m] for (_, r), m in zip(frame.iterrows(), metric)]
     scored = set(frame["run_id"])
     run_task = {r.run_id: _task_of_run(configs[r.run_dir]) for r in runs.itertuples() if r.run_id in scored}
-    frame["chance"] = [np.nan if run_task[rid] is None else run_task[rid].chance(None if pd.isna(c) else c)
-                       for rid, c in zip(frame["run_id"], frame["condition"])]
+    frame["chance"] = [np.nan if run_task[rid] is None else run_task[rid].chance_at(None if pd.isna(c) else c, int(L))
+                       for rid, c, L in zip(frame["run_id"], frame["condition"], frame["length"])]
     frame["loss"] = [None if run_task[rid] is None else run_task[rid].params.loss for rid in frame["run_id"]]
     main = frame.groupby("task")["example_set"].agg(lambda s: s.value_counts().index[0])
     keep = frame["example_set"] == frame["task"].map(main)

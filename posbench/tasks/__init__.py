@@ -7,6 +7,12 @@ at ``train_len`` and scored by accuracy at multiples of it (posbench/evaluation/
     passkey   retrieve a k-digit key hidden at a depth of real text (Mohtashami & Jaggi 2023)
     mqar      multi-query associative recall (Arora et al. 2023)
     copy      copy a random string (Ruoss et al. 2023; Kazemnejad et al. 2023)
+    variable_tracking   follow chains of assignments to a value (RULER, Hsieh et al. 2024)
+    common_words        name the most frequent words of a list (RULER)
+    parity_check, reverse_string, duplicate_string, binary_addition, bucket_sort
+                        the Chomsky-hierarchy tasks (Deletang et al. 2023; Ruoss et al. 2023), decoder
+                        layout: posbench/tasks/algorithmic.py
+    flip_flop           the last written bit at every read (Liu et al. 2023)
 
 A built-in task is one module here decorated with ``@register("name")``; another package's comes
 through the entry-point group ``posbench.tasks`` or a ``module:attr`` path (posbench/core/registry.py).

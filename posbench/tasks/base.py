@@ -123,6 +123,11 @@ class Task:
         which one it is: the level a model that has not learned to retrieve sits at. NaN: unknown."""
         return float("nan")
 
+    def chance_at(self, condition, length: int | None) -> float:
+        """``chance`` at evaluation windows of ``length`` tokens, for a task whose baseline depends on the
+        length (common_words: more distinct words in a longer list); the others: ``chance``."""
+        return self.chance(condition)
+
     # -- batching ---------------------------------------------------------------------------------
     def batch(self, rng: np.random.Generator, batch_size: int, length: int, text: np.ndarray,
               condition=None, train: bool = False) -> TaskBatch:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from posbench.encodings import encoding_class
-from posbench.report import budget, figures, tasks
+from posbench.report import budget, effective_length, figures, tasks
 from posbench.report.document import Heading, Image, Para, Table
 from posbench.report.section import SECTIONS, Output, Section
 from posbench.tasks import TASKS
@@ -21,6 +21,7 @@ class Tasks(Section):
     files = (Output("tasks.csv", "the task table: accuracy per length, chance, effective length"),
              Output("task_records.csv", "every task record (those on another example set too)"),
              Output("task_accuracy.png", "task accuracy against evaluation length"),
+             Output("effective_length.csv", "claimed vs effective length per task and variant (RULER, NoLiMa)"),
              Output(HEATMAP.format("<task>"), "one task's accuracy by evaluation length and condition"))
 
     def applies(self, ctx) -> bool:
@@ -34,6 +35,8 @@ class Tasks(Section):
         other = ctx.task_left_out
         out.csv("task_records.csv", records if other.empty else pd.concat([records, other], ignore_index=True))
         out.figure("task_accuracy.png", figures.plot_task_accuracy, table)
+        effective = effective_length.effective_table(table, records)
+        out.csv("effective_length.csv", effective)
         scored = ctx.all_completed[ctx.all_completed["run_id"].isin(set(records["run_id"]))]
         blocks = [Heading("Do the models use far context? Synthetic tasks"),
                   Para("Models trained on a synthetic task at `train_len` and scored at multiples of it "
@@ -41,13 +44,16 @@ class Tasks(Section):
                        "loss on every token; each run's setting is under \"How these runs were made\"). Accuracy "
                        "in %: for passkey exact match, the fraction of examples whose every key digit is the "
                        "model's argmax given the true tokens before it (what greedy decoding would produce); for "
-                       "MQAR and copy the fraction of answer tokens right (queried values, copied bytes). Mean over the task's grid (passkey: needle depths; MQAR: "
-                       "numbers of pairs) and over seeds [95% interval over examples and seeds: Student's t on the per-seed "
+                       "MQAR, copy, the algorithmic tasks and flip_flop the fraction of answer tokens right (queried values, copied "
+                       "bytes, target symbols, read bits); variable_tracking and common_words exact match. Mean over the task's grid "
+                       "(passkey: needle depths; MQAR: numbers of pairs; flip_flop: ignore probabilities) and over seeds [95% interval over examples and seeds: Student's t on the per-seed "
                        "accuracies with the examples' binomial variance added, conservative for token accuracy]. "
                        "`chance`: the baseline, the best score without retrieving (passkey: guessed digits; MQAR: "
                        "the best score without binding keys to values, 1/pairs, since the values are distinct and no "
                        "answer is in the input, checked by simulation in posbench/tasks/mqar.py; copy: a random "
-                       "letter): read accuracy against it, per cell. `beyond train_len`: mean "
+                       "letter; variable_tracking: 1/chains, a value of the window without following its chain; "
+                       "common_words: naming random words of the list, 1/C(distinct words, common), lower at longer "
+                       "lengths; the algorithmic tasks and flip_flop: a constant symbol): read accuracy against it, per cell. `beyond train_len`: mean "
                        f"over every longer length. `effective length`: the longest length up to which accuracy "
                        f"(mean over seeds) stays at or above {threshold:.0%} in every cell of the grid (0: not "
                        "even at train_len)."),
@@ -55,7 +61,9 @@ class Tasks(Section):
                   *[Para(_task_budget(task, ctx.convergence_of(g), improving,
                                       (records.loc[records["task"] == task, "loss"] == "mixed").any()))
                     for task, g in scored.groupby("task")],
-                  Image("task_accuracy.png", self.files[2].description)]
+                  Image("task_accuracy.png", self.files[2].description),
+                  Para(_effective_text()),
+                  Table(effective_length.display_effective_table(effective))]
         if not (low := tasks.not_learned(records)).empty:
             blocks.insert(3, Para(_not_learned_text(low)))
         if reach := tasks.window_reach(scored, ctx.configs):
@@ -83,6 +91,19 @@ def _task_budget(task: str, conv, improving: float, mixed: bool) -> str:
                 "falling after the answers are learned: read the accuracy at train_len beside it.")
     return budget.budget_paragraph(conv, improving, f"Training budget ({task})",
                                    loss, budget.TASK_CONSEQUENCE) + note
+
+
+def _effective_text() -> str:
+    """What the claimed vs effective length table shows (posbench/report/effective_length.py)."""
+    return ("**Claimed vs effective length** (RULER, arXiv 2404.06654; NoLiMa, arXiv 2502.05167): `claimed` is the "
+            "training length; `effective` the longest evaluated length up to which the accuracy (mean over the grid and "
+            "seeds) stays at or above both an absolute floor and "
+            f"{effective_length.RELATIVE:.0%} of the run's own 1x accuracy (NoLiMa's rule), in tokens (multiple) "
+            "[the same rule on the lower and upper ends of each length's 95% interval]; 0 where 1x is below the floor. "
+            "The floor is halfway from the task's chance level to 100% (`floor at 1x`; for common_words it moves with "
+            "the length, whose chance falls as the list grows), the level below which the report calls a run not "
+            "learned: RULER's bar, Llama-2-7B's 85.6% at 4K, is a large model's score and no fixed number fits tasks "
+            "whose chance runs from 10^-5 (passkey) to 1/2 (two-chain variable tracking).")
 
 
 def _not_learned_text(low) -> str:
