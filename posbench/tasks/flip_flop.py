@@ -20,14 +20,17 @@ automaton), grouped with the regular tasks in the report.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import List
 
 import numpy as np
 
-from posbench.core.errors import PosbenchError
+from posbench.core.params import Rule, param
 from posbench.tasks import register
 from posbench.tasks.base import PAD, Task
+
+# an ignore probability: 0 (no ignore instructions) up to, not including, 1 (a sequence that never reads)
+PROBABILITY = Rule("in [0, 1)", lambda p: 0 <= p < 1)
 
 WRITE, IGNORE, READ = (ord(c) for c in "wir")
 BITS = np.array([ord("0"), ord("1")], dtype=np.uint8)
@@ -41,14 +44,10 @@ class FlipFlop(Task):
 
     @dataclass
     class Params(Task.Params):
-        train_ignore: float = 0.8  # p_i of the training sequences (the paper's FFL(0.8))
-        eval_ignore: List[float] = field(default_factory=lambda: [0.8, 0.98, 0.1])  # in-distribution, sparse, dense
+        train_ignore: float = param(0.8, PROBABILITY)  # p_i of the training sequences (the paper's FFL(0.8))
+        eval_ignore: List[float] = param(rule=PROBABILITY, default_factory=lambda: [0.8, 0.98, 0.1])  # in-distribution, sparse, dense
         loss: str = "mixed"  # the paper's language-model loss on every token, plus the reads'
 
-        def check(self) -> None:
-            super().check()
-            if bad := [p for p in [self.train_ignore, *self.eval_ignore] if not 0 <= p < 1]:
-                raise PosbenchError(f"task ignore probabilities are in [0, 1), got {bad[0]:g}")
 
     def conditions(self) -> list:
         return list(self.params.eval_ignore)

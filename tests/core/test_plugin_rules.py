@@ -155,8 +155,13 @@ def numeric_fields() -> list[tuple[str, str, str, type]]:
     return out
 
 
+# fields added after the convention whose own declared rule takes 0 (a probability: flip-flop with no
+# ignore instructions); every other refusal of the old convention still holds for them
+ZERO_OK_BY_RULE = {("task", "flip_flop", "train_ignore")}
+
+
 def refused_by_the_old_convention(kind, name, key) -> list:
-    zero_ok = (kind, name, key) in ZERO_WAS_OK
+    zero_ok = (kind, name, key) in ZERO_WAS_OK | ZERO_OK_BY_RULE
     return [-1, math.nan] + ([] if zero_ok else [0]) + ([1] if key == "base" else [])
 
 
