@@ -6,9 +6,11 @@ measured on posbench's 2-core machine, the quickstart's first run fell from ~14,
 beside other jobs, while a 1-thread run beside the same jobs kept ~1,000 (issue 56;
 results/bench/threads.md has the sweep-level figures). Two checks, both only on CPU:
 
-* :func:`threads_help` at the start of a run: the best time of a fixed set of matrix products with the
-  run's thread count against one thread (about 0.1 s). Where more threads are not faster than one, the
-  cores are shared and the threads spin-wait: :func:`advice` says what to do.
+* :func:`threads_fit` at the start of a run: the processes other work has running now (sampled from
+  /proc/stat for 0.2 s) plus the run's threads against its cores. Where they do not fit, the threads will
+  spin-wait: :func:`advice` says what to do. (A timing of multi- against single-thread matrix products
+  was tried first and dropped: over a few milliseconds the scheduler often hands the busy core back,
+  and on idle cores its ratio ranged 0.7 to 1.4, so it could neither warn nor stay quiet reliably.)
 * :class:`SlowdownWatch` during training: each logged interval's tokens/s against the run's own best
   interval so far; an interval below a third of it (other work started meanwhile) warns once.
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+import statistics
 import time
 
 import torch
@@ -29,33 +32,41 @@ SLOW_FRACTION = 1 / 3  # an interval below this share of the run's best is "fall
 WARMUP_INTERVALS = 2  # the first logged intervals include start-up costs and set no reference
 
 
-def _best_matmul_seconds(threads: int, size: int = 256, reps: int = 8, trials: int = 3) -> float:
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
+def busy_cores(samples: int = 20, interval: float = 0.01) -> float:
+    """How many cores other work keeps busy now: the median over ``samples`` readings (``interval`` s
+    apart) of the runnable processes in /proc/stat (``procs_running``), less this one, which is running
+    while it reads. Not the load average: over its minute it still counts a sweep's previous run, so the
+    next run of a sequential sweep on idle cores would be told the machine is busy. 0 where the system
+    does not say (not Linux)."""
+    readings = []
+    for _ in range(samples):
+        try:
+            with open("/proc/stat") as f:
+                line = next((x for x in f if x.startswith("procs_running")), None)
+        except OSError:
+            return 0.0
+        if line is None:
+            return 0.0
+        readings.append(max(0, int(line.split()[1]) - 1))
+        time.sleep(interval)
+    return float(statistics.median(readings))
+
+
+def usable_cores() -> int:
     try:
-        # a generator of its own: the check must not move the run's random stream (bit-identical resume)
-        gen = torch.Generator().manual_seed(0)
-        a, b = torch.randn(size, size, generator=gen), torch.randn(size, size, generator=gen)
-        a @ b  # warm-up: thread pool start, caches
-        best = float("inf")
-        for _ in range(trials):
-            t = time.perf_counter()
-            for _ in range(reps):
-                a @ b
-            best = min(best, time.perf_counter() - t)
-        return best
-    finally:
-        torch.set_num_threads(before)
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
 
 
-def threads_help(threads: int | None = None) -> tuple[bool, float]:
-    """(whether ``threads`` torch threads beat one on this machine now, their time over one thread's).
-    One thread always "helps" (ratio 1)."""
+def threads_fit(threads: int | None = None, load: float | None = None, cores: int | None = None) -> bool:
+    """Whether ``threads`` torch threads find that many cores free: the cores other work keeps busy
+    (busy_cores) plus the threads fit in the cores, with half a core of slack.
+    One thread always fits (it shares time, it does not spin-wait)."""
     threads = threads or torch.get_num_threads()
-    if threads <= 1:
-        return True, 1.0
-    ratio = _best_matmul_seconds(threads) / _best_matmul_seconds(1)
-    return ratio < 1.0, ratio
+    load = busy_cores() if load is None else load
+    cores = cores or usable_cores()
+    return threads <= 1 or load + threads <= cores + 0.5
 
 
 def advice(threads: int) -> str:
@@ -68,14 +79,13 @@ def advice(threads: int) -> str:
 
 
 def check_threads_at_start(device: torch.device) -> None:
-    """Warn (once, at the start of a CPU run) where this run's threads do not beat one thread."""
+    """Warn (once, at the start of a CPU run) where this run's threads do not find their cores free."""
     if device.type != "cpu":
         return
-    threads = torch.get_num_threads()
-    helps, ratio = threads_help(threads)
-    if not helps:
-        log.warning("torch uses %d threads here, but %d-thread matrix products ran %.1fx the time of 1-thread ones: "
-                    "other work holds the cores and the threads spin-wait; %s", threads, threads, ratio, advice(threads))
+    threads, load, cores = torch.get_num_threads(), busy_cores(), usable_cores()
+    if not threads_fit(threads, load, cores):
+        log.warning("torch uses %d threads on %d cores, but other work keeps %g of them busy: "
+                    "the threads will spin-wait for the busy cores; %s", threads, cores, load, advice(threads))
 
 
 class SlowdownWatch:
