@@ -36,7 +36,8 @@ def test_a_rebuilt_report_is_the_report_its_runs_gave(quick):
     # every committed section, in the same order; a section the code gained since is the current code's
     # (compared when the committed report is rebuilt), so a new section needs no edit here
     assert [t for t in after if t in before] == list(before)
-    carried = {"Loss by position at the longest length", "Training curves", "Files"}
+    carried = {"Loss by position at the longest length", "Training curves", "Files",
+               "Key tokens: does each row use the context past train_len?"}  # from the runs' token_losses.npz
     relabelled = ("Commands (from each Hydra sweep's `multirun.yaml` and each run's `metrics.json`):",
                   "Commands (as the committed report recorded them):")  # the provenance's source, said as it is
     rebuilt = "How these runs were made"  # opens with what a rebuild keeps and recomputes
