@@ -17,7 +17,7 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 MODULES = {"posbench-train": "posbench.cli.train", "posbench-eval": "posbench.cli.evaluate", "posbench-report": "posbench.cli.report"}
 
 SKIPPED = {  # line (without its comment) -> why it is not run here
-    "bash scripts/quickstart.sh": "installs and trains the 12-minute quick sweep (CI runs scripts/test.sh)",
+    "bash scripts/quickstart.sh": "installs and trains the 10-minute quick sweep (CI runs scripts/test.sh)",
     "bash scripts/test.sh": "the test suite itself",
     "python3 -m venv .venv": "installation",
     ".venv/bin/pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128": "a CUDA build of torch (GPU)",
