@@ -85,10 +85,13 @@ def line_keys(axis_name: str) -> list[str]:
 
 
 def spanned(pts: pd.DataFrame) -> list[str]:
-    """The axes (AXES' order) along which some line has two or more points."""
+    """The axes (AXES' order) along which some line has two or more points with a statistic (a point
+    not evaluated at the verdict's multiple, e.g. extension's runs from scratch at 256 scored to 4x only,
+    maps nothing)."""
     if pts.empty:
         return []
-    return [a for a in AXES if (pts.groupby(line_keys(a))[a].nunique() > 1).any()]
+    evaluated = pts[pts["stat"].notna()]
+    return [a for a in AXES if not evaluated.empty and (evaluated.groupby(line_keys(a))[a].nunique() > 1).any()]
 
 
 def size_order(pts: pd.DataFrame) -> dict[str, float]:

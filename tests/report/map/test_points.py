@@ -96,3 +96,12 @@ def test_parameters_not_recorded_are_estimated_from_the_model_s_settings():
     runs = pd.DataFrame({"run_id": ["a", "b"], "run_dir": ["da", "db"], "params": [None, 5.0]})
     filled = P.with_params(runs, {"da": {"model": sizes["small"][0]}})
     assert filled["params"].iloc[0] == pytest.approx(P.approx_params(sizes["small"][0])) and filled["params"].iloc[1] == 5.0
+
+
+def test_points_not_evaluated_at_the_verdict_s_multiple_span_no_axis():
+    """A line whose second point has no statistic (extension's runs from scratch at 256, scored to 4x only)
+    maps nothing: no map section of n/e rows."""
+    evals, runs = map_records({("r", 32): 1.00, ("r", 64): 1.00})
+    pts = P.points(main_table(evals, 0.05), runs, "2x/1x")
+    assert P.spanned(pts) == [P.TRAIN_LEN]
+    assert P.spanned(pts.assign(stat=[1.0 if L == 32 else float("nan") for L in pts[P.TRAIN_LEN]])) == []
