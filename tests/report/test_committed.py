@@ -36,13 +36,15 @@ def test_a_rebuilt_report_is_the_report_its_runs_gave(quick):
     # every committed section, in the same order; a section the code gained since is the current code's
     # (compared when the committed report is rebuilt), so a new section needs no edit here
     assert [t for t in after if t in before] == list(before)
-    carried = {"Loss by position at the longest length", "Training curves", "Files",
-               "Key tokens: does each row use the context past train_len?"}  # from the runs' token_losses.npz
+    carried = {"Loss by position at the longest length", "Training curves", "Files"}
     relabelled = ("Commands (from each Hydra sweep's `multirun.yaml` and each run's `metrics.json`):",
                   "Commands (as the committed report recorded them):")  # the provenance's source, said as it is
     rebuilt = "How these runs were made"  # opens with what a rebuild keeps and recomputes
+    figure = ("the window control](window_curves.png)",  # key tokens: the table from the committed key_tokens.csv,
+              "the window control (the committed report's figure, not redrawn)](window_curves.png)")  # the figure kept
     for title in set(before) - carried - {rebuilt}:
-        assert after[title] == before[title].replace(*relabelled), title
+        assert after[title] == before[title].replace(*relabelled).replace(*figure), title
+    assert "| nonoverlapping | small   | 64          | rope       | 16x" in after["Key tokens: does each row use the context past train_len?"]
     account = after[rebuilt].split("\n\n")[1]
     assert account.startswith("This report was rebuilt from the records it kept") and "they are its own, and say so" in account
     assert after[rebuilt].replace(account + "\n\n", "") == before[rebuilt].replace(*relabelled)
@@ -229,3 +231,13 @@ def test_a_damaged_committed_csv_is_refused_in_one_line_and_the_report_is_not_re
     before = {p.name: p.read_bytes() for p in quick.iterdir() if p.is_file()}
     assert words in refused(capsys, str(quick), "--rebuild")
     assert {p.name: p.read_bytes() for p in quick.iterdir() if p.is_file()} == before
+
+
+def test_a_rebuild_keeps_the_committed_key_token_table_and_refuses_a_damaged_one(quick, capsys):
+    """The records keep no per-token losses: a rebuild reads the committed key_tokens.csv (numbers kept,
+    layout current); one that lost a column is refused in one line and nothing is rewritten."""
+    table = pd.read_csv(quick / "key_tokens.csv")
+    table.drop(columns="seeds_with_keys").to_csv(quick / "key_tokens.csv", index=False)
+    before = (quick / "report.md").read_bytes()
+    assert "lacks the column(s) seeds_with_keys" in refused(capsys, str(quick), "--rebuild")
+    assert (quick / "report.md").read_bytes() == before

@@ -1,12 +1,18 @@
 """Key tokens beside every ratio: for each row scored beside its window control ``+swaL`` whose runs
 kept both passes' per-token losses (token_losses.npz), the share of tokens that need the context
 past train_len, their perplexity and the far-context gain on them (posbench/report/key_tokens.py),
-and the loss by position under both passes. Absent from reports of runs without those files."""
+and the loss by position under both passes. Absent from reports of runs without those files; a report
+rebuilt from its records shows the committed report's table and figure (the records keep no per-token
+losses)."""
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pandas as pd
+
+from posbench.core.errors import PosbenchError
 
 from posbench.report import figures
 from posbench.report.document import Heading, Image, Para, Table
@@ -91,20 +97,40 @@ def plot_window_curves(curves: dict, path) -> None:
     figures.save(fig, path)
 
 
+def committed_table(path) -> pd.DataFrame:
+    """A committed report's key_tokens.csv: a rebuild keeps its numbers (they come from the runs'
+    token_losses.npz, which the records do not keep) and reads them with the current layout."""
+    try:
+        keys = pd.read_csv(path)
+    except (OSError, ValueError) as e:
+        raise PosbenchError(f"cannot read {path}: {e}; restore it from git or regenerate the report from its runs") from None
+    if missing := [c for c in ("multiple", "seeds", "seeds_with_keys", *CELL_KEYS) if c not in keys.columns]:
+        raise PosbenchError(f"{path} lacks the column(s) {', '.join(missing)}; restore it from git or regenerate the "
+                            "report from its runs")
+    return keys
+
+
 @SECTIONS.register("key_tokens")
 class KeyTokens(Section):
     order = 21  # right after the main table, whose ratios and far-context gains it qualifies
     files = (TABLE, FIGURE)
-    needs_runs, title = True, "Key tokens: does each row use the context past train_len?"
+    title = "Key tokens: does each row use the context past train_len?"  # a rebuild reads the committed table (applies)
     caption = ("Key tokens (Fang et al. 2024, LongPPL) chosen by each row's own full pass against its window control "
                "`+swaL` on the same tokens, and the loss by position in the window under both passes.")
 
     def applies(self, ctx) -> bool:
-        return ctx.has_lm and not _frames(ctx).table.empty
+        if not ctx.has_lm:
+            return False
+        if ctx.recorded is not None:  # rebuilt from records, which keep no per-token losses: the committed table
+            return (ctx.recorded.folder / TABLE.name).is_file()
+        return not _frames(ctx).table.empty
 
     def build(self, ctx, out) -> list:
-        frames = _frames(ctx)
-        keys, curves = frames.table, frames.curves
+        if ctx.recorded is not None:
+            keys, curves = committed_table(ctx.recorded.folder / TABLE.name), {}
+        else:
+            frames = _frames(ctx)
+            keys, curves = frames.table, frames.curves
         out.csv(TABLE.name, keys)
         blocks = [Heading(self.title),
                   Para("A token is a key token of a row when the row's full pass predicts it far better than the same "
@@ -122,13 +148,21 @@ class KeyTokens(Section):
         if not (keys["seeds_with_keys"] > 0).any():
             blocks.append(Para("No row has key tokens at any multiple under this rule."))
         blocks.append(Table(display(keys, ctx.table)))
+        figure = ctx.recorded.folder / FIGURE.name if ctx.recorded is not None else None
+        description = FIGURE.description
         if curves:
             out.figure(FIGURE.name, plot_window_curves, curves)
-            blocks += [Para("Loss by position in the window at each row's longest length, full pass against its window "
-                            "control (mean over seeds and scored tokens, moving average). Left of the dotted line "
-                            "(train_len) both passes see the same keys; right of it the gap is what the keys beyond "
-                            "train_len are worth to the row at that distance from the window's start."),
-                       Image(FIGURE.name, FIGURE.description)]
+        elif figure is not None and figure.is_file():  # the committed report's, copied where it is written elsewhere
+            description += " (the committed report's figure, not redrawn)"
+            out.figure(FIGURE.name, lambda path: None if path.resolve() == figure.resolve() else shutil.copyfile(figure, path),
+                       description=description)
+        else:
+            return blocks
+        blocks += [Para("Loss by position in the window at each row's longest length, full pass against its window "
+                        "control (mean over seeds and scored tokens, moving average). Left of the dotted line "
+                        "(train_len) both passes see the same keys; right of it the gap is what the keys beyond "
+                        "train_len are worth to the row at that distance from the window's start."),
+                   Image(FIGURE.name, description)]
         return blocks
 
 
