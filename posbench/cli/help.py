@@ -36,7 +36,7 @@ TRAIN_EXAMPLES = """\
   posbench-train encoding=alibi model=small train_len=128
   posbench-train -m encoding=nope,rope,alibi train_len=64,128 seed=0,1,2
   posbench-train -m experiment=reference
-  POSBENCH_JOBS=2 posbench-train -m hydra/launcher=local_parallel encoding=rope,alibi
+  POSBENCH_JOBS=2 posbench-train -m hydra/launcher=local_parallel encoding=rope,alibi   # CPU: 1-thread runs side by side
   posbench-train encoding=rope data=local data.path=corpus/ 'runs_dir="runs/été"'   # quote non-ASCII values
 """
 
