@@ -99,6 +99,18 @@ class Corpus:
         return self.val if self.val_text is None else self.val_text
 
 
+def documents(val: np.ndarray, separator: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """(start, end) of every validation document: the bytes between separators (the whole split
+    is one document without separators)."""
+    n = len(val)
+    if not separator:
+        return np.array([0]), np.array([n])
+    seps = np.flatnonzero(np.asarray(val) == separator[0])
+    starts, ends = np.concatenate([[0], seps + 1]), np.concatenate([seps, [n]])
+    keep = ends > starts  # no empty document (after a final separator)
+    return starts[keep], ends[keep]
+
+
 # -- file lists and fingerprints ----------------------------------------------------------------
 
 

@@ -8,7 +8,7 @@ import logging
 import numpy as np
 
 from posbench.core.errors import PosbenchError
-from posbench.data.corpus import Corpus, load_byte_corpus, remove_cache
+from posbench.data.corpus import Corpus, documents, load_byte_corpus, remove_cache
 from posbench.data.tokens import tokenized_corpus
 
 
@@ -31,12 +31,8 @@ def load_corpus(cfg) -> Corpus:
 
 
 def validation_documents(val: np.ndarray, separator: str) -> int:
-    """The number of non-empty documents in the validation bytes (the evaluator's split, evaluation/windows.py)."""
-    if not separator or len(val) == 0:
-        return int(len(val) > 0)
-    seps = np.flatnonzero(np.asarray(val) == separator.encode()[0])
-    bounds = np.concatenate([[-1], seps, [len(val)]])
-    return int((np.diff(bounds) > 1).sum())
+    """The number of non-empty documents in the validation bytes, as the evaluator splits them (data.corpus.documents)."""
+    return len(documents(val, separator.encode())[0]) if len(val) else 0
 
 
 def load_training_corpus(cfg) -> Corpus:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from posbench.core.errors import PosbenchError
+from posbench.data.corpus import documents  # the validation split's documents: one definition, the data layer's
 
 
 @dataclass
@@ -23,18 +24,6 @@ class WindowPlan:
     @property
     def tokens_scored(self) -> int:
         return int(self.scored.sum())
-
-
-def documents(val: np.ndarray, separator: bytes) -> tuple[np.ndarray, np.ndarray]:
-    """(start, end) of every validation document: the bytes between separators (the whole split
-    is one document without separators)."""
-    n = len(val)
-    if not separator:
-        return np.array([0]), np.array([n])
-    seps = np.flatnonzero(np.asarray(val) == separator[0])
-    starts, ends = np.concatenate([[0], seps + 1]), np.concatenate([seps, [n]])
-    keep = ends > starts  # no empty document (after a final separator)
-    return starts[keep], ends[keep]
 
 
 @dataclass(frozen=True)
