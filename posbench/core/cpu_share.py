@@ -72,7 +72,7 @@ def threads_fit(threads: int | None = None, load: float | None = None, cores: in
 def advice(threads: int) -> str:
     """What a user on a shared CPU can do, for a run with ``threads`` torch threads."""
     if threads > 1:
-        free = max(1, (os.cpu_count() or 1) - 1)
+        free = max(1, usable_cores() - 1)
         return (f"run with threads=1 (a sweep: threads=1 hydra/launcher=local_parallel POSBENCH_JOBS=<free cores>, "
                 f"e.g. POSBENCH_JOBS={free}); one thread per run only shares time, it does not spin-wait")
     return "the cores are shared: fewer parallel runs (POSBENCH_JOBS) or a quieter machine restore the speed"
@@ -80,9 +80,10 @@ def advice(threads: int) -> str:
 
 def check_threads_at_start(device: torch.device) -> None:
     """Warn (once, at the start of a CPU run) where this run's threads do not find their cores free."""
-    if device.type != "cpu":
+    threads = torch.get_num_threads()
+    if device.type != "cpu" or threads <= 1:  # one thread fits whatever the load: no 0.2 s of sampling per run
         return
-    threads, load, cores = torch.get_num_threads(), busy_cores(), usable_cores()
+    load, cores = busy_cores(), usable_cores()
     if not threads_fit(threads, load, cores):
         log.warning("torch uses %d threads on %d cores, but other work keeps %g of them busy: "
                     "the threads will spin-wait for the busy cores; %s", threads, cores, load, advice(threads))
