@@ -78,13 +78,13 @@ def attention_inputs(ev: ResolvedEval, length: int, n: int) -> torch.Tensor:
     (``ev.text``) from the first scored token (language modelling), or examples of the task's middle
     condition."""
     if ev.record_kind == "perplexity":
-        stream = torch.from_numpy(np.asarray(ev.text).astype(np.int64))
+        stream = torch.from_numpy(np.asarray(ev.tokens()).astype(np.int64))
         start = min(ev.first_scored, len(stream) - length)
         ends = [e for e in range(start + length, len(stream), length)][:n]
         return stream[torch.as_tensor(ends)[:, None] + torch.arange(-length, 0)]
     conditions = ev.task.conditions()
     mid = len(conditions) // 2
-    return eval_batches(ev.task, length, conditions[mid], mid, ev.text)[0].x[:n]
+    return eval_batches(ev.task, length, conditions[mid], mid, ev.tokens())[0].x[:n]
 
 
 def log_task_records(records: list[dict], metric: str) -> None:

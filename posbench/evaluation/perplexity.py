@@ -102,14 +102,14 @@ def evaluate_model(model: LanguageModel, ev: ResolvedEval, device: torch.device,
     (store/rundir.py ``token_loss_keys``): what the report's key tokens read
     (posbench/report/key_tokens.py); None: not kept."""
     model.eval()
-    enc, train_len, eval_cfg = model.encoding, ev.train_len, ev.settings
+    enc, train_len, eval_cfg, text = model.encoding, ev.train_len, ev.settings, ev.tokens()
     if ev.segments is None:
         check_fits(ev)
     sets = ev.token_sets()
     contexts = protocol_contexts(ev)
     plans = {(p, L): PROTOCOLS.get(p)().plan(L, eval_cfg, train_len, ev.n_val, contexts[p])
              for p in ev.protocols for L in ev.lengths}
-    stream = torch.from_numpy(np.asarray(ev.text).astype(np.int64))
+    stream = torch.from_numpy(np.asarray(text).astype(np.int64))
     planned = perplexity_plan(enc, ev)
     todo = [c for c in planned if c.key not in (skip or set())]
     groups: dict[tuple, list] = {}  # the cells of one row and length run their windows together
@@ -162,7 +162,7 @@ def protocol_contexts(ev: ResolvedEval) -> dict:
     for p in ev.protocols:
         h = PROTOCOLS.get(p)()
         out[p] = ev.segments if ev.segments is not None and isinstance(h, StreamProtocol) else \
-            h.prepare(ev.text, ev.settings, ev.train_len, ev.separator)
+            h.prepare(ev.tokens(), ev.settings, ev.train_len, ev.separator)
     return out
 
 
@@ -170,7 +170,7 @@ def token_sets_of(ev: ResolvedEval) -> dict[str, dict]:
     """Each protocol's token set: the validation documents it scores, the tokens scored in each
     (the weights of the report's bootstrap over documents), and the documents in the split."""
     out, segments, names, contexts = {}, ev.segments, ev.token_sets(), protocol_contexts(ev)
-    n_docs = segments.n_docs if segments is not None else len(documents(np.asarray(ev.text), ev.separator.encode())[0])
+    n_docs = segments.n_docs if segments is not None else len(documents(np.asarray(ev.tokens()), ev.separator.encode())[0])
     for p in ev.protocols:
         plan = PROTOCOLS.get(p)().plan(ev.train_len, ev.settings, ev.train_len, ev.n_val, contexts[p])
         docs, tokens = token_set_documents(plan)

@@ -91,6 +91,12 @@ class ResolvedEval:
         """protocol -> the name of the tokens it scores at every length (protocols.token_set)."""
         return {p: token_set(p, self.settings, self.train_len, self.n_val, self.corpus_hash) for p in self.protocols}
 
+    def tokens(self) -> np.ndarray:
+        """The validation tokens to score; a plan without them cannot score (a caller's mistake)."""
+        if self.text is None:
+            raise ValueError("this evaluation has no scored text: add it with scored_text.with_scored_text(ev, corpus)")
+        return self.text
+
     def with_settings(self, settings: EvalConfig) -> ResolvedEval:
         """The same run and text under other settings (the probes' fewer lengths and protocols)."""
         return replace(self, settings=settings)

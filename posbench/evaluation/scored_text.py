@@ -118,7 +118,7 @@ def scored_validation(corpus, ev: ResolvedEval) -> tuple[np.ndarray, Segments | 
 
 def check_fits(ev: ResolvedEval) -> None:
     """The validation text (``ev.text``) holds the history before the scored tokens and at least one segment."""
-    eval_cfg, val, separator = ev.settings, ev.text, ev.separator
+    eval_cfg, val, separator = ev.settings, ev.tokens(), ev.separator
     S0, seg, max_len = ev.first_scored, ev.segment, max(ev.lengths)
     streams = [p for p in eval_cfg.protocols if issubclass(PROTOCOLS.get(p), StreamProtocol)]
     # every key a longer window needs, in one refusal: one at a time, a user fixes one and meets the next

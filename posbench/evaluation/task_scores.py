@@ -39,7 +39,7 @@ def evaluate_task(model, ev: ResolvedEval, device, progress: bool = True, skip: 
     """One record per variant x length x condition of the task ``ev.task``, its filler from the
     validation text ``ev.text`` (``skip``: keys already evaluated)."""
     model.eval()
-    enc, train_len, task, val_text = model.encoding, ev.train_len, ev.task, ev.text
+    enc, train_len, task, val_text = model.encoding, ev.train_len, ev.task, ev.tokens()
     conditions = task.conditions()
     todo = [p for p in task_plan(enc, ev) if p.key not in (skip or set())]
     records = []

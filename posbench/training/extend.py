@@ -66,8 +66,8 @@ class ExtendConfig:
 
     def check(self, train_len: int, encoding: PositionalEncoding, train: TrainConfig) -> None:
         """An extension run continues its parent at a longer window (nothing to check otherwise):
-        the run's ``train_len``, its freshly built ``encoding`` (the method is tried on it) and
-        ``train`` settings (the parent's tokens per step)."""
+        the run's ``train_len``, its built ``encoding`` (a copy nothing else uses: the method is
+        tried on it, changing it) and ``train`` settings (the parent's tokens per step)."""
         if self.length is None:
             return
         L, enc = train_len, encoding

@@ -3,6 +3,7 @@ tokenizer, the lengths, S0, the segment, the token sets, the run's tag, task and
 each scoring function reads from it."""
 
 import numpy as np
+import pytest
 
 from posbench.evaluation.protocols import token_set
 from posbench.evaluation.resolved import ResolvedEval, in_bytes, resolve_eval
@@ -48,3 +49,8 @@ def test_other_settings_keep_the_run_and_its_text():
     fewer = ev.with_settings(EvalConfig(multiples=[1, 4], protocols=["nonoverlapping"]))
     assert fewer.lengths == [16, 64] and fewer.text is text and (fewer.corpus_hash, fewer.tag) == ("h", "@2x+ft0")
     assert ev.lengths == [16, 32, 64]  # frozen: the original is unchanged
+
+
+def test_a_plan_without_text_cannot_score():
+    with pytest.raises(ValueError, match="no scored text: add it with scored_text.with_scored_text"):
+        ResolvedEval(CFG, 16).tokens()
