@@ -29,6 +29,7 @@ from posbench.data.corpus import DataConfig
 from posbench.data.tokenizer import vocab_size as tokenizer_vocab
 from posbench.encodings import ModelShape, PositionalEncoding, encoding_class
 from posbench.encodings import available as encoding_names
+from posbench.evaluation.resolved import ResolvedEval, resolve_eval
 from posbench.evaluation.scored_text import check_corpus_fits
 from posbench.evaluation.settings import EvalConfig
 from posbench.evaluation.variants import settings_without_rows
@@ -212,7 +213,7 @@ class RunSpec:
         if self.train.budgets and self.is_extension:
             raise PosbenchError(f"train.budgets={list(self.train.budgets)} trains from scratch: set train.budgets=[] "
                                 f"for an extension run (extend.length={self.extend.length})")
-        self.extend.check(self)
+        self.extend.check(self.train_len, encoding, self.train)  # the throwaway built above: the method is tried on it
         check_writable_dir(self.runs_dir, "runs_dir")
 
     def check_evaluation(self) -> None:
@@ -281,6 +282,14 @@ class RunSpec:
     @property
     def run_dir(self) -> Path:
         return Path(self.runs_dir).expanduser() / self.run_id
+
+    def resolved_eval(self, fingerprint: dict | None, kernel: str = "auto") -> ResolvedEval:
+        """This run's evaluation made concrete once (posbench/evaluation/resolved.py): its ``eval``
+        settings at its train_len, document separator, task and extension tag, on a corpus of
+        ``fingerprint`` (a Corpus's, or the corpus stats the run recorded), with the attention
+        ``kernel``; posbench.evaluation.scored_text.with_scored_text adds the text it scores."""
+        return resolve_eval(self.eval, self.train_len, fingerprint, separator=self.data.doc_separator,
+                            tag=self.extend.tag(self.train_len), kernel=kernel, task=self.task.build())
 
 
 RUNTIME_KEYS = tuple(f.name for f in fields(Runtime))  # top-level keys of the config, grouped as spec.runtime

@@ -24,6 +24,7 @@ from posbench.core.device import describe, resolve_device
 from posbench.data.corpus import DataConfig
 from posbench.data.load import load_corpus
 from posbench.evaluation.perplexity import evaluate_model, token_sets_of
+from posbench.evaluation.resolved import ResolvedEval
 from posbench.evaluation.settings import EvalConfig
 from posbench.model.transformer import ModelConfig, build_model
 
@@ -58,12 +59,12 @@ def main(argv=None) -> None:
         model = build_model(mc, name, {}, L).to(device).eval()
         best = {"default": float("inf"), "earlier": float("inf")}
         for _ in range(args.rounds):  # interleaved: the machine's load moves both alike
-            best["default"] = min(best["default"], timed(lambda: evaluate_model(model, val, L, default, device, progress=False)))
+            best["default"] = min(best["default"], timed(lambda: evaluate_model(model, ResolvedEval(default, L, text=val), device, progress=False)))
             best["earlier"] = min(best["earlier"], timed(lambda: [
-                evaluate_model(model, val, L, e, device, progress=False, doc_separator="") for e in earlier]))
+                evaluate_model(model, ResolvedEval(e, L, "", text=val), device, progress=False) for e in earlier]))
         lines.append(f"| {name} | {best['earlier']:.1f} | {best['default']:.1f} | {best['default'] / best['earlier']:.2f} |")
         print(lines[-1], flush=True)
-    now = next(iter(token_sets_of(val, default, L).values()))
+    now = next(iter(token_sets_of(ResolvedEval(default, L, text=val)).values()))
     text = (f"# Evaluation cost of the representative scored text\n\n`python scripts/bench_scored_text.py "
             f"--encodings {args.encodings} --train-len {L} --rounds {args.rounds}` on {describe(device)}, one torch "
             f"thread, best of {args.rounds} interleaved rounds; small model, multiples 1..16, nonoverlapping + "

@@ -35,14 +35,14 @@ import torch.nn.functional as F
 from posbench.attention.options import AttentionOptions
 from posbench.core.device import autocast
 from posbench.core.progress import progress as progress_bar
-from posbench.data.corpus import DOC_SEPARATOR
 from posbench.evaluation.plan import perplexity_plan
 from posbench.evaluation.protocols import PROTOCOLS
 from posbench.evaluation.protocols.base import StreamProtocol
+from posbench.evaluation.resolved import ResolvedEval
 from posbench.evaluation.scored_text import check_fits
 from posbench.evaluation.variants import Row
 from posbench.evaluation.variants.local import WINDOW_CONTROL
-from posbench.evaluation.windows import Segments, WindowPlan, documents, eval_lengths
+from posbench.evaluation.windows import Segments, WindowPlan, documents
 from posbench.model.transformer import LanguageModel
 from posbench.store.rundir import per_position_key, token_loss_keys
 
@@ -85,47 +85,32 @@ def token_set_documents(plan: WindowPlan) -> tuple[np.ndarray, np.ndarray]:
 
 
 @torch.inference_mode()
-def evaluate_model(
-    model: LanguageModel,
-    val_tokens: np.ndarray,
-    train_len: int,
-    eval_cfg,
-    device: torch.device,
-    progress: bool = True,
-    doc_separator: str = DOC_SEPARATOR,
-    corpus_hash: str = "",
-    skip: set | None = None,
-    tag: str = "",
-    options: AttentionOptions = AttentionOptions(),
-    segments: Segments | None = None,
-    token_losses: dict[str, np.ndarray] | None = None,
-) -> tuple[list[dict], dict[str, np.ndarray]]:
+def evaluate_model(model: LanguageModel, ev: ResolvedEval, device: torch.device, progress: bool = True,
+                   skip: set | None = None, token_losses: dict[str, np.ndarray] | None = None,
+                   ) -> tuple[list[dict], dict[str, np.ndarray]]:
     """Records (one per variant x protocol x length) and per-position mean losses (key
-    ``<variant>/<protocol>/L<length>``, NaN where a protocol scores no token) for one model.
-    Rows are the model's own and its evaluation-time variants' (posbench.evaluation.variants.rows: plain, and e.g. RoPE with YaRN), all
-    from the same weights. Every record names its ``token_set`` (protocols.token_set); ``skip``
-    holds record keys (``record_key``) already evaluated, which are not computed again; ``tag``:
-    an extension run's (its rows' names carry it); ``options``: the trained forward's (the kernel);
-    ``segments``: a subword tokenizer's scored segments, chosen in bytes (posbench/data/tokens.py
-    scored_stream, which also gives ``val_tokens``); None: the protocols find them in the bytes.
-    ``token_losses``: a dict to fill with each scored token's loss (float16) of every row that stands
-    beside its window control ``+swaL`` (and of that control), with each token's document and
-    window position (store/rundir.py ``token_loss_keys``): what the report's key tokens read
+    ``<variant>/<protocol>/L<length>``, NaN where a protocol scores no token) for one model, on the
+    text and at the settings of the resolved evaluation ``ev`` (posbench/evaluation/resolved.py: its
+    ``text``, a subword tokenizer's ``segments`` chosen in bytes, or None: the protocols find them in
+    the bytes; its ``tag``, an extension run's, which its rows' names carry; its ``options``, the
+    trained forward's kernel). Rows are the model's own and its evaluation-time variants'
+    (posbench.evaluation.variants.rows: plain, and e.g. RoPE with YaRN), all from the same weights.
+    Every record names its ``token_set`` (protocols.token_set); ``skip`` holds record keys
+    (``record_key``) already evaluated, which are not computed again. ``token_losses``: a dict to
+    fill with each scored token's loss (float16) of every row that stands beside its window control
+    ``+swaL`` (and of that control), with each token's document and window position
+    (store/rundir.py ``token_loss_keys``): what the report's key tokens read
     (posbench/report/key_tokens.py); None: not kept."""
     model.eval()
-    enc = model.encoding
-    lengths = eval_lengths(train_len, eval_cfg.multiples)
-    protocols = list(eval_cfg.protocols)
-    if segments is None:
-        check_fits(val_tokens, eval_cfg, train_len, doc_separator)
-    n_val = len(val_tokens)
-    handlers = {p: PROTOCOLS.get(p)() for p in protocols}
-    sets = {p: h.token_set(eval_cfg, train_len, n_val, corpus_hash) for p, h in handlers.items()}
-    contexts = {p: segments if segments is not None and isinstance(h, StreamProtocol)
-                else h.prepare(val_tokens, eval_cfg, train_len, doc_separator) for p, h in handlers.items()}
-    plans = {(p, L): handlers[p].plan(L, eval_cfg, train_len, n_val, contexts[p]) for p in protocols for L in lengths}
-    stream = torch.from_numpy(np.asarray(val_tokens).astype(np.int64))
-    planned = perplexity_plan(enc, eval_cfg, train_len, n_val, corpus_hash, tag)
+    enc, train_len, eval_cfg, text = model.encoding, ev.train_len, ev.settings, ev.tokens()
+    if ev.segments is None:
+        check_fits(ev)
+    sets = ev.token_sets()
+    contexts = protocol_contexts(ev)
+    plans = {(p, L): PROTOCOLS.get(p)().plan(L, eval_cfg, train_len, ev.n_val, contexts[p])
+             for p in ev.protocols for L in ev.lengths}
+    stream = torch.from_numpy(np.asarray(text).astype(np.int64))
+    planned = perplexity_plan(enc, ev)
     todo = [c for c in planned if c.key not in (skip or set())]
     groups: dict[tuple, list] = {}  # the cells of one row and length run their windows together
     for c in todo:
@@ -149,7 +134,7 @@ def evaluate_model(
                 continue
             keep = row.name in paired
             scores = score_plans(model, stream, [plans[c.protocol, L] for c in cells], L, eval_cfg.batch_tokens,
-                                 device, bar, row, row.options(options, L, train_len), per_token=keep)
+                                 device, bar, row, row.options(ev.options, L, train_len), per_token=keep)
             for base, c, sc in zip(bases, cells, scores):
                 mean = float(sc.pos_sum.sum() / sc.pos_count.sum())
                 n_tokens = plans[c.protocol, L].tokens_scored
@@ -170,24 +155,30 @@ def evaluate_model(
     return records, per_position
 
 
-def token_sets_of(val_tokens: np.ndarray, eval_cfg, train_len: int, doc_separator: str = DOC_SEPARATOR,
-                  corpus_hash: str = "", segments: Segments | None = None) -> dict[str, dict]:
-    """Each protocol's token set: the validation documents it scores, the tokens scored in each
-    (the weights of the report's bootstrap over documents), and the documents in the split
-    (``segments``: as for evaluate_model)."""
-    out, n_val = {}, len(val_tokens)
-    n_docs = segments.n_docs if segments is not None else len(documents(np.asarray(val_tokens), doc_separator.encode())[0])
-    for p in eval_cfg.protocols:
+def protocol_contexts(ev: ResolvedEval) -> dict:
+    """protocol -> what its plans need from the scored text (its ``prepare``: the stream protocols'
+    segments, fixed_target's document ends); a subword tokenizer's segments are ``ev.segments``."""
+    out = {}
+    for p in ev.protocols:
         h = PROTOCOLS.get(p)()
-        context = segments if segments is not None and isinstance(h, StreamProtocol) else \
-            h.prepare(val_tokens, eval_cfg, train_len, doc_separator)
-        plan = h.plan(train_len, eval_cfg, train_len, n_val, context)
+        out[p] = ev.segments if ev.segments is not None and isinstance(h, StreamProtocol) else \
+            h.prepare(ev.tokens(), ev.settings, ev.train_len, ev.separator)
+    return out
+
+
+def token_sets_of(ev: ResolvedEval) -> dict[str, dict]:
+    """Each protocol's token set: the validation documents it scores, the tokens scored in each
+    (the weights of the report's bootstrap over documents), and the documents in the split."""
+    out, segments, names, contexts = {}, ev.segments, ev.token_sets(), protocol_contexts(ev)
+    n_docs = segments.n_docs if segments is not None else len(documents(np.asarray(ev.tokens()), ev.separator.encode())[0])
+    for p in ev.protocols:
+        plan = PROTOCOLS.get(p)().plan(ev.train_len, ev.settings, ev.train_len, ev.n_val, contexts[p])
         docs, tokens = token_set_documents(plan)
         entry = {"docs": docs.tolist(), "doc_tokens": tokens.tolist(), "tokens": int(tokens.sum()),
                  "documents_in_split": n_docs}
         if segments is not None:  # the same bytes under every tokenizer: their count says so
             entry["bytes"] = segments.bytes
-        out[h.token_set(eval_cfg, train_len, n_val, corpus_hash)] = entry
+        out[names[p]] = entry
     return out
 
 

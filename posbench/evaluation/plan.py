@@ -20,9 +20,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from posbench.evaluation.protocols import token_set
+from posbench.evaluation.resolved import ResolvedEval
 from posbench.evaluation.variants import Row, rows
-from posbench.evaluation.windows import eval_lengths
 from posbench.store.identity import task_settings
 from posbench.tasks.base import Task
 
@@ -66,37 +65,33 @@ def merge(kind: str, old: list[dict], new: list[dict]) -> list[dict]:
     return sorted(kept, key=lambda r: tuple("" if x is None else x for x in record_key(kind, r)))
 
 
-def perplexity_plan(encoding, eval_cfg, train_len: int, n_val: int, corpus_hash: str, tag: str = "") -> list[Planned]:
+def perplexity_plan(encoding, ev: ResolvedEval) -> list[Planned]:
     """Rows x lengths x protocols, each on its protocol's token set."""
-    sets = {p: token_set(p, eval_cfg, train_len, n_val, corpus_hash) for p in eval_cfg.protocols}
+    sets = ev.token_sets()
     return [Planned("perplexity", L, (row.name, p, L, sets[p]), row, protocol=p)
-            for row in rows(encoding, eval_cfg, tag)
-            for L in eval_lengths(train_len, eval_cfg.multiples) for p in eval_cfg.protocols]
+            for row in rows(encoding, ev.settings, ev.tag) for L in ev.lengths for p in ev.protocols]
 
 
-def task_plan(encoding, task, eval_cfg, train_len: int, corpus_hash: str, tag: str = "") -> list[Planned]:
-    """Rows x lengths x the task's conditions, on the task's example set."""
-    eset = example_set(task, corpus_hash)
+def task_plan(encoding, ev: ResolvedEval) -> list[Planned]:
+    """Rows x lengths x the task's (``ev.task``) conditions, on the task's example set."""
+    eset = example_set(ev.task, ev.corpus_hash)
     return [Planned("task", L, (row.name, L, c, eset), row, condition=c)
-            for row in rows(encoding, eval_cfg, tag)
-            for L in eval_lengths(train_len, eval_cfg.multiples) for c in task.conditions()]
+            for row in rows(encoding, ev.settings, ev.tag) for L in ev.lengths for c in ev.task.conditions()]
 
 
-def attention_plan(encoding, eval_cfg, train_len: int) -> list[Planned]:
+def attention_plan(encoding, ev: ResolvedEval) -> list[Planned]:
     """With ``eval.attention_stats``: every length the encoding is defined at (its plain row; the
     relative encodings compute their own scores, which the recorder does not see)."""
-    if not eval_cfg.attention_stats or encoding.uses_relative:
+    if not ev.settings.attention_stats or encoding.uses_relative:
         return []
-    return [Planned("attention", L, (L,)) for L in eval_lengths(train_len, eval_cfg.multiples)
-            if encoding.undefined_reason(L) is None]
+    return [Planned("attention", L, (L,)) for L in ev.lengths if encoding.undefined_reason(L) is None]
 
 
-def evaluation_plan(encoding, task, eval_cfg, train_len: int, n_val: int, corpus_hash: str, tag: str = "") -> list[Planned]:
+def evaluation_plan(encoding, ev: ResolvedEval) -> list[Planned]:
     """Every record the settings call for: the task's (perplexity for language modelling, accuracy
     for a synthetic task: ``Task.record_kind``) and the attention diagnostics."""
-    own = (perplexity_plan(encoding, eval_cfg, train_len, n_val, corpus_hash, tag) if task.record_kind == "perplexity"
-           else task_plan(encoding, task, eval_cfg, train_len, corpus_hash, tag))
-    return own + attention_plan(encoding, eval_cfg, train_len)
+    own = perplexity_plan(encoding, ev) if ev.record_kind == "perplexity" else task_plan(encoding, ev)
+    return own + attention_plan(encoding, ev)
 
 
 def missing(plan: list[Planned], metrics: dict) -> list[Planned]:

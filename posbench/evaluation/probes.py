@@ -5,14 +5,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import numpy as np
 import torch
 
-from posbench.attention.options import AttentionOptions
-from posbench.data.corpus import DOC_SEPARATOR
 from posbench.evaluation.perplexity import evaluate_model
+from posbench.evaluation.resolved import ResolvedEval
 from posbench.evaluation.settings import EvalConfig
-from posbench.evaluation.windows import Segments
 from posbench.model.transformer import LanguageModel
 
 PROBE_FIELDS = ("variant", "protocol", "length", "multiple", "token_set", "loss", "ppl")
@@ -30,17 +27,14 @@ def probe_steps(fractions, steps: int) -> list[int]:
     return sorted({min(steps, max(1, round(f * steps))) for f in fractions})
 
 
-def during_training_probe(val_tokens: np.ndarray, train_len: int, eval_cfg, device: torch.device,
-                          doc_separator: str = DOC_SEPARATOR, corpus_hash: str = "", kernel: str = "auto",
-                          segments: Segments | None = None):
-    """A callable for trainer.train_model's ``probe``: the records of ``probe_settings``
-    (``segments``: as for evaluate_model)."""
-    cfg = probe_settings(eval_cfg)
+def during_training_probe(ev: ResolvedEval, device: torch.device):
+    """A callable for trainer.train_model's ``probe``: the records of ``probe_settings`` on the
+    final evaluation's text (``ev``, with_scored_text's). Its rows carry no extension tag (as they
+    never have: an extension run's probes name the plain encoding)."""
+    probe_ev = replace(ev.with_settings(probe_settings(ev.settings)), tag="")
 
     def probe(model: LanguageModel) -> list[dict]:
-        records, _ = evaluate_model(model, val_tokens, train_len, cfg, device, progress=False,
-                                    doc_separator=doc_separator, corpus_hash=corpus_hash,
-                                    options=AttentionOptions(kernel=kernel), segments=segments)
+        records, _ = evaluate_model(model, probe_ev, device, progress=False)
         return [{k: r[k] for k in PROBE_FIELDS} for r in records]
 
     return probe

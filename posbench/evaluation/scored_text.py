@@ -1,6 +1,7 @@
 """The validation text that is scored: that it fits the settings (``check_corpus_fits``), and under a
 subword tokenizer the same bytes as a byte run scores (segments chosen in bytes, then tokenized:
-``scored_stream``; ``in_bytes`` turns the byte-denominated settings into tokens)."""
+``scored_stream``; ``in_bytes``, posbench/evaluation/resolved.py, turns the byte-denominated settings
+into tokens). ``with_scored_text`` gives a resolved evaluation (ResolvedEval) the text it scores."""
 
 from __future__ import annotations
 
@@ -16,14 +17,8 @@ from posbench.data.corpus import DOC_SEPARATOR, Corpus
 from posbench.data.tokens import encode, tokenizers_name
 from posbench.evaluation.protocols import PROTOCOLS
 from posbench.evaluation.protocols.base import StreamProtocol
-from posbench.evaluation.windows import (
-    DEFAULT_CONTEXT_MULTIPLE,
-    Segments,
-    eval_lengths,
-    first_scored,
-    segment_length,
-    stream_segments,
-)
+from posbench.evaluation.resolved import ResolvedEval, in_bytes
+from posbench.evaluation.windows import Segments, stream_segments
 
 log = logging.getLogger("posbench")
 
@@ -38,23 +33,16 @@ def check_corpus_fits(corpus: Corpus, train_len: int, eval_cfg=None, separator: 
     if len(corpus.val) < train_len + 2:
         raise PosbenchError(f"train_len={train_len} is longer than the validation split allows ({len(corpus.val)} tokens)")
     if eval_cfg is not None and corpus.is_bytes:
-        check_fits(corpus.val, eval_cfg, train_len, separator)
+        check_fits(ResolvedEval(eval_cfg, train_len, separator, text=corpus.val))
     elif eval_cfg is not None:  # the scored text is chosen in bytes, then tokenized: its own checks
 
-        scored_stream(corpus, eval_cfg, train_len, separator)
+        scored_stream(corpus, ResolvedEval(eval_cfg, train_len, separator))
 
 
-def in_bytes(eval_cfg, train_len: int, fingerprint: dict | None):
-    """The evaluation settings with the scored text's sizes explicit, in bytes, for a corpus under a
-    subword tokenizer: a null ``eval.segment`` or ``eval.first_scored`` becomes 16 x train_len
-    tokens' worth of bytes at the training split's bytes per token, rounded up (so that a segment
-    holds a 16x window on average). Byte corpora: unchanged (their nulls mean 16 x train_len bytes,
-    as always)."""
-    bpt = (fingerprint or {}).get("bytes_per_token")
-    if not (fingerprint or {}).get("tokenizer") or bpt is None:
-        return eval_cfg
-    default = DEFAULT_CONTEXT_MULTIPLE * train_len * math.ceil(bpt)
-    return replace(eval_cfg, segment=eval_cfg.segment or default, first_scored=eval_cfg.first_scored or default)
+def with_scored_text(ev: ResolvedEval, corpus: Corpus) -> ResolvedEval:
+    """``ev`` with the validation text it scores (``scored_validation``): what scoring needs."""
+    text, segments = scored_validation(corpus, ev)
+    return replace(ev, text=text, segments=segments)
 
 
 def _char_start(text: np.ndarray, i: int) -> int:
@@ -64,24 +52,25 @@ def _char_start(text: np.ndarray, i: int) -> int:
     return i
 
 
-def scored_stream(corpus, eval_cfg, train_len: int, separator: str) -> tuple[np.ndarray, Segments]:
+def scored_stream(corpus, ev: ResolvedEval) -> tuple[np.ndarray, Segments]:
     """(the validation tokens with a boundary at every scored segment's ends, the segments in token
     coordinates with their own token and byte counts) of a corpus under a subword tokenizer, for
-    the settings ``eval_cfg`` (in_bytes applied here). Checked: segments exist, and the longest
+    the evaluation ``ev`` (in_bytes applied here). Checked: segments exist, and the longest
     window has its history before the first one. Computed once per corpus and settings."""
-    eval_cfg = in_bytes(eval_cfg, train_len, corpus.fingerprint)
+    ev = ev.with_settings(in_bytes(ev.settings, ev.train_len, corpus.fingerprint))
+    eval_cfg, separator = ev.settings, ev.separator
     if bad := [p for p in eval_cfg.protocols if not issubclass(PROTOCOLS.get(p), StreamProtocol)]:
         raise PosbenchError(f"eval.protocols: {bad[0]} scores the last tokens of documents, other text under another "
                             f"tokenizer; with data.tokenizer={tokenizers_name(corpus)} use nonoverlapping, sliding "
                             "or press_sliding")
-    S0, seg = first_scored(eval_cfg, train_len), segment_length(eval_cfg, train_len)
+    S0, seg = ev.first_scored, ev.segment
     key = (S0, seg, eval_cfg.scored_tokens, separator)
     # by what the corpus is (its text and its tokenizer), never by the object's id, which a later corpus can reuse
     name = (corpus.fingerprint.get("hash"), json.dumps(corpus.fingerprint.get("tokenizer"), sort_keys=True, default=str))
     if key not in _SCORED.setdefault(name, {}):
         _SCORED[name][key] = _align(corpus, S0, seg, eval_cfg.scored_tokens, separator)
     tokens, segments = _SCORED[name][key]
-    longest = max(eval_lengths(train_len, eval_cfg.multiples))
+    longest = max(ev.lengths)
     if len(segments.starts) and segments.starts[0] < longest:
         bpt = corpus.fingerprint["bytes_per_token"]
         raise PosbenchError(
@@ -117,20 +106,20 @@ def _align(corpus, S0: int, seg: int, budget, separator: str) -> tuple[np.ndarra
     return np.concatenate(parts), segments
 
 
-def scored_validation(corpus, eval_cfg, train_len: int, separator: str) -> tuple[np.ndarray, Segments | None]:
+def scored_validation(corpus, ev: ResolvedEval) -> tuple[np.ndarray, Segments | None]:
     """(the validation tokens to score, the scored segments): the corpus's own tokens and None for
     bytes (the protocols find the segments); for a subword tokenizer, the segments chosen in bytes
     and the tokens aligned to them (posbench/data/tokens.py)."""
     if corpus.is_bytes:
         return corpus.val, None
 
-    return scored_stream(corpus, eval_cfg, train_len, separator)
+    return scored_stream(corpus, ev)
 
 
-def check_fits(val: np.ndarray, eval_cfg, train_len: int, separator: str = "\0") -> None:
-    """The validation split holds the history before the scored tokens and at least one segment."""
-    S0, seg = first_scored(eval_cfg, train_len), segment_length(eval_cfg, train_len)
-    max_len = max(eval_lengths(train_len, eval_cfg.multiples))
+def check_fits(ev: ResolvedEval) -> None:
+    """The validation text (``ev.text``) holds the history before the scored tokens and at least one segment."""
+    eval_cfg, val, separator = ev.settings, ev.tokens(), ev.separator
+    S0, seg, max_len = ev.first_scored, ev.segment, max(ev.lengths)
     streams = [p for p in eval_cfg.protocols if issubclass(PROTOCOLS.get(p), StreamProtocol)]
     # every key a longer window needs, in one refusal: one at a time, a user fixes one and meets the next
     short = []

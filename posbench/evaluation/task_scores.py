@@ -17,10 +17,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from posbench.attention.options import AttentionOptions
 from posbench.core.device import autocast
 from posbench.core.progress import progress as progress_bar
 from posbench.evaluation.plan import task_plan
+from posbench.evaluation.resolved import ResolvedEval
 from posbench.tasks.base import Task
 
 EVAL_SEED = 4_242  # examples of evaluation cells; training draws from (run seed, step) instead
@@ -35,14 +35,13 @@ def eval_batches(task: Task, length: int, condition, index: int, text: np.ndarra
 
 
 @torch.inference_mode()
-def evaluate_task(model, task: Task, val_text: np.ndarray, eval_cfg, device, corpus_hash: str = "",
-                  progress: bool = True, skip: set | None = None, tag: str = "",
-                  options: AttentionOptions = AttentionOptions()) -> list[dict]:
-    """One record per variant x length x condition (``skip``: keys already evaluated)."""
+def evaluate_task(model, ev: ResolvedEval, device, progress: bool = True, skip: set | None = None) -> list[dict]:
+    """One record per variant x length x condition of the task ``ev.task``, its filler from the
+    validation text ``ev.text`` (``skip``: keys already evaluated)."""
     model.eval()
-    enc, train_len = model.encoding, model.encoding.shape.train_len
+    enc, train_len, task, val_text = model.encoding, ev.train_len, ev.task, ev.tokens()
     conditions = task.conditions()
-    todo = [p for p in task_plan(enc, task, eval_cfg, train_len, corpus_hash, tag) if p.key not in (skip or set())]
+    todo = [p for p in task_plan(enc, ev) if p.key not in (skip or set())]
     records = []
     bar = progress_bar(total=sum(p.length * task.params.eval_examples for p in todo), unit="tok", desc=f"eval {task.name}",
                        enabled=progress)  # a bar on a terminal, log lines elsewhere (posbench/core/progress.py)
@@ -50,7 +49,7 @@ def evaluate_task(model, task: Task, val_text: np.ndarray, eval_cfg, device, cor
         for cell in todo:
             row, L, c = cell.row, cell.length, cell.condition
             i = conditions.index(c)
-            opts = row.options(options, L, train_len)
+            opts = row.options(ev.options, L, train_len)
             base = {"variant": row.name, "task": task.name, "length": L, "multiple": L / train_len,
                     "condition": c, "example_set": cell.key[-1], "row": row.record()}
             if (reason := row.undefined_reason(enc, L)) is not None:

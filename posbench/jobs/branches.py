@@ -44,7 +44,7 @@ from posbench.core.settings import to_dict
 from posbench.data.corpus import corpus_stats
 from posbench.data.load import load_training_corpus
 from posbench.evaluation.probes import during_training_probe, probe_steps
-from posbench.evaluation.scored_text import in_bytes, scored_validation
+from posbench.evaluation.scored_text import with_scored_text
 from posbench.jobs.corpora import check_same_corpus
 from posbench.model.transformer import LanguageModel
 from posbench.spec import RunSpec
@@ -156,10 +156,8 @@ class Trunk:
                   if s <= self.start_of(b)}
         probe = None
         if spec.eval.during_training:  # built as posbench.jobs.train builds a run's (a subword tokenizer's in bytes)
-            probe_eval = in_bytes(spec.eval, spec.train_len, corpus.fingerprint)
-            val, segments = scored_validation(corpus, probe_eval, spec.train_len, spec.data.doc_separator)
-            probe = during_training_probe(val, spec.train_len, probe_eval, device, spec.data.doc_separator,
-                                          corpus.fingerprint["hash"], spec.runtime.attention, segments)
+            probe = during_training_probe(
+                with_scored_text(spec.resolved_eval(corpus.fingerprint, spec.runtime.attention), corpus), device)
         log.info("trunk %s: training to step %d for the branches of budgets %s", self.id, target,
                  ", ".join(str(ends[k].train.steps) for k in missing if k in ends))
         t0 = time.perf_counter()

@@ -18,7 +18,7 @@ from posbench.core.hydra_state import launch_command
 from posbench.data.load import load_corpus
 from posbench.evaluation.evaluate import evaluate_into
 from posbench.evaluation.plan import RECORDS, evaluation_plan, missing, record_key, why_new
-from posbench.evaluation.scored_text import in_bytes
+from posbench.evaluation.scored_text import with_scored_text
 from posbench.evaluation.settings import EvalConfig
 from posbench.jobs.corpora import check_same_corpus
 from posbench.jobs.records_table import records_table
@@ -103,7 +103,7 @@ def model_from_checkpoint(ckpt: dict, device: torch.device):
         cfg = RunSpec.from_config(ckpt["config"])
         model = LanguageModel(cfg.model, cfg.encoding.build(cfg.shape))
         model.load_state_dict(ckpt["model"])
-        extension.apply(model, cfg)  # an extension run's method and row names (nothing for others)
+        extension.apply(model, cfg.extend, cfg.train_len)  # an extension run's method and row names (nothing for others)
     except PosbenchError:
         raise
     except Exception as e:  # noqa: BLE001 - keys or shapes of another model, a config without a field
@@ -149,8 +149,8 @@ def evaluate_run(run_dir: Path, eval_cfg: EvalConfig, runtime: Runtime = Runtime
         # and why they are new (a changed token set rescores every length): a rescoring must not look arbitrary
         log.info("%s: already have %d records; %s", run_dir.name, len(plan) - len(new),
                  f"scoring {len(new)} new ({why_new(new, metrics, cfg.train_len)})" if new else "nothing new to score")
-    made, per_pos, token_losses = evaluate_into(metrics, model, cfg, eval_cfg, corpus, device, progress, only_missing,
-                                  kernel=runtime.attention, show=show)
+    ev = with_scored_text(cfg.with_eval(eval_cfg).resolved_eval(corpus.fingerprint, runtime.attention), corpus)
+    made, per_pos, token_losses = evaluate_into(metrics, model, ev, device, progress, only_missing, show=show)
     if not made:
         return metrics, 0
     if command:
@@ -166,10 +166,7 @@ def evaluate_run(run_dir: Path, eval_cfg: EvalConfig, runtime: Runtime = Runtime
 def asked_for(spec, metrics: dict) -> list:
     """The records a run's evaluation settings call for (``spec``: the run's RunSpec with them), on
     the corpus the run recorded: the plan posbench-train's skip decision reads too."""
-    corpus = metrics.get("corpus") or {}
-    return evaluation_plan(spec.encoding.build(spec.shape), spec.task.build(), in_bytes(spec.eval, spec.train_len, corpus),
-                           spec.train_len,
-                           corpus.get("val_tokens", 0), corpus.get("hash", ""), spec.extend.tag(spec.train_len))
+    return evaluation_plan(spec.encoding.build(spec.shape), spec.resolved_eval(metrics.get("corpus") or {}))
 
 
 def run(request: EvalRequest) -> None:

@@ -30,7 +30,7 @@ from posbench.data.load import load_training_corpus
 from posbench.evaluation.evaluate import evaluate_into
 from posbench.evaluation.plan import missing
 from posbench.evaluation.probes import during_training_probe, probe_steps
-from posbench.evaluation.scored_text import in_bytes, scored_validation
+from posbench.evaluation.scored_text import with_scored_text
 from posbench.jobs import branches
 from posbench.jobs.corpora import check_same_corpus, corpora_for_checks
 from posbench.jobs.evaluate import asked_for, evaluate_run
@@ -113,7 +113,7 @@ def _run(spec: RunSpec, trunk: branches.Trunk | None = None) -> Path:
     if _settled(spec, rid, run_dir):
         return run_dir
     # an extension run continues its parent: trained first when missing (or awaited, if another job is on it)
-    parent = extension.wait_for_parent(spec.parent(), run) if spec.is_extension else None
+    parent = extension.wait_for_parent((p := spec.parent()).run_id, p.run_dir, lambda: run(p)) if spec.is_extension else None
     with run_lock(run_dir) as mine:
         if not mine:
             log.warning("skipping %s: another process (pid %s) is working on it", rid, lock_holder(run_dir))
@@ -175,10 +175,11 @@ def _train_and_evaluate(spec: RunSpec, rid: str, run_dir: Path, corpus, parent: 
     model = LanguageModel(spec.model, spec.encoding.build(spec.shape))
     if parent is not None:
         model.load_state_dict(load_checkpoint(parent)["model"])
-        extension.apply(model, spec)
+        extension.apply(model, spec.extend, spec.train_len)
     model = model.to(device)
     # what trains, at which window: the run's own settings, or the extension's fine-tune
-    train_cfg, window = (extension.finetune_settings(spec), extension.finetune_window(spec)) if parent else (spec.train, spec.train_len)
+    train_cfg, window = ((extension.finetune_settings(spec.extend, spec.train, spec.train_len),
+                          extension.finetune_window(spec.extend, spec.train_len)) if parent else (spec.train, spec.train_len))
     resolved = spec.resolved()
     write_config(run_dir, resolved)
     write_corpus(run_dir, corpus_stats(corpus))  # what a resume after a kill checks the corpus against
@@ -200,10 +201,8 @@ def _train_and_evaluate(spec: RunSpec, rid: str, run_dir: Path, corpus, parent: 
     )
     probe = None
     if spec.eval.during_training:
-        probe_eval = in_bytes(spec.eval, spec.train_len, corpus.fingerprint)  # a subword tokenizer's, in bytes
-        val, segments = scored_validation(corpus, probe_eval, spec.train_len, spec.data.doc_separator)
-        probe = during_training_probe(val, spec.train_len, probe_eval, device, spec.data.doc_separator,
-                                      corpus.fingerprint["hash"], spec.runtime.attention, segments)
+        probe = during_training_probe(with_scored_text(spec.resolved_eval(corpus.fingerprint, spec.runtime.attention),
+                                                       corpus), device)
     try:
         if train_cfg.steps > 0:
             result = train_model(
@@ -211,7 +210,8 @@ def _train_and_evaluate(spec: RunSpec, rid: str, run_dir: Path, corpus, parent: 
                 lr_mult=spec.encoding.lr_mult, compile=spec.runtime.compile, tracker=tracker, resume_dir=run_dir,
                 desc=f"train {spec.encoding.name}{spec.extend.tag(spec.train_len)}{'' if spec.task.is_lm else ' ' + task.name} L={window}",
                 probe=probe, probe_steps=probe_steps(spec.eval.during_training, train_cfg.steps), task=task,
-                attention=spec.runtime.attention, positions_at=extension.training_positions(spec) if parent else None,
+                attention=spec.runtime.attention,
+                positions_at=extension.training_positions(spec.extend, spec.train_len, spec.seed) if parent else None,
             )
         else:  # an extension run of 0 steps: the parent's weights with the method, evaluated as they are
             result = {"status": "completed", "history": [], "train_steps": 0, "train_tokens": 0, "train_wall_s": 0.0}
@@ -226,8 +226,8 @@ def _train_and_evaluate(spec: RunSpec, rid: str, run_dir: Path, corpus, parent: 
             clear_resume(run_dir)  # the final checkpoint supersedes it
             raise_deferred()  # a Ctrl-C or SIGTERM in the last step stops here, the training saved
             if spec.evaluate_after_training:
-                _, per_pos, token_losses = evaluate_into(metrics, model, spec, spec.eval, corpus, device, tracker=tracker,
-                                           kernel=spec.runtime.attention)
+                ev = with_scored_text(spec.resolved_eval(corpus.fingerprint, spec.runtime.attention), corpus)
+                _, per_pos, token_losses = evaluate_into(metrics, model, ev, device, tracker=tracker)
                 if per_pos:
                     write_per_position(run_dir, per_pos)
                 if token_losses:

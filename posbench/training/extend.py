@@ -34,18 +34,18 @@ import logging
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Optional
+from typing import Callable, Optional
 
-from posbench.attention.rope_scalings import ROPE_SCALINGS, extend_methods
+from posbench.attention.rope_scalings import ROPE_SCALINGS, RopeScaling, extend_methods
 from posbench.core.errors import PosbenchError
 from posbench.core.settings import check_count
+from posbench.encodings import PositionalEncoding
 from posbench.store.lock import run_lock
 from posbench.store.rundir import read_metrics
 from posbench.training.trainer import TrainConfig
 
-# A run's settings (posbench.spec.RunSpec) reach this module as ``spec``: the spec sits a layer above
-# training (it gathers every part's settings), so it is not imported here, only read.
-RunSpec = Any
+# A run's settings (posbench.spec.RunSpec) sit a layer above training, so they reach this module as
+# the typed parts each function reads: the ExtendConfig, train_len, seed, the TrainConfig, the built encoding.
 
 log = logging.getLogger("posbench")
 
@@ -64,11 +64,13 @@ class ExtendConfig:
     warmup_steps: Optional[int] = None  # linear warm-up, then constant; null: 10% of the steps
     batch_size: Optional[int] = None  # windows per step; null: as many tokens per step as the parent
 
-    def check(self, spec: RunSpec) -> None:
-        """An extension run continues its parent at a longer window (nothing to check otherwise)."""
+    def check(self, train_len: int, encoding: PositionalEncoding, train: TrainConfig) -> None:
+        """An extension run continues its parent at a longer window (nothing to check otherwise):
+        the run's ``train_len``, its built ``encoding`` (a copy nothing else uses: the method is
+        tried on it, changing it) and ``train`` settings (the parent's tokens per step)."""
         if self.length is None:
             return
-        L = spec.train_len
+        L, enc = train_len, encoding
         if self.length < L or self.length % L:
             raise PosbenchError(f"extend.length={self.length} must be a multiple of train_len={L} longer than it "
                                 f"(e.g. {4 * L}), or train_len itself for the continued-training control")
@@ -77,10 +79,9 @@ class ExtendConfig:
         if self.length == L and self.method != "none":
             raise PosbenchError(f"extend.length=train_len={L} is the continued-training control: it takes "
                                 f"extend.method=none, not {self.method!r}")
-        enc = spec.encoding.build(spec.shape)
         enc.extend_to(self.method, self.length / L)  # refuses a method the encoding does not have
         if (reason := enc.undefined_reason(self.length)) is not None:
-            raise PosbenchError(f"{spec.encoding.name} cannot be extended to {self.length} tokens: {reason}")
+            raise PosbenchError(f"{enc.name} cannot be extended to {self.length} tokens: {reason}")
         if self.steps < 0 or (self.warmup_steps or 0) < 0:
             raise PosbenchError(f"extend.steps and extend.warmup_steps must be >= 0, got {self.steps} and {self.warmup_steps}")
         if self.lr is not None and not self.lr > 0:
@@ -90,9 +91,9 @@ class ExtendConfig:
         # the fine-tune's tokens per step: its own batch at the target window, or the parent's per step
         if self.batch_size:
             check_count("extend.batch_size", self.batch_size, self.length, f"extend.batch_size x extend.length={self.length}")
-        per_step = self.batch_size * self.length if self.batch_size else spec.train.batch_size * L
+        per_step = self.batch_size * self.length if self.batch_size else train.batch_size * L
         check_count("extend.steps", self.steps, per_step, f"extend.steps x {per_step} tokens per step")
-        if spec.train.random_positions is not None:
+        if train.random_positions is not None:
             raise PosbenchError("extend does not combine with train.random_positions; set train.random_positions=null")
 
     def factor(self, train_len: int) -> float:
@@ -109,33 +110,32 @@ class ExtendConfig:
         return "" if self.length is None else extension_tag(self.method, self.factor(train_len), self.steps)
 
 
-def _method(spec: RunSpec):
+def _method(x: ExtendConfig) -> RopeScaling | None:
     """The extension's RoPE scaling (None for ``none``)."""
-    return None if spec.extend.method == "none" else ROPE_SCALINGS.get(spec.extend.method)
+    return None if x.method == "none" else ROPE_SCALINGS.get(x.method)
 
 
-def finetune_window(spec: RunSpec) -> int:
+def finetune_window(x: ExtendConfig, train_len: int) -> int:
     """The windows the fine-tune trains on: the target length, or train_len for PoSE and DroPE."""
-    kind = _method(spec)
-    return spec.train_len if kind is not None and kind.finetune_at_train_len else spec.extend.length
+    kind = _method(x)
+    return train_len if kind is not None and kind.finetune_at_train_len else x.length
 
 
-def training_positions(spec: RunSpec):
+def training_positions(x: ExtendConfig, train_len: int, seed: int):
     """step -> the positions of that fine-tuning step's windows (PoSE), or None (0..window-1)."""
-    kind = _method(spec)
+    kind = _method(x)
     if kind is None or kind.training_positions is None:
         return None
-    fn, L, target, seed = kind.training_positions, spec.train_len, spec.extend.length, spec.seed
+    fn, L, target = kind.training_positions, train_len, x.length
     return lambda step: fn(L, target, seed, step)
 
 
-def finetune_settings(spec: RunSpec) -> TrainConfig:
-    """The ``train`` settings of the fine-tune: the parent's, with the extension's steps, windows per
-    step and learning rate, constant after the warm-up (min_lr_ratio 1). The default rate is
+def finetune_settings(x: ExtendConfig, t: TrainConfig, train_len: int) -> TrainConfig:
+    """The ``train`` settings of the fine-tune: the parent's (``t``), with the extension's steps,
+    windows per step and learning rate, constant after the warm-up (min_lr_ratio 1). The default rate is
     ``train.lr x train.min_lr_ratio``: where a cosine parent ended; a WSD parent (``train.schedule=wsd``)
     cools down to 0, where a fine-tune cannot learn, so it gets the same value, not its own end."""
-    t, x = spec.train, spec.extend
-    batch = x.batch_size or max(1, t.batch_size * spec.train_len // finetune_window(spec))
+    batch = x.batch_size or max(1, t.batch_size * train_len // finetune_window(x, train_len))
     lr = x.lr if x.lr is not None else t.lr * t.min_lr_ratio
     steps = max(1, x.steps)
     # constant after the warm-up whatever the parent's schedule was (cosine with min_lr_ratio 1)
@@ -144,19 +144,20 @@ def finetune_settings(spec: RunSpec) -> TrainConfig:
                    val_every=min(t.val_every, steps), checkpoint_every=min(t.checkpoint_every, steps))
 
 
-def apply(model, spec: RunSpec) -> None:
+def apply(model, x: ExtendConfig, train_len: int) -> None:
     """Give a freshly built model of an extension run its method (its rows' names carry
-    ``spec.extend.tag``, passed to the evaluation)."""
-    if spec.is_extension:
-        model.encoding.extend_to(spec.extend.method, spec.extend.factor(spec.train_len))
+    ``x.tag``, passed to the evaluation); nothing for an ordinary run."""
+    if x.length is not None:
+        model.encoding.extend_to(x.method, x.factor(train_len))
 
 
-def wait_for_parent(parent: RunSpec, run) -> Path:
-    """Make sure the parent is trained (training it here unless another process is) and return its
-    run directory. ``run`` is posbench.jobs.train.run (passed in: this module sits below it)."""
-    rid, run_dir = parent.run_id, parent.run_dir
+def wait_for_parent(run_id: str, run_dir: Path, train_parent: Callable[[], object]) -> Path:
+    """Make sure the parent (run ``run_id`` in ``run_dir``) is trained (by ``train_parent()``, here,
+    unless another process is) and return its run directory. ``train_parent`` runs
+    posbench.jobs.train.run on the parent's spec (passed in: this module sits below it)."""
+    rid = run_id
     while True:
-        run(parent)
+        train_parent()
         m = read_metrics(run_dir, warn=False)
         if m is not None and m["status"] == "completed":
             return run_dir

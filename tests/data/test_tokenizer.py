@@ -18,6 +18,7 @@ from posbench.data.tokenizer import TokenizerConfig
 from posbench.evaluation.scored_text import scored_stream
 from posbench.evaluation.settings import EvalConfig
 from posbench.evaluation.windows import stream_segments
+from posbench.evaluation.resolved import ResolvedEval
 from tests.conftest import cli, write_text_corpus
 
 VOCAB = 300  # the test corpus holds about a hundred merges' worth of words and numbers
@@ -89,7 +90,7 @@ def test_the_scored_bytes_are_the_same_for_bytes_and_bpe(corpus_dir, tmp_path):
     cfg = EvalConfig(multiples=[1, 2, 4], protocols=["nonoverlapping", "sliding"], segment=512, first_scored=1024)
     found = stream_segments(np.asarray(byte.val), b"\0", 1024, 512, None)
     by_bytes = [bytes(byte.val[s : s + 512]) for s in found.starts]
-    tokens, segments = scored_stream(bpe, cfg, 16, "\0")
+    tokens, segments = scored_stream(bpe, ResolvedEval(cfg, 16, "\0"))
     by_bpe = [bpe.tokenizer.decode(tokens[s : s + n].tolist()).encode() for s, n in zip(segments.starts, segments.lengths)]
     assert len(by_bytes) > 3 and by_bpe == by_bytes
     assert segments.bytes == 512 * len(by_bytes) and segments.tokens < segments.bytes
@@ -102,10 +103,11 @@ def test_bits_per_byte_divide_by_the_bytes_scored(corpus_dir, tmp_path):
 
     bpe = load_corpus(data(corpus_dir, tmp_path, kind="bpe", vocab_size=VOCAB))
     cfg = EvalConfig(multiples=[1, 2], protocols=["nonoverlapping"], segment=512, first_scored=1024)
-    tokens, segments = scored_stream(bpe, cfg, 16, "\0")
+    tokens, segments = scored_stream(bpe, ResolvedEval(cfg, 16, "\0"))
     mc = ModelConfig(name="t", d_model=32, n_layers=1, n_heads=2, vocab_size=VOCAB)
     model = LanguageModel(mc, build_encoding("nope", ModelShape(32, 2, 1, 16, 16), {}))
-    records, _ = evaluate_model(model, tokens, 16, cfg, torch.device("cpu"), progress=False, segments=segments)
+    records, _ = evaluate_model(model, ResolvedEval(cfg, 16, text=tokens, segments=segments), torch.device("cpu"),
+                                progress=False)
     for r in records:
         assert r["tokens_scored"] == segments.tokens and r["bytes_scored"] == segments.bytes
         assert r["bpb"] == pytest.approx(r["loss"] * r["tokens_scored"] / (math.log(2) * r["bytes_scored"]))

@@ -13,6 +13,7 @@ from posbench.encodings import ENCODINGS, ModelShape, available, build_encoding
 from posbench.evaluation.variants import make_variant
 from posbench.model.transformer import ModelConfig, build_model
 from posbench.tasks import TASKS
+from posbench.evaluation.resolved import ResolvedEval
 from tests.helpers import model_of, tiny_model
 
 MODERN = ["layers", "rope_swa", "irope", "rnope_swa", "ssmax", "sink", "gated", "fox", "cope", "stickbreaking",
@@ -52,7 +53,8 @@ def test_each_method_trains_and_scores_every_token_at_every_length(name):
     assert all(not torch.equal(a, b) for a, b in zip(before, model.encoding.parameters()))  # its own parameters learn
     eval_cfg = EvalConfig(multiples=[1, 4, 16], protocols=["nonoverlapping"], scored_tokens=256, target_docs=4,
                           batch_tokens=1024, bca=[], variants=["logn"])
-    records, _ = evaluate_model(model.eval(), tokens[:6000], 16, eval_cfg, torch.device("cpu"), progress=False)
+    records, _ = evaluate_model(model.eval(), ResolvedEval(eval_cfg, 16, text=tokens[:6000]), torch.device("cpu"),
+                                progress=False)
     names = (name, f"{name}+logn") if make_variant("logn").applies_to(model.encoding) else (name,)  # see above
     assert {(r["variant"], r["length"]) for r in records} == {(v, L) for v in names for L in (16, 64, 256)}
     assert all(r["reason"] is None and math.isfinite(r["ppl"]) and r["tokens_scored"] == 256 for r in records)

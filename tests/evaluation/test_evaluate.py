@@ -10,12 +10,13 @@ from posbench.evaluation.evaluate import attention_inputs, log_records, log_task
 from posbench.evaluation.settings import EvalConfig
 from posbench.evaluation.windows import first_scored
 from posbench.tasks import LM, build_task
+from posbench.evaluation.resolved import ResolvedEval
 
 
 def test_a_language_model_s_attention_is_measured_on_consecutive_windows_from_the_first_scored_token():
     cfg = EvalConfig()
     val = (np.arange(5000) % 251).astype(np.uint8)
-    x = attention_inputs(build_task(LM), 32, 3, val, cfg, 16)
+    x = attention_inputs(ResolvedEval(cfg, 16, task=build_task(LM), text=val), 32, 3)
     start = first_scored(cfg, 16)
     assert x.shape == (3, 32)
     assert torch.equal(x.flatten(), torch.from_numpy(val[start:start + 96].astype(np.int64)))

@@ -10,6 +10,7 @@ from posbench.evaluation.perplexity import evaluate_model, far_context_pairs, to
 from posbench.evaluation.windows import WindowPlan
 from posbench.model.transformer import ModelConfig, build_model
 from posbench.store.rundir import per_position_key, token_loss_keys
+from posbench.evaluation.resolved import ResolvedEval
 from tests.evaluation.protocols.test_protocols import eval_cfg
 from tests.helpers import split_of_documents
 
@@ -36,7 +37,8 @@ def test_per_token_losses_add_up_to_the_records_and_the_per_position_curves(prot
     val = split_of_documents([300, 200, 400, 250])
     cfg = eval_cfg(multiples=[1, 2, 4], protocols=[protocol], scored_tokens=None, stride=4, variants=["local"])
     kept: dict = {}
-    records, per_pos = evaluate_model(model, val, 8, cfg, torch.device("cpu"), progress=False, token_losses=kept)
+    records, per_pos = evaluate_model(model, ResolvedEval(cfg, 8, text=val), torch.device("cpu"), progress=False,
+                                      token_losses=kept)
     assert {r["variant"] for r in records} == {"rope", "rope+swaL"}
     for r in records:
         loss_key, doc_key, pos_key = token_loss_keys(r["variant"], protocol, r["length"])
@@ -57,6 +59,6 @@ def test_no_per_token_losses_without_a_window_control():
     model = build_model(ModelConfig(name="t", d_model=16, n_layers=1, n_heads=2, mlp_ratio=2), "rope", {}, 8, 8).eval()
     val = split_of_documents([300, 200, 400, 250])
     kept: dict = {}
-    evaluate_model(model, val, 8, eval_cfg(multiples=[1, 2], protocols=["nonoverlapping"], scored_tokens=None),
-                   torch.device("cpu"), progress=False, token_losses=kept)
+    evaluate_model(model, ResolvedEval(eval_cfg(multiples=[1, 2], protocols=["nonoverlapping"], scored_tokens=None), 8,
+                                       text=val), torch.device("cpu"), progress=False, token_losses=kept)
     assert kept == {}

@@ -14,12 +14,18 @@ from posbench.evaluation.plan import (
 from posbench.evaluation.protocols import token_set
 from posbench.evaluation.settings import EvalConfig
 from posbench.tasks import LM, build_task
+from posbench.evaluation.resolved import ResolvedEval
 
 CFG = EvalConfig(multiples=[1, 2], protocols=["nonoverlapping", "sliding"], rope_scaling=["yarn"], bca=[])
 
 
+def planned(settings: EvalConfig) -> ResolvedEval:
+    """A language-modelling evaluation at train_len 16 on a corpus of hash "h" with 5000 validation tokens."""
+    return ResolvedEval(settings, 16, corpus_hash="h", task=build_task(LM), val_tokens=5000)
+
+
 def test_the_plan_is_every_row_at_every_length_and_protocol_on_its_token_set():
-    plan = evaluation_plan(build_encoding("rope", ModelShape(32, 4, 2, 16)), build_task(LM), CFG, 16, 5000, "h")
+    plan = evaluation_plan(build_encoding("rope", ModelShape(32, 4, 2, 16)), planned(CFG))
     assert [p.key for p in plan if p.key[:2] == ("rope", "sliding")] == [
         ("rope", "sliding", 16, token_set("sliding", CFG, 16, 5000, "h")),
         ("rope", "sliding", 32, token_set("sliding", CFG, 16, 5000, "h"))]
@@ -28,7 +34,7 @@ def test_the_plan_is_every_row_at_every_length_and_protocol_on_its_token_set():
 
 
 def test_what_a_run_misses_is_what_its_metrics_lack():
-    plan = evaluation_plan(build_encoding("rope", ModelShape(32, 4, 2, 16)), build_task(LM), CFG, 16, 5000, "h")
+    plan = evaluation_plan(build_encoding("rope", ModelShape(32, 4, 2, 16)), planned(CFG))
     done = [{"variant": k[0], "protocol": k[1], "length": k[2], "token_set": k[3]} for k in (p.key for p in plan[:3])]
     assert missing(plan, {"evaluations": done}) == plan[3:]
     assert missing(plan, {}) == plan
@@ -40,12 +46,12 @@ def test_a_rescoring_says_why_each_record_is_new():
     shape = ModelShape(32, 4, 2, 16)
     had = EvalConfig(multiples=[1, 2], protocols=["nonoverlapping"], bca=[])
     done = {"evaluations": [{"variant": k[0], "protocol": k[1], "length": k[2], "token_set": k[3]} for k in
-                            (p.key for p in evaluation_plan(build_encoding("rope", shape), build_task(LM), had, 16, 5000, "h"))]}
+                            (p.key for p in evaluation_plan(build_encoding("rope", shape), planned(had)))]}
     now = EvalConfig(multiples=[1, 2, 4], protocols=["nonoverlapping", "sliding"], rope_scaling=["yarn"], bca=[])
-    todo = missing(evaluation_plan(build_encoding("rope", shape), build_task(LM), now, 16, 5000, "h"), done)
+    todo = missing(evaluation_plan(build_encoding("rope", shape), planned(now)), done)
     assert why_new(todo, done, 16) == "new protocol sliding: 6; new multiple 4x: 1; new variant rope+yarn@4x: 3"
     other_set = EvalConfig(multiples=[1, 2], protocols=["nonoverlapping"], bca=[], scored_tokens=256)
-    todo = missing(evaluation_plan(build_encoding("rope", shape), build_task(LM), other_set, 16, 5000, "h"), done)
+    todo = missing(evaluation_plan(build_encoding("rope", shape), planned(other_set)), done)
     old, new = token_set("nonoverlapping", had, 16, 5000), token_set("nonoverlapping", other_set, 16, 5000)
     assert why_new(todo, done, 16) == f"new token set for nonoverlapping ({new}; the run's: {old}): 2"
 
@@ -61,6 +67,6 @@ def test_a_new_record_replaces_the_old_one_of_the_same_key_and_others_stay():
 
 def test_attention_diagnostics_are_planned_where_asked_and_the_recorder_sees_the_scores():
     asked = EvalConfig(multiples=[1, 2], attention_stats=True, bca=[])
-    assert [p.key for p in attention_plan(build_encoding("alibi", ModelShape(32, 4, 2, 16)), asked, 16)] == [(16,), (32,)]
-    assert attention_plan(build_encoding("alibi", ModelShape(32, 4, 2, 16)), CFG, 16) == []
-    assert attention_plan(build_encoding("shaw", ModelShape(32, 4, 2, 16)), asked, 16) == []  # its own attention
+    assert [p.key for p in attention_plan(build_encoding("alibi", ModelShape(32, 4, 2, 16)), planned(asked))] == [(16,), (32,)]
+    assert attention_plan(build_encoding("alibi", ModelShape(32, 4, 2, 16)), planned(CFG)) == []
+    assert attention_plan(build_encoding("shaw", ModelShape(32, 4, 2, 16)), planned(asked)) == []  # its own attention

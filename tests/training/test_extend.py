@@ -20,16 +20,16 @@ def test_pose_and_drope_fine_tune_at_the_training_length(compose, tmp_path, text
 
     args = ["encoding=rope", *BASE, f"data.path={text_corpus}", f"runs_dir={tmp_path}"]
     pose = compose(*args, "extend.length=64", "extend.method=pose", "extend.steps=4", "extend.lr=1e-3")
-    assert extend.finetune_window(pose) == 16 and extend.finetune_settings(pose).batch_size == 8
-    assert torch.equal(extend.training_positions(pose)(2), pose_positions(16, 64, 0, 2))
+    assert extend.finetune_window(pose.extend, 16) == 16 and extend.finetune_settings(pose.extend, pose.train, 16).batch_size == 8
+    assert torch.equal(extend.training_positions(pose.extend, 16, pose.seed)(2), pose_positions(16, 64, 0, 2))
     child = read_metrics(run(pose))
     assert child["train_steps"] == 4 and child["train_tokens"] == 4 * 8 * 16  # windows of 16, as the parent's
     assert {r["variant"] for r in child["evaluations"]} == {"rope+pose@4x+ft4"}
     drope = compose(*args, "extend.length=64", "extend.method=drope", "extend.steps=2", "extend.lr=1e-3")
-    assert extend.training_positions(drope) is None and extend.finetune_window(drope) == 16
+    assert extend.training_positions(drope.extend, 16, 0) is None and extend.finetune_window(drope.extend, 16) == 16
     assert {r["variant"] for r in read_metrics(run(drope))["evaluations"]} == {"rope+drope@4x+ft2"}
     yarn = compose(*args, "extend.length=64", "extend.method=yarn", "extend.steps=2")
-    assert extend.finetune_window(yarn) == 64 and extend.training_positions(yarn) is None
+    assert extend.finetune_window(yarn.extend, 16) == 64 and extend.training_positions(yarn.extend, 16, 0) is None
 
 
 def test_a_zero_step_extension_is_its_parent_under_another_name(compose, tmp_path, text_corpus):
@@ -111,7 +111,7 @@ def test_the_restart_warms_up_for_a_tenth_of_the_steps_by_default(compose, tmp_p
     from posbench.training.extend import finetune_settings
 
     spec = compose("encoding=rope", *BASE, *ext("extend.steps=40"), f"data.path={text_corpus}", f"runs_dir={tmp_path}")
-    assert finetune_settings(spec).warmup_steps == 4
+    assert finetune_settings(spec.extend, spec.train, spec.train_len).warmup_steps == 4
     spec = compose("encoding=rope", *BASE, *ext("extend.steps=40", "extend.warmup_steps=0"), f"data.path={text_corpus}",
                    f"runs_dir={tmp_path}")
-    assert finetune_settings(spec).warmup_steps == 0
+    assert finetune_settings(spec.extend, spec.train, spec.train_len).warmup_steps == 0

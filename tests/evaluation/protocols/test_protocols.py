@@ -10,6 +10,7 @@ from posbench.evaluation.protocols import PROTOCOLS, plan_windows, token_set
 from posbench.evaluation.scored_text import check_fits
 from posbench.evaluation.settings import EvalConfig, check_eval
 from posbench.evaluation.windows import document_targets, documents, stream_segments
+from posbench.evaluation.resolved import ResolvedEval
 from tests.helpers import scored_targets, split_of_documents
 
 
@@ -86,15 +87,16 @@ def test_the_default_scores_at_least_80_percent_of_the_default_corpus_documents_
 
 def test_the_validation_split_must_hold_the_history_and_a_segment():
     cfg = eval_cfg(scored_tokens=None)
-    check_fits(split_of_documents([128 + 200]), cfg, 8)
+    check_fits(ResolvedEval(cfg, 8, text=split_of_documents([128 + 200])))
     with pytest.raises(PosbenchError, match="no validation document holds a segment of eval.segment=128 scored tokens "
                                             "after eval.first_scored=128"):
-        check_fits(split_of_documents([100, 150]), cfg, 8)
+        check_fits(ResolvedEval(cfg, 8, text=split_of_documents([100, 150])))
     with pytest.raises(PosbenchError, match="longest evaluation window \\(256 tokens\\) is longer than the history"):
-        check_fits(split_of_documents([5000]), eval_cfg(multiples=[1, 32]), 8)
+        check_fits(ResolvedEval(eval_cfg(multiples=[1, 32]), 8, text=split_of_documents([5000])))
     with pytest.raises(PosbenchError, match="longer than a scored segment \\(eval.segment=128\\)"):
-        check_fits(split_of_documents([5000]), eval_cfg(multiples=[1, 32], first_scored=256), 8)
-    check_fits(split_of_documents([5000]), eval_cfg(multiples=[1, 32], first_scored=256, segment=256), 8)
+        check_fits(ResolvedEval(eval_cfg(multiples=[1, 32], first_scored=256), 8, text=split_of_documents([5000])))
+    check_fits(ResolvedEval(eval_cfg(multiples=[1, 32], first_scored=256, segment=256), 8,
+                          text=split_of_documents([5000])))
 
 
 def test_a_longer_multiple_is_refused_once_naming_every_key_it_needs():
@@ -102,7 +104,7 @@ def test_a_longer_multiple_is_refused_once_naming_every_key_it_needs():
     with pytest.raises(PosbenchError, match="longer than the history before the scored tokens \(eval.first_scored=128\) "
                                             "and a scored segment \(eval.segment=128\).*; set eval.first_scored=256 "
                                             "eval.segment=256 "):
-        check_fits(split_of_documents([5000]), eval_cfg(multiples=[1, 32]), 8)
+        check_fits(ResolvedEval(eval_cfg(multiples=[1, 32]), 8, text=split_of_documents([5000])))
 
 
 def test_fixed_target_scores_the_last_tokens_of_documents_at_every_length():
@@ -187,8 +189,10 @@ def test_1x_perplexity_is_identical_whichever_multiples_were_requested():
     model = build_model(ModelConfig(name="t", d_model=16, n_layers=1, n_heads=2, mlp_ratio=2), "rope", {}, 8, 8).eval()
     val = np.random.default_rng(0).integers(0, 256, 4000).astype(np.uint8)
     cfg = dict(protocols=["nonoverlapping", "sliding", "fixed_target"], scored_tokens=None)
-    short, _ = evaluate_model(model, val, 8, eval_cfg(multiples=[1, 2], **cfg), torch.device("cpu"), progress=False)
-    long, _ = evaluate_model(model, val, 8, eval_cfg(multiples=[1, 2, 4, 8, 16], **cfg), torch.device("cpu"), progress=False)
+    short, _ = evaluate_model(model, ResolvedEval(eval_cfg(multiples=[1, 2], **cfg), 8, text=val), torch.device("cpu"),
+                              progress=False)
+    long, _ = evaluate_model(model, ResolvedEval(eval_cfg(multiples=[1, 2, 4, 8, 16], **cfg), 8, text=val),
+                             torch.device("cpu"), progress=False)
     key = lambda r: (r["protocol"], r["length"])  # noqa: E731
     long_by_key = {key(r): r for r in long}
     assert len(short) == 6 and len(long) == 15

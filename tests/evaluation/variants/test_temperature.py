@@ -12,6 +12,7 @@ from posbench.evaluation.perplexity import evaluate_model
 from posbench.evaluation.settings import EvalConfig
 from posbench.evaluation.variants import base_variant, make_variant, temperature_of
 from posbench.model.transformer import ModelConfig, build_model
+from posbench.evaluation.resolved import ResolvedEval
 
 CFG = ModelConfig(d_model=32, n_layers=2, n_heads=2, mlp_ratio=2, dropout=0.0, vocab_size=256)
 
@@ -59,7 +60,7 @@ def test_temperature_rows_leave_1x_alone_and_reset(tmp_path):
     val = torch.randint(0, 256, (6000,)).numpy().astype("uint8")
     eval_cfg = EvalConfig(multiples=[1, 4], protocols=["nonoverlapping"], scored_tokens=512, target_docs=4,
                           batch_tokens=4096, bca=[], temperature=[0.1, 0.0])
-    records, _ = evaluate_model(model, val, 16, eval_cfg, torch.device("cpu"), progress=False)
+    records, _ = evaluate_model(model, ResolvedEval(eval_cfg, 16, text=val), torch.device("cpu"), progress=False)
     ppl = {(r["variant"], r["multiple"]): r["ppl"] for r in records}
     assert ppl["alibi+temp0.1", 1] == ppl["alibi", 1]  # s = 1: nothing changes at the training length
     assert ppl["alibi+temp0", 4] == ppl["alibi", 4]

@@ -8,6 +8,7 @@ import torch
 from posbench.attention.options import AttentionOptions
 from posbench.evaluation.settings import EvalConfig
 from posbench.model.transformer import ModelConfig, build_model
+from posbench.evaluation.resolved import ResolvedEval
 
 
 def test_evaluation_rows_for_bca_and_randomized_positions():
@@ -20,10 +21,10 @@ def test_evaluation_rows_for_bca_and_randomized_positions():
                                stride=None, target_tokens=None, target_docs=8, batch_tokens=256, rope_scaling=[],
                                rope_factor=None, bca=["xpos"]))
     xpos = build_model(cfg, "xpos", {}, 8)
-    variants = {r["variant"] for r in evaluate_model(xpos, val, 8, ev, torch.device("cpu"), progress=False)[0]}
+    variants = {r["variant"] for r in evaluate_model(xpos, ResolvedEval(ev, 8, text=val), torch.device("cpu"), progress=False)[0]}
     assert variants == {"xpos", "xpos+bca"}
     learned = build_model(cfg, "learned", {}, 8, max_position=32)  # trained on positions sampled from [0, 32)
-    records = evaluate_model(learned, val, 8, ev, torch.device("cpu"), progress=False)[0]
+    records = evaluate_model(learned, ResolvedEval(ev, 8, text=val), torch.device("cpu"), progress=False)[0]
     by = {(r["variant"], r["length"]): r for r in records}
     assert by["learned+randpos", 16]["ppl"] is not None and by["learned+randpos", 64]["ppl"] is None
     assert by["learned", 16]["ppl"] is not None and by["learned+randpos", 16]["ppl"] != by["learned", 16]["ppl"]
