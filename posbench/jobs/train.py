@@ -29,7 +29,7 @@ from posbench.data.corpus import corpus_stats
 from posbench.data.load import load_training_corpus
 from posbench.evaluation.evaluate import evaluate_into
 from posbench.evaluation.plan import missing
-from posbench.evaluation.probes import during_training_probe, probe_steps
+from posbench.evaluation.probes import during_training_probe
 from posbench.evaluation.scored_text import in_bytes, scored_validation
 from posbench.jobs import branches
 from posbench.jobs.corpora import check_same_corpus, corpora_for_checks
@@ -52,6 +52,8 @@ from posbench.store.rundir import (
     write_token_losses,
 )
 from posbench.training import extend as extension
+from posbench.training.data import TrainingData
+from posbench.training.hooks import Hooks
 from posbench.training.trainer import train_model
 
 log = logging.getLogger("posbench")
@@ -206,12 +208,13 @@ def _train_and_evaluate(spec: RunSpec, rid: str, run_dir: Path, corpus, parent: 
                                       corpus.fingerprint["hash"], spec.runtime.attention, segments)
     try:
         if train_cfg.steps > 0:
+            data = TrainingData(corpus.train, corpus.val, window, spec.seed, task,
+                                extension.training_positions(spec) if parent else None)
+            desc = f"train {spec.encoding.name}{spec.extend.tag(spec.train_len)}{'' if spec.task.is_lm else ' ' + task.name} L={window}"
             result = train_model(
-                model, corpus.train, corpus.val, train_cfg, window, spec.seed, device,
-                lr_mult=spec.encoding.lr_mult, compile=spec.runtime.compile, tracker=tracker, resume_dir=run_dir,
-                desc=f"train {spec.encoding.name}{spec.extend.tag(spec.train_len)}{'' if spec.task.is_lm else ' ' + task.name} L={window}",
-                probe=probe, probe_steps=probe_steps(spec.eval.during_training, train_cfg.steps), task=task,
-                attention=spec.runtime.attention, positions_at=extension.training_positions(spec) if parent else None,
+                model, data, train_cfg, device, rules=branches.run_rules(train_cfg, spec.eval.during_training),
+                hooks=Hooks(desc=desc, tracker=tracker, resume_dir=run_dir, probe=probe),
+                lr_mult=spec.encoding.lr_mult, compile=spec.runtime.compile, attention=spec.runtime.attention,
             )
         else:  # an extension run of 0 steps: the parent's weights with the method, evaluated as they are
             result = {"status": "completed", "history": [], "train_steps": 0, "train_tokens": 0, "train_wall_s": 0.0}
