@@ -57,9 +57,10 @@ class LoopState:
                             last_loss=self.last_loss, val_loss=self.val_loss, probes=self.probes,
                             train_wall_s=self.wall())
 
-    def restore(self, run_dir: Path, model, opt, sched, steps: int | None = None) -> bool:
+    def restore(self, run_dir: Path, model, opt, sched, steps: int | None = None, discard: bool = True) -> bool:
         """Apply a saved resume state (checked against a budget of ``steps``); on any mismatch put the
-        model back as it was and start over (False: the caller makes its optimiser afresh)."""
+        model back as it was and start over (False: the caller makes its optimiser afresh), the file
+        removed unless not ``discard`` (a data-parallel run's processes but the first)."""
         saved = load_resume(run_dir, steps)
         if saved is None:
             return False
@@ -71,7 +72,8 @@ class LoopState:
             torch.set_rng_state(saved["torch_rng"])
         except Exception as e:  # noqa: BLE001 - shapes or keys of another model: the file is useless here
             model.load_state_dict(fresh)
-            discard_resume(run_dir, f"{type(e).__name__}: {str(e).splitlines()[0][:120]}")
+            if discard:
+                discard_resume(run_dir, f"{type(e).__name__}: {str(e).splitlines()[0][:120]}")
             return False
         self.start, self.history, self.wall_before = saved["next_step"], list(saved["history"]), float(saved["train_wall_s"])
         self.last_loss, self.val_loss = saved["last_loss"], saved["val_loss"]

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import List, Optional
 
 import torch
@@ -35,6 +35,7 @@ from posbench.tasks import Task
 from posbench.training.data import TrainingData
 from posbench.training.data import training_batch as training_batch  # re-exported for callers
 from posbench.training.hooks import Hooks
+from posbench.training.parallel import Processes
 from posbench.training.schedules import COOLDOWN_SHAPES, SCHEDULES, cooldown_start
 from posbench.training.schedules import (
     lr_factor as lr_factor,  # the schedules' one entry, re-exported for callers
@@ -189,32 +190,35 @@ def train_step(forward, model, opt, sched, batch, tc, task: Task, options: Atten
 
 
 def train_model(model: torch.nn.Module, data: TrainingData, tc: TrainConfig, device: torch.device, *,
-                rules: StepRules | None = None, hooks: Hooks | None = None, lr_mult: float = 1.0,
-                compile: bool = False, attention: str = "auto") -> dict:
+                rules: StepRules | None = None, hooks: Hooks | None = None, processes: Processes | None = None,
+                lr_mult: float = 1.0, compile: bool = False, attention: str = "auto") -> dict:
     """Train in place for ``tc.steps`` steps; returns status, timing and the history of the run.
 
     ``data``: what the steps read (posbench/training/data.py); ``tc``: the ``train`` settings;
     ``rules``: when to log, validate, probe and save (posbench/training/steps.py; None: the plain
     rules of ``tc``); ``hooks``: progress, tracking, probes, resume states and snapshots
-    (posbench/training/hooks.py). ``lr_mult``: the encoding's position parameters' learning-rate
-    factor; ``attention``: the kernel for bias encodings (posbench/attention/kernels.py)."""
-    rules, hooks = rules or StepRules.of(tc), hooks or Hooks()
-    opt, sched = _optimiser(model, tc, lr_mult)
+    (posbench/training/hooks.py); ``processes``: this process's share of a data-parallel run
+    (posbench/training/parallel.py; None: one process). ``lr_mult``: the encoding's position
+    parameters' learning-rate factor; ``attention``: the kernel for bias encodings."""
+    rules, hooks, procs = rules or StepRules.of(tc), hooks or Hooks(), processes or Processes()
+    procs.check(tc.batch_size)
+    data, opt, sched = replace(data, rank=procs.rank, world=procs.world), *_optimiser(model, tc, lr_mult)
     st = LoopState()
-    if hooks.resume_dir is not None and not st.restore(hooks.resume_dir, model, opt, sched, tc.steps):
+    if hooks.resume_dir is not None and not st.restore(hooks.resume_dir, model, opt, sched, tc.steps, procs.main):
         opt, sched = _optimiser(model, tc, lr_mult)  # a failed restore may have touched the optimiser
     tokens_per_step, status = tc.batch_size * data.length, "completed"
     model.train()
-    # compiled forward shares the parameters; the plain module is what gets saved and evaluated
-    forward = torch.compile(model) if compile else model
+    # DDP and the compiled forward share the parameters; the plain module is what gets saved and evaluated
+    forward = procs.wrap(model, device)
+    forward = torch.compile(forward) if compile else forward
     options = AttentionOptions(kernel=attention)
-    with hooks.running(rules, st.start, device) as live:
+    with hooks.running(rules, st.start, device, procs) as live:
         st.start_clock()
         for step in live.steps:
             loss, grad_norm = train_step(forward, model, opt, sched, data.batch(step, tc, device), tc, data.task, options)
             n = step + 1
             if rules.logs(n):  # reading the loss syncs the device, so it happens only at log steps
-                st.last_loss, gn = loss.item(), grad_norm.item()
+                st.last_loss, gn = procs.mean(loss).item(), grad_norm.item()  # the global batch's loss
                 entry = {"step": n, "loss": st.last_loss, "lr": sched.get_last_lr()[0], "grad_norm": gn,
                          "tokens_per_s": st.tokens_per_s(n, tokens_per_step)}
                 if not (math.isfinite(st.last_loss) and math.isfinite(gn)):

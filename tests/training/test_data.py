@@ -1,14 +1,29 @@
-"""posbench/training/data.py: positions come from the extension method, the random-positions sample or
-0..length-1, in that order; validation reads fixed windows."""
+"""posbench/training/data.py: a step's batch depends only on (seed, step); the shares of a data-parallel
+run's processes are the rows of the one-process batch; positions come from the extension method, the
+random-positions sample or 0..length-1, in that order."""
 
 import numpy as np
 import torch
 
+from posbench.tasks import build_task
 from posbench.training.data import TrainingData
 from posbench.training.trainer import TrainConfig
 
 TEXT = np.frombuffer(b"the quick brown fox jumps over the lazy dog. " * 200, dtype=np.uint8)
 CPU = torch.device("cpu")
+
+
+def test_the_shares_of_two_processes_are_the_rows_of_the_global_batch():
+    tc = TrainConfig(batch_size=4)
+    for task in (build_task("lm"), build_task("passkey")):
+        whole = TrainingData(TEXT, TEXT, 32, 3, task).batch(5, tc, CPU)
+        shares = [TrainingData(TEXT, TEXT, 32, 3, task, rank=r, world=2).batch(5, tc, CPU) for r in (0, 1)]
+        for i in range(3):
+            if whole[i] is None:
+                assert all(s[i] is None for s in shares)
+            else:
+                assert shares[0][i].shape[0] == 2 and torch.equal(torch.cat([s[i] for s in shares]), whole[i])
+        assert all(torch.equal(s[3], whole[3]) for s in shares)  # every row has the step's positions
 
 
 def test_positions_come_from_the_extension_else_the_random_sample_else_the_window():
