@@ -61,7 +61,7 @@ def _same(history_a, history_b):
                 assert a[key] == pytest.approx(b[key], rel=1e-5, abs=1e-6), (a["step"], key)
 
 
-@pytest.mark.slow  # two process starts of torch: 25 s on idle cores, 85 s beside other work
+@pytest.mark.slow  # two process starts of torch and 30 steps: 85 to 90 s on 2 cores shared with other work (load ~9)
 def test_two_processes_take_the_steps_of_one_at_the_same_global_batch_and_resume(tmp_path):
     one, alone = _train(None)
     ranks = _two_processes(tmp_path / "run", tmp_path / "out")
