@@ -35,6 +35,8 @@ from posbench.core.device import describe, resolve_device
 from posbench.encodings import available
 from posbench.model.reference_gpt import PlainGPT
 from posbench.model.transformer import ModelConfig, build_model
+from posbench.training.data import TrainingData
+from posbench.training.hooks import Hooks
 from posbench.training.trainer import TrainConfig, train_model
 
 REFERENCE = "reference_gpt"
@@ -84,7 +86,8 @@ def train_throughput(name, mc, train_len, batch, steps, device) -> tuple[float, 
     model = make_model(name, mc, train_len).to(device)
     tc = TrainConfig(steps=steps + 3, batch_size=batch, warmup_steps=1, log_every=1, val_every=10**9, val_batches=1)
     tokens = np.random.default_rng(0).integers(0, 256, 1 << 20, dtype=np.uint8)
-    result = train_model(model, tokens, tokens[: 1 << 16], tc, train_len, seed=0, device=device, desc=f"bench {name}")
+    result = train_model(model, TrainingData(tokens, tokens[: 1 << 16], train_len, seed=0), tc, device,
+                         hooks=Hooks(desc=f"bench {name}"))
     rates = [h["tokens_per_s"] for h in result["history"][3:]]  # the first steps warm up allocators
     return statistics.median(rates), model
 

@@ -68,7 +68,10 @@ from posbench.store.rundir import (
     write_history,
 )
 from posbench.training.schedules import cooldown_start
-from posbench.training.trainer import half_step, train_model
+from posbench.training.data import TrainingData
+from posbench.training.hooks import Hooks
+from posbench.training.steps import StepRules
+from posbench.training.trainer import train_model
 
 log = logging.getLogger("posbench")
 
@@ -80,11 +83,15 @@ def branch_spec(spec, budget: int):
     return RunSpec.from_config(raw)
 
 
-def validation_steps(spec) -> set[int]:
-    """The steps at which the run of ``spec`` (no budgets) measures validation loss, besides every
-    ``val_every``-th: what posbench.training.trainer.train_model adds."""
-    steps = spec.train.steps
-    return {half_step(steps), steps, *probe_steps(spec.eval.during_training, steps)}
+def run_rules(tc, during_training) -> StepRules:
+    """The step rules of a run with the ``train`` settings ``tc`` that probes at the fractions
+    ``during_training`` of its steps (``eval.during_training``): a plain run's, and so a branch's."""
+    return StepRules.of(tc, probe_steps(during_training, tc.steps))
+
+
+def rules_of(spec) -> StepRules:
+    """The step rules of the run of ``spec`` (no budgets): when it logs, validates and probes."""
+    return run_rules(spec.train, spec.eval.during_training)
 
 
 class Trunk:
@@ -151,9 +158,8 @@ class Trunk:
         tc = replace(spec.train, steps=target, cooldown=0.0, budgets=[])
         ends = {self.start_of(b): b for b in self.branches}
         # every step at which a branch's run validates or probes before it leaves the trunk
-        validate_at = {s for b in self.branches for s in validation_steps(b) if s <= self.start_of(b)}
-        probes = {s for b in self.branches for s in probe_steps(b.eval.during_training, b.train.steps)
-                  if s <= self.start_of(b)}
+        validate_at = {s for b in self.branches for s in rules_of(b).validate_at if s <= self.start_of(b)}
+        probes = {s for b in self.branches for s in rules_of(b).probe_at if s <= self.start_of(b)}
         probe = None
         if spec.eval.during_training:  # built as posbench.jobs.train builds a run's (a subword tokenizer's in bytes)
             probe = during_training_probe(
@@ -162,10 +168,11 @@ class Trunk:
                  ", ".join(str(ends[k].train.steps) for k in missing if k in ends))
         t0 = time.perf_counter()
         result = train_model(
-            model, corpus.train, corpus.val, tc, spec.train_len, spec.seed, device, lr_mult=spec.encoding.lr_mult,
-            compile=spec.runtime.compile, resume_dir=self.dir, desc=f"trunk {spec.encoding.name} L={spec.train_len}",
-            probe=probe, probe_steps=probes, task=spec.task.build(), attention=spec.runtime.attention,
-            validate_at=validate_at, snapshots={k: snapshot_path(self.dir, k) for k in missing},
+            model, TrainingData(corpus.train, corpus.val, spec.train_len, spec.seed, spec.task.build()), tc, device,
+            rules=StepRules.of(tc, probes, validate_at, snapshots=missing),
+            hooks=Hooks(desc=f"trunk {spec.encoding.name} L={spec.train_len}", resume_dir=self.dir, probe=probe,
+                        snapshot_path=lambda k: snapshot_path(self.dir, k)),
+            lr_mult=spec.encoding.lr_mult, compile=spec.runtime.compile, attention=spec.runtime.attention,
         )
         write_history(self.dir, result["history"])
         write_json(self.dir / TRUNK_STATUS, {"trunk_id": self.id, "status": result["status"],
@@ -203,15 +210,6 @@ def recording(spec) -> dict:
     return out
 
 
-def own_steps(branch, upto: int) -> tuple[set[int], set[int], set[int]]:
-    """The steps up to ``upto`` at which the run of ``branch`` logs, validates and probes."""
-    t = branch.train
-    validates = {s for s in validation_steps(branch) if s <= upto} | set(range(t.val_every, upto + 1, t.val_every))
-    logs = validates | set(range(t.log_every, upto + 1, t.log_every))
-    probes = {s for s in probe_steps(branch.eval.during_training, t.steps) if s <= upto}
-    return logs, validates, probes
-
-
 def covers(state: dict, branches: list) -> bool:
     """Whether a trunk state recorded every log, validation and probe step the runs of ``branches``
     make up to the state's step (or their branch point)."""
@@ -219,8 +217,8 @@ def covers(state: dict, branches: list) -> bool:
     validated = {e["step"] for e in state["history"] if "val_loss" in e}
     probed = {p["step"] for p in state["probes"]}
     for b in branches:
-        logs, validates, probes = own_steps(b, min(state["next_step"], cooldown_start(b.train.cooldown, b.train.steps)))
-        if not (logs <= logged and validates <= validated and probes <= probed):
+        own = rules_of(b).recorded(min(state["next_step"], cooldown_start(b.train.cooldown, b.train.steps)))
+        if not (own.logs <= logged and own.validates <= validated and own.probes <= probed):
             return False
     return True
 
@@ -228,11 +226,11 @@ def covers(state: dict, branches: list) -> bool:
 def cut(state: dict, branch) -> dict:
     """The trunk's snapshot as the resume state of ``branch``'s run: the history entries, validation
     losses and probes that run records (the trunk logs more: it validates for every budget)."""
-    logs, validates, own_probes = own_steps(branch, state["next_step"])
-    history = [{key: v for key, v in entry.items() if key != "val_loss" or entry["step"] in validates}
-               for entry in state["history"] if entry["step"] in logs]
+    own = rules_of(branch).recorded(state["next_step"])
+    history = [{key: v for key, v in entry.items() if key != "val_loss" or entry["step"] in own.validates}
+               for entry in state["history"] if entry["step"] in own.logs]
     vals = [e["val_loss"] for e in history if "val_loss" in e]
-    return {**state, "history": history, "probes": [p for p in state["probes"] if p["step"] in own_probes],
+    return {**state, "history": history, "probes": [p for p in state["probes"] if p["step"] in own.probes],
             "last_loss": history[-1]["loss"] if history else float("nan"), "val_loss": vals[-1] if vals else None}
 
 

@@ -21,6 +21,7 @@ import torch
 
 from posbench import __version__
 from posbench.core.device import describe, resolve_device
+from posbench.core.errors import PosbenchError
 from posbench.core.hydra_state import in_sweep, job_index, launch_command
 from posbench.core.interrupts import raise_deferred
 from posbench.core.settings import to_dict
@@ -29,7 +30,7 @@ from posbench.data.corpus import corpus_stats
 from posbench.data.load import load_training_corpus
 from posbench.evaluation.evaluate import evaluate_into
 from posbench.evaluation.plan import missing
-from posbench.evaluation.probes import during_training_probe, probe_steps
+from posbench.evaluation.probes import during_training_probe
 from posbench.evaluation.scored_text import with_scored_text
 from posbench.jobs import branches
 from posbench.jobs.corpora import check_same_corpus, corpora_for_checks
@@ -52,6 +53,9 @@ from posbench.store.rundir import (
     write_token_losses,
 )
 from posbench.training import extend as extension
+from posbench.training.data import TrainingData
+from posbench.training.hooks import Hooks
+from posbench.training.parallel import Processes, Word
 from posbench.training.trainer import train_model
 
 log = logging.getLogger("posbench")
@@ -71,7 +75,19 @@ def check_jobs(jobs: list[RunSpec]) -> None:
                 check_same_corpus(run_dir, corpus)
             if spec.is_extension:  # and an extension run continues its parent's weights
                 check_same_corpus(spec.parent().run_dir, corpus)
+            _check_processes(spec, Processes.from_env())
         check_variant_rows(jobs)
+
+
+def _check_processes(spec: RunSpec, processes: Processes) -> None:
+    """A run over several processes (torchrun) trains one plain run: its batch divides among them."""
+    if processes.world == 1:
+        return
+    what = "train.budgets" if spec.train.budgets else "an extension run (extend=)" if spec.is_extension else None
+    if what:
+        raise PosbenchError(f"{what} does not train over several processes yet (WORLD_SIZE={processes.world}); "
+                            "run it in one process, or train its plain run with torchrun")
+    processes.check(spec.train.batch_size)
 
 
 def run(spec: RunSpec) -> Path:
@@ -83,17 +99,53 @@ def run(spec: RunSpec) -> Path:
     With ``train.budgets``: the WSD trunk, then one run per budget (posbench/jobs/branches.py);
     returns the trunk's directory."""
     spec.check()  # again, for callers that did not come through the command line (cheap)
+    processes = Processes.from_env()  # torchrun's processes (posbench/training/parallel.py); else one
+    processes.start(_device(spec, processes))
+    if not processes.main:
+        log.setLevel(logging.WARNING)  # process 0 says what happens; the others only what goes wrong
+        return _follow(spec, processes)
     if spec.train.budgets:
         return branches.run_budgets(spec, _run_and_print)
-    run_dir = _run_and_print(spec)
+    word = Word(processes)
+    try:
+        run_dir = _run_and_print(spec, word=word)
+    finally:
+        word.give(False)  # the others are told to move on where this process did not train
     log.info("run directory: %s", run_dir)
     return run_dir
 
 
-def _run_and_print(spec: RunSpec, trunk: branches.Trunk | None = None) -> Path:
+def _device(spec: RunSpec, processes: Processes) -> torch.device:
+    return processes.device(resolve_device(spec.runtime.device, job_index()))
+
+
+def _follow(spec: RunSpec, processes: Processes) -> Path:
+    """A process of a data-parallel run other than the first: it trains when process 0 does (on
+    its share of each batch), and writes nothing."""
+    if not Word(processes).wait():
+        return spec.run_dir
+    spec.runtime.apply_threads()
+    device = _device(spec, processes)
+    torch.manual_seed(spec.seed)  # the same model as process 0 builds (DDP also copies process 0's at the start)
+    model = LanguageModel(spec.model, spec.encoding.build(spec.shape)).to(device)
+    corpus = load_training_corpus(spec.data)
+    data = TrainingData(corpus.train, corpus.val, spec.train_len, spec.seed, spec.task.build())
+    _train(spec, model, data, device, spec.train, Hooks(resume_dir=spec.run_dir))
+    return spec.run_dir
+
+
+def _train(spec: RunSpec, model, data: TrainingData, device: torch.device, train_cfg, hooks: Hooks) -> dict:
+    """Train ``model`` on ``data`` with ``train_cfg`` (the run's, or an extension's fine-tune), in
+    this process's share of a data-parallel run."""
+    return train_model(model, data, train_cfg, device, rules=branches.run_rules(train_cfg, spec.eval.during_training),
+                       hooks=hooks, processes=Processes.from_env(), lr_mult=spec.encoding.lr_mult,
+                       compile=spec.runtime.compile, attention=spec.runtime.attention)
+
+
+def _run_and_print(spec: RunSpec, trunk: branches.Trunk | None = None, word: Word | None = None) -> Path:
     """``_run``, then one line on stdout for the run (a failed one's too; each budget's branch its own)."""
     try:
-        return _run(spec, trunk)
+        return _run(spec, trunk, word)
     finally:
         try:
             print(_summary(spec), flush=True)
@@ -107,8 +159,9 @@ def _summary(spec: RunSpec) -> str:
     return summary_line(spec.run_id, spec.run_dir, m, asked, list(spec.eval.protocols))
 
 
-def _run(spec: RunSpec, trunk: branches.Trunk | None = None) -> Path:
-    """One run; ``trunk``: the run is a budget's branch, started from that trunk's snapshot."""
+def _run(spec: RunSpec, trunk: branches.Trunk | None = None, word: Word | None = None) -> Path:
+    """One run; ``trunk``: the run is a budget's branch, started from that trunk's snapshot;
+    ``word``: the other processes of a data-parallel run, told when this one trains."""
     rid, run_dir = spec.run_id, spec.run_dir
     if _settled(spec, rid, run_dir):
         return run_dir
@@ -127,7 +180,7 @@ def _run(spec: RunSpec, trunk: branches.Trunk | None = None) -> Path:
             if m is not None and m["status"] == "diverged":  # asked to retry: from step 0, not the resume state
                 clear_resume(run_dir)
             facts = trunk.seed(spec) if trunk is not None else {}
-            _train_and_evaluate(spec, rid, run_dir, load_training_corpus(spec.data), parent, facts)
+            _train_and_evaluate(spec, rid, run_dir, load_training_corpus(spec.data), parent, facts, word)
     return run_dir
 
 
@@ -165,12 +218,12 @@ def _evaluate_missing(spec: RunSpec, rid: str, run_dir: Path) -> None:
 
 
 def _train_and_evaluate(spec: RunSpec, rid: str, run_dir: Path, corpus, parent: Path | None = None,
-                        facts: dict | None = None) -> None:
+                        facts: dict | None = None, word: Word | None = None) -> None:
     """Train from scratch, or (``parent``: an extension run's parent directory) continue its final
     weights. ``facts``: more for its metrics (a branch's budget and trunk)."""
     check_same_corpus(run_dir, corpus)  # a killed or failed run resumes on the corpus it started on
     spec.runtime.apply_threads()
-    device = resolve_device(spec.runtime.device, job_index())
+    device = _device(spec, Processes.from_env())
     torch.manual_seed(spec.seed)
     model = LanguageModel(spec.model, spec.encoding.build(spec.shape))
     if parent is not None:
@@ -205,14 +258,12 @@ def _train_and_evaluate(spec: RunSpec, rid: str, run_dir: Path, corpus, parent: 
                                                        corpus), device)
     try:
         if train_cfg.steps > 0:
-            result = train_model(
-                model, corpus.train, corpus.val, train_cfg, window, spec.seed, device,
-                lr_mult=spec.encoding.lr_mult, compile=spec.runtime.compile, tracker=tracker, resume_dir=run_dir,
-                desc=f"train {spec.encoding.name}{spec.extend.tag(spec.train_len)}{'' if spec.task.is_lm else ' ' + task.name} L={window}",
-                probe=probe, probe_steps=probe_steps(spec.eval.during_training, train_cfg.steps), task=task,
-                attention=spec.runtime.attention,
-                positions_at=extension.training_positions(spec.extend, spec.train_len, spec.seed) if parent else None,
-            )
+            if word is not None:
+                word.give(True)  # the other processes of a data-parallel run train with this one
+            desc = f"train {spec.encoding.name}{spec.extend.tag(spec.train_len)}{'' if spec.task.is_lm else ' ' + task.name} L={window}"
+            data = TrainingData(corpus.train, corpus.val, window, spec.seed, task,
+                                extension.training_positions(spec.extend, spec.train_len, spec.seed) if parent else None)
+            result = _train(spec, model, data, device, train_cfg, Hooks(desc=desc, tracker=tracker, resume_dir=run_dir, probe=probe))
         else:  # an extension run of 0 steps: the parent's weights with the method, evaluated as they are
             result = {"status": "completed", "history": [], "train_steps": 0, "train_tokens": 0, "train_wall_s": 0.0}
         write_history(run_dir, result.pop("history"))

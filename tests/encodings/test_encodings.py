@@ -39,6 +39,7 @@ def test_past_tokens_never_see_the_future_at_long_lengths(name):
 def test_each_method_trains_and_scores_every_token_at_every_length(name):
     from posbench.evaluation.perplexity import evaluate_model
     from posbench.evaluation.settings import EvalConfig
+    from posbench.training.data import TrainingData
     from posbench.training.trainer import TrainConfig, train_model
 
     torch.manual_seed(0)
@@ -47,8 +48,8 @@ def test_each_method_trains_and_scores_every_token_at_every_length(name):
     rng = np.random.default_rng(0)
     tokens = rng.integers(97, 123, size=20000).astype(np.uint8)
     before = [p.detach().clone() for p in model.encoding.parameters()]
-    out = train_model(model, tokens, tokens[:4000], TrainConfig(steps=3, batch_size=4, warmup_steps=1, val_every=3,
-                                                                  val_batches=1, log_every=1), 16, 0, torch.device("cpu"))
+    out = train_model(model, TrainingData(tokens, tokens[:4000], 16, 0), TrainConfig(steps=3, batch_size=4, warmup_steps=1,
+                      val_every=3, val_batches=1, log_every=1), torch.device("cpu"))
     assert out["status"] == "completed", out
     assert all(not torch.equal(a, b) for a, b in zip(before, model.encoding.parameters()))  # its own parameters learn
     eval_cfg = EvalConfig(multiples=[1, 4, 16], protocols=["nonoverlapping"], scored_tokens=256, target_docs=4,

@@ -148,3 +148,23 @@ def test_divergence_is_recorded_not_raised(compose, tmp_path, text_corpus, caplo
     assert [r.getMessage() for r in caplog.records] == [
         f"skipping {cfg.run_id}: it diverged (loss not finite at step {m['train_steps']}); runs that diverge are final "
         "(retry_diverged=true trains it again)"]
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["train.batch_size=6"], "train.batch_size=6 does not divide among 4 processes (WORLD_SIZE); use a multiple of 4"),
+    (["train.schedule=wsd", "train.budgets=[20,40]", "train.warmup_steps=2"],
+     "train.budgets does not train over several processes yet (WORLD_SIZE=4); run it in one process, or train its "
+     "plain run with torchrun"),
+])
+def test_a_run_over_several_processes_that_cannot_split_is_refused_before_anything_is_written(
+        entry, monkeypatch, tmp_path, text_corpus, overrides, message):
+    """Under torchrun (WORLD_SIZE=4): a batch that does not divide, or budgets, is one line and exit 2,
+    in every process, before any joins the process group or writes (posbench/training/parallel.py)."""
+    from tests.conftest import tree
+
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    monkeypatch.setenv("RANK", "0")
+    code, err = entry("train", *BASE, f"data.path={text_corpus}", *overrides, f"runs_dir={tmp_path / 'runs'}")
+    assert code == 2, err
+    assert err.strip().splitlines() == [f"posbench: error: {message}"]
+    assert tree(tmp_path) == []

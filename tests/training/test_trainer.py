@@ -8,6 +8,9 @@ import torch
 from posbench.core.device import autocast, resolve_device
 from posbench.model.transformer import ModelConfig, build_model
 from posbench.tasks import build_task
+from posbench.training.data import TrainingData
+from posbench.training.hooks import Hooks
+from posbench.training.steps import StepRules
 from posbench.training.trainer import TrainConfig, train_model
 
 SMALL = ModelConfig(name="t", d_model=64, n_layers=2, n_heads=4, mlp_ratio=2)
@@ -22,7 +25,7 @@ def test_bf16_training_learns_and_stays_finite(encoding):
     model = build_model(SMALL, encoding, {}, 64, 64).to(device)
     tokens = np.frombuffer(b"the quick brown fox jumps over the lazy dog. " * 2000, dtype=np.uint8)
     tc = TrainConfig(steps=60, batch_size=16, warmup_steps=5, log_every=10, val_every=60, val_batches=2)
-    result = train_model(model, tokens, tokens[:5000], tc, 64, 0, device)
+    result = train_model(model, TrainingData(tokens, tokens[:5000], 64, 0), tc, device)
     assert result["status"] == "completed"
     assert result["final_val_loss"] < 2.0  # a repeated sentence is learned fast from ln(256) = 5.5
     with torch.no_grad(), autocast(device):
@@ -54,7 +57,7 @@ def test_training_and_validation_use_the_task_loss(monkeypatch, task_name, mixed
     monkeypatch.setattr(task_base, "token_loss", lambda logits, y, scored, m=False: seen.append(m) or real(logits, y, scored, m))
     model = build_model(ModelConfig(name="tiny", d_model=32, n_layers=1, n_heads=2), "nope", {}, 32)
     tc = (TrainConfig(steps=2, batch_size=2, warmup_steps=1, val_batches=1, checkpoint_every=10**6))
-    trainer.train_model(model, TEXT, TEXT, tc, 32, 0, torch.device("cpu"), task=build_task(task_name))
+    trainer.train_model(model, TrainingData(TEXT, TEXT, 32, 0, build_task(task_name)), tc, torch.device("cpu"))
     assert len(seen) > 2 and set(seen) == {mixed}  # the training steps and the validation points
 
 
@@ -68,8 +71,8 @@ def _train(tmp_path, probe=None, probe_steps=()):
     torch.manual_seed(0)
     model = build_model(ModelConfig(name="tiny", d_model=32, n_layers=1, n_heads=2), "rope", {}, 16)
     tc = TrainConfig(steps=30, batch_size=2, warmup_steps=3, log_every=4, val_every=10, val_batches=1, checkpoint_every=100)
-    result = train_model(model, TEXT, TEXT, tc, 16, 0, torch.device("cpu"), resume_dir=tmp_path, probe=probe,
-                         probe_steps=probe_steps)
+    result = train_model(model, TrainingData(TEXT, TEXT, 16, 0), tc, torch.device("cpu"),
+                         rules=StepRules.of(tc, probe_steps), hooks=Hooks(resume_dir=tmp_path, probe=probe))
     return model, result
 
 
