@@ -18,6 +18,7 @@ explicit positions, posbench.attention.kernels.relative_causal_attention), never
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from posbench.attention.kernels import relative_causal_attention
@@ -47,6 +48,9 @@ class TransformerXL(PositionalEncoding):
         self.v = nn.Parameter(torch.randn(H, Dh) * 0.02)
 
     def relative_attention(self, q, k, v, positions, layer, options):
+        if options.block is None and options.window is None and not torch.is_grad_enabled() \
+                and bool((positions[1:] >= positions[:-1]).all()):
+            return self.split_attention(q, k, v, positions, layer, options)
         H, Dh = self.shape.n_heads, self.shape.head_dim
         max_dist = int(positions.max() - positions.min())
         R = sinusoidal_table(max_dist + 1, self.shape.d_model, self.params.base).to(q.device, q.dtype)
@@ -56,3 +60,26 @@ class TransformerXL(PositionalEncoding):
             rel_q=q + self.v[None, :, None].to(q.dtype), rel_k=rel_k, block=options.block, window=options.window,
             scale=self.relative_scale(options),
         )
+
+    def split_attention(self, q, k, v, positions, layer, options):
+        """The same logits as one causal SDPA call (evaluation: no grad, no block or window, positions
+        non-decreasing), since a sinusoid of i - j splits into functions of i and of j: per frequency w,
+
+            a_s sin w(i - j) + a_c cos w(i - j) = (a_s sin wi + a_c cos wi) cos wj + (a_c sin wi - a_s cos wi) sin wj
+
+        so (q_i + v) . W_r R_{i-j} = Q'_i . K'_j with a = W_r^T (q_i + v) [d_model], Q'_i = (the two
+        brackets) and K'_j = (cos wj, sin wj): attention over [q_i + u, Q'_i] . [k_j, K'_j], no distance
+        table and no L x L term held (flash SDPA). Angles in float64, as sinusoidal_table."""
+        B, H, L, Dh = q.shape
+        inv_freq = self.params.base ** (-torch.arange(0, self.shape.d_model, 2, dtype=torch.float64,
+                                                     device=q.device) / self.shape.d_model)
+        angles = positions.to(torch.float64)[:, None] * inv_freq[None, :]  # [L, d_model / 2]
+        sin, cos = angles.sin().to(q.dtype), angles.cos().to(q.dtype)
+        w = self.w_r[layer].weight.to(q.dtype).view(H, Dh, self.shape.d_model)
+        a = torch.einsum("bhle,hem->bhlm", q + self.v[None, :, None].to(q.dtype), w)  # [B, H, L, d_model]
+        a_sin, a_cos = a[..., 0::2], a[..., 1::2]  # table columns: sin at even, cos at odd (sinusoidal_table)
+        q_pos = torch.cat((a_sin * sin + a_cos * cos, a_cos * sin - a_sin * cos), dim=-1)
+        k_pos = torch.cat((cos, sin), dim=-1).expand(B, H, L, self.shape.d_model)
+        query = torch.cat((q + self.u[None, :, None].to(q.dtype), q_pos), dim=-1)
+        key = torch.cat((k, k_pos), dim=-1)
+        return F.scaled_dot_product_attention(query, key, v, is_causal=True, scale=self.relative_scale(options))

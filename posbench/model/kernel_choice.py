@@ -13,9 +13,10 @@ Precedence, first match wins (the kernels are in posbench/attention/kernels.py):
                   beside a block, a window, a row temperature or a recorder (AttentionOptions), and
                   this function beside an encoding it cannot serve (no rotation, a bias, a window,
                   sink or content term of the layer's own): nothing is silently dropped.
-3. ``FLEX_WINDOW`` a window (the layer's own, else the options') and nothing else that needs explicit
-                  scores (no sink, content term, block or recorder), a bias only by distance, where
-                  flex runs and pays (CUDA, or ``kernel=flex``): a flex block mask.
+3. ``FLEX_SCORES`` a window (the layer's own, else the options'), a sink or a decay term (FoX's
+                  c_i - c_j: ``Decay``), no other content term, no block or recorder, a bias only by
+                  distance, where flex runs and pays (``flex_pays``): one compiled flex kernel, the
+                  window a block mask, no score matrix held.
 4. ``SCORES``     a window, a sink or a content-dependent term (FoX, CoPE, PaTH): explicit scores per
                   block of queries (``masked_attention``), with ``block`` applied too.
 5. ``BLOCKWISE``  blockwise causal attention (``options.block``): the chunked float-mask path.
@@ -47,7 +48,7 @@ from posbench.encodings.base import PositionalEncoding
 class Kernel(Enum):
     OWN = "own"
     EXTENDER = "extender"
-    FLEX_WINDOW = "flex_window"
+    FLEX_SCORES = "flex_scores"
     SCORES = "scores"
     BLOCKWISE = "blockwise"
     FLEX_DISTANCE = "flex_distance"
@@ -56,7 +57,7 @@ class Kernel(Enum):
 
 
 # where a flex kernel cannot compile here: the kernel of the same step on explicit scores
-PORTABLE = {Kernel.FLEX_WINDOW: Kernel.SCORES, Kernel.FLEX_DISTANCE: Kernel.BIASED}
+PORTABLE = {Kernel.FLEX_SCORES: Kernel.SCORES, Kernel.FLEX_DISTANCE: Kernel.BIASED}
 
 
 def layer_window(enc: Any, layer: int, options: AttentionOptions) -> Optional[Window]:
@@ -85,16 +86,30 @@ def choose_kernel(enc: Any, layer: int, options: AttentionOptions, flex: bool, d
         extender_check(enc, layer, window, sink, content)
         return Kernel.EXTENDER
     if window is not None or sink is not None or content:
-        if (flex and window is not None and sink is None and not content and options.block is None
-                and options.recorder is None and (device.type == "cuda" or options.kernel == "flex")
-                and (not enc.uses_bias or enc.translation_invariant)):
-            return Kernel.FLEX_WINDOW
-        return Kernel.SCORES
+        return Kernel.FLEX_SCORES if flex and flex_pays(enc, options, device, sink is not None, content) else Kernel.SCORES
     if options.block is not None:
         return Kernel.BLOCKWISE
     if enc.uses_bias:
         return Kernel.FLEX_DISTANCE if flex and enc.translation_invariant else Kernel.BIASED
     return Kernel.SDPA
+
+
+def flex_pays(enc: Any, options: AttentionOptions, device: torch.device, sink: bool, content: bool) -> bool:
+    """Whether a layer with a window, a sink or a content term runs ``flex_scores_attention`` (flex
+    runs at all: the caller's ``flex``). Not with a block or a recorder (no flex form; the recorder
+    reads the explicit kernel's weights), a bias that is not by distance, a content term other than a
+    ``Decay``. A window alone: on CUDA, or on CPU where asked (``kernel=flex``), since its explicit
+    blocks cost L x (block + window) there. A sink or a decay: on CPU, where flex runs for evaluation
+    only and a long window's explicit scores cost 3-5x NoPE's time (results/bench/bench.md); on
+    CUDA they keep the explicit kernel, whose backward through the learned sink and gates is the
+    one trained with."""
+    if options.block is not None or options.recorder is not None or (enc.uses_bias and not enc.translation_invariant):
+        return False
+    if content and not enc.content_is_decay:
+        return False
+    if sink or content:
+        return device.type == "cpu"
+    return device.type == "cuda" or options.kernel == "flex"
 
 
 def extender_check(enc: Any, layer: int, window: Optional[Window], sink: Any, content: bool) -> None:

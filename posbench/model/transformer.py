@@ -26,7 +26,7 @@ from posbench.attention.kernels import (
     distance_bias_attention,
     masked_attention,
     use_flex,
-    window_attention,
+    flex_scores_attention,
 )
 from posbench.attention.options import AttentionOptions
 from posbench.core.errors import PosbenchError
@@ -133,12 +133,14 @@ class CausalSelfAttention(nn.Module):
         if t != 1.0:  # an attention temperature scales every logit: q.k through the scale, the bias below
             scale = (scale if scale is not None else q.shape[-1] ** -0.5) * t
         bias_fn = (lambda i, j: enc.bias(i, j, layer) * t) if enc.uses_bias else None  # noqa: E731  [H, c, e]
-        if options.recorder is not None and kernel not in (Kernel.SCORES, Kernel.FLEX_WINDOW):
+        if options.recorder is not None and kernel not in (Kernel.SCORES, Kernel.FLEX_SCORES):
             # attention diagnostics (posbench/evaluation/diagnostics.py), evaluation only; SCORES reports its own weights
             options.recorder.add(layer, q, k, scale, bias_fn, positions, block)
+        sink = enc.sink(layer)  # [H] or None
+        content = enc.content_bias(x, q, k, layer) if kernel in (Kernel.SCORES, Kernel.FLEX_SCORES) else None
         if kernel in PORTABLE:  # flex: a bias by distance is one [H, L] table over distances 0..L-1
             table = enc.bias(positions, positions[:1], layer)[:, :, 0] * t if bias_fn else None
-            y = (window_attention(q, k, v, window, table, scale) if kernel is Kernel.FLEX_WINDOW
+            y = (flex_scores_attention(q, k, v, scale, window, table, sink, content) if kernel is Kernel.FLEX_SCORES
                  else distance_bias_attention(q, k, v, table, scale))
             if y is not None:
                 return y
@@ -146,8 +148,7 @@ class CausalSelfAttention(nn.Module):
         if kernel is Kernel.SCORES:  # the 2024-2026 hooks: scores per block of queries, only the keys the window reaches
             bias = (lambda s, e, lo: bias_fn(positions[s:e], positions[lo:e])) if bias_fn else None  # noqa: E731
             weights = partial(options.recorder.add_weights, layer) if options.recorder is not None else None
-            return masked_attention(q, k, v, scale, bias, window, enc.sink(layer),
-                                    enc.content_bias(x, q, k, layer), block, weights)
+            return masked_attention(q, k, v, scale, bias, window, sink, content, block, weights)
         if kernel is Kernel.SDPA:
             return causal_attention(q, k, v, scale)
         return biased_causal_attention(q, k, v, bias_fn, positions, scale, block=block)  # BLOCKWISE, BIASED

@@ -71,6 +71,30 @@ def test_flex_window_attention_matches_the_explicit_path(pattern):
     torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("window, with_table, with_sink, with_decay", [
+    (None, False, True, False), (None, False, False, True), (("sliding", 40), True, True, True), (("chunked", 64), False, True, False),
+])
+def test_flex_scores_attention_equals_the_explicit_kernel(window, with_table, with_sink, with_decay):
+    """The flex form of masked_attention (a sink as one more key, FoX's c_i - c_j in the score_mod)
+    gives its logits' attention to float32 tolerance."""
+    if not attention.flex_supported():
+        pytest.skip("flex attention not importable in this torch")
+    torch.manual_seed(0)
+    B, H, L, D = 2, 3, 200, 16
+    q, k, v = (torch.randn(B, H, L, D) for _ in range(3))
+    table = -torch.tensor([0.5, 0.25, 0.125])[:, None] * torch.arange(L) if with_table else None
+    sink = torch.randn(H) if with_sink else None
+    decay = attention.Decay(torch.nn.functional.logsigmoid(torch.randn(B, H, L)).cumsum(-1)) if with_decay else None
+    win = Window(*window) if window else None
+    bias = (lambda s, e, lo: table[:, (torch.arange(s, e)[:, None] - torch.arange(lo, e)[None, :]).clamp(min=0)]) \
+        if with_table else None
+    expected = masked_attention(q, k, v, None, bias, win, sink, decay)
+    got = attention.flex_scores_attention(q, k, v, None, win, table, sink, decay)
+    assert attention._flex_state["broken"] is None, attention._flex_state["broken"]
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+
+
 def test_the_piecewise_kernel_is_the_same_in_query_blocks():
     torch.manual_seed(1)
     q, k, v = (torch.randn(1, 2, 40, 16) for _ in range(3))

@@ -37,16 +37,23 @@ def kernels_of(name, options=AttentionOptions(), flex=False, device=CPU):
     ("alibi", AttentionOptions(block=4), False, CPU, [Kernel.BLOCKWISE] * 2),
     # a window beats a block: explicit scores, which apply the block too
     ("alibi", AttentionOptions(block=4, window=Window("sliding", 4)), False, CPU, [Kernel.SCORES] * 2),
-    ("alibi", AttentionOptions(window=Window("sliding", 4)), True, CUDA, [Kernel.FLEX_WINDOW] * 2),
+    ("alibi", AttentionOptions(window=Window("sliding", 4)), True, CUDA, [Kernel.FLEX_SCORES] * 2),
     ("alibi", AttentionOptions(window=Window("sliding", 4)), True, CPU, [Kernel.SCORES] * 2),  # CPU: flex only if asked
-    ("alibi", AttentionOptions(window=Window("sliding", 4), kernel="flex"), True, CPU, [Kernel.FLEX_WINDOW] * 2),
+    ("alibi", AttentionOptions(window=Window("sliding", 4), kernel="flex"), True, CPU, [Kernel.FLEX_SCORES] * 2),
     ("fire", AttentionOptions(window=Window("sliding", 4)), True, CUDA, [Kernel.SCORES] * 2),
-    ("rnope_swa", AttentionOptions(), True, CUDA, [Kernel.FLEX_WINDOW, Kernel.SDPA]),  # the layer's own window
+    ("rnope_swa", AttentionOptions(), True, CUDA, [Kernel.FLEX_SCORES, Kernel.SDPA]),  # the layer's own window
     ("rnope_swa", AttentionOptions(), False, CPU, [Kernel.SCORES, Kernel.SDPA]),
     # the diagnostics read the weights of the explicit-score kernel: the flex window has none to give
     ("rnope_swa", AttentionOptions(recorder=AttentionRecorder(2, 2)), True, CUDA, [Kernel.SCORES, Kernel.SDPA]),
     ("sink", AttentionOptions(window=Window("sliding", 4)), True, CUDA, [Kernel.SCORES] * 2),
-    ("fox", AttentionOptions(), True, CUDA, [Kernel.SCORES] * 2),
+    ("fox", AttentionOptions(), True, CUDA, [Kernel.SCORES] * 2),  # CUDA trains through the explicit kernel
+    ("fox", AttentionOptions(), True, CPU, [Kernel.FLEX_SCORES] * 2),  # CPU: flex is evaluation only
+    ("fox", AttentionOptions(), False, CPU, [Kernel.SCORES] * 2),
+    ("sink", AttentionOptions(), True, CPU, [Kernel.FLEX_SCORES] * 2),
+    ("sink", AttentionOptions(window=Window("sliding", 4)), True, CPU, [Kernel.FLEX_SCORES] * 2),
+    ("sink", AttentionOptions(recorder=AttentionRecorder(2, 2)), True, CPU, [Kernel.SCORES] * 2),
+    ("cope", AttentionOptions(), True, CPU, [Kernel.SCORES] * 2),  # a content term that is no Decay
+    ("path_fox", AttentionOptions(), True, CPU, [Kernel.SCORES] * 2),
     ("cope", AttentionOptions(block=4), False, CPU, [Kernel.SCORES] * 2),
 ])
 def test_each_layer_gets_the_kernel_of_the_first_rule_that_holds(name, options, flex, device, expected):
@@ -86,3 +93,28 @@ def test_a_flex_kernel_that_cannot_compile_runs_its_portable_step(name, options,
         got = model(x, None, options)
         assert kernels._flex_state["broken"] is not None  # it tried, and failed
         torch.testing.assert_close(got, model(x, None, options.replace(kernel="chunked")), rtol=0, atol=0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, options", [("fox", AttentionOptions(kernel="flex")), ("sink", AttentionOptions(kernel="flex")),
+                                           ("sink", AttentionOptions(kernel="flex", window=Window("chunked", 32)))])
+def test_fox_and_sinks_evaluate_through_flex_to_float_tolerance(name, options, monkeypatch):
+    """Issue 57 item 8: FoX's forget term and a sink logit through compiled flex attention on CPU
+    (evaluation) agree with the explicit kernel to 1e-5 (float32), and flex did run."""
+    if not kernels.flex_supported():
+        pytest.skip("flex attention not importable in this torch")
+    torch.manual_seed(0)
+    model = build_model(CFG, name, {}, 16).eval()
+    with torch.no_grad():  # the sink and gates off their initial values
+        for p in model.encoding.parameters():
+            p.add_(torch.randn_like(p) * 0.5)
+    calls = []
+    compiled = kernels._compiled_flex
+    monkeypatch.setattr(kernels, "_compiled_flex", lambda: calls.append(1) or compiled())
+    x = torch.randint(0, 256, (2, 200), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        explicit = model(x, None, options.replace(kernel="chunked"))
+        assert not calls
+        flex = model(x, None, options)
+    assert len(calls) == CFG.n_layers and kernels._flex_state["broken"] is None
+    torch.testing.assert_close(flex, explicit, rtol=1e-5, atol=1e-5)
