@@ -498,3 +498,40 @@ class Decay:
 
     def __call__(self, scores: torch.Tensor, start: int, end: int, lo: int, hidden: torch.Tensor) -> torch.Tensor:
         return scores + (self.c[:, :, start:end, None] - self.c[:, :, None, lo:end]).to(scores.dtype)
+
+
+def clipped_relative_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_k: torch.Tensor,
+                               rel_v: torch.Tensor | None, scale: float) -> torch.Tensor:
+    """``relative_causal_attention`` with rel_q = q over positions 0..L-1 (Shaw et al.'s clipped
+    distances), for evaluation on CPU: keys K = R - 1 or more tokens back all take rel_k[K], so they are
+    one causal SDPA call over the shifted sequences (queries K.., keys ..L-K) plus q_i . rel_k[K], a
+    constant per query; the K nearer keys form a band [B, H, L, K]. The two merge through the SDPA
+    call's log-sum-exp (the CPU flash kernel returns it):
+
+        out_i = (e^{lse_i} y_i + sum_{d<K} e^{l_id} v_{i-d}) / (e^{lse_i} + sum_{d<K} e^{l_id})   (+ Shaw's value term)
+
+    No score matrix is held; the far keys cost what NoPE's attention costs. rel_k [1 or H, R, Dh],
+    rel_v [R, Dh] or None."""
+    B, H, L, Dh = q.shape
+    K = rel_k.shape[-2] - 1
+    dtype = torch.promote_types(q.dtype, torch.float32)
+    rel = (q @ rel_k.transpose(-1, -2)).to(dtype) * scale  # [B, H, L, R]: q_i . rel_k[d]
+    near = torch.full((B, H, L, K), float("-inf"), dtype=dtype, device=q.device)  # l_id, key i - d
+    for d in range(min(K, L)):
+        near[:, :, d:, d] = (q[:, :, d:] * k[:, :, :L - d]).sum(-1).to(dtype) * scale + rel[:, :, d:, d]
+    far_lse = torch.full((B, H, L), float("-inf"), dtype=dtype, device=q.device)
+    far = torch.zeros(B, H, L, v.shape[-1], dtype=dtype, device=q.device)
+    if L > K:
+        y, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+            q[:, :, K:], k[:, :, :L - K], v[:, :, :L - K], is_causal=True, scale=scale)
+        far[:, :, K:], far_lse[:, :, K:] = y.to(dtype), lse.to(dtype) + rel[:, :, K:, K]
+    top = torch.maximum(far_lse, near.amax(-1))  # [B, H, L]: finite (d = 0 is always seen)
+    p_far, p_near = (far_lse - top).exp(), (near - top[..., None]).exp()
+    total = p_far + p_near.sum(-1)
+    p_far, p_near = p_far / total, p_near / total[..., None]
+    out = p_far[..., None] * far
+    for d in range(min(K, L)):
+        out[:, :, d:] += p_near[:, :, d:, d, None] * v[:, :, :L - d].to(dtype)
+    if rel_v is not None:
+        out = out + p_near @ rel_v[:K].to(dtype) + p_far[..., None] * rel_v[K].to(dtype)
+    return out.to(v.dtype)

@@ -95,6 +95,20 @@ def test_flex_scores_attention_equals_the_explicit_kernel(window, with_table, wi
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("length, with_values, per_head", [(3, True, False), (9, False, True), (120, True, True)])
+def test_the_clipped_relative_kernel_equals_the_distance_table_path(length, with_values, per_head):
+    """clipped_relative_attention (far keys: one shifted SDPA, near keys: a band, merged by the
+    log-sum-exp) is relative_causal_attention with rel_q = q over 0..L-1, to float32 tolerance."""
+    torch.manual_seed(0)
+    B, H, D, R = 2, 3, 8, 9
+    q, k, v = (torch.randn(B, H, length, D) for _ in range(3))
+    rel_k = torch.randn(H if per_head else 1, R, D)
+    rel_v = torch.randn(R, D) if with_values else None
+    expected = attention.relative_causal_attention(q, k, v, torch.arange(length), q, rel_k, rel_v, scale=0.4)
+    got = attention.clipped_relative_attention(q, k, v, rel_k, rel_v, 0.4)
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+
+
 def test_the_piecewise_kernel_is_the_same_in_query_blocks():
     torch.manual_seed(1)
     q, k, v = (torch.randn(1, 2, 40, 16) for _ in range(3))

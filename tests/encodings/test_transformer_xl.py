@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from posbench.attention.options import AttentionOptions
-from posbench.encodings import ModelShape, build_encoding
+from posbench.encodings import ModelShape, build_encoding, transformer_xl
 from posbench.encodings.sinusoidal import sinusoidal_table
 
 
@@ -48,8 +48,6 @@ def test_evaluation_splits_the_sinusoids_to_float_tolerance(positions, monkeypat
     """Issue 57 item 8: without grad (evaluation) the logits are one SDPA over [q + u, Q'] . [k, K']
     (split_attention), equal to the distance-table path to 1e-5 in float32 at 600 tokens, with a
     temperature; positions that go back (j < i, p_j > p_i) keep the table path, which clamps them."""
-    from posbench.encodings import transformer_xl
-
     torch.manual_seed(0)
     enc = build_encoding("transformer_xl", ModelShape(64, 4, 1, 16))
     with torch.no_grad():
