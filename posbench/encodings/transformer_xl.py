@@ -12,7 +12,9 @@ of shape [heads, head_dim], one pair for the model) and ``pytorch/train.py`` (``
 every weight, u and v included, drawn from N(0, init_std = 0.02)). Deviation: no segment memory
 (posbench scores windows, not a recurrent stream), pre-LN blocks like the rest of posbench. The position term is
 computed once per distance and gathered by distance (the relative-shift trick generalised to
-explicit positions, posbench.attention.kernels.relative_causal_attention), never as L x L x d.
+explicit positions, posbench.attention.kernels.relative_causal_attention), never as L x L x d; in
+evaluation on CPU the sinusoids of i - j are split into functions of i and of j, and the whole
+attention is one causal SDPA call (``split_attention``: the same logits to float tolerance).
 """
 
 from dataclasses import dataclass
@@ -48,7 +50,8 @@ class TransformerXL(PositionalEncoding):
         self.v = nn.Parameter(torch.randn(H, Dh) * 0.02)
 
     def relative_attention(self, q, k, v, positions, layer, options):
-        if options.block is None and options.window is None and not torch.is_grad_enabled() \
+        # evaluation on CPU (where SDPA's flash kernel takes a key wider than the value; unchecked on CUDA)
+        if q.device.type == "cpu" and options.block is None and options.window is None and not torch.is_grad_enabled() \
                 and bool((positions[1:] >= positions[:-1]).all()):
             return self.split_attention(q, k, v, positions, layer, options)
         H, Dh = self.shape.n_heads, self.shape.head_dim
@@ -62,7 +65,7 @@ class TransformerXL(PositionalEncoding):
         )
 
     def split_attention(self, q, k, v, positions, layer, options):
-        """The same logits as one causal SDPA call (evaluation: no grad, no block or window, positions
+        """The same logits as one causal SDPA call (evaluation on CPU: no grad, no block or window, positions
         non-decreasing), since a sinusoid of i - j splits into functions of i and of j: per frequency w,
 
             a_s sin w(i - j) + a_c cos w(i - j) = (a_s sin wi + a_c cos wi) cos wj + (a_c sin wi - a_s cos wi) sin wj

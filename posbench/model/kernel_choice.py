@@ -29,7 +29,7 @@ layers without one), and a row temperature (``options.query_scale``) scales only
 neither a window nor a temperature of their own (``model.transformer.temper``). ``flex`` is the
 model's per-forward answer to whether flex attention may run at all (``use_flex``, contiguous
 positions, no block). When a flex kernel cannot compile here it returns None and the forward
-runs the portable kernel of the same step (``portable``).
+runs the portable kernel of the same step (``PORTABLE``).
 """
 
 from __future__ import annotations
