@@ -72,7 +72,7 @@ class TransformerXL(PositionalEncoding):
 
         so (q_i + v) . W_r R_{i-j} = Q'_i . K'_j with a = W_r^T (q_i + v) [d_model], Q'_i = (the two
         brackets) and K'_j = (cos wj, sin wj): attention over [q_i + u, Q'_i] . [k_j, K'_j], no distance
-        table and no L x L term held (flash SDPA). Angles in float64, as sinusoidal_table."""
+        table and no L x L term held (flash SDPA, head size Dh + d_model). Angles in float64, as sinusoidal_table."""
         B, H, L, Dh = q.shape
         inv_freq = self.params.base ** (-torch.arange(0, self.shape.d_model, 2, dtype=torch.float64,
                                                      device=q.device) / self.shape.d_model)
@@ -85,4 +85,7 @@ class TransformerXL(PositionalEncoding):
         k_pos = torch.cat((cos, sin), dim=-1).expand(B, H, L, self.shape.d_model)
         query = torch.cat((q + self.u[None, :, None].to(q.dtype), q_pos), dim=-1)
         key = torch.cat((k, k_pos), dim=-1)
-        return F.scaled_dot_product_attention(query, key, v, is_causal=True, scale=self.relative_scale(options))
+        # v zero-padded to the key's width: the CPU flash kernel takes one head size (else SDPA falls back to
+        # its math kernel, which holds the L x L scores)
+        value = F.pad(v, (0, self.shape.d_model))
+        return F.scaled_dot_product_attention(query, key, value, is_causal=True, scale=self.relative_scale(options))[..., :Dh]
