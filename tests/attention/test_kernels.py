@@ -214,3 +214,20 @@ def test_flex_attention_matches_the_chunked_float_mask_path(encoding):
         y = x.clone()
         y[:, 100:] = (y[:, 100:] + 1) % 256  # the future changes; the past must not see it
         torch.testing.assert_close(model(y, None, flex)[:, :100], out[:, :100], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("block", [None, 4])
+def test_the_chunked_bias_path_gives_the_same_attention_with_and_without_grad(block):
+    """Issue 57 item 8: without grad the float mask is 4-D (CPU SDPA's flash kernel, not its math
+    kernel); the attention equals the grad path's to float32 tolerance, in query blocks too."""
+    torch.manual_seed(0)
+    B, H, L, D = 2, 3, 50, 8
+    q, k, v = (torch.randn(B, H, L, D) for _ in range(3))
+    table = torch.randn(H, L, L)
+    bias_fn = lambda i, j: table[:, i][:, :, j]  # noqa: E731
+    positions = torch.arange(L)
+    reference = biased_causal_attention(q, k, v, bias_fn, positions, 0.3, block=block)
+    with torch.no_grad():
+        for max_elements in (1 << 24, B * H * L * 7):
+            got = biased_causal_attention(q, k, v, bias_fn, positions, 0.3, max_elements=max_elements, block=block)
+            torch.testing.assert_close(got, reference, rtol=1e-5, atol=1e-5)
