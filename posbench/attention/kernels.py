@@ -13,9 +13,9 @@
   posbench/encodings/base.py) -> ``masked_attention``: explicit scores for one block of queries at
   a time against only the keys its window reaches (sliding or chunked: ``Window``), so a 16x
   window never holds heads x L x L; a sink joins the softmax denominator, a ``score_mod`` adds a
-  data-dependent term (FoX's forget gates, CoPE's counted positions). Windowed attention without
-  a sink or content term runs through flex attention (``window_attention``, a block mask) where
-  flex runs.
+  data-dependent term (FoX's forget gates, CoPE's counted positions). A window, a sink and FoX's
+  term (``Decay``) have a flex form too (``flex_scores_attention``: a block mask, the sink as one
+  more key), which runs where posbench/model/kernel_choice.py says it pays.
 """
 
 from __future__ import annotations
@@ -67,6 +67,10 @@ def biased_causal_attention(
         masked = future_mask(start, end, q.device, block)
         bias = bias_fn(positions[start:end], positions[:end]) if bias_fn is not None else torch.zeros(masked.shape, device=q.device)
         bias = bias.masked_fill(masked, float("-inf")).to(q.dtype)
+        if bias.dim() == 3 and not torch.is_grad_enabled():
+            # evaluation: a 4-D mask lets CPU SDPA take its flash kernel (a 3-D one sends it to the math
+            # kernel, about 3x slower at 16x); equal to float tolerance, so training keeps the 3-D mask
+            bias = bias[None]
         out.append(F.scaled_dot_product_attention(q[:, :, start:end], k[:, :, :end], v[:, :, :end], attn_mask=bias, scale=scale))
     return out[0] if len(out) == 1 else torch.cat(out, dim=2)
 
@@ -420,20 +424,118 @@ def _window_block_mask(length: int, device: torch.device, window: Window):
 
 def window_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, window: Window,
                      table: torch.Tensor | None = None, scale: float | None = None) -> torch.Tensor | None:
-    """Windowed causal attention through compiled flex attention (positions 0..L-1): the window is
-    a block mask, so blocks outside it are skipped; ``table``: an optional [H, L] bias by distance
-    (as ``distance_bias_attention``). None (after a one-line warning) if flex cannot run here."""
+    """Windowed causal attention through compiled flex attention (``flex_scores_attention`` with a window)."""
+    return flex_scores_attention(q, k, v, scale, window, table)
+
+
+def flex_scores_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None = None,
+                          window: Optional[Window] = None, table: torch.Tensor | None = None,
+                          sink: torch.Tensor | None = None, decay: Optional["Decay"] = None) -> torch.Tensor | None:
+    """``masked_attention`` through compiled flex attention, for positions 0..L-1 and no block:
+
+        logit_ij = q_i . k_j * scale + table[h, i - j] + c_i - c_j        (j visible to i)
+        out_i    = sum_j exp(logit_ij) v_j / (exp(sink_h) + sum_j exp(logit_ij))
+
+    The causal mask and the ``window`` are a block mask, so blocks outside them are skipped and no
+    score matrix is held; ``table``: an optional [H, L] bias by distance (as ``distance_bias_attention``);
+    ``decay``: FoX's term (``Decay``, c [B, H, L]); ``sink``: [H] logits, as one more key (index L, seen by
+    every query) whose value is 0 and whose logit the score_mod sets to sink_h (flex on CPU returns no
+    log-sum-exp to rescale by). None (after a one-line warning) if flex cannot run here."""
+    L = q.shape[-2]
     score_mod = None
-    if table is not None:
-        table = table.to(q.dtype)
+    if table is not None or decay is not None or sink is not None:
+        table = table.to(q.dtype) if table is not None else None
+        # c padded by one entry for the sink's key (index L), whose logit is replaced below
+        c = F.pad(decay.c.to(q.dtype), (0, int(sink is not None))) if decay is not None else None
+        sinks = sink.to(q.dtype) if sink is not None else None
 
         def score_mod(score, b, h, q_idx, kv_idx):
-            return score + table[h, (q_idx - kv_idx).clamp(min=0)]
+            if table is not None:  # traced once: the branches are Python, not tensor, conditions
+                score = score + table[h, (q_idx - kv_idx).clamp(min=0)]
+            if c is not None:
+                score = score + (c[b, h, q_idx] - c[b, h, kv_idx])
+            if sinks is not None:
+                score = torch.where(kv_idx == L, sinks[h], score)
+            return score
 
+    if sink is not None:  # the sink's key and its zero value
+        k, v = (torch.cat((t, t.new_zeros(t.shape[0], t.shape[1], 1, t.shape[3])), dim=2) for t in (k, v))
     try:
-        block_mask = _window_block_mask(q.shape[-2], q.device, window)
+        if sink is not None:
+            block_mask = _sink_block_mask(L, q.device, window)
+        else:
+            block_mask = _causal_block_mask(L, q.device) if window is None else _window_block_mask(L, q.device, window)
         return _compiled_flex()(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale)
     except Exception as e:  # noqa: BLE001 - any compiler failure means: use the portable path
         _flex_state["broken"] = f"{type(e).__name__}: {e}"
         log.warning("flex attention unavailable, using chunked attention (%s)", str(e).splitlines()[0][:200])
         return None
+
+
+def _sink_block_mask(length: int, device: torch.device, window: Optional[Window]):
+    """Queries [length] over keys [length + 1]: the causal (and windowed) keys, and the sink's key at index length."""
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    key = (length, str(device), window, "sink")
+    if key not in _flex_state["masks"]:
+        size, kind = (window.size, window.kind) if window is not None else (0, None)
+
+        def mask(b, h, q_idx, kv_idx):
+            seen = q_idx >= kv_idx
+            if kind == "sliding":
+                seen = seen & (q_idx - kv_idx < size)
+            elif kind == "chunked":
+                seen = seen & (q_idx // size == kv_idx // size)
+            return seen | (kv_idx == length)
+
+        _flex_state["masks"][key] = create_block_mask(mask, None, None, length, length + 1, device=str(device))
+    return _flex_state["masks"][key]
+
+
+@dataclass(frozen=True)
+class Decay:
+    """A data-dependent term c_i - c_j on the logits of query i and key j (FoX's cumulative log forget
+    gates, c [B, H, L]): a ``ScoreMod`` for ``masked_attention`` and a term flex attention can add
+    (``flex_scores_attention``), so an encoding whose ``content_bias`` returns one runs either way."""
+
+    c: torch.Tensor
+
+    def __call__(self, scores: torch.Tensor, start: int, end: int, lo: int, hidden: torch.Tensor) -> torch.Tensor:
+        return scores + (self.c[:, :, start:end, None] - self.c[:, :, None, lo:end]).to(scores.dtype)
+
+
+def clipped_relative_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_k: torch.Tensor,
+                               rel_v: torch.Tensor | None, scale: float) -> torch.Tensor:
+    """``relative_causal_attention`` with rel_q = q over positions 0..L-1 (Shaw et al.'s clipped
+    distances), for evaluation on CPU: keys K = R - 1 or more tokens back all take rel_k[K], so they are
+    one causal SDPA call over the shifted sequences (queries K.., keys ..L-K) plus q_i . rel_k[K], a
+    constant per query; the K nearer keys form a band [B, H, L, K]. The two merge through the SDPA
+    call's log-sum-exp (the CPU flash kernel returns it):
+
+        out_i = (e^{lse_i} y_i + sum_{d<K} e^{l_id} v_{i-d}) / (e^{lse_i} + sum_{d<K} e^{l_id})   (+ Shaw's value term)
+
+    No score matrix is held; the far keys cost what NoPE's attention costs. rel_k [1 or H, R, Dh],
+    rel_v [R, Dh] or None."""
+    B, H, L, Dh = q.shape
+    K = rel_k.shape[-2] - 1
+    dtype = torch.promote_types(q.dtype, torch.float32)
+    rel = (q @ rel_k.transpose(-1, -2)).to(dtype) * scale  # [B, H, L, R]: q_i . rel_k[d]
+    near = torch.full((B, H, L, K), float("-inf"), dtype=dtype, device=q.device)  # l_id, key i - d
+    for d in range(min(K, L)):
+        near[:, :, d:, d] = (q[:, :, d:] * k[:, :, :L - d]).sum(-1).to(dtype) * scale + rel[:, :, d:, d]
+    far_lse = torch.full((B, H, L), float("-inf"), dtype=dtype, device=q.device)
+    far = torch.zeros(B, H, L, v.shape[-1], dtype=dtype, device=q.device)
+    if L > K:
+        y, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+            q[:, :, K:], k[:, :, :L - K], v[:, :, :L - K], is_causal=True, scale=scale)
+        far[:, :, K:], far_lse[:, :, K:] = y.to(dtype), lse.to(dtype) + rel[:, :, K:, K]
+    top = torch.maximum(far_lse, near.amax(-1))  # [B, H, L]: finite (d = 0 is always seen)
+    p_far, p_near = (far_lse - top).exp(), (near - top[..., None]).exp()
+    total = p_far + p_near.sum(-1)
+    p_far, p_near = p_far / total, p_near / total[..., None]
+    out = p_far[..., None] * far
+    for d in range(min(K, L)):
+        out[:, :, d:] += p_near[:, :, d:, d, None] * v[:, :, :L - d].to(dtype)
+    if rel_v is not None:
+        out = out + p_near @ rel_v[:K].to(dtype) + p_far[..., None] * rel_v[K].to(dtype)
+    return out.to(v.dtype)

@@ -9,6 +9,14 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from posbench.core.device import ATTENTION_SETTINGS
+from posbench.core.errors import PosbenchError
+
+# what a training-free extender's kernel (piecewise rotary attention) cannot do: the options refuse
+# them beside ``attention`` rather than drop them (each as the row that would ask for it)
+NOT_WITH_EXTENDER = {"block": "blockwise causal attention (+bca)", "window": "a local window (+swaL, +chunkL)",
+                     "query_scale": "a row temperature (+logn, +floorlog)", "recorder": "attention diagnostics"}
+
 
 @dataclass(frozen=True)
 class AttentionOptions:
@@ -25,10 +33,16 @@ class AttentionOptions:
                  rotate-then-attend as ``attention(q, k, v, encoding, positions, options)`` with q, k not
                  yet rotated (training-free extenders: ReRoPE, SelfExtend, DCA in posbench/evaluation/variants/);
                  None: the usual path
-    window       a local window (posbench.attention.kernels.Window) for every layer that has none of its own
+    window       a local window (posbench.attention.kernels.Window) for every layer that has none of its own;
+                 with ``block``, a query sees the keys both leave it
     query_scale  a temperature by position: ``f(positions [L], keys_seen [L]) -> [L]`` multiplying
                  the queries (after rotation) of every layer without a window or temperature of its own (Qwen's
                  logn, Llama 4's floor-log rows; with RNoPE-SWA, logn on its global layers is SWAN-GPT's)
+
+    Made, a combination no kernel honours is refused (PosbenchError, one line): an extender
+    (``attention``) beside ``block``, ``window``, ``query_scale`` or ``recorder`` (its kernel has none
+    of them), an unknown ``kernel``, a ``block`` that is not a positive integer, a ``logit_scale`` that
+    is not positive. Which kernel runs for which encoding: posbench/model/kernel_choice.py.
     """
 
     kernel: str = "auto"
@@ -39,6 +53,17 @@ class AttentionOptions:
     attention: Optional[Callable] = None
     window: Any = None
     query_scale: Any = None
+
+    def __post_init__(self) -> None:
+        if self.kernel not in ATTENTION_SETTINGS:
+            raise PosbenchError(f"unknown attention kernel {self.kernel!r}; valid: {', '.join(ATTENTION_SETTINGS)}")
+        if self.block is not None and (isinstance(self.block, bool) or not isinstance(self.block, int) or self.block < 1):
+            raise PosbenchError(f"blockwise causal attention needs a positive integer block, got {self.block!r}")
+        if not self.logit_scale > 0:
+            raise PosbenchError(f"the attention temperature (logit_scale) must be positive, got {self.logit_scale!r}")
+        if self.attention is not None and (given := [k for k in NOT_WITH_EXTENDER if getattr(self, k) is not None]):
+            raise PosbenchError(f"a training-free extender (attention=) computes its own attention and honours no "
+                                f"{NOT_WITH_EXTENDER[given[0]]} ({given[0]}=); valid beside it: kernel, logit_scale, rope")
 
     def replace(self, **changes) -> "AttentionOptions":
         return dataclasses.replace(self, **changes)

@@ -96,6 +96,8 @@ class PositionalEncoding(nn.Module):
     _overridden: frozenset = frozenset()
     # logits depend on positions only through differences (tested: shifting all positions changes nothing)
     translation_invariant: bool = False
+    # content_bias returns a posbench.attention.kernels.Decay (FoX's c_i - c_j), a term flex attention can add
+    content_is_decay: bool = False
     # rotary frequencies that the RoPE scalings (posbench/attention/rope_scalings.py) can rescale
     rope_scalable: bool = False
     # what the initialisation does to attention over distance, where it decides what a short budget can

@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from posbench.attention.kernels import Decay
 from posbench.encodings import register
 from posbench.encodings.base import PositionalEncoding
 
@@ -31,6 +32,7 @@ from posbench.encodings.base import PositionalEncoding
 @register("fox")
 class ForgettingTransformer(PositionalEncoding):
     family, colour, order = "data-dependent", "#9e9ac8", 0
+    content_is_decay = True
     init_note = ("at the authors' initialisation (gate bias 0) every forget gate is 1/2, so attention 20 tokens back "
                  "is damped by about 1e-6 and a retrieval head must first learn to open the gates (with the bias "
                  "started at +4 the same harness learns passkey at every depth)")
@@ -47,9 +49,4 @@ class ForgettingTransformer(PositionalEncoding):
         return F.logsigmoid(self.fgate[layer](x).float()).transpose(1, 2)
 
     def content_bias(self, x, q, k, layer):
-        c = self.log_forget(x, layer).cumsum(-1)
-
-        def forget(scores, start, end, lo, hidden):
-            return scores + (c[:, :, start:end, None] - c[:, :, None, lo:end]).to(scores.dtype)
-
-        return forget
+        return Decay(self.log_forget(x, layer).cumsum(-1))  # c_i - c_j, explicit per block or through flex

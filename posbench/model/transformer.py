@@ -26,13 +26,14 @@ from posbench.attention.kernels import (
     distance_bias_attention,
     masked_attention,
     use_flex,
-    window_attention,
+    flex_scores_attention,
 )
 from posbench.attention.options import AttentionOptions
 from posbench.core.errors import PosbenchError
 from posbench.encodings import ModelShape, PositionalEncoding, build_encoding
 from posbench.model.canon import PLACES as CANON_PLACES
 from posbench.model.canon import canon_at
+from posbench.model.kernel_choice import PORTABLE, Kernel, choose_kernel, layer_window
 from posbench.mixers import ATTENTION, Mixer, MixerShape, build_mixer, mixer_class
 
 
@@ -104,57 +105,53 @@ class CausalSelfAttention(nn.Module):
         self.canon_b = canon_at(cfg.canon, "B", 3 * cfg.d_model)  # on q, k, v before any position (model.canon)
 
     def forward(self, x, enc: PositionalEncoding, positions, pos_state, options: AttentionOptions, flex: bool = False):
+        """x [B, L, D] -> [B, L, D], through the kernel ``choose_kernel`` picks for this layer
+        (posbench/model/kernel_choice.py: the kernels and their precedence)."""
         B, L, D = x.shape
-        qkv = self.qkv(x) if self.canon_b is None else self.canon_b(self.qkv(x))
-        q, k, v = qkv.view(B, L, 3, self.n_heads, D // self.n_heads).permute(2, 0, 3, 1, 4)
-        block = options.block
-        if enc.uses_relative:
+        qkv = self.qkv(x) if self.canon_b is None else self.canon_b(self.qkv(x))  # [B, L, 3D]
+        q, k, v = qkv.view(B, L, 3, self.n_heads, D // self.n_heads).permute(2, 0, 3, 1, 4)  # each [B, H, L, Dh]
+        kernel = choose_kernel(enc, self.layer, options, flex, q.device)
+        if kernel is Kernel.OWN:  # content-position terms (Shaw, Transformer-XL) or no softmax (stick-breaking)
             y = enc.relative_attention(q, k, v, positions, self.layer, options)
-        elif options.attention is not None and enc.uses_rotation:
-            # a training-free extender (ReRoPE, SelfExtend, DCA: posbench/evaluation/variants/) rotates q and k itself
+        elif kernel is Kernel.EXTENDER:  # ReRoPE, SelfExtend, DCA (posbench/evaluation/variants/): q, k not yet rotated
             y = options.attention(q, k, v, enc, positions, options)
         else:
-            if enc.uses_rotation:
-                q, k = enc.rotate(q, k, pos_state)
-            own = enc.window(self.layer)
-            window = own or options.window
-            # a row's temperature (logn, floor-log) scales the layers without a window or temperature of their own
-            q = temper(q, enc, positions, window, self.layer, options.query_scale if own is None else None)
-            scale, t = enc.softmax_scale(pos_state), options.logit_scale
-            if t != 1.0:  # an attention temperature scales every logit: q.k through the scale, the bias below
-                scale = (scale if scale is not None else q.shape[-1] ** -0.5) * t
-            bias_fn = (lambda i, j: enc.bias(i, j, self.layer) * t) if enc.uses_bias else None  # noqa: E731
-            sink, content = enc.sink(self.layer), enc.content_bias(x, q, k, self.layer)
-            if window is not None or sink is not None or content is not None:
-                # the 2024-2026 hooks: explicit scores per block of queries, only the keys the window reaches
-                y = None
-                # flex with a window block mask: on CUDA (on CPU the blocks below are cheaper than compiling)
-                if flex and window is not None and sink is None and content is None and block is None \
-                        and (q.device.type == "cuda" or options.kernel == "flex") \
-                        and (bias_fn is None or enc.translation_invariant):
-                    table = enc.bias(positions, positions[:1], self.layer)[:, :, 0] * t if bias_fn else None
-                    y = window_attention(q, k, v, window, table, scale)
-                if y is None:
-                    bias = (lambda s, e, lo: bias_fn(positions[s:e], positions[lo:e])) if bias_fn else None  # noqa: E731
-                    weights = partial(options.recorder.add_weights, self.layer) if options.recorder is not None else None
-                    y = masked_attention(q, k, v, scale, bias, window, sink, content, block, weights)
-            else:
-                if options.recorder is not None:  # attention diagnostics (posbench/evaluation/diagnostics.py), evaluation only
-                    options.recorder.add(self.layer, q, k, scale, bias_fn, positions, block)
-                if block is not None:  # blockwise causal attention (evaluation only): the masked path
-                    y = biased_causal_attention(q, k, v, bias_fn, positions, scale, block=block)
-                elif enc.uses_bias:
-                    y = None
-                    if flex and enc.translation_invariant:
-                        # the bias depends on i - j only: one [H, L] table (distances 0..L-1) serves every pair
-                        table = enc.bias(positions, positions[:1], self.layer)[:, :, 0] * t
-                        y = distance_bias_attention(q, k, v, table, scale)
-                    if y is None:
-                        y = biased_causal_attention(q, k, v, bias_fn, positions, scale)
-                else:
-                    y = causal_attention(q, k, v, scale)
-        y = enc.gate(x, y, self.layer)  # an output gate from the layer's input (gated attention), else y
-        return self.dropout(self.proj(y.transpose(1, 2).reshape(B, L, D)))
+            y = self.softmax_attention(kernel, x, q, k, v, enc, positions, pos_state, options)
+        y = enc.gate(x, y, self.layer)  # [B, H, L, Dh]: an output gate from the layer's input (gated attention), else y
+        return self.dropout(self.proj(y.transpose(1, 2).reshape(B, L, D)))  # [B, L, D]
+
+    def softmax_attention(self, kernel: Kernel, x, q, k, v, enc, positions, pos_state, options: AttentionOptions):
+        """softmax(q.k * scale + bias [+ content term]) v with the encoding's hooks, by ``kernel``:
+        q, k, v [B, H, L, Dh] before rotation -> [B, H, L, Dh]."""
+        layer, t, block = self.layer, options.logit_scale, options.block
+        if enc.uses_rotation:
+            q, k = enc.rotate(q, k, pos_state)
+        own, window = enc.window(layer), layer_window(enc, layer, options)
+        # a row's temperature (logn, floor-log) scales the layers without a window or temperature of their own
+        q = temper(q, enc, positions, window, layer, options.query_scale if own is None else None)
+        scale = enc.softmax_scale(pos_state)  # None: 1/sqrt(Dh)
+        if t != 1.0:  # an attention temperature scales every logit: q.k through the scale, the bias below
+            scale = (scale if scale is not None else q.shape[-1] ** -0.5) * t
+        bias_fn = (lambda i, j: enc.bias(i, j, layer) * t) if enc.uses_bias else None  # noqa: E731  [H, c, e]
+        if options.recorder is not None and kernel not in (Kernel.SCORES, Kernel.FLEX_SCORES):
+            # attention diagnostics (posbench/evaluation/diagnostics.py), evaluation only; SCORES reports its own weights
+            options.recorder.add(layer, q, k, scale, bias_fn, positions, block)
+        sink = enc.sink(layer)  # [H] or None
+        content = enc.content_bias(x, q, k, layer) if kernel in (Kernel.SCORES, Kernel.FLEX_SCORES) else None
+        if kernel in PORTABLE:  # flex: a bias by distance is one [H, L] table over distances 0..L-1
+            table = enc.bias(positions, positions[:1], layer)[:, :, 0] * t if bias_fn else None
+            y = (flex_scores_attention(q, k, v, scale, window, table, sink, content) if kernel is Kernel.FLEX_SCORES
+                 else distance_bias_attention(q, k, v, table, scale))
+            if y is not None:
+                return y
+            kernel = PORTABLE[kernel]  # flex could not compile here: the same step on explicit scores
+        if kernel is Kernel.SCORES:  # the 2024-2026 hooks: scores per block of queries, only the keys the window reaches
+            bias = (lambda s, e, lo: bias_fn(positions[s:e], positions[lo:e])) if bias_fn else None  # noqa: E731
+            weights = partial(options.recorder.add_weights, layer) if options.recorder is not None else None
+            return masked_attention(q, k, v, scale, bias, window, sink, content, block, weights)
+        if kernel is Kernel.SDPA:
+            return causal_attention(q, k, v, scale)
+        return biased_causal_attention(q, k, v, bias_fn, positions, scale, block=block)  # BLOCKWISE, BIASED
 
 
 def temper(q, enc: PositionalEncoding, positions, window, layer: int, row_scale=None):
@@ -250,18 +247,16 @@ class LanguageModel(nn.Module):
                 options: AttentionOptions | None = None) -> torch.Tensor:
         """idx: [B, L] token ids; positions: [L] (default 0..L-1); options: how attention runs in
         this forward (default: as trained; evaluation rows pass their own) -> logits [B, L, vocab]."""
+        L = idx.shape[1]
+        contiguous = positions is None  # 0..L-1; given positions are compared (a device sync) only where flex would run
         if positions is None:
-            positions = torch.arange(idx.shape[1], device=idx.device)
+            positions = torch.arange(L, device=idx.device)
         options = options or AttentionOptions()
         x = self.encoding.embed(self.tok_emb(idx), positions)
         x = self.drop(x)
-        L = idx.shape[1]
         # flex attention (a bias by distance, a window) where it pays, over contiguous positions
-        flex = (
-            options.block is None
-            and use_flex(idx.device, L, self.training, options.kernel)
-            and torch.equal(positions, torch.arange(L, device=positions.device))
-        )
+        flex = (options.block is None and use_flex(idx.device, L, self.training, options.kernel)
+                and (contiguous or torch.equal(positions, torch.arange(L, device=positions.device))))
         states = {}  # per-forward state of each layer's encoding (one for a plain model), computed once
         for i, layer in enumerate(self.blocks):
             if not layer.is_attention:  # a recurrent mixer: no positions, no encoding

@@ -71,6 +71,44 @@ def test_flex_window_attention_matches_the_explicit_path(pattern):
     torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("window, with_table, with_sink, with_decay", [
+    (None, False, True, False), (None, False, False, True), (("sliding", 40), True, True, True), (("chunked", 64), False, True, False),
+])
+def test_flex_scores_attention_equals_the_explicit_kernel(window, with_table, with_sink, with_decay):
+    """The flex form of masked_attention (a sink as one more key, FoX's c_i - c_j in the score_mod)
+    gives its logits' attention to float32 tolerance."""
+    if not attention.flex_supported():
+        pytest.skip("flex attention not importable in this torch")
+    torch.manual_seed(0)
+    B, H, L, D = 2, 3, 200, 16
+    q, k, v = (torch.randn(B, H, L, D) for _ in range(3))
+    table = -torch.tensor([0.5, 0.25, 0.125])[:, None] * torch.arange(L) if with_table else None
+    sink = torch.randn(H) if with_sink else None
+    decay = attention.Decay(torch.nn.functional.logsigmoid(torch.randn(B, H, L)).cumsum(-1)) if with_decay else None
+    win = Window(*window) if window else None
+    bias = (lambda s, e, lo: table[:, (torch.arange(s, e)[:, None] - torch.arange(lo, e)[None, :]).clamp(min=0)]) \
+        if with_table else None
+    expected = masked_attention(q, k, v, None, bias, win, sink, decay)
+    got = attention.flex_scores_attention(q, k, v, None, win, table, sink, decay)
+    assert attention._flex_state["broken"] is None, attention._flex_state["broken"]
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("length, with_values, per_head", [(3, True, False), (9, False, True), (120, True, True)])
+def test_the_clipped_relative_kernel_equals_the_distance_table_path(length, with_values, per_head):
+    """clipped_relative_attention (far keys: one shifted SDPA, near keys: a band, merged by the
+    log-sum-exp) is relative_causal_attention with rel_q = q over 0..L-1, to float32 tolerance."""
+    torch.manual_seed(0)
+    B, H, D, R = 2, 3, 8, 9
+    q, k, v = (torch.randn(B, H, length, D) for _ in range(3))
+    rel_k = torch.randn(H if per_head else 1, R, D)
+    rel_v = torch.randn(R, D) if with_values else None
+    expected = attention.relative_causal_attention(q, k, v, torch.arange(length), q, rel_k, rel_v, scale=0.4)
+    got = attention.clipped_relative_attention(q, k, v, rel_k, rel_v, 0.4)
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+
+
 def test_the_piecewise_kernel_is_the_same_in_query_blocks():
     torch.manual_seed(1)
     q, k, v = (torch.randn(1, 2, 40, 16) for _ in range(3))
@@ -176,3 +214,20 @@ def test_flex_attention_matches_the_chunked_float_mask_path(encoding):
         y = x.clone()
         y[:, 100:] = (y[:, 100:] + 1) % 256  # the future changes; the past must not see it
         torch.testing.assert_close(model(y, None, flex)[:, :100], out[:, :100], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("block", [None, 4])
+def test_the_chunked_bias_path_gives_the_same_attention_with_and_without_grad(block):
+    """Issue 57 item 8: without grad the float mask is 4-D (CPU SDPA's flash kernel, not its math
+    kernel); the attention equals the grad path's to float32 tolerance, in query blocks too."""
+    torch.manual_seed(0)
+    B, H, L, D = 2, 3, 50, 8
+    q, k, v = (torch.randn(B, H, L, D) for _ in range(3))
+    table = torch.randn(H, L, L)
+    bias_fn = lambda i, j: table[:, i][:, :, j]  # noqa: E731
+    positions = torch.arange(L)
+    reference = biased_causal_attention(q, k, v, bias_fn, positions, 0.3, block=block)
+    with torch.no_grad():
+        for max_elements in (1 << 24, B * H * L * 7):
+            got = biased_causal_attention(q, k, v, bias_fn, positions, 0.3, max_elements=max_elements, block=block)
+            torch.testing.assert_close(got, reference, rtol=1e-5, atol=1e-5)

@@ -2,7 +2,12 @@
 
 import math
 
+import pytest
 import torch
+
+from posbench.attention.options import AttentionOptions
+from posbench.encodings import shaw
+from posbench.model.transformer import ModelConfig, build_model
 
 
 def naive_relative_attention(q, k, v, dist_index, rel_q, rel_k, rel_v):
@@ -45,3 +50,28 @@ def test_shaw_with_zero_relative_embeddings_is_plain_causal_attention():
     q, k, v = (torch.randn(1, 2, 12, 8, dtype=torch.float64) for _ in range(3))
     got = enc.double().relative_attention(q, k, v, torch.arange(12), 0, AttentionOptions())
     torch.testing.assert_close(got, F.scaled_dot_product_attention(q, k, v, is_causal=True))
+
+
+@pytest.mark.parametrize("length", [5, 17, 300])
+def test_evaluation_on_cpu_runs_the_band_and_one_sdpa_to_float_tolerance(length, monkeypatch):
+    """Issue 57 item 8: without grad on CPU, positions 0..L-1, Shaw's attention is the shifted SDPA
+    over the keys past the clip plus a band of the nearer ones (clipped_relative_attention), equal to
+    the distance-table path to 1e-5 in float32, with a temperature; other positions keep the table."""
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(name="t", d_model=32, n_layers=2, n_heads=2, mlp_ratio=2), "shaw", {}, 16).eval()
+    with torch.no_grad():
+        for p in model.encoding.parameters():
+            p.add_(torch.randn_like(p) * 0.5)
+    band = shaw.clipped_relative_attention
+    calls = []
+    monkeypatch.setattr(shaw, "clipped_relative_attention", lambda *a: calls.append(1) or band(*a))
+    x = torch.randint(0, 256, (2, length), generator=torch.Generator().manual_seed(0))
+    options = AttentionOptions(logit_scale=0.8)
+    with torch.no_grad():
+        fast = model(x, None, options)
+        assert len(calls) == 2
+        model(x, torch.arange(length) * 2, options)  # not 0..L-1: the table path
+        assert len(calls) == 2
+    reference = model(x, None, options)  # with grad: the table path
+    assert len(calls) == 2
+    torch.testing.assert_close(fast, reference.detach(), rtol=1e-5, atol=1e-5)
