@@ -504,6 +504,11 @@ class Decay:
         return scores + (self.c[:, :, start:end, None] - self.c[:, :, None, lo:end]).to(scores.dtype)
 
 
+# the CPU flash kernel that returns its log-sum-exp (a private aten op of torch 2.x): where a torch build
+# lacks it, Shaw's evaluation takes the general path (relative_causal_attention), slower, same numbers
+CPU_FLASH_LSE = hasattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu")
+
+
 def clipped_relative_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_k: torch.Tensor,
                                rel_v: torch.Tensor | None, scale: float) -> torch.Tensor:
     """``relative_causal_attention`` with rel_q = q over positions 0..L-1 (Shaw et al.'s clipped

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from posbench.attention.kernels import clipped_relative_attention, relative_causal_attention
+from posbench.attention.kernels import CPU_FLASH_LSE, clipped_relative_attention, relative_causal_attention
 from posbench.core.params import at_least, param, positive
 from posbench.encodings import register
 from posbench.encodings.base import PositionalEncoding
@@ -37,7 +37,7 @@ class Shaw(PositionalEncoding):
         self.rel_v = nn.Parameter(torch.randn(size) * params.init_std)
 
     def relative_attention(self, q, k, v, positions, layer, options):
-        if q.device.type == "cpu" and not torch.is_grad_enabled() and options.block is None and options.window is None \
+        if CPU_FLASH_LSE and q.device.type == "cpu" and not torch.is_grad_enabled() and options.block is None and options.window is None \
                 and torch.equal(positions, torch.arange(len(positions))):
             # evaluation on CPU: far keys share rel_k[k], one SDPA call; the k nearer ones a band
             return clipped_relative_attention(q, k, v, self.rel_k[layer][None].to(q.dtype), self.rel_v[layer].to(q.dtype),
