@@ -210,7 +210,8 @@ def _train_and_evaluate(spec: RunSpec, rid: str, run_dir: Path, corpus, parent: 
                 model, corpus.train, corpus.val, train_cfg, window, spec.seed, device,
                 lr_mult=spec.encoding.lr_mult, compile=spec.runtime.compile, tracker=tracker, resume_dir=run_dir,
                 desc=f"train {spec.encoding.name}{spec.extend.tag(spec.train_len)}{'' if spec.task.is_lm else ' ' + task.name} L={window}",
-                probe=probe, probe_steps=probe_steps(spec.eval.during_training, train_cfg.steps), task=task,
+                probe=probe, probe_steps=probe_steps(spec.eval.during_training, train_cfg.steps),
+                task=extension.training_task(spec, task) if parent else task,  # state passing: a stream of windows
                 attention=spec.runtime.attention, positions_at=extension.training_positions(spec) if parent else None,
             )
         else:  # an extension run of 0 steps: the parent's weights with the method, evaluated as they are

@@ -34,6 +34,7 @@ from posbench.encodings import ModelShape, PositionalEncoding, build_encoding
 from posbench.model.canon import PLACES as CANON_PLACES
 from posbench.model.canon import canon_at
 from posbench.mixers import ATTENTION, Mixer, MixerShape, build_mixer, mixer_class
+from posbench.mixers.state import mix
 
 
 @dataclass(frozen=True)
@@ -206,7 +207,8 @@ class Block(nn.Module):
         if self.is_attention:
             x = x + self.attn(h, enc, positions, pos_state, options, flex)
         else:
-            x = x + self.mixer_drop(self.mixer(h))
+            # state passing in training, a state reset every W tokens under a window (posbench/mixers/state.py)
+            x = x + self.mixer_drop(mix(self.mixer, h, options.window))
         h = self.ln2(x) if self.canon_c is None else self.canon_c(self.ln2(x))
         return x + self.mlp(h)
 

@@ -23,6 +23,9 @@ run of its own (directory, resume, skip, sweeps) whose config is its parent's pl
 * PoSE and DroPE (``pose``, ``pose_yarn``, ``drope``: RopeScaling.finetune_at_train_len) fine-tune on
   windows of train_len instead, with as many windows per step as the parent (PoSE on skip-wise
   positions reaching the target: RopeScaling.training_positions, posbench/attention/positions.py);
+* ``state_passing`` (a recurrent model's, posbench/training/state_passing.py) fine-tunes on windows of
+  train_len too, each continuing its batch row's window of the previous step, the recurrent layers'
+  state passed from one to the next through extend.length tokens;
 * it is evaluated like its parent, at multiples of the parent's train_len and on the same tokens,
   with its rows named ``<encoding><tag>``: ``rope+yarn@4x+ft100``, ``alibi@4x+ft0`` (0 steps: the
   parent's weights with the method, the zero-shot point).
@@ -41,6 +44,7 @@ from posbench.core.errors import PosbenchError
 from posbench.core.settings import check_count
 from posbench.store.lock import run_lock
 from posbench.store.rundir import read_metrics
+from posbench.training import state_passing
 from posbench.training.trainer import TrainConfig
 
 # A run's settings (posbench.spec.RunSpec) reach this module as ``spec``: the spec sits a layer above
@@ -72,13 +76,16 @@ class ExtendConfig:
         if self.length < L or self.length % L:
             raise PosbenchError(f"extend.length={self.length} must be a multiple of train_len={L} longer than it "
                                 f"(e.g. {4 * L}), or train_len itself for the continued-training control")
-        if self.method not in extend_methods():
-            raise PosbenchError(f"unknown extend.method {self.method!r}; valid: {', '.join(extend_methods())}")
+        if self.method not in methods():
+            raise PosbenchError(f"unknown extend.method {self.method!r}; valid: {', '.join(methods())}")
         if self.length == L and self.method != "none":
             raise PosbenchError(f"extend.length=train_len={L} is the continued-training control: it takes "
                                 f"extend.method=none, not {self.method!r}")
         enc = spec.encoding.build(spec.shape)
-        enc.extend_to(self.method, self.length / L)  # refuses a method the encoding does not have
+        if self.method == state_passing.METHOD:
+            state_passing.check(spec)  # the recurrent layers' method: the encoding continues as it is
+        else:
+            enc.extend_to(self.method, self.length / L)  # refuses a method the encoding does not have
         if (reason := enc.undefined_reason(self.length)) is not None:
             raise PosbenchError(f"{spec.encoding.name} cannot be extended to {self.length} tokens: {reason}")
         if self.steps < 0 or (self.warmup_steps or 0) < 0:
@@ -109,15 +116,31 @@ class ExtendConfig:
         return "" if self.length is None else extension_tag(self.method, self.factor(train_len), self.steps)
 
 
+def methods() -> list[str]:
+    """Every extend.method: ``none``, the RoPE scalings that fine-tune, and state passing."""
+    return [*extend_methods(), state_passing.METHOD]
+
+
 def _method(spec: RunSpec):
-    """The extension's RoPE scaling (None for ``none``)."""
-    return None if spec.extend.method == "none" else ROPE_SCALINGS.get(spec.extend.method)
+    """The extension's RoPE scaling (None for ``none`` and state passing)."""
+    return None if spec.extend.method in ("none", state_passing.METHOD) else ROPE_SCALINGS.get(spec.extend.method)
+
+
+def _passes_state(spec: RunSpec) -> bool:
+    return spec.is_extension and spec.extend.method == state_passing.METHOD
 
 
 def finetune_window(spec: RunSpec) -> int:
-    """The windows the fine-tune trains on: the target length, or train_len for PoSE and DroPE."""
+    """The windows the fine-tune trains on: the target length, or train_len for PoSE, DroPE and state passing."""
     kind = _method(spec)
-    return spec.train_len if kind is not None and kind.finetune_at_train_len else spec.extend.length
+    if _passes_state(spec) or (kind is not None and kind.finetune_at_train_len):
+        return spec.train_len
+    return spec.extend.length
+
+
+def training_task(spec: RunSpec, task):
+    """The fine-tune's task: ``task``, or for state passing language modelling on consecutive windows."""
+    return state_passing.training_task(spec, task) if _passes_state(spec) else task
 
 
 def training_positions(spec: RunSpec):
@@ -147,7 +170,9 @@ def finetune_settings(spec: RunSpec) -> TrainConfig:
 def apply(model, spec: RunSpec) -> None:
     """Give a freshly built model of an extension run its method (its rows' names carry
     ``spec.extend.tag``, passed to the evaluation)."""
-    if spec.is_extension:
+    if _passes_state(spec):
+        state_passing.start(model, spec)  # the recurrent layers' carries (used in training mode only)
+    elif spec.is_extension:
         model.encoding.extend_to(spec.extend.method, spec.extend.factor(spec.train_len))
 
 
