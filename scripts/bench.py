@@ -13,8 +13,7 @@ positional code):
     peak-allocation counter.
 ``--hybrids`` adds rows of conf/hybrid/ presets (a model's layer pattern and its attention layers'
 encoding: recurrent and hybrid models, issue 55), named ``+hybrid=<preset>``, each at the --model's
-size with the preset's pattern (the presets name model=small_*; only their mixers, encoding and
-model keys are taken). Their FLOPs count is the same 6 N + 12 layers L d (a recurrent layer's state
+size with the preset's pattern (its model keys: mixers, name) and encoding. Their FLOPs count is the same 6 N + 12 layers L d (a recurrent layer's state
 updates are not counted, so their MFU is a rough figure).
 Writes bench.csv and bench.md (ratios: training vs the reference, evaluation vs nope) into --out.
 Ratios come from one run on one machine; the machine is noisy, so compare within a file only.
@@ -62,8 +61,7 @@ def hybrid_row(name: str, mc: ModelConfig) -> tuple[ModelConfig, str, dict]:
     """(model, encoding, encoding params) of conf/hybrid/<name>.yaml at mc's size."""
     raw = OmegaConf.to_container(OmegaConf.load(HYBRID_DIR / f"{name}.yaml"))
     picked = {k.split("/")[-1].strip(): v for d in raw.get("defaults", []) if isinstance(d, dict) for k, v in d.items()}
-    pattern = model_config(picked["model"])
-    model = {**vars(mc), "mixers": pattern.mixers, "mixer_params": pattern.mixer_params, **raw.get("model", {})}
+    model = {**vars(mc), **raw.get("model", {})}  # the preset's pattern (mixers, name) at mc's size
     enc = OmegaConf.to_container(OmegaConf.load(Path(CONF_DIR) / "encoding" / f"{picked['encoding']}.yaml"))
     params = {k: v for k, v in {**enc, **raw.get("encoding", {})}.items() if k != "name"}
     return ModelConfig(**model), enc["name"], params
