@@ -140,7 +140,7 @@ TRAIN_LEN = {"modern": 32, "tasks": 32, "far_context_tasks": 48}  # variable_tra
 EXTRA = {"extension": ["+extension=rope_linear,rope_llama3,rope_pose,rope_drope,continued_rope,scratch_rope,alibi",
                        "extend.steps=0,2", "seed=0", "eval.first_scored=512", "eval.segment=512"],
          # one recurrent, one hybrid and one attention row, one seed, budgets of a few steps
-         "hybrids": ["+hybrid=gdn,samba,rope", "seed=0", "train.budgets=[4,8]", "train.warmup_steps=1"]}
+         "hybrids": ["+hybrid=gdn,samba,rope", "seed=0", "train.budgets=[6,12]", "train.warmup_steps=1"]}
 
 
 @pytest.mark.slow
