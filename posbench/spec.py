@@ -213,7 +213,7 @@ class RunSpec:
         if self.train.budgets and self.is_extension:
             raise PosbenchError(f"train.budgets={list(self.train.budgets)} trains from scratch: set train.budgets=[] "
                                 f"for an extension run (extend.length={self.extend.length})")
-        self.extend.check(self.train_len, encoding, self.train)  # the throwaway built above: the method is tried on it
+        self.extend.check(self.train_len, encoding, self.train, self.model)  # the throwaway built above: the method is tried on it
         check_writable_dir(self.runs_dir, "runs_dir")
 
     def check_evaluation(self) -> None:

@@ -2,6 +2,7 @@
 
     python scripts/bench.py                       # small model, train_len 128, batch 32 (the defaults)
     python scripts/bench.py --encodings nope,alibi --steps 5 --out /tmp/bench
+    python scripts/bench.py --encodings nope --hybrids gdn,mamba2,samba --out /tmp/bench   # layer patterns
 
 For each encoding (and the reference: posbench.model.reference_gpt.PlainGPT, same size, causal SDPA, no
 positional code):
@@ -10,6 +11,10 @@ positional code):
   * evaluation (forward) time (the fastest of three passes after a warm-up) and peak memory at 1x and
     16x the training length, each length in a fresh process on CPU (peak RSS growth) or with CUDA's
     peak-allocation counter.
+``--hybrids`` adds rows of conf/hybrid/ presets (a model's layer pattern and its attention layers'
+encoding: recurrent and hybrid models, issue 55), named ``+hybrid=<preset>``, each at the --model's
+size with the preset's pattern (its model keys: mixers, name) and encoding. Their FLOPs count is the same 6 N + 12 layers L d (a recurrent layer's state
+updates are not counted, so their MFU is a rough figure).
 Writes bench.csv and bench.md (ratios: training vs the reference, evaluation vs nope) into --out.
 Ratios come from one run on one machine; the machine is noisy, so compare within a file only.
 """
@@ -41,15 +46,36 @@ from posbench.training.trainer import TrainConfig, train_model
 
 REFERENCE = "reference_gpt"
 MODEL_DIR = Path(CONF_DIR) / "model"  # the same size definitions as `model=` in posbench-train
+HYBRID_DIR = Path(CONF_DIR) / "hybrid"  # experiment=hybrids' rows: a layer pattern and an encoding each
+HYBRID = "+hybrid="
 
 
 def model_config(name: str) -> ModelConfig:
-    return ModelConfig(**OmegaConf.to_container(OmegaConf.load(MODEL_DIR / f"{name}.yaml")))
+    raw = OmegaConf.to_container(OmegaConf.load(MODEL_DIR / f"{name}.yaml"))
+    base = {}
+    for parent in raw.pop("defaults", []):  # a preset on top of another (small_gdn: small + mixers)
+        if parent != "_self_":
+            base = OmegaConf.to_container(OmegaConf.load(MODEL_DIR / f"{parent}.yaml"))
+    return ModelConfig(**{**base, **raw})
+
+
+def hybrid_row(name: str, mc: ModelConfig) -> tuple[ModelConfig, str, dict]:
+    """(model, encoding, encoding params) of conf/hybrid/<name>.yaml at mc's size."""
+    raw = OmegaConf.to_container(OmegaConf.load(HYBRID_DIR / f"{name}.yaml"))
+    picked = {k.split("/")[-1].strip(): v for d in raw.get("defaults", []) if isinstance(d, dict) for k, v in d.items()}
+    model = {**vars(mc), **raw.get("model", {})}  # the preset's pattern (mixers, name) at mc's size
+    enc = OmegaConf.to_container(OmegaConf.load(Path(CONF_DIR) / "encoding" / f"{picked['encoding']}.yaml"))
+    params = {k: v for k, v in {**enc, **raw.get("encoding", {})}.items() if k != "name"}
+    return ModelConfig(**model), enc["name"], params
 
 
 def make_model(name: str, mc: ModelConfig, train_len: int):
     torch.manual_seed(0)
-    return PlainGPT(mc) if name == REFERENCE else build_model(mc, name, {}, train_len)
+    if name == REFERENCE:
+        return PlainGPT(mc)
+    if name.startswith(HYBRID):
+        return build_model(*hybrid_row(name[len(HYBRID):], mc), train_len)
+    return build_model(mc, name, {}, train_len)
 
 
 def matmul_peak(device: torch.device, sizes=(1024, 2048, 3072), trials: int = 3, reps: int = 5) -> float:
@@ -154,6 +180,7 @@ def main(argv=None) -> None:
     ap.add_argument("--rounds", type=int, default=3, help="alternating reference/encoding training measurements")
     ap.add_argument("--eval-tokens", type=int, default=16384, help="tokens per evaluation forward pass")
     ap.add_argument("--encodings", default=",".join(available()), help="comma-separated; the reference is always added")
+    ap.add_argument("--hybrids", default="", help="comma-separated presets of conf/hybrid/ (e.g. gdn,mamba2,samba)")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--out", type=Path, default=Path("results/bench"))
     ap.add_argument("--note", default="", help="a line for bench.md on the conditions (e.g. what else ran)")
@@ -163,6 +190,10 @@ def main(argv=None) -> None:
     unknown = [n for n in names[1:] if n not in available()]
     if unknown:
         sys.exit(f"posbench-bench: error: unknown encoding {unknown[0]!r}; valid: {', '.join(available())}")
+    presets = sorted(p.stem for p in HYBRID_DIR.glob("*.yaml"))
+    if unknown := [h for h in args.hybrids.split(",") if h and h not in presets]:
+        sys.exit(f"posbench-bench: error: unknown hybrid preset {unknown[0]!r}; valid: {', '.join(presets)}")
+    names += [HYBRID + h for h in args.hybrids.split(",") if h]
     device, mc = resolve_device(args.device), model_config(args.model)
     L, L16 = args.train_len, 16 * args.train_len
 

@@ -6,6 +6,14 @@ in its recurrence), and has no length limit: its state is a fixed size, so a mod
 train_len scores any length. ``forward(x)`` is the training form (chunked: no Python loop over
 tokens); ``forward(x, recurrent=True)`` is the same function one token at a time, the reference the
 tests check the chunked form against.
+
+A mixer with a state to pass on (gdn, mamba2) also implements ``forward_with_state(x, state)`` ->
+(output, final state): the layer continued from ``state`` (None: zeros), its state after the last
+token (every part of it: the recurrence's and the short convolution's last inputs), so that two
+halves with the state passed equal one pass over the whole. That is what state passing (an extension
+method, posbench/training/state_passing.py) and the window control of a recurrent layer
+(posbench/mixers/state.py) use. A plug-in mixer that implements ``forward`` only works everywhere
+but in state passing, which refuses it in one line.
 """
 
 from __future__ import annotations
@@ -14,7 +22,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from torch import nn
+
+from posbench.mixers.state import StateCarry
 
 ATTENTION = "attention"  # the model's own mixer: causal self-attention with the run's encoding
 
@@ -43,10 +54,22 @@ class Mixer(nn.Module):
     def __init__(self, shape: MixerShape, params: Any):
         super().__init__()
         self.shape, self.params = shape, params
+        # the state passed between training windows (off unless an extension run's state passing turns it on)
+        self.carry = StateCarry()
 
     def forward(self, x: torch.Tensor, recurrent: bool = False) -> torch.Tensor:
         """x: [B, L, D] -> [B, L, D]; ``recurrent``: step by step (the reference), else chunked."""
-        raise NotImplementedError
+        return self.forward_with_state(x, None, recurrent)[0]
+
+    def forward_with_state(self, x: torch.Tensor, state: Any, recurrent: bool = False) -> tuple[torch.Tensor, Any]:
+        """(output, final state) of the layer started from ``state`` (None: zeros): a tuple of tensors,
+        each with the batch first. Optional: a mixer without it has no state passing."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither forward nor forward_with_state")
+
+    @classmethod
+    def passes_state(cls) -> bool:
+        """Whether the mixer implements ``forward_with_state`` (state passing needs it)."""
+        return cls.forward_with_state is not Mixer.forward_with_state
 
     def extra_repr(self) -> str:
         return str(self.params)
@@ -61,8 +84,19 @@ class CausalConv(nn.Module):
         self.size = size
         self.conv = nn.Conv1d(channels, channels, size, groups=channels, padding=size - 1, bias=bias)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:  # [B, L, C] -> [B, L, C]
-        return self.conv(x.transpose(1, 2))[..., : x.shape[1]].transpose(1, 2)
+    def forward(self, x: torch.Tensor, tail: torch.Tensor | None = None) -> torch.Tensor:  # [B, L, C] -> [B, L, C]
+        """``tail``: the last size - 1 inputs before x (a passed state; None: zeros)."""
+        if tail is None:
+            return self.conv(x.transpose(1, 2))[..., : x.shape[1]].transpose(1, 2)
+        full = torch.cat([tail.to(x.dtype), x], 1).transpose(1, 2)
+        return F.conv1d(full, self.conv.weight, self.conv.bias, groups=self.conv.groups).transpose(1, 2)
+
+    def next_tail(self, x: torch.Tensor, tail: torch.Tensor | None = None) -> torch.Tensor:
+        """The last size - 1 inputs once x is read (zeros before the first token): the conv's state."""
+        full = x if tail is None else torch.cat([tail.to(x.dtype), x], 1)
+        keep = self.size - 1
+        full = F.pad(full, (0, 0, keep, 0))  # zeros before the first token, for inputs shorter than the tail
+        return full[:, full.shape[1] - keep:]
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:

@@ -29,8 +29,10 @@ Deviations, for toy models: heads and head dimension are the model's (n_heads, d
 fla's default is 6 heads of 256 at d_model 2048, a key width 0.75 d_model), and the value width is
 ``expand_v`` times the key width with expand_v = 1 by default (fla: 2), so that a layer has about the
 parameters of an attention layer (5 d_model^2 against 4). No negative eigenvalues (fla's
-``allow_neg_eigval``), no state passing between windows (every window starts from S = 0), and the
-kernels run in float32 at least (fla's Triton kernels keep bf16 inputs with float32 states).
+``allow_neg_eigval``), and the kernels run in float32 at least (fla's Triton kernels keep bf16 inputs
+with float32 states). Both kernels take an initial state and return the final one (fla's
+``initial_state`` / ``output_final_state``); the layer's state is S and the three convolutions' last
+inputs (``forward_with_state``: state passing and the window control, posbench/mixers/state.py).
 """
 
 from __future__ import annotations
@@ -46,11 +48,13 @@ from posbench.mixers import register
 from posbench.mixers.base import CausalConv, Mixer, inverse_softplus_dt, rms_norm
 
 
-def recurrent_gated_delta_rule(q, k, v, g, beta, scale=None):
+def recurrent_gated_delta_rule(q, k, v, g, beta, scale=None, initial_state=None, output_final_state=False):
     """The reference, one token at a time. q, k: [B, H, L, K] (L2-normalised), v: [B, H, L, V],
-    g: [B, H, L] log decay (alpha = exp(g)), beta: [B, H, L] -> o: [B, H, L, V]."""
+    g: [B, H, L] log decay (alpha = exp(g)), beta: [B, H, L] -> o: [B, H, L, V]; ``initial_state``
+    [B, H, K, V] (None: zeros); ``output_final_state``: (o, S_L)."""
     scale = q.shape[-1] ** -0.5 if scale is None else scale
-    S = q.new_zeros(*q.shape[:2], q.shape[-1], v.shape[-1])  # [B, H, K, V]: the paper's S transposed
+    # [B, H, K, V]: the paper's S transposed
+    S = q.new_zeros(*q.shape[:2], q.shape[-1], v.shape[-1]) if initial_state is None else initial_state.to(q.dtype)
     out = []
     for t in range(q.shape[2]):
         S = S * g[:, :, t, None, None].exp()  # alpha_t S_{t-1}
@@ -58,13 +62,15 @@ def recurrent_gated_delta_rule(q, k, v, g, beta, scale=None):
         delta = beta[:, :, t, None] * (v[:, :, t] - torch.einsum("bhk,bhkv->bhv", k_t, S))  # beta (v - S k)
         S = S + k_t[..., :, None] * delta[..., None, :]  # + k delta^T
         out.append(torch.einsum("bhk,bhkv->bhv", q[:, :, t] * scale, S))
-    return torch.stack(out, dim=2)
+    o = torch.stack(out, dim=2) if out else v.new_zeros(v.shape)
+    return (o, S) if output_final_state else o
 
 
-def chunk_gated_delta_rule(q, k, v, g, beta, chunk: int = 64, scale=None):
+def chunk_gated_delta_rule(q, k, v, g, beta, chunk: int = 64, scale=None, initial_state=None, output_final_state=False):
     """The training form (WY representation, module docstring): same arguments and result as
     ``recurrent_gated_delta_rule``; any length (the last chunk is padded with zeros, which
-    changes nothing before it). A loop over chunks, none over tokens."""
+    changes nothing before it, nor the final state: alpha = 1 and k = 0 there). A loop over chunks,
+    none over tokens."""
     scale = q.shape[-1] ** -0.5 if scale is None else scale
     B, H, L, K = q.shape
     pad = -L % chunk
@@ -86,14 +92,15 @@ def chunk_gated_delta_rule(q, k, v, g, beta, chunk: int = 64, scale=None):
     u, w = torch.linalg.solve_triangular(eye + A, torch.cat([v * beta[..., None], k_beta * gamma.exp()[..., None]], -1),
                                          upper=False, unitriangular=True).split([v.shape[-1], K], -1)
     qk = (q @ k.transpose(-1, -2)) * decay  # [B, H, n, C, C], lower triangular (decay is)
-    S = q.new_zeros(B, H, K, v.shape[-1])
+    S = q.new_zeros(B, H, K, v.shape[-1]) if initial_state is None else initial_state.to(q.dtype)
     out = []
     for i in range(n):  # over chunks
         v_new = u[:, :, i] - w[:, :, i] @ S  # [B, H, C, V]
         out.append((q[:, :, i] * gamma[:, :, i, :, None].exp()) @ S + qk[:, :, i] @ v_new)
         last = gamma[:, :, i, -1]  # [B, H]
         S = S * last[..., None, None].exp() + (k[:, :, i] * (last[..., None] - gamma[:, :, i]).exp()[..., None]).transpose(-1, -2) @ v_new
-    return torch.stack(out, dim=2).reshape(B, H, n * chunk, -1)[:, :, :L]
+    o = torch.stack(out, dim=2).reshape(B, H, n * chunk, -1)[:, :, :L]
+    return (o, S) if output_final_state else o
 
 
 @register("gdn")
@@ -125,22 +132,26 @@ class GatedDeltaNet(Mixer):
         self.o_norm = nn.Parameter(torch.ones(self.value_dim // H))
         self.out_proj = nn.Linear(self.value_dim, D, bias=False)
 
-    def forward(self, x, recurrent=False):
+    def forward_with_state(self, x, state, recurrent=False):
+        """state: (q, k, v convolutions' last inputs, S [B, H, K, V]) or None (zeros)."""
         B, L, _ = x.shape
+        q_tail, k_tail, v_tail, S0 = state if state is not None else (None,) * 4
+        qx, kx, vx = self.q_proj(x), self.k_proj(x), self.v_proj(x)
         H = self.heads
         dtype = torch.promote_types(x.dtype, torch.float32)  # the kernels in float32 at least
 
         def heads(t):  # [B, L, H * d] -> [B, H, L, d]
             return t.view(B, L, H, -1).transpose(1, 2).to(dtype)
 
-        q = F.normalize(heads(F.silu(self.q_conv(self.q_proj(x)))), dim=-1)
-        k = F.normalize(heads(F.silu(self.k_conv(self.k_proj(x)))), dim=-1)
-        v = heads(F.silu(self.v_conv(self.v_proj(x))))
+        q = F.normalize(heads(F.silu(self.q_conv(qx, q_tail))), dim=-1)
+        k = F.normalize(heads(F.silu(self.k_conv(kx, k_tail))), dim=-1)
+        v = heads(F.silu(self.v_conv(vx, v_tail)))
         beta = self.b_proj(x).to(dtype).sigmoid().transpose(1, 2)  # [B, H, L]
         g = (-self.A_log.to(dtype).exp() * F.softplus(self.a_proj(x).to(dtype) + self.dt_bias)).transpose(1, 2)
         if recurrent:
-            o = recurrent_gated_delta_rule(q, k, v, g, beta)
+            o, S = recurrent_gated_delta_rule(q, k, v, g, beta, initial_state=S0, output_final_state=True)
         else:
-            o = chunk_gated_delta_rule(q, k, v, g, beta, self.params.chunk)
+            o, S = chunk_gated_delta_rule(q, k, v, g, beta, self.params.chunk, initial_state=S0, output_final_state=True)
         o = rms_norm(o, self.o_norm, self.params.norm_eps) * F.silu(heads(self.g_proj(x)))  # [B, H, L, Dv]
-        return self.out_proj(o.transpose(1, 2).reshape(B, L, self.value_dim).to(x.dtype))
+        final = (self.q_conv.next_tail(qx, q_tail), self.k_conv.next_tail(kx, k_tail), self.v_conv.next_tail(vx, v_tail), S)
+        return self.out_proj(o.transpose(1, 2).reshape(B, L, self.value_dim).to(x.dtype)), final

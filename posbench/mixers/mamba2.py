@@ -26,7 +26,10 @@ Deviations, for toy models: the head dimension is the model's (d_model / n_heads
 the state N = 16 (Mamba-2: 128; Mamba-1's 16); expand 2 as in Mamba-2, one group. The chunk is 64
 tokens (Mamba-2: 256), the length of a toy training window. Lengths that are not a multiple of the
 chunk are padded with zeros (X = 0, A dt = 0: nothing changes before the padding), where the
-listing asserts. No state passing between windows, no dt clamp (dt_limit is (0, inf) by default).
+listing asserts. No dt clamp (dt_limit is (0, inf) by default). Both forms take an initial state and
+return the final one (the listing's ``initial_states`` and ``final_state``); the layer's state is h
+and the convolution's last inputs (``forward_with_state``: state passing and the window control,
+posbench/mixers/state.py).
 """
 
 from __future__ import annotations
@@ -53,8 +56,9 @@ def segsum(x: torch.Tensor) -> torch.Tensor:
     return x.masked_fill(~torch.ones(T, T, dtype=torch.bool, device=x.device).tril(), float("-inf"))
 
 
-def ssd_chunked(X, A, B, C, chunk: int = 64):
-    """X: [b, L, h, p] (x dt), A: [b, L, h] (A dt), B, C: [b, L, n] (one group) -> Y: [b, L, h, p]."""
+def ssd_chunked(X, A, B, C, chunk: int = 64, initial_state=None, output_final_state=False):
+    """X: [b, L, h, p] (x dt), A: [b, L, h] (A dt), B, C: [b, L, n] (one group) -> Y: [b, L, h, p];
+    ``initial_state`` h_0 [b, h, p, n] (None: zeros); ``output_final_state``: (Y, h_L)."""
     L = X.shape[1]
     pad = -L % chunk
     if pad:
@@ -70,22 +74,27 @@ def ssd_chunked(X, A, B, C, chunk: int = 64):
     decay_states = (A_cumsum[..., -1:] - A_cumsum).exp()
     states = torch.einsum("bcln,bhcl,bclhp->bchpn", B, decay_states, X)
     # 3. the state at each chunk's start: the recurrence over chunks as one segment-sum matrix
-    states = torch.cat([torch.zeros_like(states[:, :1]), states], dim=1)
+    first = torch.zeros_like(states[:, :1]) if initial_state is None else initial_state[:, None].to(states.dtype)
+    states = torch.cat([first, states], dim=1)
     decay_chunk = segsum(F.pad(A_cumsum[..., -1], (1, 0))).exp()  # [b, h, c + 1, c + 1]
-    states = torch.einsum("bhzc,bchpn->bzhpn", decay_chunk, states)[:, :-1]
+    states = torch.einsum("bhzc,bchpn->bzhpn", decay_chunk, states)
+    states, final = states[:, :-1], states[:, -1]
     # 4. the states' contribution to each chunk's outputs
     Y_off = torch.einsum("bcln,bchpn,bhcl->bclhp", C, states, A_cumsum.exp())
-    return (Y_diag + Y_off).reshape(b, n * chunk, *X.shape[3:])[:, :L]
+    Y = (Y_diag + Y_off).reshape(b, n * chunk, *X.shape[3:])[:, :L]
+    return (Y, final) if output_final_state else Y
 
 
-def ssd_recurrent(X, A, B, C):
+def ssd_recurrent(X, A, B, C, initial_state=None, output_final_state=False):
     """The reference, one token at a time: h_t = exp(A_t) h_{t-1} + X_t B_t^T, Y_t = h_t C_t."""
-    h = X.new_zeros(X.shape[0], X.shape[2], X.shape[3], B.shape[-1])  # [b, h, p, n]
+    h = X.new_zeros(X.shape[0], X.shape[2], X.shape[3], B.shape[-1]) if initial_state is None \
+        else initial_state.to(X.dtype)  # [b, h, p, n]
     out = []
     for t in range(X.shape[1]):
         h = h * A[:, t, :, None, None].exp() + X[:, t, :, :, None] * B[:, t, None, None, :]
         out.append(torch.einsum("bhpn,bn->bhp", h, C[:, t]))
-    return torch.stack(out, dim=1)
+    Y = torch.stack(out, dim=1) if out else X.new_zeros(X.shape)
+    return (Y, h) if output_final_state else Y
 
 
 @register("mamba2")
@@ -117,18 +126,20 @@ class Mamba2(Mixer):
         self.norm = nn.Parameter(torch.ones(self.d_inner))
         self.out_proj = nn.Linear(self.d_inner, D, bias=False)
 
-    def forward(self, u, recurrent=False):
+    def forward_with_state(self, u, state, recurrent=False):
+        """state: (the convolution's last inputs, h [b, h, p, n]) or None (zeros)."""
         b, L, _ = u.shape
+        tail, h0 = state if state is not None else (None, None)
         N, dtype = self.params.d_state, torch.promote_types(u.dtype, torch.float32)
         z, xBC, dt = self.in_proj(u).split([self.d_inner, self.d_inner + 2 * N, self.heads], -1)
-        x, B, C = F.silu(self.conv(xBC)).to(dtype).split([self.d_inner, N, N], -1)
+        x, B, C = F.silu(self.conv(xBC, tail)).to(dtype).split([self.d_inner, N, N], -1)
         dt = F.softplus(dt.to(dtype) + self.dt_bias)  # [b, L, h]
         A = -self.A_log.to(dtype).exp()  # [h]
         x = x.view(b, L, self.heads, self.head_dim)
         if recurrent:
-            y = ssd_recurrent(x * dt[..., None], A * dt, B, C)
+            y, h = ssd_recurrent(x * dt[..., None], A * dt, B, C, h0, output_final_state=True)
         else:
-            y = ssd_chunked(x * dt[..., None], A * dt, B, C, self.params.chunk)
+            y, h = ssd_chunked(x * dt[..., None], A * dt, B, C, self.params.chunk, h0, output_final_state=True)
         y = (y + x * self.D.to(dtype)[:, None]).reshape(b, L, self.d_inner)
         y = rms_norm(y * F.silu(z.to(dtype)), self.norm, self.params.norm_eps)
-        return self.out_proj(y.to(u.dtype))
+        return self.out_proj(y.to(u.dtype)), (self.conv.next_tail(xBC, tail), h)

@@ -35,6 +35,7 @@ from posbench.model.canon import PLACES as CANON_PLACES
 from posbench.model.canon import canon_at
 from posbench.model.kernel_choice import PORTABLE, Kernel, choose_kernel, layer_window
 from posbench.mixers import ATTENTION, Mixer, MixerShape, build_mixer, mixer_class
+from posbench.mixers.state import mix
 
 
 @dataclass(frozen=True)
@@ -203,7 +204,8 @@ class Block(nn.Module):
         if self.is_attention:
             x = x + self.attn(h, enc, positions, pos_state, options, flex)
         else:
-            x = x + self.mixer_drop(self.mixer(h))
+            # state passing in training, a state reset every W tokens under a window (posbench/mixers/state.py)
+            x = x + self.mixer_drop(mix(self.mixer, h, options.window))
         h = self.ln2(x) if self.canon_c is None else self.canon_c(self.ln2(x))
         return x + self.mlp(h)
 

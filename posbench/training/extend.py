@@ -23,6 +23,9 @@ run of its own (directory, resume, skip, sweeps) whose config is its parent's pl
 * PoSE and DroPE (``pose``, ``pose_yarn``, ``drope``: RopeScaling.finetune_at_train_len) fine-tune on
   windows of train_len instead, with as many windows per step as the parent (PoSE on skip-wise
   positions reaching the target: RopeScaling.training_positions, posbench/attention/positions.py);
+* ``state_passing`` (a recurrent model's, posbench/training/state_passing.py) fine-tunes on windows of
+  train_len too, each continuing its batch row's window of the previous step, the recurrent layers'
+  state passed from one to the next through extend.length tokens;
 * it is evaluated like its parent, at multiples of the parent's train_len and on the same tokens,
   with its rows named ``<encoding><tag>``: ``rope+yarn@4x+ft100``, ``alibi@4x+ft0`` (0 steps: the
   parent's weights with the method, the zero-shot point).
@@ -40,8 +43,10 @@ from posbench.attention.rope_scalings import ROPE_SCALINGS, RopeScaling, extend_
 from posbench.core.errors import PosbenchError
 from posbench.core.settings import check_count
 from posbench.encodings import PositionalEncoding
+from posbench.model.transformer import ModelConfig
 from posbench.store.lock import run_lock
 from posbench.store.rundir import read_metrics
+from posbench.training import state_passing
 from posbench.training.trainer import TrainConfig
 
 # A run's settings (posbench.spec.RunSpec) sit a layer above training, so they reach this module as
@@ -64,22 +69,26 @@ class ExtendConfig:
     warmup_steps: Optional[int] = None  # linear warm-up, then constant; null: 10% of the steps
     batch_size: Optional[int] = None  # windows per step; null: as many tokens per step as the parent
 
-    def check(self, train_len: int, encoding: PositionalEncoding, train: TrainConfig) -> None:
+    def check(self, train_len: int, encoding: PositionalEncoding, train: TrainConfig, model: ModelConfig) -> None:
         """An extension run continues its parent at a longer window (nothing to check otherwise):
         the run's ``train_len``, its built ``encoding`` (a copy nothing else uses: the method is
-        tried on it, changing it) and ``train`` settings (the parent's tokens per step)."""
+        tried on it, changing it), ``train`` settings (the parent's tokens per step) and ``model``
+        (state passing needs recurrent layers)."""
         if self.length is None:
             return
         L, enc = train_len, encoding
         if self.length < L or self.length % L:
             raise PosbenchError(f"extend.length={self.length} must be a multiple of train_len={L} longer than it "
                                 f"(e.g. {4 * L}), or train_len itself for the continued-training control")
-        if self.method not in extend_methods():
-            raise PosbenchError(f"unknown extend.method {self.method!r}; valid: {', '.join(extend_methods())}")
+        if self.method not in methods():
+            raise PosbenchError(f"unknown extend.method {self.method!r}; valid: {', '.join(methods())}")
         if self.length == L and self.method != "none":
             raise PosbenchError(f"extend.length=train_len={L} is the continued-training control: it takes "
                                 f"extend.method=none, not {self.method!r}")
-        enc.extend_to(self.method, self.length / L)  # refuses a method the encoding does not have
+        if self.method == state_passing.METHOD:
+            state_passing.check(model)  # the recurrent layers' method: the encoding continues as it is
+        else:
+            enc.extend_to(self.method, self.length / L)  # refuses a method the encoding does not have
         if (reason := enc.undefined_reason(self.length)) is not None:
             raise PosbenchError(f"{enc.name} cannot be extended to {self.length} tokens: {reason}")
         if self.steps < 0 or (self.warmup_steps or 0) < 0:
@@ -110,15 +119,29 @@ class ExtendConfig:
         return "" if self.length is None else extension_tag(self.method, self.factor(train_len), self.steps)
 
 
+def methods() -> list[str]:
+    """Every extend.method: ``none``, the RoPE scalings that fine-tune, and state passing."""
+    return [*extend_methods(), state_passing.METHOD]
+
+
 def _method(x: ExtendConfig) -> RopeScaling | None:
-    """The extension's RoPE scaling (None for ``none``)."""
-    return None if x.method == "none" else ROPE_SCALINGS.get(x.method)
+    """The extension's RoPE scaling (None for ``none`` and state passing)."""
+    return None if x.method in ("none", state_passing.METHOD) else ROPE_SCALINGS.get(x.method)
+
+
+def _passes_state(x: ExtendConfig) -> bool:
+    return x.length is not None and x.method == state_passing.METHOD
 
 
 def finetune_window(x: ExtendConfig, train_len: int) -> int:
-    """The windows the fine-tune trains on: the target length, or train_len for PoSE and DroPE."""
+    """The windows the fine-tune trains on: the target length, or train_len for PoSE, DroPE and state passing."""
     kind = _method(x)
-    return train_len if kind is not None and kind.finetune_at_train_len else x.length
+    return train_len if _passes_state(x) or (kind is not None and kind.finetune_at_train_len) else x.length
+
+
+def training_task(x: ExtendConfig, train_len: int, task):
+    """The fine-tune's task: ``task``, or for state passing language modelling on consecutive windows."""
+    return state_passing.training_task(task, state_passing.segments(x.length, train_len)) if _passes_state(x) else task
 
 
 def training_positions(x: ExtendConfig, train_len: int, seed: int):
@@ -147,7 +170,9 @@ def finetune_settings(x: ExtendConfig, t: TrainConfig, train_len: int) -> TrainC
 def apply(model, x: ExtendConfig, train_len: int) -> None:
     """Give a freshly built model of an extension run its method (its rows' names carry
     ``x.tag``, passed to the evaluation); nothing for an ordinary run."""
-    if x.length is not None:
+    if _passes_state(x):
+        state_passing.start(model, state_passing.segments(x.length, train_len))  # the carries (training mode only)
+    elif x.length is not None:
         model.encoding.extend_to(x.method, x.factor(train_len))
 
 

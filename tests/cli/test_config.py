@@ -54,7 +54,7 @@ N = len(available())  # the presets that sweep every encoding grow with the regi
 
 
 EXPECTED_JOBS = {"algorithmic": 144, "far_context_tasks": 96, "alibi_paper": 8, "all_encodings": N, "budget": 36, "budget_lr": 48,
-                 "converged": 20, "extension": 240, "lr_grid": 6 * N, "map": 21, "map_lr": 56,
+                 "converged": 20, "extension": 240, "hybrids": 30, "lr_grid": 6 * N, "map": 21, "map_lr": 56,
                  "modern": 72, "quick": 5, "reference": 6 * N, "rope_extension": 1, "swan": 9, "tasks": 30,
                  "tokenizers": 42}
 
@@ -95,6 +95,25 @@ def test_the_map_s_lines_hold_tokens_per_step_and_its_grid_takes_each_model_s_ra
                         multirun=True)
     assert len(base) == 42 and {c.train.lr for c in base} == {1e-3, 2e-3, 4e-3}
     assert {tuple(c.train.budgets) for c in base} == {(300,)} and {c.seed for c in base} == {0, 1}
+
+
+def test_the_hybrids_preset_puts_each_layer_pattern_beside_the_attention_rows(cache_dir):
+    """experiment=hybrids (issue 55): pure recurrent and hybrid rows beside five attention rows, each a
+    WSD trunk with two budgets and the window control; another model size keeps every row's pattern."""
+    specs = [validate(c) for c in compose_jobs("config", ["experiment=hybrids"], multirun=True)]
+    rows = {(s.model.name, tuple(s.model.layer_mixers()), s.encoding.name) for s in specs}
+    hybrid = ("gdn", "gdn", "gdn", "attention")
+    assert rows == {("small_gdn", ("gdn",) * 4, "nope"), ("small_mamba2", ("mamba2",) * 4, "nope"),
+                    ("small_hybrid", hybrid, "p_rope"), ("small_hybrid", hybrid, "nope"),
+                    ("small_samba", ("mamba2", "attention") * 2, "rope_swa"),
+                    *{("small", ("attention",) * 4, e) for e in ("nope", "rope", "alibi", "fox", "rnope_swa")}}
+    assert {(s.train.schedule, tuple(s.train.budgets), s.train_len, s.seed) for s in specs if s.model.name == "small_gdn"} \
+        == {("wsd", (600, 1200), 64, seed) for seed in (0, 1, 2)}
+    assert all(list(s.eval.variants) == ["local"] for s in specs)
+    assert {(s.encoding.params.fraction, s.encoding.params.mode) for s in specs if s.encoding.name == "p_rope"} == \
+        {(0.25, "neox")}
+    tiny = compose_jobs("config", ["experiment=hybrids", "+hybrid=gdn", "seed=0", "model=tiny"], multirun=True)
+    assert [(c.model.d_model, list(c.model.mixers)) for c in tiny] == [(64, ["gdn"])]
 
 
 def test_presets_are_all_known():

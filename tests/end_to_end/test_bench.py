@@ -30,3 +30,24 @@ def test_bench_rejects_an_unknown_encoding(tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode != 0 and "unknown encoding 'ropee'" in proc.stderr
     assert not (tmp_path / "bench.csv").exists()
+
+
+@pytest.mark.slow
+def test_bench_adds_rows_for_layer_patterns(tmp_path):
+    """--hybrids: conf/hybrid/ presets (recurrent and hybrid models) as rows beside the encodings."""
+    cmd = [sys.executable, str(ROOT / "scripts" / "bench.py"), "--model", "tiny", "--train-len", "16", "--batch", "4",
+           "--steps", "2", "--rounds", "1", "--eval-tokens", "512", "--encodings", "nope", "--hybrids", "gdn,samba",
+           "--out", str(tmp_path)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    df = pd.read_csv(tmp_path / "bench.csv").set_index("encoding")
+    assert list(df.index) == ["reference_gpt", "nope", "+hybrid=gdn", "+hybrid=samba"]
+    assert (df["train_tok_s"] > 0).all() and (df["eval_16x_s"] > 0).all()
+    assert df.loc["+hybrid=gdn", "params"] != df.loc["nope", "params"]  # the pattern's layers, not attention
+
+
+def test_bench_rejects_an_unknown_hybrid_preset(tmp_path):
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench.py"), "--hybrids", "gdm", "--out", str(tmp_path)],
+                          capture_output=True, text=True)
+    assert proc.returncode != 0 and "unknown hybrid preset 'gdm'" in proc.stderr
+    assert not (tmp_path / "bench.csv").exists()

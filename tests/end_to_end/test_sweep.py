@@ -138,7 +138,9 @@ PRESETS = sorted(p.stem for p in (__import__("pathlib").Path(__file__).parents[2
 # the test corpus's documents hold
 TRAIN_LEN = {"modern": 32, "tasks": 32, "far_context_tasks": 48}  # variable_tracking: 45 tokens
 EXTRA = {"extension": ["+extension=rope_linear,rope_llama3,rope_pose,rope_drope,continued_rope,scratch_rope,alibi",
-                       "extend.steps=0,2", "seed=0", "eval.first_scored=512", "eval.segment=512"]}
+                       "extend.steps=0,2", "seed=0", "eval.first_scored=512", "eval.segment=512"],
+         # one recurrent, one hybrid and one attention row, one seed, budgets of a few steps
+         "hybrids": ["+hybrid=gdn,samba,rope", "seed=0", "train.budgets=[6,12]", "train.warmup_steps=1"]}
 
 
 @pytest.mark.slow

@@ -73,3 +73,17 @@ def test_a_model_without_positions_attends_uniformly_to_identical_tokens():
     for r in stats:
         assert r["mean_distance"] == pytest.approx(39 / 4, rel=1e-4)
         assert r["entropy"] == pytest.approx(uniform_entropy(40), rel=1e-4)
+
+
+@pytest.mark.parametrize("mixers,layers", [(["gdn", "attention"], {1}), (["mamba2"], set())])
+def test_a_recurrent_layer_has_no_attention_diagnostics_and_the_attention_layers_keep_theirs(mixers, layers):
+    """Attention distance and entropy describe attention weights: a recurrent layer has none (no
+    record), a hybrid's attention layers are measured as in any model."""
+    from posbench.evaluation.diagnostics import attention_stats
+    from posbench.model.transformer import build_model
+
+    torch.manual_seed(0)
+    cfg = ModelConfig(name="t", d_model=16, n_layers=2, n_heads=2, mixers=mixers, mixer_params={})
+    model = build_model(cfg, "nope", {}, 16).eval()
+    records = attention_stats(model, [torch.randint(0, 256, (2, 32))], torch.device("cpu"))
+    assert {r["layer"] for r in records} == layers

@@ -68,3 +68,18 @@ def test_gradients_reach_every_parameter():
     mixer = layer("gdn").float()
     mixer(torch.randn(2, 20, 16)).square().sum().backward()
     assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in mixer.parameters())
+
+
+@pytest.mark.parametrize("L", [5, 29, 48])
+def test_the_chunked_form_from_a_state_equals_the_recurrence_continued_from_it(L):
+    """The recurrence runs 11 tokens, then both forms continue from its state: the same outputs and final state."""
+    q, k, v, g, beta = inputs(11 + L, seed=L)
+    first = [t[:, :, :11] for t in (q, k, v, g, beta)]
+    rest = [t[:, :, 11:] for t in (q, k, v, g, beta)]
+    _, S = recurrent_gated_delta_rule(*first, output_final_state=True)
+    whole, S_whole = recurrent_gated_delta_rule(q, k, v, g, beta, output_final_state=True)
+    o, S_end = chunk_gated_delta_rule(*rest, chunk=16, initial_state=S, output_final_state=True)
+    o_rec, S_rec = recurrent_gated_delta_rule(*rest, initial_state=S, output_final_state=True)
+    assert S.abs().max() > 0.1  # a state that matters
+    assert max_diff(o, o_rec) < TOL and max_diff(S_end, S_rec) < TOL
+    assert max_diff(o, whole[:, :, 11:]) < TOL and max_diff(S_end, S_whole) < TOL

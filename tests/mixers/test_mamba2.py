@@ -70,3 +70,17 @@ def test_the_short_convolution_is_causal_and_depthwise():
     w = conv.conv.weight[:, 0]  # [channels, taps]
     want = torch.stack([sum(w[:, i] * x[0, t - 3 + i] for i in range(4) if t - 3 + i >= 0) for t in range(10)])
     assert max_diff(conv(x)[0], want) < 1e-12
+
+
+@pytest.mark.parametrize("L", [5, 29, 48])
+def test_the_chunked_scan_from_a_state_equals_the_recurrence_continued_from_it(L):
+    """The recurrence runs 11 tokens, then both forms continue from its state: the same outputs and final state."""
+    X, A, B, C = inputs(11 + L, seed=L)
+    _, h = ssd_recurrent(X[:, :11], A[:, :11], B[:, :11], C[:, :11], output_final_state=True)
+    whole, h_whole = ssd_recurrent(X, A, B, C, output_final_state=True)
+    rest = (X[:, 11:], A[:, 11:], B[:, 11:], C[:, 11:])
+    Y, h_end = ssd_chunked(*rest, chunk=16, initial_state=h, output_final_state=True)
+    Y_rec, h_rec = ssd_recurrent(*rest, initial_state=h, output_final_state=True)
+    assert h.abs().max() > 0.1  # a state that matters
+    assert max_diff(Y, Y_rec) < TOL and max_diff(h_end, h_rec) < TOL
+    assert max_diff(Y, whole[:, 11:]) < TOL and max_diff(h_end, h_whole) < TOL

@@ -123,3 +123,23 @@ def test_a_tiny_hybrid_trains_and_scores_at_1x_and_4x(compose, tmp_path, text_co
     rows = {r["length"]: r for r in m["evaluations"]}
     assert sorted(rows) == [16, 64]
     assert all(r["loss"] is not None and 0 < r["loss"] < 10 for r in rows.values())
+
+
+def test_the_window_control_resets_a_recurrent_model_every_window():
+    """``+swaL`` on a recurrent model (AttentionOptions.window): each block of W tokens is scored as a
+    window of its own, so the scores of a block do not depend on the tokens before it."""
+    from posbench.attention.kernels import Window
+    from posbench.attention.options import AttentionOptions
+
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(**{**TINY, "n_layers": 2}, mixers=["mamba2", "gdn"]), "nope", {}, 16).eval()
+    x = torch.randint(0, 256, (2, 48))
+    windowed = AttentionOptions(window=Window("sliding", 16))
+    with torch.no_grad():
+        out = model(x, None, windowed)
+        alone = model(x[:, 16:32])
+        changed = x.clone()
+        changed[:, :16] = torch.randint(0, 256, (2, 16))
+        assert torch.allclose(out[:, 16:32], alone, atol=1e-5)
+        assert torch.equal(model(changed, None, windowed)[:, 16:], out[:, 16:])
+        assert not torch.allclose(model(x)[:, 16:32], alone, atol=1e-3)  # without the window, the past counts
