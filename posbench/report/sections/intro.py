@@ -64,7 +64,7 @@ def rebuilt_text(recorded, has_lm: bool = True) -> str:
     if has_lm:
         text += (" The training curves, per-position losses and a learning-rate grid's tuned table need what the "
                  "records do not keep: where the committed report had them, they are its own, and say so.")
-    if recorded.merged:
+    if recorded.joins:
         text += (" Runs retrained later (the same run ids) replace their records on the protocols these reports "
-                 "scored: " + "; ".join(recorded.merged) + ".")
+                 "scored: " + "; ".join(j.line() for j in recorded.joins) + ".")
     return text
