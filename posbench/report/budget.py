@@ -37,8 +37,8 @@ from posbench.store.rundir import RUN_KEY
 
 DEFAULT_IMPROVING = 0.02  # a run still improving: 1x validation loss fell by more over its last doubling
 DEFAULT_SPREAD = 0.10  # compared encodings' 1x perplexities differ by more: a warning
-# the verdict classes and their thresholds live in posbench/report/verdicts.py; re-exported here
-from posbench.report.verdicts import (  # noqa: E402,F401
+# the verdict classes and their thresholds live in posbench/report/analysis/verdicts.py; re-exported here
+from posbench.report.analysis.verdicts import (  # noqa: E402,F401
     FAR_MARGIN,
     FAR_UNDECIDED,
     LOCAL,

@@ -24,7 +24,7 @@ from posbench.core.files import atomic_write_text
 from posbench.core.registry import plugin_code
 from posbench.report import budget, tasks
 from posbench.report.context import Options, ReportContext
-from posbench.report.document import Heading, Image, Para, Table, render
+from posbench.report.drawing.document import Heading, Image, Para, Table, render
 from posbench.report.manifest import MANIFEST, manifest_of
 from posbench.report.prose import join_words
 from posbench.report.section import SECTIONS, Section, SectionOutput, write_or_fail

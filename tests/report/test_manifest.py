@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from posbench.core.errors import PosbenchError
-from posbench.report.document import Table
+from posbench.report.drawing.document import Table
 from posbench.report.manifest import MANIFEST, Join, Manifest, manifest_of, read_manifest, scored_documents, shown_cells
 from posbench.report.provenance import environment, shown_runs
 

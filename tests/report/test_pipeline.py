@@ -81,7 +81,7 @@ class Extra(Section):
         return ctx.options.tolerance < 0.1
 
     def build(self, ctx, out) -> list:
-        from posbench.report.document import Heading, Para
+        from posbench.report.drawing.document import Heading, Para
 
         out.csv("extra_1.csv", pd.DataFrame({"runs": [len(ctx.completed)]}))
         return [Heading("Extra"), Para("From another package.")]

@@ -5,7 +5,7 @@ when the compared encodings differ already at 1x."""
 from __future__ import annotations
 
 from posbench.report import budget
-from posbench.report.document import Heading, Para, Table
+from posbench.report.drawing.document import Heading, Para, Table
 from posbench.report.section import SECTIONS, Output, Section
 
 # one run per configuration: the fall within each run (what the reports before budget branches said)

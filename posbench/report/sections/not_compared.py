@@ -6,7 +6,7 @@ reads the names from manifest.json: posbench/report/manifest.py)."""
 
 from __future__ import annotations
 
-from posbench.report.document import Heading, Para, Table
+from posbench.report.drawing.document import Heading, Para, Table
 from posbench.report.section import SECTIONS, Output, Section
 
 

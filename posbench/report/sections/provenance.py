@@ -3,7 +3,7 @@ every run and those that differ, and each run's full config (posbench/report/pro
 
 from __future__ import annotations
 
-from posbench.report.document import Code, Heading, Para, Table
+from posbench.report.drawing.document import Code, Heading, Para, Table
 from posbench.report.provenance import config_split, nested_yaml, shown_commands, shown_environment, shown_runs
 from posbench.report.section import SECTIONS, Section
 from posbench.report.sections.intro import rebuilt_text
