@@ -138,7 +138,7 @@ def at_largest_budget(conv: pd.DataFrame) -> pd.DataFrame:
     return conv[conv["largest_budget"].astype(bool)] if "largest_budget" in conv and not conv.empty else conv
 
 
-def budget_table(conv: pd.DataFrame) -> pd.DataFrame:
+def convergence_table(conv: pd.DataFrame) -> pd.DataFrame:
     """Per encoding, model and train_len: the budget and how much the runs were still learning."""
     rows = []
     for (enc, model, train_len), g in conv.groupby(["encoding", "model", "train_len"]):

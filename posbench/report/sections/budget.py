@@ -37,7 +37,7 @@ class Budget(Section):
         out.csv("convergence.csv", conv)
         blocks = [Heading("Training budget"),
                   Para(BRANCHES.format(improving=improving) if ctx.has_budgets else SINGLE.format(improving=improving)),
-                  Table(budget.budget_table(budget.at_largest_budget(conv)))]
+                  Table(budget.convergence_table(budget.at_largest_budget(conv)))]
         warnings = budget.spread_warnings(ctx.table, set(ctx.completed["encoding"]), spread)
         if warnings:
             blocks += [Para(f"**Warning:** the compared encodings differ by more than {spread:.0%} already at 1x, where "
