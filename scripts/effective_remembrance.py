@@ -17,7 +17,7 @@ import logging
 import sys
 from pathlib import Path
 
-import posbench.report.mplconfig  # noqa: F401 - before matplotlib: a writable config folder
+import posbench.report.drawing.mplconfig  # noqa: F401 - before matplotlib: a writable config folder
 import matplotlib
 
 matplotlib.use("Agg")

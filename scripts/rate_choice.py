@@ -23,7 +23,7 @@ import pandas as pd
 
 from posbench.report.headline import with_interval
 from posbench.report.load import load_runs
-from posbench.report.tables import completed, main_table
+from posbench.report.analysis.tables import completed, main_table
 from posbench.report.tuning import DEFAULT, GROUP, decide, run_settings
 
 TOLERANCE = 0.05

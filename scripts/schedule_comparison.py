@@ -9,7 +9,7 @@ per-document losses). Runs of one seed start from the same weights and read the 
 either schedule, so the two are paired by seed, and both were scored on the same documents: per row
 both hold (unwindowed), the perplexity ratio cosine / WSD at 1x, and the ratio of their
 longest-multiple-to-1x ratios, each with its 95% interval over seeds and text and the p-value of "the
-same", by the report's own statistics (posbench/report/bootstrap.py: ``pair_ratio_stats``,
+same", by the report's own statistics (posbench/report/analysis/bootstrap.py: ``pair_ratio_stats``,
 ``compare``), and that p-value Holm-adjusted over the rows compared (each of the two questions, at 1x
 and of the ratio, is a pre-declared family of one test per row); beside them each schedule's 1x
 perplexity and longest-multiple ratio to 1x. Prints a
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from posbench.report.bootstrap import (
+from posbench.report.analysis.bootstrap import (
     CellReplicates,
     cell_replicates,
     compare,
@@ -38,7 +38,7 @@ from posbench.report.bootstrap import (
 )
 from posbench.report.committed import read_evaluations
 from posbench.report.headline import with_interval
-from posbench.report.stats import format_p
+from posbench.report.analysis.stats import format_p
 
 KEYS = ["protocol", "variant", "model", "train_len"]
 

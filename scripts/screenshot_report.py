@@ -3,7 +3,7 @@
     python scripts/screenshot_report.py REPORT_HTML OUT_DIR
 
 writes OUT_DIR/report-1400.png and OUT_DIR/report-420.png (1400 x 900 and 420 x 900 px). Drives the
-Chromium on PATH (or $POSBENCH_CHROMIUM) through Playwright, as tests/report/test_page.py does;
+Chromium on PATH (or $POSBENCH_CHROMIUM) through Playwright, as tests/report/drawing/test_page.py does;
 docs/testing.md says how to install both."""
 
 from __future__ import annotations

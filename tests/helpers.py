@@ -101,7 +101,7 @@ def split_of_documents(sizes, seed=0):
 
 def run_section(cls, ctx, folder):
     """One report section built alone into ``folder``: (its markdown, the files it wrote: name -> description)."""
-    from posbench.report.document import render
+    from posbench.report.drawing.document import render
     from posbench.report.section import SectionOutput
 
     section, written = cls(), {}

@@ -202,7 +202,7 @@ def _pose_positions(train_len, target, seed, step):
 
 
 # the colours are the report's (tab20 pairs: related methods share a hue with RoPE and xPos); tab20 is spent,
-# so the later types take colours derived from their names (posbench/report/style.py)
+# so the later types take colours derived from their names (posbench/report/drawing/style.py)
 ROPE_SCALINGS.register("linear")(RopeScaling(_compute_linear, _at_least_one("linear"), colour="#ff7f0e"))
 ROPE_SCALINGS.register("ntk")(RopeScaling(_compute_ntk, _at_least_one("ntk"), colour="#9edae5"))
 ROPE_SCALINGS.register("dynamic_ntk")(RopeScaling(_compute_dynamic_ntk, lambda f: None, dynamic=True,

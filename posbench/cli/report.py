@@ -68,8 +68,8 @@ def main(argv: list[str] | None = None) -> None:
                              "token scaled to nats per byte, the default) or 'paper' (their numbers on the stored tokens)")
     parser.add_argument("--rebuild", action="store_true",
                         help="RUNS_DIR is a committed report's folder whose runs are gone: rebuild its report from the "
-                             "records it kept (evaluations.csv, task_records.csv, convergence.csv, the configs in "
-                             "report.md); --out defaults to RUNS_DIR")
+                             "records it kept (evaluations.csv, task_records.csv, convergence.csv, and the configs, "
+                             "commands and environment in manifest.json); --out defaults to RUNS_DIR")
     parser.add_argument("--with", dest="with_folders", type=Path, action="append", default=[], metavar="FOLDER",
                         help="with --rebuild: a committed report of some of the same runs retrained later; their records "
                              "replace these on the protocols it scored (repeatable)")

@@ -37,8 +37,8 @@ from posbench.store.rundir import RUN_KEY
 
 DEFAULT_IMPROVING = 0.02  # a run still improving: 1x validation loss fell by more over its last doubling
 DEFAULT_SPREAD = 0.10  # compared encodings' 1x perplexities differ by more: a warning
-# the verdict classes and their thresholds live in posbench/report/verdicts.py; re-exported here
-from posbench.report.verdicts import (  # noqa: E402,F401
+# the verdict classes and their thresholds live in posbench/report/analysis/verdicts.py; re-exported here
+from posbench.report.analysis.verdicts import (  # noqa: E402,F401
     FAR_MARGIN,
     FAR_UNDECIDED,
     LOCAL,
@@ -138,7 +138,7 @@ def at_largest_budget(conv: pd.DataFrame) -> pd.DataFrame:
     return conv[conv["largest_budget"].astype(bool)] if "largest_budget" in conv and not conv.empty else conv
 
 
-def budget_table(conv: pd.DataFrame) -> pd.DataFrame:
+def convergence_table(conv: pd.DataFrame) -> pd.DataFrame:
     """Per encoding, model and train_len: the budget and how much the runs were still learning."""
     rows = []
     for (enc, model, train_len), g in conv.groupby(["encoding", "model", "train_len"]):

@@ -6,7 +6,7 @@ differ only in their number of steps: the cool-down branches of one warmup-stabl
 (``train.budgets``, posbench/jobs/branches.py), each an annealed model of its budget, or separate runs.
 Per row (protocol, variant, model, train_len) and budget B (training steps):
 
-* the main table of the records at B alone (posbench/report/tables.py: 1x perplexity, the longest
+* the main table of the records at B alone (posbench/report/analysis/tables.py: 1x perplexity, the longest
   multiple's ratio to 1x with its interval and verdict);
 * the trend, from tests paired by seed (the budgets of one seed are cool-downs of one trunk, scored
   on the same documents): between consecutive budgets, the change of the verdict's statistic (on
@@ -35,8 +35,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from posbench.report import axis, bootstrap
-from posbench.report.tables import CELL_KEYS, PANEL_KEYS, completed, far_control, main_table, multiples, verdict_multiple
+from posbench.report.analysis import axis, bootstrap
+from posbench.report.analysis.tables import CELL_KEYS, PANEL_KEYS, completed, far_control, main_table, multiples, verdict_multiple
 
 BUDGET = "budget_steps"
 TOKENS = "budget_tokens"

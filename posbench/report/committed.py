@@ -4,8 +4,10 @@ where its runs are gone (``posbench-report FOLDER --rebuild [--with OTHER]``).
 A report keeps every record: those it compared in ``evaluations.csv`` (each seed's perplexity and
 per-document losses), ``task_records.csv`` (with those on another example set), ``attention.csv``
 and ``during_training.csv``; those on another token set in ``not_compared.csv``; each run's budget
-and last-doubling fall (``convergence.csv``); and, in ``report.md``, the commands, the environment
-table, every run's full config and the names of rows left out because their variant does not apply.
+and last-doubling fall (``convergence.csv``); and, in ``manifest.json`` (posbench/report/manifest.py),
+every shown run's full config, the commands, the environment table, the folders joined, the scored
+documents and the names of rows left out because their variant does not apply. The rebuild reads
+these files only, never the words of report.md.
 From these the current report code recomputes every table, interval, test, rank, verdict and figure
 that reads records; the perplexities cannot change. What needs a run's own files (the training
 curves' histories, the per-position losses) is not kept: those sections keep the original report's
@@ -17,8 +19,8 @@ first evaluation did not score: every record of such a run on a protocol OTHER h
 OTHER, so that a row and its control always come from the same weights. The records both folders
 hold show whether the retrained runs are the same models: above ``REPRODUCED`` (relative
 perplexity) the rebuild is refused; the largest difference per encoding is written in the report.
-The rebuilt report's records are the joined ones, so a later rebuild keeps that line and does not
-join the folder again (with or without ``--with``).
+The rebuilt report's records are the joined ones, and its manifest names the folders joined, so a
+later rebuild keeps that line and does not join the folder again (with or without ``--with``).
 
 The scored documents' token counts are not in the records; they are derived from each token set's
 name and number of documents, which holds only where every document contributes the same number of
@@ -39,26 +41,16 @@ import pandas as pd
 from posbench.core.errors import PosbenchError
 from posbench.report.checks import parse_config
 from posbench.report.load import LoadedRuns, RunFiles
+from posbench.report.manifest import MANIFEST, Join, read_manifest
 from posbench.store.rundir import CONTEXT_COLUMNS, RUN_COLUMNS, RUN_KEY
 from posbench.tasks import LM
 
 EVALUATIONS, TASK_RECORDS, CONVERGENCE = "evaluations.csv", "task_records.csv", "convergence.csv"
-ATTENTION, DURING_TRAINING, REPORT = "attention.csv", "during_training.csv", "report.md"
+ATTENTION, DURING_TRAINING = "attention.csv", "during_training.csv"
 NOT_COMPARED = "not_compared.csv"  # report/sections/not_compared.py: the records on another token set
 REPRODUCED = 0.01  # the largest relative perplexity difference allowed between two folders' copies of a record
 RECORD_KEYS = ["run_id", "variant", "protocol", "length", "token_set"]
-JOINED = re.compile(r"`([^`]+)`: every record of its \d+ runs on .*? in relative perplexity")
 SEGMENTS = re.compile(r"segments\[(\d+), 1 per doc")
-CONFIG_BLOCK = re.compile(r"<details><summary>config of (\S+)</summary>\n\n```\n(.*?)\n```", re.S)
-# report/sections/provenance.py's blocks (a rebuilt report writes them too: tests/report/test_committed.py
-# rebuilds twice, so a wording these patterns miss fails there)
-COMMANDS_BLOCK = re.compile(r"Commands \([^\n]*\n\n```\n(.*?)\n```", re.S)
-# report/sections/not_compared.py's line naming the rows of variants that do not apply to their encoding
-NOT_APPLICABLE = re.compile(r"does not apply to, left out of every table and figure: ((?:`[^`]+`(?:, )?)+)\.")
-ENVIRONMENT_TABLE = re.compile(r"Environment \([^\n]*\n\n((?:\|[^\n]*\n)+)")
-# report/prose.py::scored_text_note's wording: "<n> bytes from" (bytes), "<n> tokens (<m> bytes) from" (a subword set)
-SCORED_TEXT = re.compile(r"`([^`]+)`: ([\d,]+) (?:bytes|tokens \(([\d,]+) bytes\)) from (\d+) of the (\d+) validation "
-                         r"documents \(documents ([\d, -]+), numbered")
 # what a task record holds (tasks/score.py); the report's derived columns (accuracy, chance, loss) are recomputed
 TASK_FIELDS = ["variant", "task", "length", "multiple", "condition", "example_set", "examples", "exact",
                "token_accuracy", "reason"]
@@ -75,7 +67,7 @@ class Recorded:
     environment: pd.DataFrame
     during_training: pd.DataFrame
     attention: pd.DataFrame
-    merged: list[str] = field(default_factory=list)  # a line per --with folder: what it replaced, how far apart
+    joins: list[Join] = field(default_factory=list)  # a --with folder each: what it replaced, how far apart
     not_compared: pd.DataFrame = field(default_factory=pd.DataFrame)  # not_compared.csv: records in no table
 
 
@@ -121,10 +113,10 @@ def checked_records(evals: pd.DataFrame, path: Path) -> pd.DataFrame:
     return evals.assign(ppl=ppl)
 
 
-def with_records(evals: pd.DataFrame, extra: pd.DataFrame, name: str) -> tuple[pd.DataFrame, str]:
+def with_records(evals: pd.DataFrame, extra: pd.DataFrame, name: str) -> tuple[pd.DataFrame, Join]:
     """``evals`` with every record of the runs ``extra`` (another folder's, ``name``) also holds taken
-    from ``extra`` on the protocols it scored, and a line saying how many runs and records and how
-    far the shared records differ. Refused where they differ by more than REPRODUCED, or share none."""
+    from ``extra`` on the protocols it scored, and the join: how many runs and records and how far the
+    shared records differ. Refused where they differ by more than REPRODUCED, or share none."""
     extra = extra[extra["run_id"].isin(set(evals["run_id"]))]
     both = evals.merge(extra[RECORD_KEYS + ["ppl"]], on=RECORD_KEYS, suffixes=("", "_extra"))
     if both.empty:
@@ -140,33 +132,26 @@ def with_records(evals: pd.DataFrame, extra: pd.DataFrame, name: str) -> tuple[p
     taken = set(zip(extra["run_id"], extra["protocol"]))
     kept = [(r, p) not in taken for r, p in zip(evals["run_id"], evals["protocol"])]
     merged = pd.concat([evals[kept], extra], ignore_index=True)
-    line = (f"`{name}`: every record of its {extra['run_id'].nunique()} runs on "
-            f"{', '.join(sorted(extra['protocol'].unique()))} windows ({len(extra)} records, {len(extra) - len(both)} "
-            f"of rows this report lacked); its records of rows both hold differ from this report's by at most "
-            + ", ".join(f"{d:.1e} ({e})" for e, d in worst.items()) + " in relative perplexity")
-    return merged, line
+    join = Join(name, int(extra["run_id"].nunique()), tuple(sorted(extra["protocol"].unique())), len(extra),
+                len(extra) - len(both), {str(e): float(d) for e, d in worst.items()})
+    return merged, join
 
 
-def joined(text: str) -> dict[str, str]:
-    """The folders an earlier rebuild joined (``--with``), each with the line it wrote, from its report.md."""
-    return {m.group(1): m.group(0) for m in JOINED.finditer(text)}
-
-
-def read_evaluations(folder: Path, extra: list[Path] = (), before: dict[str, str] | None = None
-                     ) -> tuple[pd.DataFrame, dict, list[str]]:
+def read_evaluations(folder: Path, extra: list[Path] = (), before: list[Join] = ()
+                     ) -> tuple[pd.DataFrame, dict, list[Join]]:
     """(every record of ``folder/evaluations.csv``, with ``extra`` folders' merged; their token sets'
-    document sizes; a line per folder joined). Empty where the report had no language models.
+    document sizes; every folder joined). Empty where the report had no language models.
     ``before``: the folders an earlier rebuild joined, whose records ``evaluations.csv`` already holds:
-    their lines are kept (joining one again would compare it with itself) and it is not merged again."""
-    evals, before = _csv(folder / EVALUATIONS), dict(before or {})
+    they stay joined (joining one again would compare it with itself) and are not merged again."""
+    evals = _csv(folder / EVALUATIONS)
     if not evals.empty:
         evals = checked_records(evals, folder / EVALUATIONS)
     if evals.empty:
         if extra:
             raise PosbenchError(f"{folder} has no {EVALUATIONS}, so --with has nothing to join")
         return evals, {}, []
-    merged = list(before.values())
-    joined_already = {Path(k).resolve() for k in before}
+    merged = list(before)
+    joined_already = {Path(j.folder).resolve() for j in before}
     for other in extra:
         if Path(other).resolve() == folder.resolve():
             raise PosbenchError(f"--with {other} is the folder being rebuilt; give a report of the same runs retrained")
@@ -175,8 +160,8 @@ def read_evaluations(folder: Path, extra: list[Path] = (), before: dict[str, str
         more = _csv(Path(other) / EVALUATIONS)
         if more.empty:
             raise PosbenchError(f"--with {other}: {Path(other) / EVALUATIONS} does not exist; give a committed report's folder")
-        evals, line = with_records(evals, checked_records(more, Path(other) / EVALUATIONS), str(other))
-        merged.append(line)
+        evals, join = with_records(evals, checked_records(more, Path(other) / EVALUATIONS), str(other))
+        merged.append(join)
     # records older than per-document losses have none: their intervals are over seeds alone
     nats = evals["doc_nats"] if "doc_nats" in evals else pd.Series(None, index=evals.index, dtype=object)
     evals["doc_nats"] = [ast.literal_eval(x) if isinstance(x, str) else None for x in nats]
@@ -219,53 +204,26 @@ def task_evaluations(records: pd.DataFrame) -> dict[str, list[dict]]:
             for rid, g in kept.groupby("run_id", sort=False)}
 
 
-def scored_text(text: str) -> dict[str, dict]:
-    """Each token set's scored documents as a report.md's "Scored text" line names them (the
-    token_sets fields the report reads: docs, tokens, documents_in_split)."""
-    out = {}
-    for name, tokens, n_bytes, _, in_split, ranges in SCORED_TEXT.findall(text):
-        docs = []
-        for part in ranges.split(","):
-            a, _, b = part.strip().partition("-")
-            docs += list(range(int(a), int(b or a) + 1))
-        out[name] = {"docs": docs, "tokens": int(tokens.replace(",", "")), "documents_in_split": int(in_split)}
-        if n_bytes:
-            out[name]["bytes"] = int(n_bytes.replace(",", ""))
-    return out
-
-
-def report_parts(text: str) -> tuple[dict[str, str], list[str], pd.DataFrame]:
-    """(each run's config as written, the commands, the environment table) from a report.md."""
-    configs = {rid: body for rid, body in CONFIG_BLOCK.findall(text)}
-    commands = m.group(1).splitlines() if (m := COMMANDS_BLOCK.search(text)) else []
-    environment = pd.DataFrame()
-    if m := ENVIRONMENT_TABLE.search(text):
-        lines = [line for i, line in enumerate(m.group(1).splitlines()) if i != 1]  # the |---| rule
-        cells = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines]
-        environment = pd.DataFrame(cells[1:], columns=cells[0])
-    return configs, commands, environment
-
-
 def load_committed(folder: Path, extra: list[Path] = ()) -> LoadedRuns:
     """The runs of the committed report in ``folder`` as the report loads run directories, from
     its records (the module doc); PosbenchError where the folder is not a committed report."""
     folder = Path(folder)
-    if not (folder / REPORT).is_file():
-        raise PosbenchError(f"--rebuild reads a committed report's folder, and {str(folder)!r} has no {REPORT}")
-    text = (folder / REPORT).read_text()
-    evals, sets, merged = read_evaluations(folder, list(extra), joined(text))
+    if not folder.is_dir():
+        raise PosbenchError(f"--rebuild reads a committed report's folder, and {str(folder)!r} is no folder")
+    manifest = read_manifest(folder)
+    evals, sets, joins = read_evaluations(folder, list(extra), manifest.joins)
     tasks = _csv(folder / TASK_RECORDS)
     if evals.empty and tasks.empty:
         raise PosbenchError(f"{str(folder)!r} holds no records ({EVALUATIONS} or {TASK_RECORDS}) to rebuild a report from")
-    configs, commands, environment = report_parts(text)
-    for name, info in scored_text(text).items():
+    configs = manifest.configs
+    for name, info in manifest.scored_text.items():
         if name in sets and len(info["docs"]) == len(sets[name]["doc_tokens"]):
             sets[name].update(info)
     conv = _csv(folder / CONVERGENCE)
     runs = pd.concat([f[RUN_KEY] for f in (evals, tasks) if not f.empty]).drop_duplicates("run_id")
     if missing := sorted(set(runs["run_id"]) - set(configs)):
-        raise PosbenchError(f"{folder / REPORT} holds no config of run {missing[0]} (and {len(missing) - 1} more): "
-                            "it is not the report these records came from")
+        raise PosbenchError(f"{folder / MANIFEST} holds no config of run {missing[0]} (and {len(missing) - 1} more): "
+                            "it is not the manifest of the report these records came from")
     files, rows, task_recs = {}, [], task_evaluations(tasks)
     budgets = conv.set_index("run_id") if not conv.empty else pd.DataFrame()
     for r in runs.to_dict("records"):
@@ -273,7 +231,7 @@ def load_committed(folder: Path, extra: list[Path] = ()) -> LoadedRuns:
         try:
             cfg = parse_config(configs[r["run_id"]])
         except ValueError as e:
-            raise PosbenchError(f"the config of run {r['run_id']} in {folder / REPORT}: {e}") from None
+            raise PosbenchError(f"the config of run {r['run_id']} in {folder / MANIFEST}: {e}") from None
         files[run_dir] = RunFiles(cfg, configs[r["run_id"]], None, {})
         known = budgets.loc[r["run_id"]] if r["run_id"] in budgets.index else None
         task = (cfg.get("task") or {}).get("name") or LM
@@ -285,7 +243,6 @@ def load_committed(folder: Path, extra: list[Path] = ()) -> LoadedRuns:
                    task_evaluations=task_recs.get(r["run_id"]))
         rows.append(row)
     frame = pd.DataFrame(rows, columns=RUN_COLUMNS + CONTEXT_COLUMNS + ["run_dir"])
-    recorded = Recorded(folder, conv, commands, environment, _csv(folder / DURING_TRAINING), _csv(folder / ATTENTION),
-                        merged, _csv(folder / NOT_COMPARED))
-    not_applicable = re.findall(r"`([^`]+)`", m.group(1)) if (m := NOT_APPLICABLE.search(text)) else []
-    return LoadedRuns(frame, evals, [], files, sets, not_applicable, recorded)
+    recorded = Recorded(folder, conv, list(manifest.commands), manifest.environment, _csv(folder / DURING_TRAINING),
+                        _csv(folder / ATTENTION), joins, _csv(folder / NOT_COMPARED))
+    return LoadedRuns(frame, evals, [], files, sets, list(manifest.not_applicable), recorded)

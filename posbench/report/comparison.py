@@ -8,7 +8,7 @@ For rows a and b of one panel (protocol, model, train_len) at length L, per seed
 
 The mean over seeds and its 95% interval are ``bootstrap.pair_ratio_stats`` (on the log scale): the
 interval of the main table and of ``pairs.csv``, Student's t on the per-seed differences with the
-variance of the scored documents added (posbench/report/bootstrap.py), and the test is
+variance of the scored documents added (posbench/report/analysis/bootstrap.py), and the test is
 ``bootstrap.compare``, the one ``pairs.csv`` reports (documents paired where the weights are the
 same, seeds where they differ). The cells are built as the main table builds them
 (``bootstrap.panel_text``, ``bootstrap.cell_replicates``), so a pair that ``pairs.csv`` also holds
@@ -28,8 +28,8 @@ import pandas as pd
 
 from posbench.core.errors import PosbenchError
 from posbench.core.suggest import did_you_mean
-from posbench.report import bootstrap
-from posbench.report.tables import PANEL_KEYS, completed, fmt_multiple, interval_kind, multiples
+from posbench.report.analysis import bootstrap
+from posbench.report.analysis.tables import PANEL_KEYS, completed, fmt_multiple, interval_kind, multiples
 
 
 @dataclass(frozen=True)

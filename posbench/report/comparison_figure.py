@@ -13,7 +13,7 @@ from matplotlib.ticker import NullFormatter
 
 from posbench.report import figures
 from posbench.report.comparison import label
-from posbench.report.figure_layout import distinct_styles
+from posbench.report.drawing.figure_layout import distinct_styles
 
 plt = figures.plt
 

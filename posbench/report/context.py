@@ -24,7 +24,7 @@ from posbench.report.committed import load_committed
 from posbench.report.comparison import Request as ComparisonRequest
 from posbench.report.load import LoadedRuns, RunFiles, load_runs, without_runs
 from posbench.report.selection import Selection, is_smoke, shown_folder
-from posbench.report.tables import comparable_records, main_table, multiples, verdict_multiple
+from posbench.report.analysis.tables import comparable_records, main_table, multiples, verdict_multiple
 from posbench.report.tuning import choose_settings, split_runs
 from posbench.store.rundir import read_token_losses
 from posbench.tasks import LM
@@ -166,7 +166,7 @@ class ReportContext:
     # -- frames several sections share --------------------------------------------------------------
     @cached_property
     def table(self) -> pd.DataFrame:
-        """The main table (posbench/report/tables.py); with budgets, at each row's largest budget, with
+        """The main table (posbench/report/analysis/tables.py); with budgets, at each row's largest budget, with
         that budget (``budget_steps``; the trend of its verdict is the budget section's,
         ``budget_trends``)."""
         table = main_table(self.evals, self.options.tolerance, self.token_sets, multiple=self.multiple)

@@ -13,7 +13,7 @@ more training. Its row shows its perplexity at the target length, and every meth
 net of it after s steps, ``1 - ppl_method / ppl_control`` at the target, paired by seed (mean over
 seeds).
 
-Intervals (95%) are the main table's, over text and seeds (posbench/report/bootstrap.py): one set
+Intervals (95%) are the main table's, over text and seeds (posbench/report/analysis/bootstrap.py): one set
 of draws per (model, train_len, target), shared by every row and step count, so that a method and
 its control are paired by seed and by document. Records without per-document losses fall back to
 seeds alone (t-intervals).
@@ -24,8 +24,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from posbench.report import bootstrap
-from posbench.report.style import parse_row
+from posbench.report.analysis import bootstrap
+from posbench.report.drawing.style import parse_row
 
 KEYS = ["encoding", "method", "model", "train_len", "target"]
 CONTROL = "continued at train_len"

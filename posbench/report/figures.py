@@ -1,5 +1,5 @@
 """The report's figures (matplotlib, files only). Every row keeps one colour in every figure of
-every report: its style comes from its encoding (posbench/report/style.py), not from which runs a
+every report: its style comes from its encoding (posbench/report/drawing/style.py), not from which runs a
 report happens to contain. Figures draw one family per column, so that no panel holds more than a
 handful of lines (a sweep of every encoding has 19 variants); nope, the baseline, is drawn dashed
 in every family. The figures receive what they draw (tables, curves); they read no run files."""
@@ -11,7 +11,7 @@ import warnings
 from pathlib import Path
 from typing import Mapping
 
-from posbench.report.mplconfig import use_writable_config_dir
+from posbench.report.drawing.mplconfig import use_writable_config_dir
 
 use_writable_config_dir()  # before matplotlib is imported: no warnings about an unwritable HOME
 
@@ -27,16 +27,16 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: 
 
 from posbench.core.files import atomic_write_bytes
 from posbench.report.extension import CONTROL
-from posbench.report.figure_layout import (  # noqa: E402
+from posbench.report.drawing.figure_layout import (  # noqa: E402
     distinct_styles,
     family_axes,
     family_columns,
     first_in_grid_row,
     wrapped_grid,
 )
-from posbench.report.style import families_in, row_order, row_style  # noqa: E402
-from posbench.report.tables import completed, multiple_columns  # noqa: E402
-from posbench.report.verdicts import MILD_LIMIT, UNDECIDED  # noqa: E402
+from posbench.report.drawing.style import families_in, row_order, row_style  # noqa: E402
+from posbench.report.analysis.tables import completed, multiple_columns  # noqa: E402
+from posbench.report.analysis.verdicts import MILD_LIMIT, UNDECIDED  # noqa: E402
 from posbench.store.rundir import per_position_key  # noqa: E402
 from posbench.tasks import TASKS  # noqa: E402
 
@@ -189,7 +189,7 @@ BROKEN_TOP = 1e3  # the broken class's upper edge on the bar; a larger ratio tak
 
 
 def verdict_norm(tolerance: float) -> tuple[ListedColormap, BoundaryNorm]:
-    """The heatmap's colours, anchored at the verdict borders of posbench/report/verdicts.py and not
+    """The heatmap's colours, anchored at the verdict borders of posbench/report/analysis/verdicts.py and not
     stretched to the data: flat up to 1 + ``tolerance`` (inclusive, as ``verdict`` reads it), mild up
     to MILD_LIMIT (inclusive), broken above. A BoundaryNorm bins [b_i, b_i+1), so each border is
     moved to the next float above it: a ratio exactly at a border takes its verdict's colour."""

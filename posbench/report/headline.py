@@ -1,7 +1,7 @@
 """The headline tables that open a report: one row per encoding (per variant where the report compares
 variants) with its verdict, the numbers that support it and the budget it was read at.
 
-Display only: every number is read from the main table (posbench/report/tables.py), the task table
+Display only: every number is read from the main table (posbench/report/analysis/tables.py), the task table
 (posbench/report/tasks.py) or the runs' convergence (posbench/report/budget.py) and printed with the
 same precision as there; nothing is computed here that those do not already state. Each builder
 returns (shown, keys, row classes): the text cells, the numbers the HTML sorts them by, and a CSS
@@ -12,8 +12,8 @@ from __future__ import annotations
 import pandas as pd
 
 from posbench.evaluation.protocols import PROTOCOLS
-from posbench.report.style import parse_row
-from posbench.report.tables import NOT_DEFINED, NOT_EVALUATED
+from posbench.report.drawing.style import parse_row
+from posbench.report.analysis.tables import NOT_DEFINED, NOT_EVALUATED
 
 NOTES = {NOT_DEFINED: "not defined", NOT_EVALUATED: "not evaluated"}
 

@@ -37,7 +37,7 @@ how many tokens the far context helps by that margin, against ``mirror``, the to
 the same margin (LSD < -alpha with the window pass's likelihood > beta): where far context is noise
 the two shares are alike.
 
-Statistics per row and multiple, over seeds and the scored documents (posbench/report/bootstrap.py:
+Statistics per row and multiple, over seeds and the scored documents (posbench/report/analysis/bootstrap.py:
 the panel's document draws, ``Parts`` and its ``estimate``; one seed: text alone): the key-token
 share (key tokens / tokens scored), the mirror share, the key-token perplexity of the full pass
 (exp of the key tokens' mean loss: LongPPL with the row as its own evaluator) and of the window
@@ -56,8 +56,8 @@ import numpy as np
 import pandas as pd
 
 from posbench.evaluation.variants.local import WINDOW_CONTROL
-from posbench.report import bootstrap
-from posbench.report.tables import CELL_KEYS, completed
+from posbench.report.analysis import bootstrap
+from posbench.report.analysis.tables import CELL_KEYS, completed
 from posbench.store.rundir import token_loss_keys
 
 PAPER_ALPHA, PAPER_BETA = 2.0, -2.0  # Fang et al. 2024, longppl/longppl.py defaults (nats per evaluator token)

@@ -31,7 +31,7 @@ from posbench.report.checks import (
     parse_config,
 )
 from posbench.report.selection import Selection
-from posbench.report.style import remember_row
+from posbench.report.drawing.style import remember_row
 from posbench.spec import RunSpec
 from posbench.store.rundir import (
     CONFIG,

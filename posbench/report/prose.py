@@ -8,9 +8,9 @@ import pandas as pd
 
 from posbench.evaluation.perplexity import SMALL_TOKEN_SET
 from posbench.evaluation.protocols import PROTOCOLS
-from posbench.report.stats import ALPHA, p_phrase
-from posbench.report.tables import NOT_DEFINED, multiple_columns
-from posbench.report.verdicts import FAR_MARGIN, LOCAL, MILD_LIMIT, USES_FAR
+from posbench.report.analysis.stats import ALPHA, p_phrase
+from posbench.report.analysis.tables import NOT_DEFINED, multiple_columns
+from posbench.report.analysis.verdicts import FAR_MARGIN, LOCAL, MILD_LIMIT, USES_FAR
 
 
 def protocol_items(evals: pd.DataFrame) -> tuple[list[str], str]:

@@ -108,3 +108,24 @@ def commands(runs_dir: Path, runs: pd.DataFrame) -> list[str]:
     for cmds in runs["commands"]:
         found.extend(cmds if isinstance(cmds, list) else [])
     return list(dict.fromkeys(found))  # unique, in order
+
+
+def shown_runs(ctx) -> pd.DataFrame:
+    """The runs a report's provenance shows (each with its config): the compared language models, and
+    the task runs beside them (``ctx``: the ReportContext)."""
+    return ctx.completed if ctx.task_runs.empty or not ctx.has_lm else pd.concat([ctx.completed, ctx.task_runs])
+
+
+def shown_commands(ctx) -> list[str]:
+    """The commands of the shown runs: found below the runs' folders (once per report: the provenance
+    section and the manifest share them, and an unreadable sweep record is warned about once), or as
+    the committed report kept them (a rebuild)."""
+    if ctx.recorded is not None:
+        return list(ctx.recorded.commands)
+    return ctx.derived("provenance.commands", lambda: list(dict.fromkeys(
+        c for d in ctx.runs_dirs for c in commands(d, shown_runs(ctx)))))
+
+
+def shown_environment(ctx) -> pd.DataFrame:
+    """The environment table of the shown runs, or as the committed report kept it (a rebuild)."""
+    return ctx.recorded.environment if ctx.recorded is not None else environment(shown_runs(ctx))

@@ -73,7 +73,7 @@ class Section:
         return True
 
     def build(self, ctx: ReportContext, out: SectionOutput) -> list:
-        """The section's blocks (posbench/report/document.py), after writing its files with ``out``."""
+        """The section's blocks (posbench/report/drawing/document.py), after writing its files with ``out``."""
         raise NotImplementedError
 
 

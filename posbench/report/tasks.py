@@ -29,8 +29,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from posbench.core.errors import PosbenchError
 from posbench.evaluation.diagnostics import uniform_entropy
-from posbench.report.bootstrap import seeds_and_text
-from posbench.report.style import remember_row
+from posbench.report.analysis.bootstrap import seeds_and_text
+from posbench.report.drawing.style import remember_row
 from posbench.spec import RunSpec, TaskSpec
 from posbench.store.rundir import RUN_KEY
 from posbench.tasks import TASKS
@@ -42,7 +42,7 @@ KEYS = ["task", "variant", "model", "train_len"]
 def task_interval(g: pd.DataFrame) -> tuple[float, float]:
     """95% interval of one cell's accuracy (``g``: its records at one length: seed, condition,
     accuracy, examples) over examples and seeds, as the perplexity tables' intervals are over text
-    and seeds (posbench/report/bootstrap.py): Student's t on the per-seed accuracies (each the mean
+    and seeds (posbench/report/analysis/bootstrap.py): Student's t on the per-seed accuracies (each the mean
     over conditions) with the examples' binomial variance added and Welch-Satterthwaite degrees of
     freedom, clipped to [0, 1].
 
@@ -229,7 +229,7 @@ def attention_frame(runs: pd.DataFrame) -> pd.DataFrame:
 def _records(runs: pd.DataFrame, column: str) -> pd.DataFrame:
     """The record lists in ``column`` of the runs (loaded by report/load.py), one row per record
     with the run's id, encoding, model, train_len and seed. A record's ``row`` (what the row is)
-    goes to the style (report/style.py), not into a column."""
+    goes to the style (report/drawing/style.py), not into a column."""
     out = []
     for r in runs.itertuples():
         for rec in getattr(r, column) if isinstance(getattr(r, column), list) else []:

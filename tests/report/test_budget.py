@@ -9,8 +9,8 @@ import pytest
 from posbench.report.budget import (
     at_largest_budget,
     budget_paragraph,
-    budget_table,
     convergence,
+    convergence_table,
     last_doubling,
     spread_warnings,
     stability,
@@ -58,7 +58,7 @@ def test_a_budget_branch_s_fall_is_read_from_the_annealed_branch_before_it():
     largest = at_largest_budget(conv.reset_index())
     assert set(largest["run_id"]) == {"b2400"}
     branch = largest[largest["run_id"] == "b2400"]
-    assert budget_table(branch)["steps compared"].tolist() == ["1200→2400 annealed"]
+    assert convergence_table(branch)["steps compared"].tolist() == ["1200→2400 annealed"]
     # a sweep still running: the 2400-step branch trained but not yet evaluated. The largest budget is
     # the main table's (the largest with records), 1200, not one the table has no number of
     pending = convergence(runs, histories, evaluated={"b600", "b1200", "alone"}).set_index("run_id")

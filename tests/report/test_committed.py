@@ -3,6 +3,7 @@ from the records it kept gives the report its runs gave (only the figures drawn 
 files are carried over, and said to be); records of some of its runs retrained later are taken whole
 (a row and its control from the same weights), only where they reproduce the records both hold."""
 
+import json
 import shutil
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pandas as pd
 import pytest
 
 from posbench.cli.report import main
+from posbench.report.committed import load_committed
 
 QUICK = Path(__file__).parents[2] / "results" / "quick"  # made from its runs by the current code (COMMAND.md)
 
@@ -56,18 +58,23 @@ def test_a_rebuilt_report_is_the_report_its_runs_gave(quick):
     assert (quick / "training_curves.png").read_bytes() == (QUICK / "training_curves.png").read_bytes()
 
 
+def edit_manifest(folder: Path, change) -> None:
+    data = json.loads((folder / "manifest.json").read_text())
+    change(data)
+    (folder / "manifest.json").write_text(json.dumps(data))
+
+
 def test_what_a_report_left_out_is_left_out_and_named_again(quick):
-    """Records on another token set (not_compared.csv) and rows named as not applying (report.md)
+    """Records on another token set (not_compared.csv) and rows named as not applying (manifest.json)
     were never among the compared records: a rebuild lists and names them as the report did."""
     pd.DataFrame([{"run_id": "rope_x", "variant": "rope", "protocol": "nonoverlapping", "token_set": "other",
                    "compared_set": "main", "lengths": "16, 32"}]).to_csv(quick / "not_compared.csv", index=False)
-    text = (quick / "report.md").read_text()
-    line = "Rows recorded for an encoding their variant does not apply to, left out of every table and figure: `rope+logn`."
-    (quick / "report.md").write_text(text.replace("\n## ", f"\n## Records not compared\n\n{line} Each\n\n## ", 1))
+    edit_manifest(quick, lambda m: m.update(not_applicable=["rope+logn"]))
     rebuild(quick)
     section = (quick / "report.md").read_text().split("## Records not compared")[1].split("\n## ")[0]
     assert "`rope+logn`" in section and "rope_x" in section and "16, 32" in section
     assert pd.read_csv(quick / "not_compared.csv")["run_id"].tolist() == ["rope_x"]
+    assert json.loads((quick / "manifest.json").read_text())["not_applicable"] == ["rope+logn"]  # kept for the next
     main([str(quick), "--rebuild", "--protocols", "sliding", "--out", str(quick.parent / "sliding")])
     assert "rope_x" not in (quick.parent / "sliding" / "report.md").read_text()  # its protocol is not reported
 
@@ -77,6 +84,31 @@ def test_rebuilding_twice_changes_nothing(quick):
     first = (quick / "report.md").read_text()
     rebuild(quick)
     assert (quick / "report.md").read_text() == first
+    assert (quick / "manifest.json").read_text() == (QUICK / "manifest.json").read_text()
+
+
+def test_the_runs_of_a_committed_report_are_its_records_with_the_manifests_configs():
+    loaded = load_committed(QUICK)
+    assert sorted(loaded.runs["run_id"]) == sorted(pd.read_csv(QUICK / "evaluations.csv")["run_id"].unique())
+    assert {f.config_text.rstrip() for f in loaded.files.values()} == {
+        c.rstrip() for c in json.loads((QUICK / "manifest.json").read_text())["configs"].values()}
+    recorded = loaded.recorded
+    assert recorded.commands == ["posbench-train -m experiment=quick"] and recorded.joins == []
+    assert recorded.environment.loc[0, "runs"] == "5"
+
+
+def test_a_rebuild_reads_the_manifest_and_never_the_words_of_the_report(quick, tmp_path):
+    """Issue 57 item 2: the committed report.md reworded (or gone) rebuilds the same report; what the
+    rebuild shows of the provenance comes from manifest.json."""
+    main([str(quick), "--rebuild", "--out", str(tmp_path / "first")])
+    (quick / "report.md").write_text("# a report in other words\n\nCommands (elsewhere):\n\n```\nrm -rf /\n```\n")
+    main([str(quick), "--rebuild", "--out", str(tmp_path / "reworded")])
+    assert (tmp_path / "reworded" / "report.md").read_text() == (tmp_path / "first" / "report.md").read_text()
+    (quick / "report.md").unlink()
+    edit_manifest(quick, lambda m: m.update(commands=["posbench-train -m experiment=elsewhere"]))
+    main([str(quick), "--rebuild", "--out", str(tmp_path / "edited")])
+    text = (tmp_path / "edited" / "report.md").read_text()
+    assert "```\nposbench-train -m experiment=elsewhere\n```" in text
 
 
 @pytest.fixture
@@ -118,6 +150,8 @@ def test_a_retrained_run_replaces_all_its_records_and_its_difference_is_stated(w
     rebuild(without_controls, other)
     first = (without_controls / "report.md").read_text()
     assert "2.0e-03 (rope)" in first
+    joins = json.loads((without_controls / "manifest.json").read_text())["joins"]
+    assert [(j["folder"], j["runs"], j["protocols"]) for j in joins] == [(str(other), 5, ["nonoverlapping"])]
     rebuild(without_controls, other)  # the records now hold other's: it is not joined (compared with itself) again
     rebuild(without_controls)
     assert (without_controls / "report.md").read_text() == first
@@ -162,37 +196,13 @@ def test_a_folder_joined_once_is_not_joined_again_under_another_spelling(without
                                                     str(without_controls))
 
 
-def test_the_scored_text_line_reads_back_in_both_wordings():
-    """What report/prose.py writes, bytes and a subword set alike, is what a rebuild reads back."""
-    from posbench.report.committed import scored_text
-    from posbench.report.prose import scored_text_note
-
-    sets = {"h:segments[64, 1 per doc, from 64]": {"docs": [0, 1, 2, 7], "doc_tokens": [64] * 4, "tokens": 256,
-                                                   "documents_in_split": 9},
-            "bpe:h:segments[64, 1 per doc, from 64]": {"docs": [0, 1, 2, 7], "doc_tokens": [20] * 4, "tokens": 80,
-                                                       "documents_in_split": 9, "bytes": 256}}
-    line = scored_text_note(pd.DataFrame({"token_set": list(sets)}), sets)
-    assert "a small validation set" in line
-    assert scored_text(line) == {name: {k: v for k, v in info.items() if k != "doc_tokens"} for name, info in sets.items()}
-
-
 def test_a_folder_that_is_not_a_committed_report_is_refused_in_one_line(tmp_path, quick, capsys):
-    assert "has no report.md" in refused(capsys, str(tmp_path), "--rebuild")
-    (quick / "report.md").write_text("# posbench report\n")  # records without the report that names their configs
+    assert "has no manifest.json" in refused(capsys, str(tmp_path), "--rebuild")
+    edit_manifest(quick, lambda m: m.update(configs={}))  # records without the manifest that keeps their configs
     assert "holds no config of run" in refused(capsys, str(quick), "--rebuild")
     assert "needs --rebuild" in refused(capsys, str(quick), "--with", str(QUICK))
     # in place, --protocols would drop the other protocols' records from the folder for good
     assert "give --out another folder" in refused(capsys, str(quick), "--rebuild", "--protocols", "sliding")
-
-
-def test_the_scored_documents_named_in_a_report_are_read_back():
-    """The scored-text line of a report.md gives the token set's documents (the rebuilt report names them again)."""
-    from posbench.report.committed import scored_text
-
-    line = ("Scored text: `h:segments[1024, 1 per doc, from 1024]`: 4,096 bytes from 4 of the 9 validation documents "
-            "(documents 0-2, 5, numbered in the split's order).")
-    assert scored_text(line) == {"h:segments[1024, 1 per doc, from 1024]":
-                                 {"docs": [0, 1, 2, 5], "tokens": 4096, "documents_in_split": 9}}
 
 
 def test_task_records_on_another_example_set_stay_left_out_in_a_rebuild(tmp_path):
@@ -241,3 +251,21 @@ def test_a_rebuild_keeps_the_committed_key_token_table_and_refuses_a_damaged_one
     before = (quick / "report.md").read_bytes()
     assert "lacks the column(s) seeds_with_keys" in refused(capsys, str(quick), "--rebuild")
     assert (quick / "report.md").read_bytes() == before
+
+
+@pytest.mark.parametrize("damage, words", [
+    (lambda p: p.unlink(), "has no manifest.json"),
+    (lambda p: p.write_text(p.read_text()[:200]), "cannot read"),
+    (lambda p: p.write_text("[]"), "is not a posbench report manifest of format 1"),
+    (lambda p: p.write_text(p.read_text().replace('"format": 1', '"format": 7')), "(format: 7)"),
+    (lambda p: p.write_text(json.dumps({k: v for k, v in json.loads(p.read_text()).items() if k != "commands"})),
+     "lacks the field(s) commands"),
+    (lambda p: p.write_text(json.dumps({**json.loads(p.read_text()), "commands": "posbench-train"})),
+     "field 'commands' is not what format 1 holds"),
+], ids=["missing", "torn", "not-an-object", "format", "field", "type"])
+def test_a_missing_or_damaged_manifest_is_refused_in_one_line_and_nothing_is_written(quick, capsys, damage, words):
+    damage(quick / "manifest.json")
+    before = {p.name: p.read_bytes() for p in quick.iterdir() if p.is_file()}
+    err = refused(capsys, str(quick), "--rebuild")
+    assert words in err and "scripts/convert_manifests.py" in err
+    assert {p.name: p.read_bytes() for p in quick.iterdir() if p.is_file()} == before

@@ -13,8 +13,8 @@ from posbench.report.comparison import Request, paired_differences
 from posbench.report.comparison_figure import plot_comparison
 from posbench.report.context import ReportContext
 from posbench.report.sections.comparison import DATA, FIGURE, Comparison
-from posbench.report.stats import ALPHA, format_p
-from posbench.report.tables import PANEL_KEYS, comparisons
+from posbench.report.analysis.stats import ALPHA, format_p
+from posbench.report.analysis.tables import PANEL_KEYS, comparisons
 from tests.helpers import run_section
 
 

@@ -32,7 +32,7 @@ def test_the_heatmap_colours_are_anchored_at_the_verdict_borders_not_stretched_t
     from matplotlib.colors import to_rgba
 
     from posbench.report.figures import VERDICT_COLOURS, verdict_norm
-    from posbench.report.verdicts import MILD_LIMIT, verdict
+    from posbench.report.analysis.verdicts import MILD_LIMIT, verdict
 
     for tolerance in (0.05, 0.1):
         cmap, norm = verdict_norm(tolerance)

@@ -18,8 +18,8 @@ from posbench.cli import report as report_cli
 from posbench.core.errors import PosbenchError
 from posbench.report.headline import lm_headline
 from posbench.report.prose import verdict_entry
-from posbench.report.tables import main_table, verdict_multiple
-from tests.report.test_tables import fake_evals
+from posbench.report.analysis.tables import main_table, verdict_multiple
+from tests.report.analysis.test_tables import fake_evals
 
 
 def _with_longer_seed(evals: pd.DataFrame, variant: str, multiple: float, ppl: float) -> pd.DataFrame:

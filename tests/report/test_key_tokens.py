@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from posbench.report.bootstrap import panel_draws
+from posbench.report.analysis.bootstrap import panel_draws
 from posbench.report.key_tokens import (
     KeyTokenRule,
     key_counts,

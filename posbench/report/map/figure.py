@@ -14,7 +14,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
 from posbench.report import figures
 from posbench.report.map import points as P
-from posbench.report.verdicts import MILD_LIMIT
+from posbench.report.analysis.verdicts import MILD_LIMIT
 
 plt = figures.plt
 

@@ -1,14 +1,14 @@
 """The map's points and lines: where each main-table row sits on every axis, and the rows that move
 one setting at a time.
 
-A main-table row (protocol, variant, model, train_len; report/tables.py) is a point with
+A main-table row (protocol, variant, model, train_len; report/analysis/tables.py) is a point with
 coordinates: its training length, its model's size (the size's name, ordered by its parameters),
 its corpus (the ``@<corpus>`` part of the model's name: report/load.py names the corpus where the
 runs hold more than one) and its tokenizer (the ``/<tokenizer>`` part; bytes without). A **line**
 along an axis is the points of one protocol and row that agree on every other coordinate; an axis
 is **spanned** where some line has two or more points. Along a line the verdict's statistic (on
 equal context where the row has a window control: ``basis``; else its M/1x ratio) is compared
-between consecutive points (report/axis.py: per doubling of the training length or of the
+between consecutive points (report/analysis/axis.py: per doubling of the training length or of the
 parameters; per step between categories), paired by seed where the points share seeds, else unpaired.
 """
 
@@ -19,10 +19,12 @@ import math
 import numpy as np
 import pandas as pd
 
-from posbench.report import axis, bootstrap, budgets
+from posbench.report import budgets
+
+from posbench.report.analysis import axis, bootstrap
 from posbench.report.load import corpus_of
 from posbench.report.sections.tokenizers import BYTE
-from posbench.report.tables import EQUAL_CONTEXT
+from posbench.report.analysis.tables import EQUAL_CONTEXT
 
 TRAIN_LEN, SIZE, CORPUS, TOKENIZER = "train_len", "size", "corpus", "tokenizer"
 AXES = (TRAIN_LEN, SIZE, CORPUS, TOKENIZER)
@@ -144,7 +146,7 @@ def axis_parts(evals: pd.DataFrame, pts: pd.DataFrame, axis_name: str, token_set
 def axis_changes(evals: pd.DataFrame, pts: pd.DataFrame, axis_name: str, token_sets: dict | None = None,
                  replicates: int = bootstrap.REPLICATES, multiple: float | None = None,
                  parts: dict | None = None) -> pd.DataFrame:
-    """Every line's changes along ``axis_name`` (report/axis.py's rows, consecutive points and the
+    """Every line's changes along ``axis_name`` (report/analysis/axis.py's rows, consecutive points and the
     whole line), per doubling on a numeric axis, with the line's coordinates and ``axis``."""
     found = axis_parts(evals, pts, axis_name, token_sets, replicates, multiple, parts)
     out = axis.step_changes(found, line_keys(axis_name), distance(pts, axis_name), order_key(pts, axis_name),

@@ -2,7 +2,7 @@
 
 Per line (one row's points along one axis, the other settings held: points.py), from the verdict
 at each point (its class: flat / mild / broken / undecided) and the tested changes of the verdict's
-statistic between consecutive points and over the whole line (report/axis.py; a change is tested
+statistic between consecutive points and over the whole line (report/analysis/axis.py; a change is tested
 where both points have ``MIN_SEEDS`` seeds or more: between different weights the seed is the unit
 of evidence):
 
@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from posbench.report import axis, budgets
-from posbench.report.verdicts import UNDECIDED
+from posbench.report import budgets
+
+from posbench.report.analysis import axis
+from posbench.report.analysis.verdicts import UNDECIDED
 
 HOLDS, CHANGES, CANNOT = "holds across the axis", "changes", "cannot be told"
 MARGIN = budgets.STABLE_MARGIN
@@ -59,7 +61,7 @@ def _step(c, numeric: bool, classes: dict) -> str:
 
 def word(line: pd.DataFrame, changes: pd.DataFrame, axis_name: str, numeric: bool) -> tuple[str, str]:
     """(word, what it rests on) for one line: ``line``, its points in axis order with ``verdict`` (the
-    class) and ``axis_name`` (the point); ``changes``, its rows of report/axis.py ``step_changes``."""
+    class) and ``axis_name`` (the point); ``changes``, its rows of report/analysis/axis.py ``step_changes``."""
     classes = dict(zip(line[axis_name], line["verdict"].fillna("").astype(str)))
     at = "; ".join(f"{k}: {v or 'n/a'}" for k, v in classes.items())
     if len(classes) < 2:

@@ -5,7 +5,7 @@ et al. 2023 define it (posbench/report/algorithmic.py)."""
 from __future__ import annotations
 
 from posbench.report import algorithmic
-from posbench.report.document import Heading, Para, Table
+from posbench.report.drawing.document import Heading, Para, Table
 from posbench.report.section import SECTIONS, Output, Section
 
 

@@ -4,7 +4,7 @@ entropy against evaluation length, beside uniform attention."""
 from __future__ import annotations
 
 from posbench.report import figures, tasks
-from posbench.report.document import Heading, Image, Para
+from posbench.report.drawing.document import Heading, Image, Para
 from posbench.report.section import SECTIONS, Output, Section
 
 

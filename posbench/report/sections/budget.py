@@ -5,7 +5,7 @@ when the compared encodings differ already at 1x."""
 from __future__ import annotations
 
 from posbench.report import budget
-from posbench.report.document import Heading, Para, Table
+from posbench.report.drawing.document import Heading, Para, Table
 from posbench.report.section import SECTIONS, Output, Section
 
 # one run per configuration: the fall within each run (what the reports before budget branches said)
@@ -37,7 +37,7 @@ class Budget(Section):
         out.csv("convergence.csv", conv)
         blocks = [Heading("Training budget"),
                   Para(BRANCHES.format(improving=improving) if ctx.has_budgets else SINGLE.format(improving=improving)),
-                  Table(budget.budget_table(budget.at_largest_budget(conv)))]
+                  Table(budget.convergence_table(budget.at_largest_budget(conv)))]
         warnings = budget.spread_warnings(ctx.table, set(ctx.completed["encoding"]), spread)
         if warnings:
             blocks += [Para(f"**Warning:** the compared encodings differ by more than {spread:.0%} already at 1x, where "

@@ -10,7 +10,7 @@ import pandas as pd
 
 from posbench.report import budgets
 from posbench.report.budget_figure import plot_budget_axis
-from posbench.report.document import Heading, Image, Para, Table
+from posbench.report.drawing.document import Heading, Image, Para, Table
 from posbench.report.section import SECTIONS, Output, Section
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from posbench.report.comparison import describe, paired_differences
 from posbench.report.comparison_figure import plot_comparison
-from posbench.report.document import Heading, Image, Para
+from posbench.report.drawing.document import Heading, Image, Para
 from posbench.report.section import SECTIONS, Output, Section
-from posbench.report.stats import ALPHA
+from posbench.report.analysis.stats import ALPHA
 
 FIGURE = Output("comparison.png", "the rows asked for (--compare / --baseline) as paired differences of log-perplexity")
 DATA = Output("comparison.csv", "the comparison figure's numbers: each pair's paired difference, 95% interval and test")

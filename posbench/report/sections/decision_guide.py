@@ -2,7 +2,7 @@
 and factor the runs hold (zero-shot evaluation rows ``rope+<scaling>``, training-free extenders
 ``rope+rerope``..., and extension runs ``rope+<method>@<s>x+ft<steps>`` after each number of fine-tuning
 steps) against perplexity at 1x and at the target: the geometric mean over seeds with its 95% interval
-over text and seeds, as the main table (posbench/report/bootstrap.py: Student's t on the per-seed values
+over text and seeds, as the main table (posbench/report/analysis/bootstrap.py: Student's t on the per-seed values
 with the documents' variance added; rows of the same weights are compared over documents, rows of
 other weights, such as fine-tunes, over seeds).
 
@@ -24,12 +24,12 @@ import math
 import numpy as np
 import pandas as pd
 
-from posbench.report import bootstrap
-from posbench.report.document import Heading, Para, Table
+from posbench.report.analysis import bootstrap
+from posbench.report.drawing.document import Heading, Para, Table
 from posbench.report.section import SECTIONS, Output, Section
-from posbench.report.stats import ALPHA, format_p, p_phrase
-from posbench.report.style import parse_row
-from posbench.report.tables import interval_kind, row_caveats
+from posbench.report.analysis.stats import ALPHA, format_p, p_phrase
+from posbench.report.drawing.style import parse_row
+from posbench.report.analysis.tables import interval_kind, row_caveats
 
 ENCODING = "rope"
 COLUMNS = ["model", "train_len", "target", "method", "factor", "steps", "seeds", "interval", "ppl_1x", "ppl_1x_lo",

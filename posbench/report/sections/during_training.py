@@ -5,7 +5,7 @@ continues the training-budget section."""
 from __future__ import annotations
 
 from posbench.report import budget, figures
-from posbench.report.document import Image, Para, Table
+from posbench.report.drawing.document import Image, Para, Table
 from posbench.report.section import SECTIONS, Output, Section
 
 

@@ -4,7 +4,7 @@ length against fine-tuning steps, beside the encoding trained from scratch at th
 from __future__ import annotations
 
 from posbench.report import extension, figures
-from posbench.report.document import Heading, Image, Para, Table
+from posbench.report.drawing.document import Heading, Image, Para, Table
 from posbench.report.section import SECTIONS, Output, Section
 
 

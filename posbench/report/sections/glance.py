@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from posbench.report import figures
-from posbench.report.document import Heading, Image, Para
+from posbench.report.drawing.document import Heading, Image, Para
 from posbench.report.section import SECTIONS, Output, Section
-from posbench.report.verdicts import MILD_LIMIT, UNDECIDED
+from posbench.report.analysis.verdicts import MILD_LIMIT, UNDECIDED
 
 FIGURE = Output("ratio_heatmap.png", "perplexity at the longest multiple over 1x, coloured by verdict class")
 

@@ -5,7 +5,7 @@ contents. The sections after it explain and qualify these rows."""
 from __future__ import annotations
 
 from posbench.report import budget, headline, tasks
-from posbench.report.document import Contents, Heading, Para, Table
+from posbench.report.drawing.document import Contents, Heading, Para, Table
 from posbench.report.section import SECTIONS, Section
 
 

@@ -3,7 +3,7 @@ and how the numbers were scored (protocols, scored text) opens the summary."""
 
 from __future__ import annotations
 
-from posbench.report.document import Heading, Para
+from posbench.report.drawing.document import Heading, Para
 from posbench.report.prose import join_words
 from posbench.report.section import SECTIONS, Section
 
@@ -64,7 +64,7 @@ def rebuilt_text(recorded, has_lm: bool = True) -> str:
     if has_lm:
         text += (" The training curves, per-position losses and a learning-rate grid's tuned table need what the "
                  "records do not keep: where the committed report had them, they are its own, and say so.")
-    if recorded.merged:
+    if recorded.joins:
         text += (" Runs retrained later (the same run ids) replace their records on the protocols these reports "
-                 "scored: " + "; ".join(recorded.merged) + ".")
+                 "scored: " + "; ".join(j.line() for j in recorded.joins) + ".")
     return text

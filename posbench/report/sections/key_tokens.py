@@ -15,12 +15,12 @@ import pandas as pd
 from posbench.core.errors import PosbenchError
 
 from posbench.report import figures
-from posbench.report.document import Heading, Image, Para, Table
-from posbench.report.figure_layout import wrapped_grid
+from posbench.report.drawing.document import Heading, Image, Para, Table
+from posbench.report.drawing.figure_layout import wrapped_grid
 from posbench.report.headline import with_interval
 from posbench.report.key_tokens import NO_KEY_TOKENS, RULES, key_token_frames
 from posbench.report.section import SECTIONS, Output, Section
-from posbench.report.tables import CELL_KEYS, fmt_multiple
+from posbench.report.analysis.tables import CELL_KEYS, fmt_multiple
 
 TABLE = Output("key_tokens.csv", "key tokens per row and multiple: share, perplexity, far-context gain, intervals")
 FIGURE = Output("window_curves.png", "loss by position in the window, full pass against the window control")

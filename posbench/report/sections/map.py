@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from posbench.report import budgets
-from posbench.report.document import Heading, Image, Para, Table
+from posbench.report.drawing.document import Heading, Image, Para, Table
 from posbench.report.map import points as P
 from posbench.report.map import words as W
 from posbench.report.map.figure import plot_axis

@@ -2,11 +2,11 @@
 records on another token set are listed here instead of being ranked against the others (and in
 ``not_compared.csv``, so that a rebuild from the committed records lists them too). Rows recorded
 for an encoding their variant does not apply to (report/load.py) are named here too (a rebuild
-reads the names back from report.md: posbench/report/committed.py)."""
+reads the names from manifest.json: posbench/report/manifest.py)."""
 
 from __future__ import annotations
 
-from posbench.report.document import Heading, Para, Table
+from posbench.report.drawing.document import Heading, Para, Table
 from posbench.report.section import SECTIONS, Output, Section
 
 

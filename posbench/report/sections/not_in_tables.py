@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from posbench.report.document import Heading, Para, Table
+from posbench.report.drawing.document import Heading, Para, Table
 from posbench.report.section import SECTIONS, Section
 from posbench.store.rundir import find_incomplete, read_config
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from posbench.report import figures
-from posbench.report.document import Heading, Image, Para
+from posbench.report.drawing.document import Heading, Image, Para
 from posbench.report.section import SECTIONS, Output, Section
 
 FIGURE = Output("per_position.png", "loss by position at the longest length")

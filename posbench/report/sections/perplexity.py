@@ -5,10 +5,10 @@ its CSV, markdown and LaTeX forms, the per-run and pairwise tables, and its figu
 from __future__ import annotations
 
 from posbench.report import figures
-from posbench.report.document import Heading, Image, Para, Table
+from posbench.report.drawing.document import Heading, Image, Para, Table
 from posbench.report.section import SECTIONS, Output, Section
-from posbench.report.stats import ALPHA
-from posbench.report.tables import (
+from posbench.report.analysis.stats import ALPHA
+from posbench.report.analysis.tables import (
     NOT_DEFINED,
     NOT_EVALUATED,
     NOT_RESOLVABLE,
@@ -19,7 +19,7 @@ from posbench.report.tables import (
     row_caveats,
     run_summary,
 )
-from posbench.report.verdicts import FAR_MARGIN, MILD_LIMIT
+from posbench.report.analysis.verdicts import FAR_MARGIN, MILD_LIMIT
 
 
 @SECTIONS.register("perplexity")

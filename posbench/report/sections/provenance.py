@@ -3,10 +3,8 @@ every run and those that differ, and each run's full config (posbench/report/pro
 
 from __future__ import annotations
 
-import pandas as pd
-
-from posbench.report.document import Code, Heading, Para, Table
-from posbench.report.provenance import commands, config_split, environment, nested_yaml
+from posbench.report.drawing.document import Code, Heading, Para, Table
+from posbench.report.provenance import config_split, nested_yaml, shown_commands, shown_environment, shown_runs
 from posbench.report.section import SECTIONS, Section
 from posbench.report.sections.intro import rebuilt_text
 
@@ -16,11 +14,10 @@ class Provenance(Section):
     order = 130
 
     def build(self, ctx, out) -> list:
-        runs = ctx.completed if ctx.task_runs.empty or not ctx.has_lm else pd.concat([ctx.completed, ctx.task_runs])
+        runs = shown_runs(ctx)
         shared, differing = config_split(runs, ctx.configs)
         recorded = ctx.recorded  # rebuilt from records: the committed report's commands and environment
-        cmds = recorded.commands if recorded is not None else list(dict.fromkeys(c for d in ctx.runs_dirs for c in commands(d, runs)))
-        env = recorded.environment if recorded is not None else environment(runs)
+        cmds, env = shown_commands(ctx), shown_environment(ctx)
         source = ("as the committed report recorded them" if recorded is not None
                   else "from each Hydra sweep's `multirun.yaml` and each run's `metrics.json`")
         blocks = [Heading("How these runs were made")]

@@ -5,7 +5,7 @@ the ranking and the best, with the windowed controls apart."""
 from __future__ import annotations
 
 from posbench.report import budget
-from posbench.report.document import Bullets, Heading
+from posbench.report.drawing.document import Bullets, Heading
 from posbench.report.prose import protocol_items, scored_text_note, summary_lists
 from posbench.report.section import SECTIONS, Section
 

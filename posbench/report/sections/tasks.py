@@ -8,7 +8,7 @@ import pandas as pd
 
 from posbench.encodings import encoding_class
 from posbench.report import budget, effective_length, figures, tasks
-from posbench.report.document import Heading, Image, Para, Table
+from posbench.report.drawing.document import Heading, Image, Para, Table
 from posbench.report.section import SECTIONS, Output, Section
 from posbench.tasks import TASKS
 

@@ -6,7 +6,7 @@ across tokenizers, beside the bytes each length covers (docs/protocols.md, "Comp
 Bits per byte of a row at a length is its mean log-perplexity per token times the tokens per byte of
 the scored text over ln 2 (``tokens_scored / (ln 2 * bytes_scored)``). Every seed of a row scores the
 same tokens, so that factor is one number per row and length, and the row's interval on
-log-perplexity (posbench/report/bootstrap.py) maps onto bits per byte unchanged in coverage.
+log-perplexity (posbench/report/analysis/bootstrap.py) maps onto bits per byte unchanged in coverage.
 """
 
 from __future__ import annotations
@@ -15,11 +15,13 @@ import math
 
 import pandas as pd
 
-from posbench.report import bootstrap, budgets
-from posbench.report.document import Heading, Para, Table
+from posbench.report import budgets
+
+from posbench.report.analysis import bootstrap
+from posbench.report.drawing.document import Heading, Para, Table
 from posbench.report.headline import with_interval
 from posbench.report.section import SECTIONS, Section
-from posbench.report.verdicts import UNDECIDED, interval_verdict
+from posbench.report.analysis.verdicts import UNDECIDED, interval_verdict
 
 BYTE = "byte"
 APPROXIMATE = ("Rebuilt from records: a subword row's documents hold their own numbers of tokens, which the records do "

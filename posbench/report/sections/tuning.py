@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from posbench.report.document import Heading, Para, Table
+from posbench.report.drawing.document import Heading, Para, Table
 from posbench.report.section import SECTIONS, Output, Section
-from posbench.report.tables import display_table
+from posbench.report.analysis.tables import display_table
 from posbench.report.tuning import DEFAULT, grid_edge_warning
 
 

@@ -6,10 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from posbench.report import axis, budgets
+from posbench.report import budgets
+
+from posbench.report.analysis import axis
 from posbench.report.map import points as P
 from posbench.report.map import words as W
-from posbench.report.tables import main_table
+from posbench.report.analysis.tables import main_table
 
 
 def map_records(spec, seeds=3, noise=0.005, models=None):

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 from posbench.report import budgets
 from posbench.report.sections.map import Map, map_frames
-from posbench.report.tables import main_table
+from posbench.report.analysis.tables import main_table
 from tests.helpers import run_section
 from tests.report.map.test_points import map_records
 

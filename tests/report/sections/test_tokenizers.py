@@ -15,7 +15,7 @@ from posbench.report.sections.tokenizers import (
     comparison_table,
     tokenizer_of,
 )
-from posbench.report.tables import main_table
+from posbench.report.analysis.tables import main_table
 from tests.helpers import run_section
 
 BYTES_PER_TOKEN = 3.5

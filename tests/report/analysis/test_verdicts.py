@@ -1,11 +1,11 @@
-"""posbench/report/verdicts.py: the verdict classes of a ratio to 1x and of a row's use of context past
+"""posbench/report/analysis/verdicts.py: the verdict classes of a ratio to 1x and of a row's use of context past
 train_len, with their thresholds."""
 
 import math
 
 import pytest
 
-from posbench.report.verdicts import (
+from posbench.report.analysis.verdicts import (
     FAR_UNDECIDED,
     LOCAL,
     MILD_LIMIT,

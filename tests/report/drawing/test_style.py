@@ -1,4 +1,4 @@
-"""posbench/report/style.py: built-in rows keep their colours, families and order; encodings not
+"""posbench/report/drawing/style.py: built-in rows keep their colours, families and order; encodings not
 known here get their own; row names are read in one place."""
 
 # the palette and families the report always had (figures.PALETTE / FAMILIES before the encodings carried them)
@@ -28,7 +28,7 @@ OLD_FAMILIES = {
 
 def test_built_in_rows_keep_their_colours_families_and_order():
     from posbench.encodings import available
-    from posbench.report.style import DERIVED, families_in, row_order, row_style
+    from posbench.report.drawing.style import DERIVED, families_in, row_order, row_style
 
     for name, (hue, light) in OLD_PALETTE.items():
         assert row_style(name).colour == TAB20[2 * HUES.index(hue) + light], name
@@ -53,7 +53,7 @@ def test_built_in_rows_keep_their_colours_families_and_order():
 
 
 def test_encodings_not_known_here_get_their_own_colour_and_column(monkeypatch):
-    from posbench.report import style
+    from posbench.report.drawing import style
 
     class Mamba:  # an installed plug-in of a family the report has never seen, no colour of its own
         family, colour, order = "state space", None, 0
@@ -74,7 +74,7 @@ def test_encodings_not_known_here_get_their_own_colour_and_column(monkeypatch):
 
 
 def test_row_names_are_read_in_one_place():
-    from posbench.report.style import Extension, parse_row
+    from posbench.report.drawing.style import Extension, parse_row
 
     row = parse_row("rope+yarn@4x+ft100")
     assert (row.encoding, row.key, row.extension) == ("rope", "rope+yarn", Extension("rope", "yarn", 4.0, 100))

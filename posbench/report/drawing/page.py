@@ -2,7 +2,7 @@
 by a clicked header, and the table of contents. Everything is inline (no CDN, no file beside it),
 so the page opens offline and shows the same thing on any machine.
 
-Layout rules the browser test (tests/report/test_page.py) holds us to: the page never scrolls
+Layout rules the browser test (tests/report/drawing/test_page.py) holds us to: the page never scrolls
 sideways at 1400 or 420 px (a wide table scrolls inside its own box instead), and the headline table
 sits in the first screen."""
 

@@ -69,7 +69,7 @@ def reads_at_both_widths(page, html) -> None:
     assert links and all(page.evaluate("id => document.getElementById(id) !== null", a) for a in links)
 
 
-COMMITTED = sorted((Path(__file__).parents[2] / "results").glob("**/report.html"))
+COMMITTED = sorted((Path(__file__).parents[3] / "results").glob("**/report.html"))
 
 
 @pytest.mark.parametrize("html", COMMITTED, ids=[str(p.parent.relative_to(p.parents[2])) for p in COMMITTED])
@@ -102,8 +102,8 @@ def test_report_html_reads_in_a_browser_at_laptop_and_phone_width(sweep_report, 
 
 
 def test_the_page_is_one_self_contained_html_file_with_its_contents():
-    from posbench.report.page import page as html_page
-    from posbench.report.page import toc_html, toc_md
+    from posbench.report.drawing.page import page as html_page
+    from posbench.report.drawing.page import toc_html, toc_md
 
     entries = [("Summary", "summary"), ("A & B", "a-b")]
     assert toc_md(entries) == "**Contents:** [Summary](#summary) · [A & B](#a-b)"
@@ -120,7 +120,7 @@ def rebuilt_modern(tmp_path_factory) -> Path:
     from posbench.cli.report import main
 
     out = tmp_path_factory.mktemp("modern")
-    main([str(Path(__file__).parents[2] / "results" / "modern"), "--rebuild", "--out", str(out)])
+    main([str(Path(__file__).parents[3] / "results" / "modern"), "--rebuild", "--out", str(out)])
     return out / "report.html"
 
 

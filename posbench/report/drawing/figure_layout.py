@@ -2,7 +2,7 @@
 family figures wrap their family columns at FAMILY_COLUMNS, a panel holds at most MAX_LINES lines,
 the lines of one panel never share both colour and line style, and a colour bar's ticks keep apart.
 Layout only: what a figure draws, and every row's own colour, come from posbench/report/figures.py
-and posbench/report/style.py."""
+and posbench/report/drawing/style.py."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from posbench.report.style import families_in, row_order, row_style
+from posbench.report.drawing.style import families_in, row_order, row_style
 
 FAMILY_COLUMNS = 3  # 3 panels of 4.3 in at 100 dpi: about the page's width, so a panel is shown near full size
 MAX_LINES = 8  # more lines than this in one panel can no longer be told apart

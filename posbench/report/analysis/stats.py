@@ -1,5 +1,5 @@
 """The report's significance level and how it writes p-values. The intervals and tests themselves
-are in posbench/report/bootstrap.py (Student's t over seeds with the text's variance, the paired
+are in posbench/report/analysis/bootstrap.py (Student's t over seeds with the text's variance, the paired
 bootstrap over documents within one model's rows)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ ALPHA = 0.05  # two-sided significance level of the paired test and the 95% inte
 
 def format_p(p: float, digits: int = 2) -> str:
     """A p-value as the report writes it: ``< 0.001`` below 0.001 (the normal tail of the bootstrap
-    replicates goes far below what the data could show: report/bootstrap.py bootstrap_p), else
+    replicates goes far below what the data could show: report/analysis/bootstrap.py bootstrap_p), else
     ``digits`` significant digits; empty for NaN."""
     if p != p:
         return ""

@@ -1,4 +1,4 @@
-"""posbench/report/mplconfig.py: an unwritable home gives no matplotlib warnings."""
+"""posbench/report/drawing/mplconfig.py: an unwritable home gives no matplotlib warnings."""
 
 import os
 import subprocess
@@ -20,7 +20,7 @@ def test_an_unwritable_home_gives_no_matplotlib_warnings(small_runs, tmp_path):
 def test_matplotlib_gets_a_temporary_config_folder_only_where_its_own_cannot_be_written(tmp_path, monkeypatch):
     import sys
 
-    from posbench.report import mplconfig
+    from posbench.report.drawing import mplconfig
 
     monkeypatch.delenv("MPLCONFIGDIR", raising=False)
     monkeypatch.delitem(sys.modules, "matplotlib", raising=False)  # as if not imported yet

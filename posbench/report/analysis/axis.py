@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from posbench.report import bootstrap
+from posbench.report.analysis import bootstrap
 
 CHANGE_COLUMNS = ["from", "to", "statistic", "change", "change_lo", "change_hi", "change_lo90", "change_hi90", "p",
                   "seeds", "paired", "whole"]

@@ -1,6 +1,6 @@
-"""posbench/report/stats.py: how p-values are written."""
+"""posbench/report/analysis/stats.py: how p-values are written."""
 
-from posbench.report.stats import format_p, p_phrase
+from posbench.report.analysis.stats import format_p, p_phrase
 
 
 def test_p_values_below_what_the_data_could_show_are_written_as_a_bound():

@@ -23,7 +23,7 @@ combined analytically instead:
   rejected a true null in 7.5% of simulated trials. The limit was at 75% until issue 52: that
   held 5%, but not the tail Holm reads (with the noise structure of RoPE's committed 16x/1x, seed
   share 0.89, P(p < 0.001 | H0) was 0.0053 at 3 seeds); at 95% it is at most 0.002 on every
-  structure estimated from the committed data (``tests/report/test_bootstrap.py``). The text
+  structure estimated from the committed data (``tests/report/analysis/test_bootstrap.py``). The text
   term's degrees of freedom are not taken as D - 1 but from the documents' excess kurtosis k
   (``text_df``: the variance of a sample variance is ``sigma^4 (2 / (D - 1) + k / D)``, so its
   degrees of freedom are ``2 / (2 / (D - 1) + k / D)``): per-document losses are heavy-tailed
@@ -52,7 +52,7 @@ Tests between two rows:
   draws are too few to resolve it, which is sound here because the resampled unit, documents, is
   numerous).
 
-``tests/report/test_bootstrap.py`` checks by simulation that at 3 and 5 seeds the intervals cover
+``tests/report/analysis/test_bootstrap.py`` checks by simulation that at 3 and 5 seeds the intervals cover
 the truth in at least 93% of trials and the tests reject a true null in at most 6%, on Gaussian
 scenarios and on structures resampled from the committed per-document losses (seed-dominated and
 heavy-tailed), where P(p < 0.001 | H0) stays at most 0.002.
@@ -71,7 +71,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from posbench.report.stats import ALPHA
+from posbench.report.analysis.stats import ALPHA
 
 REPLICATES = 2000
 RNG_SEED = 20231  # fixed: a report is reproducible from its runs

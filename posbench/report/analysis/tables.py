@@ -16,9 +16,9 @@ import pandas as pd
 
 from posbench.core.errors import PosbenchError
 from posbench.evaluation.variants.local import WINDOW_CONTROL
-from posbench.report import bootstrap
-from posbench.report.stats import ALPHA, format_p
-from posbench.report.verdicts import (
+from posbench.report.analysis import bootstrap
+from posbench.report.analysis.stats import ALPHA, format_p
+from posbench.report.analysis.verdicts import (
     far_context_class,
     interval_verdict,
     qualified_verdict,
@@ -181,7 +181,7 @@ def window_stride(g: pd.DataFrame) -> str:
 def main_table(evals: pd.DataFrame, tolerance: float, token_sets: dict | None = None,
                replicates: int = bootstrap.REPLICATES, multiple: float | None = None) -> pd.DataFrame:
     """One row per cell (protocol, variant, model, train_len), aggregated over seeds, with
-    intervals over text and seeds (posbench/report/bootstrap.py; ``token_sets``: each token set's
+    intervals over text and seeds (posbench/report/analysis/bootstrap.py; ``token_sets``: each token set's
     ``doc_tokens``; without them, or for records without ``doc_nats``, over seeds alone).
 
     Columns: ``seeds``, ``interval`` (what the intervals cover), ``stride`` (``window_stride``), ``windowed`` (an evaluation-time

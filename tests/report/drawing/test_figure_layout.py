@@ -1,10 +1,10 @@
-"""posbench/report/figure_layout.py: panels of few lines that never look alike, colour-bar ticks apart."""
+"""posbench/report/drawing/figure_layout.py: panels of few lines that never look alike, colour-bar ticks apart."""
 
 from __future__ import annotations
 
 import math
 
-from posbench.report.figure_layout import (
+from posbench.report.drawing.figure_layout import (
     MAX_LINES,
     chunks,
     distinct_styles,

@@ -1,4 +1,4 @@
-"""posbench/report/document.py: every heading gets a unique anchor that the contents link; a table
+"""posbench/report/drawing/document.py: every heading gets a unique anchor that the contents link; a table
 scrolls in its own box and sorts on the number behind the text."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import re
 
 import pandas as pd
 
-from posbench.report.document import (
+from posbench.report.drawing.document import (
     Bullets,
     Contents,
     Heading,

@@ -1,4 +1,4 @@
-"""posbench/report/tables.py: the main table's intervals (over text and seeds, or seeds alone), verdicts
+"""posbench/report/analysis/tables.py: the main table's intervals (over text and seeds, or seeds alone), verdicts
 and Holm-corrected tests, windowed rows kept apart as controls, and lengths not evaluated never
 called undefined."""
 
@@ -11,7 +11,7 @@ import pytest
 import scipy.stats
 
 from posbench.report.prose import summary_paragraphs
-from posbench.report.tables import (
+from posbench.report.analysis.tables import (
     comparisons,
     display_table,
     extrapolation_length,
@@ -153,7 +153,7 @@ def test_the_panel_names_the_stride_its_records_were_scored_with():
     """Sliding windows advance by L/2 by default or by eval.stride: the words come from the records'
     min_context (length - stride), never from the default."""
     from posbench.report.prose import describe_panel
-    from posbench.report.tables import window_stride
+    from posbench.report.analysis.tables import window_stride
 
     evals = fake_evals({"a": [[5.0, 5.5], [5.1, 5.6], [4.9, 5.4]], "b": [[6.0, 6.1], [6.1, 6.2], [5.9, 6.0]]})
     assert window_stride(evals) == ""  # records that do not say

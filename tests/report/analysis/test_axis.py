@@ -1,4 +1,4 @@
-"""posbench/report/axis.py: the change between consecutive points of a row (and over the whole row),
+"""posbench/report/analysis/axis.py: the change between consecutive points of a row (and over the whole row),
 in the points' order, per their distance; points whose statistics differ are not compared."""
 
 import math
@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from posbench.report import axis, bootstrap
+from posbench.report.analysis import axis, bootstrap
 
 
 def parts(seeds, values):

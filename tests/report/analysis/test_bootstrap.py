@@ -1,4 +1,4 @@
-"""posbench/report/bootstrap.py: intervals and tests that hold their nominal rates for the seeds a
+"""posbench/report/analysis/bootstrap.py: intervals and tests that hold their nominal rates for the seeds a
 sweep has, checked by simulation against a known truth; Holm's correction, the bootstrap p and the
 pairing of rows by seed.
 
@@ -16,11 +16,11 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from posbench.report import bootstrap
+from posbench.report.analysis import bootstrap
 
 
 def test_holm_matches_the_step_down_definition():
-    from posbench.report.bootstrap import holm
+    from posbench.report.analysis.bootstrap import holm
 
     assert holm([0.01, 0.04, 0.03, 0.5]) == pytest.approx([0.04, 0.09, 0.09, 0.5])
     assert math.isnan(holm([float("nan"), 0.2])[0]) and holm([float("nan"), 0.2])[1] == pytest.approx(0.2)
@@ -32,7 +32,7 @@ def test_bootstrap_p_resolves_what_a_large_panel_needs():
     comparisons (the modern panel), which 2 / (B + 1) = 0.001 never could."""
     from scipy.stats import norm
 
-    from posbench.report.bootstrap import bootstrap_p, holm
+    from posbench.report.analysis.bootstrap import bootstrap_p, holm
 
     rng = np.random.default_rng(0)
     near = rng.normal(0.1, 0.1, 2000)  # about 16% of the replicates cross zero
@@ -48,7 +48,7 @@ def test_bootstrap_p_resolves_what_a_large_panel_needs():
 def test_comparisons_pair_rows_by_seed_id():
     """Two rows of a panel are compared on the seeds both have, by id: where a row lacks a seed (a
     run not finished), the shared seeds pair with each other, not with a neighbour's slot."""
-    from posbench.report import bootstrap
+    from posbench.report.analysis import bootstrap
 
     log_ppl = {("full", 0): 1.0, ("full", 1): 2.0, ("full", 2): 3.0, ("gap", 0): 1.1, ("gap", 2): 3.1}
     records = pd.DataFrame([{"variant": v, "run_id": f"{v}{s}", "seed": s, "multiple": 1.0, "ppl": float(np.exp(x)),
@@ -184,7 +184,7 @@ def test_ranks_are_tied_where_no_test_separates_two_rows():
 
 # --- structures resampled from the committed per-document losses (issue 52) -------------------------
 
-BUDGET_RECORDS = Path(__file__).resolve().parents[2] / "results" / "budget" / "evaluations.csv"
+BUDGET_RECORDS = Path(__file__).resolve().parents[3] / "results" / "budget" / "evaluations.csv"
 
 
 def committed_structure(a: str, b: str | None, multiple: float, steps: int) -> np.ndarray:

@@ -3,7 +3,7 @@
 
 A report is a list of blocks; each block renders itself to markdown and to HTML, so the two files
 always say the same thing. The page around the HTML blocks (stylesheet, sorting, contents) is
-posbench/report/page.py."""
+posbench/report/drawing/page.py."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from posbench.report.page import page, toc_html, toc_md
+from posbench.report.drawing.page import page, toc_html, toc_md
 
 
 def _inline_html(text: str) -> str:

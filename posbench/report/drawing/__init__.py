@@ -1,0 +1,3 @@
+"""The report's shared drawing, below every topic: the document's blocks and their two renderings
+(document.py, page.py), each row's colour, marker and order (style.py), matplotlib's settings
+(mplconfig.py) and the figure grids (figure_layout.py). It imports no section or topic module."""
