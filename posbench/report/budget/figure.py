@@ -10,7 +10,7 @@ import pandas as pd
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
 
 from posbench.report import figures
-from posbench.report.budgets import TOKENS
+from posbench.report.budget.sweep import TOKENS
 
 plt = figures.plt
 
