@@ -13,7 +13,7 @@ import torch
 from posbench.attention.options import AttentionOptions
 from posbench.encodings.rope import apply_rotation, rotation_tables
 from posbench.model.transformer import ModelConfig, build_model
-from posbench.report import budgets
+from posbench.report.budget import sweep
 
 CFG = ModelConfig(name="t", d_model=32, n_layers=4, n_heads=4, mlp_ratio=2)
 
@@ -112,7 +112,7 @@ def run_section(cls, ctx, folder):
 
 def records(budget_ppl, seeds=3):
     """Made-up runs of several training budgets: {(variant, steps): (ppl 1x, ppl 2x)} -> evaluation records of
-    completed runs, one run per seed and budget, with their budgets (posbench/report/budgets.py)."""
+    completed runs, one run per seed and budget, with their budgets (posbench/report/budget/sweep.py)."""
     out = []
     for (variant, steps), ppls in budget_ppl.items():
         for seed in range(seeds):
@@ -125,7 +125,7 @@ def records(budget_ppl, seeds=3):
     runs = evals[["run_id"]].drop_duplicates()
     runs["train_steps"] = runs["run_id"].str.split("_").str[1].astype(int)
     runs["train_tokens"] = runs["train_steps"] * 256
-    return budgets.with_budgets(evals, runs)
+    return sweep.with_budgets(evals, runs)
 
 
 def kill_at(proc, pattern, runs_dir, min_step, timeout=600.0, sig=signal.SIGKILL) -> int:

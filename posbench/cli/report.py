@@ -13,7 +13,8 @@ from pathlib import Path
 from posbench.core.errors import PosbenchError, user_errors
 from posbench.core.tracking import log_report
 from posbench.core.version import version_text
-from posbench.report import budget, tasks
+from posbench.report import tasks
+from posbench.report.budget import convergence
 from posbench.report.comparison import Request as ComparisonRequest
 from posbench.report.context import Options
 from posbench.report.key_tokens import RULES
@@ -54,10 +55,10 @@ def main(argv: list[str] | None = None) -> None:
                         help="add a comparison figure of every row (or the --compare rows) against ROW, e.g. rope")
     parser.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE,
                         help="extrapolation length: perplexity within this fraction of 1x (default 0.05)")
-    parser.add_argument("--improving", type=float, default=budget.DEFAULT_IMPROVING,
+    parser.add_argument("--improving", type=float, default=convergence.DEFAULT_IMPROVING,
                         help="flag runs whose 1x validation loss fell by more than this fraction over their last "
                              "doubling of steps (default 0.02)")
-    parser.add_argument("--spread", type=float, default=budget.DEFAULT_SPREAD,
+    parser.add_argument("--spread", type=float, default=convergence.DEFAULT_SPREAD,
                         help="warn when compared encodings' 1x perplexities differ by more than this fraction (default 0.1)")
     parser.add_argument("--threshold", type=float, default=tasks.DEFAULT_THRESHOLD,
                         help="tasks: effective context length keeps accuracy at or above this fraction, 0 to 1 (default 0.8)")

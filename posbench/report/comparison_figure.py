@@ -11,23 +11,23 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import NullFormatter
 
-from posbench.report import figures
+from posbench.report.drawing import plot
 from posbench.report.comparison import label
 from posbench.report.drawing.figure_layout import distinct_styles
 
-plt = figures.plt
+plt = plot.plt
 
 
 def plot_comparison(frame: pd.DataFrame, path: Path) -> None:
     """``frame``: comparison.paired_differences. One axes per (protocol, model, train_len) in the
     frame; in each, a line per pair (the row's colour and style, points nudged apart so that the
     interval bars do not cover each other) and the zero line."""
-    panels = sorted(frame.groupby(["protocol", *figures.PANEL]).groups)
+    panels = sorted(frame.groupby(["protocol", *plot.PANEL]).groups)
     fig, axes = plt.subplots(1, len(panels), figsize=(6.4 * len(panels), 4.2), squeeze=False)
     for ax, (protocol, model, train_len) in zip(axes[0], panels):
         sub = frame[(frame["protocol"] == protocol) & (frame["model"] == model) & (frame["train_len"] == train_len)]
         pairs = list(dict.fromkeys(zip(sub["a"], sub["b"])))
-        styles = distinct_styles({label(a, b): (figures.colour(a), figures.linestyle(a)) for a, b in pairs})
+        styles = distinct_styles({label(a, b): (plot.colour(a), plot.linestyle(a)) for a, b in pairs})
         lengths = np.array(sorted(sub["length"].unique()))
         for n, (a, b) in enumerate(pairs):
             g = sub[(sub["a"] == a) & (sub["b"] == b)].sort_values("length")
@@ -50,4 +50,4 @@ def plot_comparison(frame: pd.DataFrame, path: Path) -> None:
         ax.set_ylabel("log ppl(row) - log ppl(reference)  (nats/token)\nbelow 0: the row is better", fontsize=8)
         ax.legend(fontsize=7)
     fig.tight_layout()
-    figures.save(fig, path)
+    plot.save(fig, path)

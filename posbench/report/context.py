@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 from posbench.core.errors import PosbenchError
-from posbench.report import budget, budgets, tasks
+from posbench.report import tasks
+from posbench.report.budget import convergence, sweep
 from posbench.report.committed import load_committed
 from posbench.report.comparison import Request as ComparisonRequest
 from posbench.report.load import LoadedRuns, RunFiles, load_runs, without_runs
@@ -90,12 +91,12 @@ class ReportContext:
             if default_ids:
                 self.runs = self.runs[self.runs["run_id"].isin(default_ids) | (self.runs["status"] != "completed")]
         # runs of one configuration at several budgets: every budget for the budget section, the
-        # largest for the main table and the headline (posbench/report/budgets.py)
-        self.evals = budgets.with_budgets(self.evals, loaded.runs) if self.has_lm else self.evals
+        # largest for the main table and the headline (posbench/report/budget/sweep.py)
+        self.evals = sweep.with_budgets(self.evals, loaded.runs) if self.has_lm else self.evals
         self.budget_evals = self.evals
-        self.has_budgets = self.has_lm and budgets.has_budgets(self.evals)
+        self.has_budgets = self.has_lm and sweep.has_budgets(self.evals)
         if self.has_budgets:
-            self.evals = budgets.largest_budget(self.evals)
+            self.evals = sweep.largest_budget(self.evals)
         # the verdict's multiple: asked for, else the longest every row of the main table has (tables.verdict_multiple)
         self.multiple = verdict_multiple(self.evals, options.multiple) if self.has_lm else None
         self._derived: dict[str, Any] = {}
@@ -171,8 +172,8 @@ class ReportContext:
         ``budget_trends``)."""
         table = main_table(self.evals, self.options.tolerance, self.token_sets, multiple=self.multiple)
         if self.has_budgets and not table.empty:
-            largest = self.evals.groupby(["protocol", "variant", "model", "train_len"])[budgets.BUDGET].max()
-            table = table.merge(largest.rename(budgets.BUDGET).reset_index(), on=["protocol", "variant", "model", "train_len"],
+            largest = self.evals.groupby(["protocol", "variant", "model", "train_len"])[sweep.BUDGET].max()
+            table = table.merge(largest.rename(sweep.BUDGET).reset_index(), on=["protocol", "variant", "model", "train_len"],
                                 how="left")
         return table
 
@@ -181,20 +182,20 @@ class ReportContext:
         """The main table at every budget (empty without budgets)."""
         if not self.has_budgets:
             return pd.DataFrame()
-        return budgets.budget_table(self.budget_evals, self.options.tolerance, self.token_sets, self.multiple)
+        return sweep.budget_table(self.budget_evals, self.options.tolerance, self.token_sets, self.multiple)
 
     @cached_property
     def budget_changes(self) -> pd.DataFrame:
         """Each row's change per doubling of the budget, paired by seed (empty without budgets)."""
         if not self.has_budgets:
             return pd.DataFrame()
-        return budgets.paired_changes(self.budget_evals, self.token_sets, multiple=self.multiple)
+        return sweep.paired_changes(self.budget_evals, self.token_sets, multiple=self.multiple)
 
     @cached_property
     def budget_trends(self) -> pd.DataFrame:
         if not self.has_budgets:
             return pd.DataFrame()
-        return budgets.trends(self.budget_table, self.ratio_column, self.budget_changes)
+        return sweep.trends(self.budget_table, self.ratio_column, self.budget_changes)
 
     @cached_property
     def ratio_column(self) -> str | None:
@@ -206,12 +207,12 @@ class ReportContext:
         return self.convergence_of(self.completed)
 
     def convergence_of(self, runs: pd.DataFrame) -> pd.DataFrame:
-        """Each of ``runs``' budget and fall over its last doubling (budget.convergence): from its
+        """Each of ``runs``' budget and fall over its last doubling (convergence.convergence): from its
         history, or rebuilt from records, as the committed report recorded it (the histories are
         not kept), flagged against this report's ``--improving``."""
         evaluated = set(self.budget_evals["run_id"]) if self.has_lm else None  # where the table finds its largest
         if self.recorded is None:
-            return budget.convergence(runs, self.histories, self.options.improving, evaluated=evaluated)
+            return convergence.convergence(runs, self.histories, self.options.improving, evaluated=evaluated)
         falls = self.recorded.convergence
         columns = ["change", "from_step", "to_step", "estimated"]
         # reports before the basis: every fall within its run; the trunk names a budget's branches
@@ -219,15 +220,15 @@ class ReportContext:
         recorded = {} if falls.empty or not set(columns) <= set(falls.columns) else {
             r["run_id"]: {**{c: r[c] for c in kept}, "from_step": int(r["from_step"]), "to_step": int(r["to_step"])}
             for r in falls.to_dict("records") if pd.notna(r["change"])}
-        return budget.convergence(runs, self.histories, self.options.improving, recorded, evaluated)
+        return convergence.convergence(runs, self.histories, self.options.improving, recorded, evaluated)
 
     @cached_property
     def during_training(self) -> pd.DataFrame:
         """Mean 1x perplexity and ratio against training tokens (empty without eval.during_training)."""
         if self.recorded is not None:
             return self.recorded.during_training
-        probe = budget.probe_frame(self.completed)
-        return budget.probe_curves(probe) if not probe.empty else pd.DataFrame()
+        probe = convergence.probe_frame(self.completed)
+        return convergence.probe_curves(probe) if not probe.empty else pd.DataFrame()
 
     @cached_property
     def _task_frames(self) -> tuple[pd.DataFrame, pd.DataFrame]:

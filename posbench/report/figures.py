@@ -6,18 +6,24 @@ in every family. The figures receive what they draw (tables, curves); they read 
 
 from __future__ import annotations
 
-import io
 import warnings
 from pathlib import Path
 from typing import Mapping
 
-from posbench.report.drawing.mplconfig import use_writable_config_dir
+# the shared plot helpers first: drawing/plot.py sets matplotlib up (a writable config dir, Agg)
+from posbench.report.drawing.plot import (
+    BASELINE,
+    PANEL,
+    PLAIN,
+    colour,
+    family_grid,
+    family_lines,
+    family_of,
+    finish_panel,
+    linestyle,
+    save,
+)
 
-use_writable_config_dir()  # before matplotlib is imported: no warnings about an unwritable HOME
-
-import matplotlib  # noqa: E402
-
-matplotlib.use("Agg")  # files only, no display needed
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
@@ -25,88 +31,15 @@ from matplotlib.colors import BoundaryNorm, ListedColormap  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
-from posbench.core.files import atomic_write_bytes
 from posbench.report.extension import CONTROL
-from posbench.report.drawing.figure_layout import (  # noqa: E402
-    distinct_styles,
-    family_axes,
-    family_columns,
-    first_in_grid_row,
-    wrapped_grid,
-)
-from posbench.report.drawing.style import families_in, row_order, row_style  # noqa: E402
-from posbench.report.analysis.tables import completed, multiple_columns  # noqa: E402
-from posbench.report.analysis.verdicts import MILD_LIMIT, UNDECIDED  # noqa: E402
-from posbench.store.rundir import per_position_key  # noqa: E402
-from posbench.tasks import TASKS  # noqa: E402
+from posbench.report.drawing.figure_layout import family_columns, first_in_grid_row
+from posbench.report.drawing.style import families_in, row_order
+from posbench.report.analysis.tables import completed, multiple_columns
+from posbench.report.analysis.verdicts import MILD_LIMIT, UNDECIDED
+from posbench.store.rundir import per_position_key
+from posbench.tasks import TASKS
 
-PANEL = ["model", "train_len"]
 METRIC_WORDS = {"exact": "exact match", "token_accuracy": "token accuracy"}
-PLAIN = FuncFormatter(lambda v, _: f"{v:g}")
-BASELINE = "nope"
-
-
-def colour(row: str):
-    return row_style(row).colour
-
-
-def linestyle(row: str) -> str:
-    return row_style(row).linestyle
-
-
-def family_of(row: str) -> str:
-    return row_style(row).family
-
-
-def _family_grid(n_rows: int, n_families: int):
-    """Panels of the family figures: one panel per family, wrapped at FAMILY_COLUMNS so that each is
-    shown near full size on the page, a shared y axis along each row of panels (figure_layout.py)."""
-    grid_rows, grid_cols = wrapped_grid(n_rows, n_families)
-    fig, axes = plt.subplots(grid_rows, grid_cols, figsize=(4.3 * grid_cols, 3.4 * grid_rows), squeeze=False)
-    return fig, family_axes(axes, n_rows, n_families)
-
-
-def _finish_panel(ax, title: str, last_row: bool, first_col: bool, xlabel: str, ylabel: str, legend: bool) -> None:
-    """Small title and ticks, a grid, axis labels on the outer panels only, a legend if asked."""
-    ax.set_title(title, fontsize=9)
-    ax.tick_params(labelsize=7)
-    ax.grid(True, alpha=0.3)
-    if last_row:
-        ax.set_xlabel(xlabel)
-    if first_col:
-        ax.set_ylabel(ylabel)
-    if legend:
-        ax.legend(fontsize=7)
-
-
-def save(fig, path: Path) -> None:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
-    plt.close(fig)
-    atomic_write_bytes(path, buf.getvalue())
-
-
-def _family_lines(ax, sub: pd.DataFrame, names, cols: list[str], lengths: np.ndarray, scale: float,
-                  alpha: float) -> pd.DataFrame:
-    """One family's panel: a line per row of ``sub`` in ``names`` (``cols``: its value at each length,
-    with ``_lo`` / ``_hi`` for the band, times ``scale``), no two lines alike in colour and style, and
-    nope, the baseline, dashed and without a band where it is not of the family. Returns the members."""
-    members = sub[sub["variant"].isin(names)]
-    baseline = sub[sub["variant"] == BASELINE] if BASELINE not in names else sub.iloc[0:0]
-    drawn = pd.concat([members, baseline])
-    styles = distinct_styles({v: (colour(v), linestyle(v)) for v in drawn["variant"]})
-    for _, row in drawn.iterrows():
-        mean = scale * row[cols].to_numpy(dtype=float)
-        lo = scale * row[[f"{m}_lo" for m in cols]].to_numpy(dtype=float)
-        hi = scale * row[[f"{m}_hi" for m in cols]].to_numpy(dtype=float)
-        ok = ~np.isnan(mean)
-        dashed = row["variant"] == BASELINE and BASELINE not in names
-        ax.plot(lengths[ok], mean[ok], marker="o", ms=3, color=colour(row["variant"]), label=row["variant"],
-                linestyle="--" if dashed else styles[row["variant"]][1], lw=1 if dashed else 1.5)
-        band = ok & ~np.isnan(lo) & ~np.isnan(hi)
-        if band.any() and not dashed:
-            ax.fill_between(lengths[band], lo[band], hi[band], color=colour(row["variant"]), alpha=alpha, lw=0)
-    return members
 
 
 def plot_ppl_vs_length(table: pd.DataFrame, path: Path) -> None:
@@ -116,13 +49,13 @@ def plot_ppl_vs_length(table: pd.DataFrame, path: Path) -> None:
     cols = multiple_columns(table)
     rows = sorted(table.groupby(["protocol", *PANEL]).groups)
     fams = family_columns(table["variant"])
-    fig, axes = _family_grid(len(rows), len(fams))
+    fig, axes = family_grid(len(rows), len(fams))
     for r, (protocol, model, train_len) in enumerate(rows):
         sub = table[(table["protocol"] == protocol) & (table["model"] == model) & (table["train_len"] == train_len)]
         lengths = np.array([round(train_len * float(m[:-1])) for m in cols])
         for c, (fam, names) in enumerate(fams):
             ax = axes[r][c]
-            members = _family_lines(ax, sub, names, cols, lengths, scale=1.0, alpha=0.2)
+            members = family_lines(ax, sub, names, cols, lengths, scale=1.0, alpha=0.2)
             ax.axvline(train_len, color="grey", linestyle=":", linewidth=1)
             ax.set(xscale="log", yscale="log", title=f"{fam}\n{protocol}, {model}, trained at {train_len}")
             ax.title.set_fontsize(9)
@@ -150,7 +83,7 @@ def plot_per_position(evals: pd.DataFrame, per_position: Mapping[str, Mapping[st
     done = done[done["ppl"].notna()]
     rows = sorted(done.groupby(["protocol", *PANEL]).groups)
     fams = families_in(done["variant"])
-    fig, axes = _family_grid(len(rows), len(fams))
+    fig, axes = family_grid(len(rows), len(fams))
     for r, (protocol, model, train_len) in enumerate(rows):
         sub = done[(done["protocol"] == protocol) & (done["model"] == model) & (done["train_len"] == train_len)]
         for c, fam in enumerate(fams):
@@ -177,7 +110,7 @@ def plot_per_position(evals: pd.DataFrame, per_position: Mapping[str, Mapping[st
             ax.set_xscale("log")
             ax.xaxis.set_major_formatter(PLAIN)  # 100, not 10^2; no labels on minor ticks
             ax.xaxis.set_minor_formatter(NullFormatter())
-            _finish_panel(ax, f"{fam}\n{protocol}, {model}, trained at {train_len}", r == len(rows) - 1, first_in_grid_row(c, len(fams)),
+            finish_panel(ax, f"{fam}\n{protocol}, {model}, trained at {train_len}", r == len(rows) - 1, first_in_grid_row(c, len(fams)),
                           "position in window (1-based)", "mean loss (nats)", bool(ax.lines[1:]))
     fig.tight_layout()
     save(fig, path)
@@ -273,7 +206,7 @@ def plot_training_curves(runs: pd.DataFrame, histories: Mapping[str, pd.DataFram
     done = runs[runs["status"] == "completed"]
     rows = sorted(done.groupby(PANEL).groups)
     fams = families_in(done["encoding"])
-    fig, axes = _family_grid(len(rows), len(fams))
+    fig, axes = family_grid(len(rows), len(fams))
     for r, (model, train_len) in enumerate(rows):
         sub = done[(done["model"] == model) & (done["train_len"] == train_len)]
         for c, fam in enumerate(fams):
@@ -288,7 +221,7 @@ def plot_training_curves(runs: pd.DataFrame, histories: Mapping[str, pd.DataFram
                 if "val_loss" in both:
                     val = both.dropna(subset=["val_loss"]).groupby("step")["val_loss"].mean()
                     ax.plot(val.index, val.values, "o", ms=3, color=colour(encoding))
-            _finish_panel(ax, f"{fam}\ntraining: {model}, train_len {train_len}", r == len(rows) - 1, first_in_grid_row(c, len(fams)),
+            finish_panel(ax, f"{fam}\ntraining: {model}, train_len {train_len}", r == len(rows) - 1, first_in_grid_row(c, len(fams)),
                           "step", "loss (nats/byte)", bool(ax.lines))
     fig.tight_layout()
     save(fig, path)
@@ -318,7 +251,7 @@ def plot_during_training(curves: pd.DataFrame, path: Path) -> None:
             ax.yaxis.set_minor_formatter(PLAIN)
             if r == 1:
                 ax.axhline(1, color="grey", linestyle=":", linewidth=1)
-            _finish_panel(ax, f"{model}, trained at {train_len}", r == 1, c == 0, "training tokens", ylabel,
+            finish_panel(ax, f"{model}, trained at {train_len}", r == 1, c == 0, "training tokens", ylabel,
                           r == 0 and c == len(panels) - 1)
     fig.tight_layout()
     save(fig, path)
@@ -350,7 +283,7 @@ def plot_extension(curves: pd.DataFrame, scratch: pd.DataFrame, path: Path) -> N
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(PLAIN)
         ax.yaxis.set_minor_formatter(PLAIN)
-        _finish_panel(ax, f"{model}, trained at {train_len}, extended to {target}", True, True,
+        finish_panel(ax, f"{model}, trained at {train_len}, extended to {target}", True, True,
                       "fine-tuning steps at the target length", f"perplexity at {target} tokens", True)
     fig.tight_layout()
     save(fig, path)
@@ -365,14 +298,14 @@ def plot_task_accuracy(table: pd.DataFrame, path: Path) -> None:
     rows = sorted(table.groupby(["task", *PANEL]).groups)
     cols = sorted([c for c in table.columns if c.endswith("x")], key=lambda c: float(c[:-1]))
     fams = family_columns(table["variant"])
-    fig, axes = _family_grid(len(rows), len(fams))
+    fig, axes = family_grid(len(rows), len(fams))
     for r, (task, model, train_len) in enumerate(rows):
         sub = table[(table["task"] == task) & (table["model"] == model) & (table["train_len"] == train_len)]
         lengths = np.array([round(train_len * float(c[:-1])) for c in cols])
         chance = sub["chance"].dropna().unique()
         for c, (fam, names) in enumerate(fams):
             ax = axes[r][c]
-            members = _family_lines(ax, sub, names, cols, lengths, scale=100.0, alpha=0.15)
+            members = family_lines(ax, sub, names, cols, lengths, scale=100.0, alpha=0.15)
             ax.axvline(train_len, color="grey", linestyle=":", linewidth=1)
             if len(chance) == 1:
                 ax.axhline(100 * chance[0], color="grey", linestyle="--", linewidth=1, label="chance")
@@ -380,7 +313,7 @@ def plot_task_accuracy(table: pd.DataFrame, path: Path) -> None:
             ax.set_xticks(lengths, [str(x) for x in lengths])
             ax.xaxis.set_minor_formatter(NullFormatter())
             ax.set_ylim(-3, 103)
-            _finish_panel(ax, f"{fam}\n{task}, {model}, trained at {train_len}", r == len(rows) - 1,
+            finish_panel(ax, f"{fam}\n{task}, {model}, trained at {train_len}", r == len(rows) - 1,
                           first_in_grid_row(c, len(fams)), "evaluation length (tokens)",
                           f"{METRIC_WORDS[getattr(TASKS.find(task), 'metric', 'exact')]} (%)", len(members) > 0)
     fig.tight_layout()
@@ -442,7 +375,7 @@ def plot_attention(att: pd.DataFrame, path: Path) -> None:
                 ax.yaxis.set_minor_formatter(NullFormatter())
             ax.set_xticks(lengths, [str(x) for x in lengths])
             ax.xaxis.set_minor_formatter(NullFormatter())
-            _finish_panel(ax, f"{source}: {model}, trained at {train_len}", r == len(rows) - 1, True,
+            finish_panel(ax, f"{source}: {model}, trained at {train_len}", r == len(rows) - 1, True,
                           "evaluation length (tokens)", ylabel, c == 1)
     fig.tight_layout()
     save(fig, path)

@@ -3,7 +3,7 @@
 
 A smoke run (``train=smoke``: a few steps, to check that a config runs at all) beside runs of a
 real budget is left out of the report, with one line saying how many and why. Kept, it would be a
-"budget" of the real runs (posbench/report/budgets.py groups a row's runs by their steps) and, at
+"budget" of the real runs (posbench/report/budget/sweep.py groups a row's runs by their steps) and, at
 the same seeds, a second record of each seed in every cell. Grouping budgets only among runs that
 share every setting but the step count would keep it out of the budgets but not out of the cells;
 leaving it out is both simpler and the answer a researcher expects.

@@ -12,11 +12,11 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
-from posbench.report import figures
+from posbench.report.drawing import plot
 from posbench.report.map import points as P
 from posbench.report.analysis.verdicts import MILD_LIMIT
 
-plt = figures.plt
+plt = plot.plt
 
 
 def _x(pts: pd.DataFrame, axis_name: str, values, categories: list) -> np.ndarray:
@@ -44,7 +44,7 @@ def plot_axis(pts: pd.DataFrame, axis_name: str, tolerance: float, path: Path) -
             x = _x(pts, axis_name, g[axis_name], categories)
             if axis_name not in P.NUMERIC:  # categories: rows offset a little so that their bars stay apart
                 x = x + 0.06 * (i - len(variants) / 2)
-            kw = dict(color=figures.colour(variant), linestyle=figures.linestyle(variant), label=variant)
+            kw = dict(color=plot.colour(variant), linestyle=plot.linestyle(variant), label=variant)
             ax.plot(x, g["stat"], marker="o", ms=3, lw=1.4, **kw)
             ax.fill_between(x, g["stat_lo"].astype(float), g["stat_hi"].astype(float), color=kw["color"], alpha=0.12, lw=0)
         for y in (1 + tolerance, MILD_LIMIT):
@@ -62,7 +62,7 @@ def plot_axis(pts: pd.DataFrame, axis_name: str, tolerance: float, path: Path) -
         else:
             ax.set_xticks(range(len(categories)), [str(v) for v in categories])
         title = ", ".join(f"{k} {v}" for k, v in zip(keys, panel) if v != P.DEFAULT_CORPUS)
-        figures._finish_panel(ax, title, True, c == 0, P.AXIS_NAMES[axis_name],
+        plot.finish_panel(ax, title, True, c == 0, P.AXIS_NAMES[axis_name],
                               "verdict statistic (equal context, else M/1x)", c == len(panels) - 1)
     fig.tight_layout()
-    figures.save(fig, path)
+    plot.save(fig, path)

@@ -19,7 +19,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from posbench.report import budgets
+from posbench.report.budget import sweep
 
 from posbench.report.analysis import axis, bootstrap
 from posbench.report.load import corpus_of
@@ -74,8 +74,8 @@ def points(table: pd.DataFrame, runs: pd.DataFrame, ratio: str) -> pd.DataFrame:
         rows.append({"protocol": r["protocol"], "variant": r["variant"], SIZE: size, CORPUS: corpus,
                      TOKENIZER: tokenizer, TRAIN_LEN: int(r["train_len"]), "model": r["model"],
                      "params": float(params.get((r["model"], r["train_len"]), math.nan)),
-                     **({budgets.BUDGET: r[budgets.BUDGET]} if budgets.BUDGET in r else {}),
-                     "seeds": r.get("seeds"), "verdict": budgets.verdict_class(r.get("verdict")),
+                     **({sweep.BUDGET: r[sweep.BUDGET]} if sweep.BUDGET in r else {}),
+                     "seeds": r.get("seeds"), "verdict": sweep.verdict_class(r.get("verdict")),
                      "label": r.get("label", r.get("verdict")), "basis": EQUAL_CONTEXT if equal else ratio,
                      "stat": r[col], "stat_lo": r.get(f"{col}_lo"), "stat_hi": r.get(f"{col}_hi")})
     return pd.DataFrame(rows)
@@ -129,9 +129,9 @@ def axis_parts(evals: pd.DataFrame, pts: pd.DataFrame, axis_name: str, token_set
                replicates: int = bootstrap.REPLICATES, multiple: float | None = None,
                parts: dict | None = None) -> dict[tuple, tuple[str, bootstrap.Parts | None]]:
     """The verdict statistic per seed of every point on a line along ``axis_name``:
-    {(*line_keys, point): (statistic, Parts)} from budgets.row_parts (one budget per row: ``evals`` at
+    {(*line_keys, point): (statistic, Parts)} from sweep.row_parts (one budget per row: ``evals`` at
     each row's largest). ``parts``: row_parts already computed (one computation for every axis)."""
-    parts = budgets.row_parts(evals, token_sets, replicates, multiple) if parts is None else parts
+    parts = sweep.row_parts(evals, token_sets, replicates, multiple) if parts is None else parts
     by_cell = {k[:4]: v for k, v in parts.items()}  # (protocol, variant, model, train_len)
     keys = line_keys(axis_name)
     lines = pts.groupby(keys)[axis_name].transform("nunique") > 1

@@ -9,7 +9,7 @@ of evidence):
 * **holds across the axis**: the class is the same and decided at every point, and every step's
   change is bounded within +-``MARGIN`` per doubling of the axis (per step between categories) by an
   equivalence test (two one-sided tests at 5%: the 90% interval inside; the budget trend's margin,
-  report/budgets.py ``STABLE_MARGIN``);
+  report/budget/sweep.py ``STABLE_MARGIN``);
 * **changes**: otherwise, where some step's change, or the whole line's, is resolved (its 95%
   interval excludes no change): where, which way ("rises": the longer context costs more relative
   to its baseline, extrapolation worsens; "falls": it improves), the classes at both ends and the
@@ -17,7 +17,7 @@ of evidence):
 * **cannot be told**: neither: undecided points, steps with too few seeds or no interval, or changes
   that the seeds there are resolve neither way. The reason is said.
 
-The budget axis is read from the budget section's trend at each point (report/budgets.py ``trend``):
+The budget axis is read from the budget section's trend at each point (report/budget/sweep.py ``trend``):
 **holds** where every point's trend is "stable", **changes** where one is "moving" or "class stable,
 ratio moving", else **cannot be told**.
 """
@@ -26,13 +26,13 @@ from __future__ import annotations
 
 import pandas as pd
 
-from posbench.report import budgets
+from posbench.report.budget import sweep
 
 from posbench.report.analysis import axis
 from posbench.report.analysis.verdicts import UNDECIDED
 
 HOLDS, CHANGES, CANNOT = "holds across the axis", "changes", "cannot be told"
-MARGIN = budgets.STABLE_MARGIN
+MARGIN = sweep.STABLE_MARGIN
 MIN_SEEDS = 2
 DECIDED = ("flat", "mild", "broken")
 

@@ -4,7 +4,7 @@ when the compared encodings differ already at 1x."""
 
 from __future__ import annotations
 
-from posbench.report import budget
+from posbench.report.budget import convergence
 from posbench.report.drawing.document import Heading, Para, Table
 from posbench.report.section import SECTIONS, Output, Section
 
@@ -37,8 +37,8 @@ class Budget(Section):
         out.csv("convergence.csv", conv)
         blocks = [Heading("Training budget"),
                   Para(BRANCHES.format(improving=improving) if ctx.has_budgets else SINGLE.format(improving=improving)),
-                  Table(budget.convergence_table(budget.at_largest_budget(conv)))]
-        warnings = budget.spread_warnings(ctx.table, set(ctx.completed["encoding"]), spread)
+                  Table(convergence.convergence_table(convergence.at_largest_budget(conv)))]
+        warnings = convergence.spread_warnings(ctx.table, set(ctx.completed["encoding"]), spread)
         if warnings:
             blocks += [Para(f"**Warning:** the compared encodings differ by more than {spread:.0%} already at 1x, where "
                             "published perplexities differ by a few percent:"), *[Para(w) for w in warnings]]

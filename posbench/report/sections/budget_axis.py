@@ -1,15 +1,15 @@
 """Verdicts by training budget (runs of one configuration trained for several budgets, e.g. the
 cool-down branches of ``train.budgets``): each row's 1x perplexity and ratio with their intervals
 and verdict at every budget, its trend, and how far its 1x loss is from its floor
-(posbench/report/budgets.py)."""
+(posbench/report/budget/sweep.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from posbench.report import budgets
-from posbench.report.budget_figure import plot_budget_axis
+from posbench.report.budget import sweep
+from posbench.report.budget.figure import plot_budget_axis
 from posbench.report.drawing.document import Heading, Image, Para, Table
 from posbench.report.section import SECTIONS, Output, Section
 
@@ -66,8 +66,8 @@ class BudgetAxis(Section):
         out.figure("budgets.png", plot_budget_axis, plain, ratio, changes)
         shown = pd.DataFrame({
             "row": plain["variant"], "model": plain["model"], "train_len": plain["train_len"],
-            "budget (steps)": plain[budgets.BUDGET].astype(int),
-            "tokens": [f"{t / 1e6:.2f}M" for t in plain[budgets.TOKENS]],
+            "budget (steps)": plain[sweep.BUDGET].astype(int),
+            "tokens": [f"{t / 1e6:.2f}M" for t in plain[sweep.TOKENS]],
             "1x": [_cell(r, "1x") for _, r in plain.iterrows()],
             ratio: [_cell(r, ratio) for _, r in plain.iterrows()],
             "verdict": plain["label"] if "label" in plain else plain["verdict"]})
@@ -77,7 +77,7 @@ class BudgetAxis(Section):
         if not changes.empty:  # each budget's change from the one before, per doubling, paired by seed
             step = {(r["protocol"], r["variant"], r["model"], r["train_len"], int(r["to"])): r for _, r in changes.iterrows()}
             shown["change per doubling"] = [
-                _change(step.get((r["protocol"], r["variant"], r["model"], r["train_len"], int(r[budgets.BUDGET]))))
+                _change(step.get((r["protocol"], r["variant"], r["model"], r["train_len"], int(r[sweep.BUDGET]))))
                 for _, r in plain.iterrows()]
         if "far_gain" in plain and plain["far_gain"].notna().any():  # the window control beside the row it qualifies
             shown.insert(len(shown.columns) - 1, "window / full",
@@ -97,7 +97,7 @@ class BudgetAxis(Section):
                      "that budget). Each budget's numbers are the main table's for the records at that budget "
                      "[95% intervals over text and seeds]; the main table and the summary read the largest. "
                      + (CONTROL if "window / full" in shown else "")
-                     + TREND.format(margin=budgets.STABLE_MARGIN)),
+                     + TREND.format(margin=sweep.STABLE_MARGIN)),
                 Table(shown.reset_index(drop=True)),
                 Image("budgets.png", self.files[2].description),
                 Table(shown_trends)]

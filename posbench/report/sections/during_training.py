@@ -4,7 +4,8 @@ continues the training-budget section."""
 
 from __future__ import annotations
 
-from posbench.report import budget, figures
+from posbench.report import figures
+from posbench.report.budget import convergence
 from posbench.report.drawing.document import Image, Para, Table
 from posbench.report.section import SECTIONS, Output, Section
 
@@ -22,12 +23,12 @@ class DuringTraining(Section):
         curves, tolerance = ctx.during_training, ctx.options.tolerance
         out.csv("during_training.csv", curves)
         out.figure("during_training.png", figures.plot_during_training, curves)
-        wide, notes = budget.stability(curves, tolerance)
+        wide, notes = convergence.stability(curves, tolerance)
         return [Para("Evaluated during training (`eval.during_training`; nonoverlapping, on the tokens of the "
                      "tables): 1x perplexity and the longest multiple's ratio to it against training tokens. Under "
                      "the cosine schedule a point before the end is a model mid-schedule (learning rate still high), "
                      "not one trained to that budget; the last point is the tables' number."),
                 Image("during_training.png", self.files[1].description),
                 Para(f"Ratio and verdict at each evaluation step (mean over seeds; flat: within {tolerance:.0%} "
-                     f"of 1x, mild: up to {budget.MILD_LIMIT:g}×, broken: more). " + " ".join(notes)),
+                     f"of 1x, mild: up to {convergence.MILD_LIMIT:g}×, broken: more). " + " ".join(notes)),
                 Table(wide.fillna(""))]

@@ -4,7 +4,8 @@ contents. The sections after it explain and qualify these rows."""
 
 from __future__ import annotations
 
-from posbench.report import budget, headline, tasks
+from posbench.report import headline, tasks
+from posbench.report.budget import convergence
 from posbench.report.drawing.document import Contents, Heading, Para, Table
 from posbench.report.section import SECTIONS, Section
 
@@ -17,7 +18,7 @@ class Headline(Section):
         blocks = [Heading("Headline")]
         if ctx.has_lm:
             ratio = ctx.ratio_column
-            conv = budget.at_largest_budget(ctx.convergence)  # the budget the verdicts are read at
+            conv = convergence.at_largest_budget(ctx.convergence)  # the budget the verdicts are read at
             trends = ctx.budget_trends if ctx.has_budgets else None
             shown, keys, classes = headline.lm_headline(ctx.table, conv, trends=trends)
             blocks += [Table(shown, keys, classes, css="headline"),

@@ -11,10 +11,11 @@ import shutil
 
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import NullFormatter
 
 from posbench.core.errors import PosbenchError
 
-from posbench.report import figures
+from posbench.report.drawing import plot
 from posbench.report.drawing.document import Heading, Image, Para, Table
 from posbench.report.drawing.figure_layout import wrapped_grid
 from posbench.report.headline import with_interval
@@ -73,7 +74,7 @@ def plot_window_curves(curves: dict, path) -> None:
     over every seed's scored tokens, with a moving average; the dotted line marks train_len."""
     cells = sorted(curves, key=lambda c: tuple(map(str, c)))
     n_rows, n_cols = wrapped_grid(1, len(cells))
-    fig, axes = figures.plt.subplots(n_rows, n_cols, figsize=(3.6 * n_cols, 2.8 * n_rows), squeeze=False)
+    fig, axes = plot.plt.subplots(n_rows, n_cols, figsize=(3.6 * n_cols, 2.8 * n_rows), squeeze=False)
     for ax in axes.flat[len(cells):]:
         ax.set_visible(False)
     for i, (protocol, variant, model, train_len) in enumerate(cells):
@@ -82,19 +83,19 @@ def plot_window_curves(curves: dict, path) -> None:
         x = np.arange(1, L + 1)
         keep = ~np.isnan(full) & ~np.isnan(window)
         k = max(1, int(keep.sum()) // 64)  # moving average: few tokens per position are noisy
-        for curve, label, colour, style in ((full, variant, figures.colour(variant), "-"),
+        for curve, label, colour, style in ((full, variant, plot.colour(variant), "-"),
                                              (window, f"{variant}+swaL", "black", "--")):
             smooth = np.convolve(curve[keep], np.ones(k) / k, mode="valid")
             ax.plot(x[keep][k // 2: k // 2 + len(smooth)], smooth, color=colour, linestyle=style, lw=1.2, label=label)
         ax.axvline(train_len, color="grey", linestyle=":", linewidth=1)
         ax.set_xscale("log")
-        ax.xaxis.set_major_formatter(figures.PLAIN)
-        ax.xaxis.set_minor_formatter(figures.NullFormatter())
-        figures._finish_panel(ax, f"{variant}\n{protocol}, {model}, L={L} (trained at {train_len})",
+        ax.xaxis.set_major_formatter(plot.PLAIN)
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        plot.finish_panel(ax, f"{variant}\n{protocol}, {model}, L={L} (trained at {train_len})",
                               i >= len(cells) - n_cols, i % n_cols == 0, "position in window (1-based)",
                               "mean loss (nats)", True)
     fig.tight_layout()
-    figures.save(fig, path)
+    plot.save(fig, path)
 
 
 def committed_table(path) -> pd.DataFrame:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from posbench.report import budgets
+from posbench.report.budget import sweep
 from posbench.report.drawing.document import Heading, Image, Para, Table
 from posbench.report.map import points as P
 from posbench.report.map import words as W
@@ -25,7 +25,7 @@ def map_frames(ctx) -> dict:
         axes = P.spanned(pts)
         if not axes:
             return {"points": pts, "axes": [], "changes": pd.DataFrame(), "words": pd.DataFrame()}
-        parts = budgets.row_parts(ctx.evals, ctx.token_sets, multiple=ctx.multiple)  # once for every axis
+        parts = sweep.row_parts(ctx.evals, ctx.token_sets, multiple=ctx.multiple)  # once for every axis
         changes = {a: P.axis_changes(ctx.evals, pts, a, ctx.token_sets, multiple=ctx.multiple, parts=parts) for a in axes}
         rows = []
         for a in axes:
@@ -90,7 +90,7 @@ class Map(Section):
                           else (f"{r['stat']:.3f}" if pd.notna(r["stat"]) else "n/e") for _, r in pts.iterrows()],
             "params": [f"{p / 1e6:.2f}M" if pd.notna(p) else "" for p in pts["params"]]})
         cols = ["protocol", "variant", P.SIZE, "params", P.CORPUS, P.TOKENIZER, P.TRAIN_LEN] + \
-            ([budgets.BUDGET] if budgets.BUDGET in shown else []) + ["seeds", "label", "basis", "statistic"]
+            ([sweep.BUDGET] if sweep.BUDGET in shown else []) + ["seeds", "label", "basis", "statistic"]
         if ctx.has_budgets and not ctx.budget_trends.empty:
             trend = {(r["protocol"], r["variant"], r["model"], r["train_len"]): r["trend"] for _, r in ctx.budget_trends.iterrows()}
             shown["budget trend"] = [trend.get((r["protocol"], r["variant"], r["model"], r["train_len"]), "")

@@ -4,7 +4,7 @@ the ranking and the best, with the windowed controls apart."""
 
 from __future__ import annotations
 
-from posbench.report import budget
+from posbench.report.budget import convergence
 from posbench.report.drawing.document import Bullets, Heading
 from posbench.report.prose import protocol_items, scored_text_note, summary_lists
 from posbench.report.section import SECTIONS, Section
@@ -20,7 +20,7 @@ class Summary(Section):
     def build(self, ctx, out) -> list:
         protocols, same = protocol_items(ctx.evals)
         scored = [*protocols, same, scored_text_note(ctx.evals, ctx.token_sets),
-                  budget.budget_paragraph(budget.at_largest_budget(ctx.convergence), ctx.options.improving)]
+                  convergence.budget_paragraph(convergence.at_largest_budget(ctx.convergence), ctx.options.improving)]
         if not ctx.task_runs.empty:
             scored.append("The task runs are scored by accuracy, in their own section.")
         if ctx.has_budgets and not ctx.budget_trends.empty:
@@ -44,7 +44,7 @@ def budget_headline(trends) -> str:
     return text.strip()
 
 
-# the trend words of posbench/report/budgets.py (trend), each with the lead the summary lists it under
+# the trend words of posbench/report/budget/sweep.py (trend), each with the lead the summary lists it under
 TREND_LEADS = (("Stable (paired test, within 5% per doubling)", "stable: "), ("Class stable, ratio moving", "class stable, ratio moving "),
                ("Class stable, change not resolved", "class stable, change not resolved "), ("Moving", "moving: "),
                ("Undecided", "undecided: "))

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pandas as pd
 
 from posbench.encodings import encoding_class
-from posbench.report import budget, effective_length, figures, tasks
+from posbench.report import effective_length, figures, tasks
+from posbench.report.budget import convergence
 from posbench.report.drawing.document import Heading, Image, Para, Table
 from posbench.report.section import SECTIONS, Output, Section
 from posbench.tasks import TASKS
@@ -89,8 +90,8 @@ def _task_budget(task: str, conv, improving: float, mixed: bool) -> str:
     if mixed:
         note = (" With `loss: mixed` that objective includes the language-model loss on the text, which keeps "
                 "falling after the answers are learned: read the accuracy at train_len beside it.")
-    return budget.budget_paragraph(conv, improving, f"Training budget ({task})",
-                                   loss, budget.TASK_CONSEQUENCE) + note
+    return convergence.budget_paragraph(conv, improving, f"Training budget ({task})",
+                                   loss, convergence.TASK_CONSEQUENCE) + note
 
 
 def _effective_text() -> str:

@@ -15,7 +15,7 @@ import math
 
 import pandas as pd
 
-from posbench.report import budgets
+from posbench.report.budget import sweep
 
 from posbench.report.analysis import bootstrap
 from posbench.report.drawing.document import Heading, Para, Table
@@ -107,13 +107,13 @@ def partners_table(evals: pd.DataFrame, token_sets: dict | None, tolerance: floa
     """Every subword row beside both byte partners of the same encoding, where the byte arm was trained
     at several step counts: at the subword arm's steps (**equal steps**) and at the byte arm's largest
     other budget (**equal bytes**: the tokenizers preset gives the byte arm the subword arm's training
-    bytes, 1000 steps to 386). The verdict's statistic of each (budgets.row_parts: on equal context where
+    bytes, 1000 steps to 386). The verdict's statistic of each (sweep.row_parts: on equal context where
     rows have a window control) with its interval and class, and the contrast subword / bytes-at-equal-bytes
     split on the log scale into **steps** (bytes at equal steps over bytes at equal bytes) and
     **tokenizer** (subword over bytes at equal steps), each paired by seed (bootstrap.paired_change), with
     the share of the log-gap that steps carry (blank where the gap's interval holds 1: there is no gap to
     split). Empty where no subword row has both partners."""
-    parts = budgets.row_parts(evals, token_sets)
+    parts = sweep.row_parts(evals, token_sets)
     rows = []
     for (protocol, variant, model, train_len, steps), (statistic, sub) in sorted(parts.items(), key=lambda kv: tuple(map(str, kv[0]))):
         tok = tokenizer_of(model)

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from posbench.report import budgets
+from posbench.report.budget import sweep
 
 from posbench.report.analysis import axis
 from posbench.report.map import points as P
@@ -33,7 +33,7 @@ def map_records(spec, seeds=3, noise=0.005, models=None):
             runs.append(dict(run_id=rid, model=model, train_len=train_len, params=params[model], train_steps=600,
                              train_tokens=600 * 2048))
     runs = pd.DataFrame(runs)
-    return budgets.with_budgets(pd.DataFrame(out), runs), runs
+    return sweep.with_budgets(pd.DataFrame(out), runs), runs
 
 
 def words_along(evals, runs, axis_name):

@@ -4,7 +4,7 @@ training budget, its trend, and its distance from the fitted floor."""
 import math
 from types import SimpleNamespace
 
-from posbench.report import budgets
+from posbench.report.budget import sweep
 from posbench.report.sections.budget_axis import BudgetAxis, _cell
 from tests.helpers import records, run_section
 
@@ -14,10 +14,10 @@ def test_every_budget_of_every_row_with_its_interval(sweep_context, tmp_path):
     assert _cell({"1x": 5.0, "1x_lo": 4.5, "1x_hi": 5.5}, "1x") == "5.00 [4.50, 5.50]"
     assert _cell({"1x": math.nan}, "1x") == "n/e"
     evals = records({("a", 600): (6.0, 9.0), ("a", 1200): (5.0, 5.1), ("b", 600): (7.0, 7.0), ("b", 1200): (6.5, 6.4)})
-    table = budgets.budget_table(evals, 0.05)
-    changes = budgets.paired_changes(evals)
+    table = sweep.budget_table(evals, 0.05)
+    changes = sweep.paired_changes(evals)
     ctx = SimpleNamespace(has_lm=True, has_budgets=True, ratio_column="2x/1x", budget_table=table,
-                          budget_trends=budgets.trends(table, "2x/1x", changes), budget_changes=changes)
+                          budget_trends=sweep.trends(table, "2x/1x", changes), budget_changes=changes)
     assert BudgetAxis().applies(ctx)
     md, written = run_section(BudgetAxis, ctx, tmp_path)
     assert sorted(written) == ["budget_trends.csv", "budgets.csv", "budgets.png"]

@@ -3,7 +3,7 @@ than the budget; writes its points, changes, words and one figure per axis."""
 
 from types import SimpleNamespace
 
-from posbench.report import budgets
+from posbench.report.budget import sweep
 from posbench.report.sections.map import Map, map_frames
 from posbench.report.analysis.tables import main_table
 from tests.helpers import run_section
@@ -35,4 +35,4 @@ def test_no_map_where_the_runs_differ_only_in_budget():
     """One model, one training length, one corpus: the budget section says it all, the map is absent."""
     evals, runs = map_records({("a", 64): 1.0, ("b", 64): 1.5})
     assert not Map().applies(context(evals, runs))
-    assert budgets.BUDGET in evals  # records of one budget per row, as the report's main table reads
+    assert sweep.BUDGET in evals  # records of one budget per row, as the report's main table reads

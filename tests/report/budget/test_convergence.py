@@ -1,4 +1,4 @@
-"""posbench/report/budget.py: verdicts and their interval classes, the last doubling, and the
+"""posbench/report/budget/convergence.py: verdicts and their interval classes, the last doubling, and the
 warnings that keep a ratio from being read without its training budget."""
 
 import math
@@ -6,7 +6,7 @@ import math
 import pandas as pd
 import pytest
 
-from posbench.report.budget import (
+from posbench.report.budget.convergence import (
     at_largest_budget,
     budget_paragraph,
     convergence,
@@ -93,7 +93,7 @@ def test_stability_detects_a_verdict_that_flips():
 
 
 def test_interval_verdict_classes():
-    from posbench.report.budget import interval_verdict
+    from posbench.report.budget.convergence import interval_verdict
 
     assert interval_verdict(0.97, 1.04, 1.0, 0.05) == "flat"
     assert interval_verdict(1.06, 1.29, 1.1, 0.05) == "mild"

@@ -1,11 +1,11 @@
-"""posbench/report/budget_figure.py: 1x perplexity and the longest ratio against training tokens, one
+"""posbench/report/budget/figure.py: 1x perplexity and the longest ratio against training tokens, one
 line per row, one column of panels per (model, train_len)."""
 
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from posbench.report.budget_figure import plot_budget_axis
-from posbench.report.budgets import TOKENS
+from posbench.report.budget.figure import plot_budget_axis
+from posbench.report.budget.sweep import TOKENS
 
 
 def table(panels):

@@ -1,4 +1,4 @@
-"""posbench/report/budgets.py: the verdict of each row at every training budget, its trend, and the
+"""posbench/report/budget/sweep.py: the verdict of each row at every training budget, its trend, and the
 1x loss's distance from its fitted floor, on made-up records."""
 
 import math
@@ -7,18 +7,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from posbench.report import budgets
+from posbench.report.budget import sweep
 from tests.helpers import records
 
 
 def rows(spec):
     """spec: [(steps, verdict)] -> one row per budget."""
-    return pd.DataFrame([{budgets.BUDGET: s, "verdict": v} for s, v in spec])
+    return pd.DataFrame([{sweep.BUDGET: s, "verdict": v} for s, v in spec])
 
 
 def changes(spec):
     """spec: [(from, to, change, lo, hi, lo90, hi90)] -> paired_changes rows of one row."""
-    return pd.DataFrame([{"from": a, "to": b, "statistic": budgets.EQUAL, "change": c, "change_lo": lo, "change_hi": hi,
+    return pd.DataFrame([{"from": a, "to": b, "statistic": sweep.EQUAL, "change": c, "change_lo": lo, "change_hi": hi,
                           "change_lo90": lo90, "change_hi90": hi90, "p": 0.5, "seeds": 3} for a, b, c, lo, hi, lo90, hi90 in spec])
 
 
@@ -47,7 +47,7 @@ FLAT3 = [(1200, "flat"), (2400, "flat"), (4800, "flat")]
     ([(600, "flat")], [], "one budget"),
 ])
 def test_trend_words(spec, steps, words):
-    assert budgets.trend(rows(spec).sample(frac=1, random_state=0), changes(steps)) == words
+    assert sweep.trend(rows(spec).sample(frac=1, random_state=0), changes(steps)) == words
 
 
 def seeded(budget_ratio, seeds=3, noise=0.01):
@@ -63,13 +63,13 @@ def test_a_made_up_change_is_found_and_none_is_invented():
     the change inside its interval; a row whose ratio stays put (seed noise of 1%) is "stable"."""
     evals = seeded({("grows", 600): 1.5, ("grows", 1200): 1.95, ("grows", 2400): 2.535,
                     ("level", 600): 1.00, ("level", 1200): 1.00, ("level", 2400): 1.00})
-    found = budgets.paired_changes(evals)
+    found = sweep.paired_changes(evals)
     grows = found[found["variant"] == "grows"].sort_values("to")
     assert grows["change"].tolist() == pytest.approx([1.3, 1.3], rel=0.03)
     assert (grows["change_lo"] > 1).all() and (grows["change_lo"] <= 1.3).all() and (grows["change_hi"] >= 1.3).all()
     level = found[found["variant"] == "level"]
     assert (level["change_lo"] < 1).all() and (level["change_hi"] > 1).all()  # no change invented
-    trends = budgets.trends(budgets.budget_table(evals, 0.05), "2x/1x", found).set_index("variant")
+    trends = sweep.trends(sweep.budget_table(evals, 0.05), "2x/1x", found).set_index("variant")
     assert trends.loc["grows", "trend"].startswith("class stable, ratio moving (1200 to 2400 steps: x1.30")
     assert trends.loc["level", "trend"].startswith("stable: flat")
     assert trends.loc["grows", "last change"] == pytest.approx(1.3, rel=0.03)
@@ -78,32 +78,32 @@ def test_a_made_up_change_is_found_and_none_is_invented():
 def test_the_floor_of_a_power_law_is_found():
     tokens = np.array([0.6e6, 1.2e6, 2.4e6, 4.8e6, 9.6e6])
     loss = 1.5 + 40.0 * tokens ** -0.4
-    e, a, alpha = budgets.fit_floor(tokens, loss)
+    e, a, alpha = sweep.fit_floor(tokens, loss)
     assert e == pytest.approx(1.5, rel=0.02) and alpha == pytest.approx(0.4, rel=0.05)
-    assert all(math.isnan(v) for v in budgets.fit_floor(tokens[:3], loss[:3]))  # fewer than four budgets: no fit
+    assert all(math.isnan(v) for v in sweep.fit_floor(tokens[:3], loss[:3]))  # fewer than four budgets: no fit
 
 
 def test_a_pure_power_law_has_no_floor_and_nothing_is_above_it():
     """A fit that presses E against 0 found no floor: E is 0, and "above floor" is not a huge percentage."""
     tokens = np.array([0.6e6, 1.2e6, 2.4e6, 4.8e6])
     loss = 300.0 * tokens ** -0.45
-    e, _, alpha = budgets.fit_floor(tokens, loss)
+    e, _, alpha = sweep.fit_floor(tokens, loss)
     assert e == 0.0 and alpha == pytest.approx(0.45, rel=0.05)
     evals = records({("a", b): (float(np.exp(v)), float(np.exp(v))) for b, v in zip((600, 1200, 2400, 4800), loss)})
-    trends = budgets.trends(budgets.budget_table(evals, 0.05), "2x/1x")
+    trends = sweep.trends(sweep.budget_table(evals, 0.05), "2x/1x")
     assert trends["floor E"].tolist() == [0.0] and math.isnan(trends["above floor"].iloc[0])
 
 
 def test_the_main_table_reads_the_largest_budget_and_the_budget_table_every_one():
     evals = records({("a", 600): (6.0, 9.0), ("a", 1200): (5.0, 5.1), ("b", 600): (7.0, 7.0), ("b", 1200): (6.5, 6.4)})
-    assert budgets.has_budgets(evals) and not budgets.has_budgets(evals[evals[budgets.BUDGET] == 600])
-    assert set(budgets.largest_budget(evals)[budgets.BUDGET]) == {1200}
-    table = budgets.budget_table(evals, 0.05)
-    assert sorted(zip(table["variant"], table[budgets.BUDGET])) == [("a", 600), ("a", 1200), ("b", 600), ("b", 1200)]
-    a = table[table["variant"] == "a"].set_index(budgets.BUDGET)
+    assert sweep.has_budgets(evals) and not sweep.has_budgets(evals[evals[sweep.BUDGET] == 600])
+    assert set(sweep.largest_budget(evals)[sweep.BUDGET]) == {1200}
+    table = sweep.budget_table(evals, 0.05)
+    assert sorted(zip(table["variant"], table[sweep.BUDGET])) == [("a", 600), ("a", 1200), ("b", 600), ("b", 1200)]
+    a = table[table["variant"] == "a"].set_index(sweep.BUDGET)
     assert a.loc[600, "1x"] == pytest.approx(6.0, rel=1e-3) and a.loc[1200, "2x/1x"] == pytest.approx(5.1 / 5.0, rel=1e-3)
-    assert a.loc[600, budgets.TOKENS] == 600 * 256
-    trends = budgets.trends(table, "2x/1x", budgets.paired_changes(evals)).set_index("variant")
+    assert a.loc[600, sweep.TOKENS] == 600 * 256
+    trends = sweep.trends(table, "2x/1x", sweep.paired_changes(evals)).set_index("variant")
     assert trends.loc["a", "largest"] == 1200 and trends.loc["a", "trend"].startswith("moving: broken at 600 to flat at 1200")
     assert trends.loc["a", "1x fall"].startswith("600->1200 -")
 
@@ -113,7 +113,7 @@ def test_rows_of_their_own_steps_are_no_budget_axis():
     different rows make no budget axis, and none of their records is dropped."""
     evals = records({("alibi", 600): (6.0, 6.0), ("alibi@4x+ft4", 604): (5.9, 5.9)})
     evals.loc[evals["variant"] == "alibi@4x+ft4", "variant"] = "alibi@4x+ft4"
-    assert not budgets.has_budgets(evals)
+    assert not sweep.has_budgets(evals)
 
 
 def test_a_budget_sweep_is_reported_with_every_branch_in_the_budget_table(compose, tmp_path, text_corpus,
