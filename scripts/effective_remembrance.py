@@ -4,6 +4,9 @@ the end of a window of multiple x train_len tokens changes when the window's fir
 
     python scripts/effective_remembrance.py RUN_OR_FOLDER... --out results/effrem \
         [--multiple 16] [--windows 16] [--cuts 17] [--only nope,rope,alibi] [--steps 1200]
+    python scripts/effective_remembrance.py --values results/effrem/effrem.csv --out results/effrem
+
+(the second: the summary and figure again from saved values, no model run.)
 
 Writes effrem.csv (per run, cut and window), effrem_summary.csv (per row and cut: mean, 95% interval
 over seeds and windows) and effrem.png into --out, and prints the summary at three cuts. Bad input
@@ -25,7 +28,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from posbench.core.errors import PosbenchError  # noqa: E402
-from posbench.jobs.effective_remembrance import compute, write  # noqa: E402
+from posbench.jobs.effective_remembrance import compute  # noqa: E402
+from posbench.report.effective_remembrance import write  # noqa: E402
 
 
 def draw(summary: pd.DataFrame, path: Path) -> None:
@@ -43,7 +47,7 @@ def draw(summary: pd.DataFrame, path: Path) -> None:
     ax.set_ylabel("EffRem_T(t)   (total variation, 0..1)")
     ax.set_ylim(0, 1)
     ax.set_title("Effective remembrance: how much the window's last prediction changes without its first t tokens\n"
-                 "(mean over seeds and windows, 95% band; 0 = the removed tokens did not matter)", fontsize=9)
+                 "(mean over seeds and windows, 95% interval over seeds and text; 0 = the removed tokens did not matter)", fontsize=9)
     ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -67,7 +71,8 @@ def table(summary: pd.DataFrame) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("runs", nargs="+", help="run directories, or folders of them")
+    parser.add_argument("runs", nargs="*", help="run directories, or folders of them")
+    parser.add_argument("--values", default=None, help="an effrem.csv written before: summarise it, run no model")
     parser.add_argument("--out", required=True, help="folder for effrem.csv, effrem_summary.csv, effrem.png")
     parser.add_argument("--multiple", type=int, default=16, help="window length T in multiples of train_len (16)")
     parser.add_argument("--windows", type=int, default=16, help="windows per run (16)")
@@ -77,9 +82,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(levelname)s] %(message)s", datefmt="%H:%M:%S")
     try:
-        values = compute(args.runs, args.multiple, args.windows, args.cuts,
-                         only=[e for e in args.only.split(",") if e], steps=args.steps)
-    except PosbenchError as e:
+        if (args.values is None) == (not args.runs):
+            raise PosbenchError("give run directories or --values <effrem.csv>, one of the two")
+        values = pd.read_csv(args.values) if args.values else compute(
+            args.runs, args.multiple, args.windows, args.cuts, only=[e for e in args.only.split(",") if e], steps=args.steps)
+    except (PosbenchError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     out = Path(args.out)

@@ -5,12 +5,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 
 from posbench.core.errors import PosbenchError
-from posbench.jobs.effective_remembrance import bootstrap_mean, compute, run_dirs, summarise
+from posbench.jobs.effective_remembrance import compute, run_dirs
+from posbench.report.effective_remembrance import summarise
 
 ROOT = Path(__file__).parents[2]
 
@@ -26,15 +26,6 @@ def test_curves_of_the_shared_sweep_per_row_with_intervals(sweep, tmp_path):
     assert (summary["kept"] == summary["T"] - summary["t"]).all()
 
 
-def test_the_interval_resamples_seeds_and_windows():
-    rng = np.random.default_rng(0)
-    same = {0: np.full(5, 0.3), 1: np.full(5, 0.3)}
-    assert bootstrap_mean(same, rng, n=200) == pytest.approx((0.3, 0.3, 0.3))
-    apart = {0: np.full(5, 0.1), 1: np.full(5, 0.5)}
-    mean, lo, hi = bootstrap_mean(apart, rng, n=400)
-    assert mean == pytest.approx(0.3) and lo == pytest.approx(0.1) and hi == pytest.approx(0.5)
-
-
 def test_the_script_writes_its_tables_and_figure(sweep, tmp_path):
     runs, _, _ = sweep
     out = tmp_path / "effrem"
@@ -44,6 +35,11 @@ def test_the_script_writes_its_tables_and_figure(sweep, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert {p.name for p in out.iterdir()} == {"effrem.csv", "effrem_summary.csv", "effrem.png"}
     assert "| rope (" in proc.stdout and len(pd.read_csv(out / "effrem_summary.csv")) > 0
+    again = tmp_path / "again"  # the summary again from the saved values, no model run
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "effective_remembrance.py"), "--values",
+                           str(out / "effrem.csv"), "--out", str(again)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert (again / "effrem_summary.csv").read_text() == (out / "effrem_summary.csv").read_text()
 
 
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path):
@@ -52,6 +48,9 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path):
                            "--out", str(out)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "neither a run directory" in proc.stderr
     assert not out.exists()
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "effective_remembrance.py"), "--out", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "one of the two" in proc.stderr and not out.exists()
     with pytest.raises(PosbenchError, match="cuts >= 2"):
         compute([tmp_path], multiple=2, n_windows=2, n_cuts=1)
     with pytest.raises(PosbenchError, match="neither a run directory"):
