@@ -34,6 +34,7 @@ from posbench.evaluation.scored_text import check_corpus_fits
 from posbench.evaluation.settings import EvalConfig
 from posbench.evaluation.variants import settings_without_rows
 from posbench.evaluation.windows import eval_lengths
+from posbench.mixers import ATTENTION
 from posbench.model.transformer import ModelConfig
 from posbench.store.identity import run_id
 from posbench.tasks import LM, Task, task_class
@@ -274,6 +275,15 @@ class RunSpec:
     @property
     def is_extension(self) -> bool:
         return self.extend.length is not None
+
+    @property
+    def row(self) -> str:
+        """The row's name in progress bars and log lines: the encoding, or for a model with recurrent
+        layers its model name with its attention layers' encoding (``small_hybrid/p_rope``; a pure
+        recurrent model ``small_gdn``), as the report names the hybrids' rows by the model."""
+        if all(m == ATTENTION for m in self.model.mixers):
+            return self.encoding.name
+        return self.model.name + (f"/{self.encoding.name}" if ATTENTION in self.model.mixers else "")
 
     @property
     def run_id(self) -> str:

@@ -85,3 +85,10 @@ def test_configs_of_early_runs_still_read(compose, tmp_path):
     saved["train"]["position_lr_mult"] = 10.0
     spec = RunSpec.from_config(saved)
     assert spec.encoding.lr_mult == 10.0 and spec.run_id == run_id(saved)
+
+
+@pytest.mark.parametrize("hybrid, row", [("rope", "rope"), ("gdn", "small_gdn"), ("qwen3_next", "small_hybrid/p_rope")])
+def test_a_row_is_named_by_its_encoding_or_its_layer_pattern(compose, tmp_path, hybrid, row):
+    # progress bars and logs name a recurrent row by its model, not by the unused attention encoding
+    spec = compose("experiment=hybrids", f"+hybrid={hybrid}", f"runs_dir={tmp_path}")
+    assert spec.row == row

@@ -170,7 +170,7 @@ class Trunk:
         result = train_model(
             model, TrainingData(corpus.train, corpus.val, spec.train_len, spec.seed, spec.task.build()), tc, device,
             rules=StepRules.of(tc, probes, validate_at, snapshots=missing),
-            hooks=Hooks(desc=f"trunk {spec.encoding.name} L={spec.train_len}", resume_dir=self.dir, probe=probe,
+            hooks=Hooks(desc=f"trunk {spec.row} L={spec.train_len}", resume_dir=self.dir, probe=probe,
                         snapshot_path=lambda k: snapshot_path(self.dir, k)),
             lr_mult=spec.encoding.lr_mult, compile=spec.runtime.compile, attention=spec.runtime.attention,
         )

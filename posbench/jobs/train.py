@@ -236,7 +236,7 @@ def _train_and_evaluate(spec: RunSpec, rid: str, run_dir: Path, corpus, parent: 
     resolved = spec.resolved()
     write_config(run_dir, resolved)
     write_corpus(run_dir, corpus_stats(corpus))  # what a resume after a kill checks the corpus against
-    log.info("run %s: %s, %d parameters, %s", rid, spec.encoding.name, model.num_params(), describe(device))
+    log.info("run %s: %s, %d parameters, %s", rid, spec.row, model.num_params(), describe(device))
     tracker = make_tracker(spec.logger, rid, run_dir, resolved)
     task = spec.task.build()
     metrics = new_metrics(
@@ -260,7 +260,7 @@ def _train_and_evaluate(spec: RunSpec, rid: str, run_dir: Path, corpus, parent: 
         if train_cfg.steps > 0:
             if word is not None:
                 word.give(True)  # the other processes of a data-parallel run train with this one
-            desc = f"train {spec.encoding.name}{spec.extend.tag(spec.train_len)}{'' if spec.task.is_lm else ' ' + task.name} L={window}"
+            desc = f"train {spec.row}{spec.extend.tag(spec.train_len)}{'' if spec.task.is_lm else ' ' + task.name} L={window}"
             data = TrainingData(corpus.train, corpus.val, window, spec.seed,
                                 extension.training_task(spec.extend, spec.train_len, task) if parent else task,  # state passing: a stream
                                 extension.training_positions(spec.extend, spec.train_len, spec.seed) if parent else None)
