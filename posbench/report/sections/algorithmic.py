@@ -1,10 +1,10 @@
 """The algorithmic suite's section, "Algorithmic length generalisation by level": the Chomsky-hierarchy tasks
 and flip-flop (posbench/tasks/algorithmic.py), per level, with the score beyond the training range as Ruoss
-et al. 2023 define it (posbench/report/algorithmic.py)."""
+et al. 2023 define it (posbench/report/tasks/algorithmic.py)."""
 
 from __future__ import annotations
 
-from posbench.report import algorithmic
+from posbench.report.tasks import algorithmic
 from posbench.report.drawing.document import Heading, Para, Table
 from posbench.report.section import SECTIONS, Output, Section
 
