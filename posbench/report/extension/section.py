@@ -1,4 +1,4 @@
-"""Context extension by fine-tuning (extension runs, posbench/training/extend.py): perplexity at the target
+"""The extension's report section, context extension by fine-tuning (extension runs, posbench/training/extend.py): perplexity at the target
 length against fine-tuning steps, beside the encoding trained from scratch at that length."""
 
 from __future__ import annotations
