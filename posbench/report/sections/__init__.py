@@ -16,8 +16,8 @@ section that is a topic of its own) and the ``section.py`` of each topic package
     map (43)              map/: verdicts across training length, size, corpus, tokenizer: per axis holds / changes / cannot be told
     extension (50)        extension/: fine-tuned context extension against steps (extend runs)
     decision_guide (55)   which RoPE context extension to use, per target length
-    tasks (60)            synthetic tasks: accuracy, effective length, heatmaps
-    algorithmic (65)      the algorithmic suite by Chomsky level
+    tasks (60)            tasks/: synthetic tasks: accuracy, effective length, heatmaps
+    algorithmic (65)      tasks/: the algorithmic suite by Chomsky level
     attention (70)        attention distance and entropy (eval.attention_stats)
     per_position (80)     loss by position at the longest length
     training_curves (90)  training and validation loss against step

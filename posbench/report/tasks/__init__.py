@@ -6,4 +6,5 @@ frames.py            task records and attention diagnostics into tables: accurac
 effective_length.py  claimed vs effective length (RULER's and NoLiMa's rules)
 algorithmic.py       the algorithmic suite by Chomsky level, Ruoss et al.'s score beyond training
 figure.py            accuracy against evaluation length, and one length x condition heatmap per task
+section.py           the tasks and algorithmic sections
 """
