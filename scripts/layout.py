@@ -165,10 +165,17 @@ def plugin_lines() -> list[str]:
     for folder, module, attr, what in PLUGINS:
         registry = getattr(importlib.import_module(module), attr)
         by_module: dict[str, list[str]] = {}
+        in_topics: dict[str, list[str]] = {}  # a topic package's own module beside the folder (registry.topic_module)
         for name in registry.builtins():
-            obj = registry.get(name)
-            by_module.setdefault(obj.__module__.rsplit(".", 1)[1] + ".py", []).append(name)
+            home, _, leaf = registry.get(name).__module__.rpartition(".")
+            if home == registry.builtin_package:
+                by_module.setdefault(leaf + ".py", []).append(name)
+            else:
+                in_topics.setdefault(f"{home.rpartition('.')[2]}/{leaf}.py", []).append(name)
         listed = ", ".join(f"{m} ({', '.join(f'`{n}`' for n in names)})" for m, names in sorted(by_module.items()))
+        if in_topics:
+            listed += "; and in the topic packages beside it: " + ", ".join(
+                f"{m} ({', '.join(f'`{n}`' for n in names)})" for m, names in sorted(in_topics.items()))
         out += wrapped(f"- `{folder}/`, {what} (`{module}.{attr}`; other packages' through the entry-point group "
                        f"`{registry.group}`): {listed}.", "  ")
     return out

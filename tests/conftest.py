@@ -181,13 +181,13 @@ def sweep_report(sweep, tmp_path_factory):
 def sweep_context(sweep):
     """The report's context of the shared sweep (every run read once, the report's default options):
     for tests of one report section or of the frames the sections share."""
-    from posbench.report import tasks
+    from posbench.report.tasks import frames as task_frames
     from posbench.report.budget import convergence
     from posbench.report.context import Options, ReportContext
     from posbench.report.pipeline import DEFAULT_TOLERANCE
 
     runs, _, _ = sweep
-    options = Options(DEFAULT_TOLERANCE, convergence.DEFAULT_IMPROVING, convergence.DEFAULT_SPREAD, tasks.DEFAULT_THRESHOLD)
+    options = Options(DEFAULT_TOLERANCE, convergence.DEFAULT_IMPROVING, convergence.DEFAULT_SPREAD, task_frames.DEFAULT_THRESHOLD)
     return ReportContext.load(runs, options)
 
 

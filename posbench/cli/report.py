@@ -13,7 +13,7 @@ from pathlib import Path
 from posbench.core.errors import PosbenchError, user_errors
 from posbench.core.tracking import log_report
 from posbench.core.version import version_text
-from posbench.report import tasks
+from posbench.report.tasks import frames as task_frames
 from posbench.report.budget import convergence
 from posbench.report.comparison import Request as ComparisonRequest
 from posbench.report.context import Options
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> None:
                              "doubling of steps (default 0.02)")
     parser.add_argument("--spread", type=float, default=convergence.DEFAULT_SPREAD,
                         help="warn when compared encodings' 1x perplexities differ by more than this fraction (default 0.1)")
-    parser.add_argument("--threshold", type=float, default=tasks.DEFAULT_THRESHOLD,
+    parser.add_argument("--threshold", type=float, default=task_frames.DEFAULT_THRESHOLD,
                         help="tasks: effective context length keeps accuracy at or above this fraction, 0 to 1 (default 0.8)")
     parser.add_argument("--protocols", default=None,
                         help="comma-separated evaluation protocols to report (default: every one found)")

@@ -2,7 +2,10 @@
 protocols, report sections. Each finds a name in three places, in this order:
 
 1. **built-ins**: classes in posbench that register themselves with ``@REGISTRY.register("name")``
-   (the modules of a built-in package are imported on first use, so adding one is one file);
+   (the modules of a built-in package are imported on first use, so adding one is one file; where
+   the registry names a ``topic_module``, that module of each package beside the built-in package
+   too: report sections live in posbench/report/sections/ or in a topic's own package, as
+   posbench/report/<topic>/section.py, so that a topic is one folder);
 2. **installed plug-ins**: an entry point in the kind's group of another installed package, e.g. in
    its ``pyproject.toml``::
 
@@ -30,6 +33,7 @@ import contextlib
 import importlib
 import importlib.util
 import logging
+import os
 import pkgutil
 import sys
 import threading
@@ -128,13 +132,16 @@ def _module_file(module: str | None) -> str | None:
 
 class Registry(Generic[T]):
     """Names -> plug-ins of one kind. ``builtin_package``: the posbench package whose modules hold
-    the built-ins (imported on first lookup); ``group``: the entry-point group of installed ones;
-    ``check``: called on every plug-in loaded from outside posbench (its interface, one line)."""
+    the built-ins (imported on first lookup); ``topic_module``: a module name that holds built-ins too
+    in each package beside ``builtin_package`` that has one (``section``: posbench/report/budget/section.py);
+    ``group``: the entry-point group of installed ones; ``check``: called on every plug-in loaded from
+    outside posbench (its interface, one line)."""
 
     def __init__(self, kind: str, group: str, builtin_package: str | None = None,
                  check: Callable[[str, Any], None] | None = None,
-                 sort: bool | Callable[[Any], Any] = True):
+                 sort: bool | Callable[[Any], Any] = True, topic_module: str | None = None):
         self.kind, self.group, self.builtin_package, self._check = kind, group, builtin_package, check
+        self.topic_module = topic_module
         # True: by name; False: in the order they registered (a sequence of methods in one module); a
         # function: by its value for each built-in (built-ins spread over modules, which load in name order)
         self.sort = sort
@@ -166,12 +173,28 @@ class Registry(Generic[T]):
                 return
             self._discovering = True
             try:
-                package = importlib.import_module(self.builtin_package)
-                for mod in pkgutil.iter_modules(package.__path__):
-                    if not mod.name.startswith("_"):
-                        importlib.import_module(f"{self.builtin_package}.{mod.name}")
+                for module in self.builtin_modules():
+                    importlib.import_module(module)
             finally:
                 self._discovering, self._discovered = False, True
+
+    def builtin_modules(self) -> list[str]:
+        """The modules that hold the built-ins, in the order they are imported: every module of
+        ``builtin_package``, then ``<package>.<topic_module>`` of each package beside it that has one."""
+        if self.builtin_package is None:
+            return []
+        package = importlib.import_module(self.builtin_package)
+        modules = [f"{self.builtin_package}.{mod.name}" for mod in pkgutil.iter_modules(package.__path__)
+                   if not mod.name.startswith("_")]
+        if self.topic_module:
+            parent = importlib.import_module(self.builtin_package.rpartition(".")[0])
+            for mod in pkgutil.iter_modules(parent.__path__):
+                topic = f"{parent.__name__}.{mod.name}"
+                inside = [os.path.join(folder, mod.name) for folder in parent.__path__]  # read, not imported
+                if mod.ispkg and not mod.name.startswith("_") and topic != self.builtin_package and any(
+                        m.name == self.topic_module for m in pkgutil.iter_modules(inside)):
+                    modules.append(f"{topic}.{self.topic_module}")
+        return modules
 
     # -- lookups ------------------------------------------------------------------------------------
     def builtins(self) -> list[str]:

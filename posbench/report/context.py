@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from posbench.core.errors import PosbenchError
-from posbench.report import tasks
+from posbench.report.tasks import frames as task_frames
 from posbench.report.budget import convergence, sweep
 from posbench.report.committed import load_committed
 from posbench.report.comparison import Request as ComparisonRequest
@@ -232,7 +232,7 @@ class ReportContext:
 
     @cached_property
     def _task_frames(self) -> tuple[pd.DataFrame, pd.DataFrame]:
-        return tasks.task_frame(self.all_completed, self.configs)
+        return task_frames.task_frame(self.all_completed, self.configs)
 
     @property
     def task_records(self) -> pd.DataFrame:
@@ -245,7 +245,7 @@ class ReportContext:
 
     @cached_property
     def attention(self) -> pd.DataFrame:
-        return self.recorded.attention if self.recorded is not None else tasks.attention_frame(self.all_completed)
+        return self.recorded.attention if self.recorded is not None else task_frames.attention_frame(self.all_completed)
 
     @cached_property
     def unevaluated(self) -> pd.DataFrame:

@@ -2,7 +2,7 @@
 variants) with its verdict, the numbers that support it and the budget it was read at.
 
 Display only: every number is read from the main table (posbench/report/analysis/tables.py), the task table
-(posbench/report/tasks.py) or the runs' convergence (posbench/report/budget/convergence.py) and printed with the
+(posbench/report/tasks/frames.py) or the runs' convergence (posbench/report/budget/convergence.py) and printed with the
 same precision as there; nothing is computed here that those do not already state. Each builder
 returns (shown, keys, row classes): the text cells, the numbers the HTML sorts them by, and a CSS
 class per row (``control`` for a chance row)."""

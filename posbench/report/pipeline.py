@@ -22,7 +22,7 @@ import pandas as pd
 from posbench.core.errors import PosbenchError
 from posbench.core.files import atomic_write_text
 from posbench.core.registry import plugin_code
-from posbench.report import tasks
+from posbench.report.tasks import frames as task_frames
 from posbench.report.budget import convergence
 from posbench.report.context import Options, ReportContext
 from posbench.report.drawing.document import Heading, Image, Para, Table, render
@@ -157,7 +157,7 @@ def make_report(runs_dir: Path | list[Path], out_dir: Path, options: Options) ->
 
 def build_report(runs_dir: Path, out_dir: Path, tolerance: float = DEFAULT_TOLERANCE, protocols: list[str] | None = None,
                  improving: float = convergence.DEFAULT_IMPROVING, spread: float = convergence.DEFAULT_SPREAD,
-                 threshold: float = tasks.DEFAULT_THRESHOLD) -> Path:
+                 threshold: float = task_frames.DEFAULT_THRESHOLD) -> Path:
     """The report of the runs below ``runs_dir``, written into ``out_dir``; returns report.md."""
     return make_report(runs_dir, out_dir, Options(tolerance, improving, spread, threshold, protocols)).path
 

@@ -6,7 +6,9 @@ builds everything that follows from that declaration: the "Files" list at the en
 longer applies (a figure must not outlive its data). ``build`` receives the ReportContext, where
 every run was read once, and a ``SectionOutput`` that writes only the files the section declared.
 
-Built-in sections are the modules of posbench/report/sections/, registered with
+Built-in sections are the modules of posbench/report/sections/ (a section that is a topic of its
+own) and the ``section.py`` of each topic package of posbench/report/ (posbench/report/budget/section.py:
+a topic with frames, a figure and words of its own is one folder), registered with
 ``@SECTIONS.register("name")``; another package adds one through the entry-point group
 ``posbench.report_sections`` (posbench/core/registry.py)::
 
@@ -78,7 +80,7 @@ class Section:
 
 
 SECTIONS: Registry[type[Section]] = Registry("report section", "posbench.report_sections", "posbench.report.sections",
-                                              subclass_check(Section))
+                                              subclass_check(Section), topic_module="section")
 
 
 class SectionOutput:

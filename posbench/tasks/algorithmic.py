@@ -21,7 +21,7 @@ length up to their test maximum (1x scores the upper half of the training length
 Scoring as the references do: ``token_accuracy``, the fraction of target tokens whose argmax is
 right (their ``accuracy_fn``: the masked mean over output tokens), and ``exact`` (every target token
 right). Ruoss et al.'s headline is that accuracy averaged uniformly over the test lengths beyond
-training (posbench/report/algorithmic.py weights each band by the lengths it holds).
+training (posbench/report/tasks/algorithmic.py weights each band by the lengths it holds).
 
 Deviation: the references encode tokens one-hot over the task's own alphabet; here they are bytes
 ('0', '1', ...) of the byte vocabulary every encoding runs on.

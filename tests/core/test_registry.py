@@ -38,6 +38,32 @@ def test_built_ins_are_found_by_name_and_named_by_it():
         reg.register("plain")(dict)
 
 
+
+def test_a_topic_package_s_own_module_holds_built_ins_beside_the_built_in_package(tmp_path, monkeypatch):
+    """With ``topic_module``, the built-ins are the modules of the built-in package and that module of each
+    package beside it (a report topic's section.py): a new topic is one folder, listed nowhere; a package
+    without that module, and its other modules, are not imported."""
+    import sys
+
+    root = tmp_path / "wing"
+    files = {"__init__.py": "", "registry.py": "from posbench.core.registry import Registry\n"
+             "REG = Registry('part', 'posbench.test_parts', 'wing.parts', topic_module='section')\n",
+             "parts/__init__.py": "", "parts/plain.py": "from wing.registry import REG\nREG.register('plain')(type('Plain', (), {}))\n",
+             "topic/__init__.py": "", "topic/section.py": "from wing.registry import REG\nTOPICAL = REG.register('topical')(type('Topical', (), {}))\n",
+             "topic/frames.py": "raise RuntimeError('not a section: never imported')\n",
+             "shared/__init__.py": "", "shared/tables.py": "raise RuntimeError('no section here: never imported')\n"}
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in [m for m in sys.modules if m == "wing" or m.startswith("wing.")]:
+        monkeypatch.delitem(sys.modules, name)
+    from wing.registry import REG  # noqa: the planted package above
+
+    assert REG.builtin_modules() == ["wing.parts.plain", "wing.topic.section"]
+    assert REG.builtins() == ["plain", "topical"] and REG.get("topical").__module__ == "wing.topic.section"
+    assert "wing.topic.frames" not in sys.modules and "wing.shared.tables" not in sys.modules
+
 def test_an_unknown_name_is_one_line_with_the_valid_ones():
     with pytest.raises(PosbenchError) as e:
         make_registry().get("fancy")

@@ -130,7 +130,9 @@ def test_the_old_import_paths_of_the_plugin_api_still_work():
 @pytest.mark.parametrize("registry", ["encodings", "tasks", "variants", "protocols", "rope_scalings", "sections"])
 def test_each_builtin_plugin_is_one_file_that_registers_itself(registry):
     """Adding an encoding, task, variant, protocol or report section is one new module in its package
-    (found by the registry's discovery), with no list elsewhere to edit."""
+    (found by the registry's discovery), with no list elsewhere to edit. A registry with a ``topic_module``
+    (report sections: ``section``) also finds that module in each package beside its own: a report topic
+    is one folder, posbench/report/<topic>/ with its section.py, and nothing here lists the topics."""
     from posbench.attention.rope_scalings import ROPE_SCALINGS
     from posbench.encodings import ENCODINGS
     from posbench.evaluation.protocols import PROTOCOLS
@@ -146,10 +148,17 @@ def test_each_builtin_plugin_is_one_file_that_registers_itself(registry):
         return
     package = Path(sys.modules[reg.builtin_package].__file__).parent
     modules = {p.stem for p in package.glob("*.py")}
+    beside = reg.builtin_package.rpartition(".")[0]
     for name in names:
-        cls = reg.get(name)
-        assert cls.__module__.startswith(reg.builtin_package + "."), (name, cls.__module__)
-        assert cls.__module__.rsplit(".", 1)[1] in modules
+        home, _, leaf = reg.get(name).__module__.rpartition(".")
+        if home == reg.builtin_package:
+            assert leaf in modules, name
+        else:  # only a topic package's own module, one level below the built-in package's parent
+            assert reg.topic_module is not None and leaf == reg.topic_module, (name, home, leaf)
+            assert home.rpartition(".")[0] == beside and (package.parent / home.rpartition(".")[2] / f"{leaf}.py").is_file()
+    if reg.topic_module:  # and every topic's module is found: a new topic folder with one is in the registry
+        topics = {p.parent.name for p in package.parent.glob(f"*/{reg.topic_module}.py")}
+        assert topics and topics == {reg.get(n).__module__.rpartition(".")[0].rpartition(".")[2] for n in names} - {package.name}
 
 
 SHIMS = ("posbench.errors", "posbench.params", "posbench.protocols", "posbench.variants")  # the plug-in API's old import paths
@@ -204,8 +213,13 @@ EVERY_BUILTIN = {
 
 
 def _covered_by_its_registry(module: str) -> bool:
+    """A built-in's module, run by its registry's test; a report topic's section.py is one (SECTIONS finds
+    it beside posbench/report/sections/, and the sections' test runs every section it finds)."""
+    from posbench.report.section import SECTIONS
+
     package, _, leaf = module.rpartition(".")
-    return package in EVERY_BUILTIN and leaf not in ("base", "__init__")
+    topic_section = leaf == SECTIONS.topic_module and package.rpartition(".")[0] == SECTIONS.builtin_package.rpartition(".")[0]
+    return package in EVERY_BUILTIN and leaf not in ("base", "__init__") or topic_section
 
 
 def test_the_tests_that_run_over_every_builtin_exist():

@@ -219,8 +219,8 @@ def test_rows_recorded_for_an_encoding_their_variant_does_not_apply_to_are_named
 
 @pytest.mark.parametrize("name", __import__("posbench.report.section", fromlist=["SECTIONS"]).SECTIONS.builtins())
 def test_every_section_says_whether_it_applies_and_writes_only_the_files_it_declares(name, sweep_context, tmp_path):
-    """Every built-in report section (one file each in posbench/report/sections/, found by the registry, so
-    a new one is tested here with no edit), on the shared sweep: it says whether it applies, and where
+    """Every built-in report section (one file each in posbench/report/sections/, or a topic package's
+    posbench/report/<topic>/section.py, found by the registry, so a new one is tested here with no edit), on the shared sweep: it says whether it applies, and where
     it does it renders and writes only files it declares."""
     from posbench.report.section import SECTIONS
     from tests.helpers import run_section

@@ -6,4 +6,5 @@ convergence.py  per run, the 1x validation loss's fall over its last doubling of
 sweep.py        per row and budget, the main table at that budget, the trend per doubling (paired by
                 seed) and the 1x loss's distance from its fitted floor
 figure.py       1x perplexity and the longest ratio against training tokens, and the change per doubling
+section.py      the budget and budget_axis sections
 """

@@ -1,8 +1,8 @@
 """How the report's figures are laid out so that each stays readable at page width (about 1200 px):
 family figures wrap their family columns at FAMILY_COLUMNS, a panel holds at most MAX_LINES lines,
 the lines of one panel never share both colour and line style, and a colour bar's ticks keep apart.
-Layout only: what a figure draws, and every row's own colour, come from posbench/report/figures.py
-and posbench/report/drawing/style.py."""
+Layout only: what a figure draws comes from its topic (the section's module, or the topic package's
+figure.py), and every row's own colour from posbench/report/drawing/style.py."""
 
 from __future__ import annotations
 

@@ -1,25 +1,33 @@
-"""The built-in report sections, one module each, in the order the report shows them:
+"""The built-in report sections in the order the report shows them: the modules of this package (a
+section that is a topic of its own) and the ``section.py`` of each topic package of posbench/report/
+(its folder named below), found by one registry (``SECTIONS``, posbench/report/section.py):
 
-    intro (0)            title and one line on what the runs are
-    headline (5)         the answer first: every encoding's verdict and numbers in one table, then the contents
-    summary (10)         how the numbers were scored, the training budget and each panel's verdicts, as lists
-    perplexity (20)      the main table (table.csv/.md/.tex, runs.csv, pairs.csv, evaluations.csv) and its figure
-    comparison (25)      only with --compare / --baseline: the rows asked for as paired differences (comparison.png/.csv)
-    glance (30)          the ratio heatmap
-    budget (40)          how far each run got in learning (convergence.csv), the spread warnings
-    budget_axis (42)     verdicts at every training budget, their trends, the 1x loss's floor (budgets.csv)
-    map (43)             verdicts across training length, size, corpus, tokenizer: per axis holds / changes / cannot be told
-    during_training (45) 1x perplexity and ratio against training tokens (eval.during_training)
-    extension (50)       fine-tuned context extension against steps (extend runs)
-    tasks (60)           synthetic tasks: accuracy, effective length, heatmaps
-    attention (70)       attention distance and entropy (eval.attention_stats)
-    per_position (80)    loss by position at the longest length
-    training_curves (90) training and validation loss against step
-    not_in_tables (100)  diverged, failed, unevaluated, unfinished and unreadable runs
-    tuning (110)         the learning-rate grid's tuned table
-    not_compared (120)   records scored on other tokens
-    provenance (130)     commands, environment and every run's config
+    intro (0)             title and one line on what the runs are
+    headline (5)          the answer first: every encoding's verdict and numbers in one table, then the contents
+    summary (10)          how the numbers were scored, the training budget and each panel's verdicts, as lists
+    perplexity (20)       the main table (table.csv/.md/.tex, runs.csv, pairs.csv, evaluations.csv) and its figure
+    key_tokens (21)       the tokens that need context past train_len: their share, perplexity and far-context gain
+    comparison (25)       only with --compare / --baseline: the rows asked for as paired differences (comparison.png/.csv)
+    tokenizers (25)       runs of several tokenizers: whether a verdict carries over from bytes, bits per byte
+    glance (30)           the ratio heatmap
+    budget (40)           budget/: how far each run got in learning (convergence.csv), the spread warnings
+    during_training (41)  1x perplexity and ratio against training tokens (eval.during_training)
+    budget_axis (42)      budget/: verdicts at every training budget, their trends, the 1x loss's floor (budgets.csv)
+    map (43)              map/: verdicts across training length, size, corpus, tokenizer: per axis holds / changes / cannot be told
+    extension (50)        extension/: fine-tuned context extension against steps (extend runs)
+    decision_guide (55)   which RoPE context extension to use, per target length
+    tasks (60)            tasks/: synthetic tasks: accuracy, effective length, heatmaps
+    algorithmic (65)      tasks/: the algorithmic suite by Chomsky level
+    attention (70)        attention distance and entropy (eval.attention_stats)
+    per_position (80)     loss by position at the longest length
+    training_curves (90)  training and validation loss against step
+    not_in_tables (100)   diverged, failed, unevaluated, unfinished and unreadable runs
+    tuning (110)          the learning-rate grid's tuned table
+    not_compared (120)    records scored on other tokens
+    provenance (130)      commands, environment and every run's config
 
-Each registers itself with ``@SECTIONS.register(name)`` (posbench/report/section.py); the "Files"
-list that closes a report is made from the sections that ran.
+A section here draws its own figure in its module (perplexity.py's plot_ppl_vs_length); a topic with
+frames, a figure or words of its own is one folder, posbench/report/<topic>/, with its section in
+section.py (docs/extending.md, "A report topic"). Each section registers itself with
+``@SECTIONS.register(name)``; the "Files" list that closes a report is made from the sections that ran.
 """

@@ -4,10 +4,11 @@ contents. The sections after it explain and qualify these rows."""
 
 from __future__ import annotations
 
-from posbench.report import headline, tasks
+from posbench.report import headline
 from posbench.report.budget import convergence
 from posbench.report.drawing.document import Contents, Heading, Para, Table
 from posbench.report.section import SECTIONS, Section
+from posbench.report.tasks import frames
 
 
 @SECTIONS.register("headline")
@@ -37,7 +38,7 @@ class Headline(Section):
                 blocks += [Para("Windowed controls (an evaluation-time window limits what each query sees; not in the "
                                 "verdicts above):"), Table(controls, ckeys, cclasses, css="headline")]
         if not ctx.task_records.empty:
-            table = tasks.task_table(ctx.task_records, ctx.options.threshold)
+            table = frames.task_table(ctx.task_records, ctx.options.threshold)
             scored = ctx.all_completed[ctx.all_completed["run_id"].isin(set(ctx.task_records["run_id"]))]
             conv = ctx.convergence_of(scored)
             if not conv.empty:

@@ -4,8 +4,17 @@ its CSV, markdown and LaTeX forms, the per-run and pairwise tables, and its figu
 
 from __future__ import annotations
 
-from posbench.report import figures
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+# drawing/plot.py first: it sets matplotlib up (a writable config dir, Agg) before matplotlib is imported
+from posbench.report.drawing.plot import PANEL, PLAIN, family_grid, family_lines, save
+from matplotlib.ticker import NullFormatter
+
 from posbench.report.drawing.document import Heading, Image, Para, Table
+from posbench.report.drawing.figure_layout import family_columns, first_in_grid_row
 from posbench.report.section import SECTIONS, Output, Section
 from posbench.report.analysis.stats import ALPHA
 from posbench.report.analysis.tables import (
@@ -16,6 +25,7 @@ from posbench.report.analysis.tables import (
     comparisons,
     display_table,
     latex_table,
+    multiple_columns,
     row_caveats,
     run_summary,
 )
@@ -49,7 +59,7 @@ class Perplexity(Section):
         shown = display_table(table)
         out.text("table.md", shown.to_markdown(index=False, disable_numparse=True) + "\n")
         out.text("table.tex", latex_table(table))
-        out.figure("ppl_vs_length.png", figures.plot_ppl_vs_length, table)
+        out.figure("ppl_vs_length.png", plot_ppl_vs_length, table)
         ratio = ctx.ratio_column
         over = " and ".join(sorted(set(table["interval"])))
         has_far = "far_gain" in table and table["far_gain"].notna().any()
@@ -100,3 +110,36 @@ def verdict_legend(ratio: str, tolerance: float, equal: bool) -> str:
             f"perplexity over the best the same weights do with at most train_len keys per token (the lower of their 1x "
             f"and their window control at {longest}, per seed), its interval and verdict: " + classes
             + f"Rows without a window control keep the `{ratio}` verdict, on unequal context, and say so. ")
+
+
+def plot_ppl_vs_length(table: pd.DataFrame, path: Path) -> None:
+    """Perplexity against length, log-log; one row per (protocol, model, train_len), one column per
+    family of encodings (shared y axis within a row); line = mean over seeds, band = 95% t-interval
+    (two or more seeds), both read from the main table so that the figure shows the table's numbers."""
+    cols = multiple_columns(table)
+    rows = sorted(table.groupby(["protocol", *PANEL]).groups)
+    fams = family_columns(table["variant"])
+    fig, axes = family_grid(len(rows), len(fams))
+    for r, (protocol, model, train_len) in enumerate(rows):
+        sub = table[(table["protocol"] == protocol) & (table["model"] == model) & (table["train_len"] == train_len)]
+        lengths = np.array([round(train_len * float(m[:-1])) for m in cols])
+        for c, (fam, names) in enumerate(fams):
+            ax = axes[r][c]
+            members = family_lines(ax, sub, names, cols, lengths, scale=1.0, alpha=0.2)
+            ax.axvline(train_len, color="grey", linestyle=":", linewidth=1)
+            ax.set(xscale="log", yscale="log", title=f"{fam}\n{protocol}, {model}, trained at {train_len}")
+            ax.title.set_fontsize(9)
+            ax.set_xticks(lengths, [str(x) for x in lengths], fontsize=7)
+            ax.xaxis.set_minor_formatter(NullFormatter())  # only the evaluated lengths are labelled
+            ax.yaxis.set_major_formatter(PLAIN)  # 20, not 2 x 10^1
+            ax.yaxis.set_minor_formatter(PLAIN)
+            ax.tick_params(axis="y", which="both", labelsize=7)
+            ax.grid(True, which="both", alpha=0.3)
+            if r == len(rows) - 1:
+                ax.set_xlabel("evaluation length (tokens)")
+            if first_in_grid_row(c, len(fams)):
+                ax.set_ylabel("perplexity")
+            if len(members):
+                ax.legend(fontsize=7)
+    fig.tight_layout()
+    save(fig, path)

@@ -122,11 +122,11 @@ def test_a_budget_sweep_is_reported_with_every_branch_in_the_budget_table(compos
     branch's numbers are in the budget table (one row's budgets together), none is listed as not
     evaluated, and the main table and the training curves read the largest budget."""
     from posbench.jobs.train import run
-    from posbench.report import figures
     from posbench.report.pipeline import build_report
+    from posbench.report.sections import training_curves
 
-    drawn, draw = [], figures.plot_training_curves
-    monkeypatch.setattr(figures, "plot_training_curves", lambda runs, *rest: (drawn.append(runs), draw(runs, *rest)))
+    drawn, draw = [], training_curves.plot_training_curves
+    monkeypatch.setattr(training_curves, "plot_training_curves", lambda runs, *rest: (drawn.append(runs), draw(runs, *rest)))
 
     common = ["model=tiny", "train_len=16", "train.batch_size=4", "train.warmup_steps=2", "train.schedule=wsd",
               "train.budgets=[8,16]", "eval.multiples=[1,2]", "eval.scored_tokens=128", "eval.protocols=[nonoverlapping]",

@@ -2,6 +2,7 @@
 line style are its encoding's (the same in every figure), the family grid has one panel per family,
 and a figure is written as a PNG file."""
 
+from posbench.encodings import ENCODINGS
 from posbench.report.drawing import plot
 from posbench.report.drawing.style import row_style
 
@@ -20,3 +21,9 @@ def test_a_figure_is_saved_as_a_png_and_closed(tmp_path):
     plot.save(fig, tmp_path / "f.png")
     assert (tmp_path / "f.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not plot.plt.get_fignums()
+
+
+def test_a_row_is_drawn_in_its_encoding_s_colour_and_a_variant_s_line_style():
+    assert plot.colour("alibi") == ENCODINGS.get("alibi").colour and plot.family_of("alibi") == ENCODINGS.get("alibi").family
+    assert plot.colour("xpos+bca") == plot.colour("xpos") and plot.linestyle("xpos+bca") != plot.linestyle("xpos")  # a window: its own line
+    assert plot.linestyle("alibi+temp0.1") == ":"

@@ -3,7 +3,7 @@ runs, the comparisons, the records compared, and perplexity against length."""
 
 import pandas as pd
 
-from posbench.report.sections.perplexity import Perplexity
+from posbench.report.sections.perplexity import Perplexity, plot_ppl_vs_length
 from tests.conftest import ENCODINGS
 from tests.helpers import run_section
 
@@ -16,3 +16,8 @@ def test_the_perplexity_section_writes_what_it_declares(sweep_context, tmp_path)
     assert len(pd.read_csv(tmp_path / "runs.csv")) == len(ENCODINGS) * 2 * 3  # each run, each protocol
     assert "\\begin{tabular}" in (tmp_path / "table.tex").read_text()
     assert md.startswith("## Perplexity by evaluation length") and "![" in md
+
+
+def test_the_sweep_s_table_makes_its_figure(sweep_context, tmp_path):
+    plot_ppl_vs_length(sweep_context.table, tmp_path / "ppl.png")
+    assert (tmp_path / "ppl.png").read_bytes().startswith(b"\x89PNG")

@@ -1,4 +1,4 @@
-"""The map (posbench/report/map/): where the runs span more than one training length, model size,
+"""The map's report section (posbench/report/map/): where the runs span more than one training length, model size,
 corpus or tokenizer, each encoding's verdict at every point, the change of its statistic along each
 axis tested (paired by seed where the points share seeds), and one word per encoding and axis:
 holds across the axis, changes, or cannot be told. The training budget is an axis too, read from the

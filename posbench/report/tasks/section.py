@@ -1,13 +1,21 @@
-"""The synthetic tasks' section, "Do the models use far context?" (posbench/tasks): accuracy per
-length, the effective context length, whether the task runs had finished learning, and per task the
-length x condition heatmap (passkey depth, MQAR pairs)."""
+"""The synthetic tasks' report sections (the section registry finds them here, as this topic's section.py).
+
+``tasks`` (order 60), "Do the models use far context?" (posbench/tasks): accuracy per length, the
+effective context length, whether the task runs had finished learning, and per task the length x
+condition heatmap (passkey depth, MQAR pairs).
+
+``algorithmic`` (order 65), "Algorithmic length generalisation by level": the Chomsky-hierarchy tasks
+and flip-flop (posbench/tasks/algorithmic.py), per level, with the score beyond the training range as
+Ruoss et al. 2023 define it (posbench/report/tasks/algorithmic.py).
+"""
 
 from __future__ import annotations
 
 import pandas as pd
 
 from posbench.encodings import encoding_class
-from posbench.report import effective_length, figures, tasks
+from posbench.report.tasks import algorithmic, effective_length, frames
+from posbench.report.tasks.figure import plot_task_accuracy, plot_task_heatmaps
 from posbench.report.budget import convergence
 from posbench.report.drawing.document import Heading, Image, Para, Table
 from posbench.report.section import SECTIONS, Output, Section
@@ -30,12 +38,12 @@ class Tasks(Section):
 
     def build(self, ctx, out) -> list:
         records, threshold, improving = ctx.task_records, ctx.options.threshold, ctx.options.improving
-        table = tasks.task_table(records, threshold)
+        table = frames.task_table(records, threshold)
         out.csv("tasks.csv", table)
         # the records on another example set too, so that a rebuild from this file leaves the same ones out
         other = ctx.task_left_out
         out.csv("task_records.csv", records if other.empty else pd.concat([records, other], ignore_index=True))
-        out.figure("task_accuracy.png", figures.plot_task_accuracy, table)
+        out.figure("task_accuracy.png", plot_task_accuracy, table)
         effective = effective_length.effective_table(table, records)
         out.csv("effective_length.csv", effective)
         scored = ctx.all_completed[ctx.all_completed["run_id"].isin(set(records["run_id"]))]
@@ -58,23 +66,23 @@ class Tasks(Section):
                        f"over every longer length. `effective length`: the longest length up to which accuracy "
                        f"(mean over seeds) stays at or above {threshold:.0%} in every cell of the grid (0: not "
                        "even at train_len)."),
-                  Table(tasks.display_task_table(table)),
+                  Table(frames.display_task_table(table)),
                   *[Para(_task_budget(task, ctx.convergence_of(g), improving,
                                       (records.loc[records["task"] == task, "loss"] == "mixed").any()))
                     for task, g in scored.groupby("task")],
                   Image("task_accuracy.png", self.files[2].description),
                   Para(_effective_text()),
                   Table(effective_length.display_effective_table(effective))]
-        if not (low := tasks.not_learned(records)).empty:
+        if not (low := frames.not_learned(records)).empty:
             blocks.insert(3, Para(_not_learned_text(low)))
-        if reach := tasks.window_reach(scored, ctx.configs):
+        if reach := frames.window_reach(scored, ctx.configs):
             blocks.insert(3, Para(_reach_text(reach)))
-        for task, g in tasks.heatmap_frame(records).groupby("task"):
+        for task, g in frames.heatmap_frame(records).groupby("task"):
             condition = _condition_name(task)
             if condition is None:
                 continue
             name, caption = HEATMAP.format(task), f"{task}: accuracy (%) by evaluation length and {condition}, mean over seeds"
-            out.figure(name, figures.plot_task_heatmaps, g, task, condition, description=caption)
+            out.figure(name, plot_task_heatmaps, g, task, condition, description=caption)
             blocks.append(Image(name, caption))
         if not ctx.task_left_out.empty:
             blocks.append(Para(f"{len(ctx.task_left_out)} task records were scored on another example set (other task "
@@ -95,7 +103,7 @@ def _task_budget(task: str, conv, improving: float, mixed: bool) -> str:
 
 
 def _effective_text() -> str:
-    """What the claimed vs effective length table shows (posbench/report/effective_length.py)."""
+    """What the claimed vs effective length table shows (posbench/report/tasks/effective_length.py)."""
     return ("**Claimed vs effective length** (RULER, arXiv 2404.06654; NoLiMa, arXiv 2502.05167): `claimed` is the "
             "training length; `effective` the longest evaluated length up to which the accuracy (mean over the grid and "
             "seeds) stays at or above both an absolute floor and "
@@ -108,7 +116,7 @@ def _effective_text() -> str:
 
 
 def _not_learned_text(low) -> str:
-    """One sentence naming the runs that had not learned their task at train_len (tasks.not_learned)."""
+    """One sentence naming the runs that had not learned their task at train_len (frames.not_learned)."""
     parts = []
     for (task, variant, model, train_len), g in low.groupby(["task", "variant", "model", "train_len"]):
         seeds = ", ".join(f"{int(s)} ({100 * a:.0f}%)" for s, a in zip(g["seed"], g["accuracy"]))
@@ -130,7 +138,7 @@ def _init_note(encoding: str) -> str:
 
 def _reach_text(reach: list[dict]) -> str:
     """One sentence per windowed model: which of the task's conditions put the answer beyond one window
-    at train_len (tasks.window_reach)."""
+    at train_len (frames.window_reach)."""
     parts = []
     for r in reach:
         cond = _condition_name(r["task"]) or "condition"
@@ -148,3 +156,37 @@ def _reach_text(reach: list[dict]) -> str:
 def _condition_name(task: str) -> str | None:
     cls = TASKS.find(task)
     return cls.condition if cls is not None else None
+
+
+@SECTIONS.register("algorithmic")
+class Algorithmic(Section):
+    order = 65
+    files = (Output("algorithmic.csv", "the algorithmic tasks by level: 1x and beyond-training accuracy"),
+             Output("algorithmic_levels.csv", "per level and variant: the mean beyond-training accuracy over the level's tasks"))
+
+    def applies(self, ctx) -> bool:
+        return not ctx.task_records.empty and ctx.task_records["task"].map(algorithmic.level_of).notna().any()
+
+    def build(self, ctx, out) -> list:
+        table = algorithmic.algorithmic_table(algorithmic.algorithmic_frame(ctx.task_records))
+        levels = algorithmic.level_means(table)
+        out.csv("algorithmic.csv", table)
+        out.csv("algorithmic_levels.csv", levels)
+        shown = levels.copy()
+        shown["beyond"] = [f"{100 * v:.0f}" for v in shown["beyond"]]
+        return [Heading("Algorithmic length generalisation by level"),
+                Para("The tasks of Deletang et al. 2023 (arXiv 2207.02098) at the levels of their Table 1 (parity check: "
+                     "regular; reverse string: context-free; duplicate string, binary addition, bucket sort: "
+                     "context-sensitive) and flip-flop language modelling (Liu et al. 2023, arXiv 2306.00946; a regular "
+                     "language), in decoder layout (input, `|`, target; posbench/tasks/algorithmic.py), trained on input "
+                     "lengths 1..N (N: the longest that fits `train_len`) and scored on longer ones. Per-token accuracy in %: "
+                     "`1x` on inputs of N/2 + 1..N; `beyond train_len` Ruoss et al.'s score (arXiv 2305.16843), the "
+                     "accuracy averaged uniformly over the input lengths N + 1 .. the longest evaluated (each evaluation "
+                     "window weighted by the input lengths it scores) [95% interval over examples and seeds, as the task "
+                     "table's]; `exact beyond` the same average of exact match (every target token right); `chance` a "
+                     "constant model's per-token accuracy. Flip-flop is the mean over its ignore probabilities (0.8 as "
+                     "trained, 0.98 sparse, 0.1 dense; the task heatmap shows each)."),
+                Table(algorithmic.display_algorithmic_table(table)),
+                Para("Per level, the mean of the beyond-training score over the level's tasks (as Ruoss et al. summarise "
+                     "a level); descriptive, no test: read the intervals above for any comparison."),
+                Table(shown)]

@@ -1,12 +1,12 @@
-"""The extension section (posbench/report/sections/extension.py): perplexity at the target length against
+"""The extension section (posbench/report/extension/section.py): perplexity at the target length against
 fine-tuning steps, beside the encoding trained at that length (a whole report of extension runs:
-report/test_extension.py)."""
+tests/report/extension/test_frames.py)."""
 
 from types import SimpleNamespace
 
 import pandas as pd
 
-from posbench.report.sections.extension import Extension
+from posbench.report.extension.section import Extension
 from tests.helpers import run_section
 
 

@@ -1,4 +1,4 @@
-"""posbench/report/extension.py: fine-tunes compared with a model trained at the target and with the
+"""posbench/report/extension/frames.py: fine-tunes compared with a model trained at the target and with the
 control, paired by seed."""
 
 import re
@@ -57,7 +57,7 @@ def test_extension_records_are_read_at_their_target_with_the_control_beside_them
     at the targets the others have; plain rows and other lengths are not extension records."""
     import pandas as pd
 
-    from posbench.report.extension import CONTROL, extension_frame
+    from posbench.report.extension.frames import CONTROL, extension_frame
 
     def rec(variant, length, ppl, seed=0):
         return {"variant": variant, "model": "tiny", "train_len": 16, "length": length, "seed": seed, "token_set": "t",

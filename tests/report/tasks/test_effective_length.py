@@ -1,11 +1,11 @@
-"""posbench/report/effective_length.py: claimed vs effective length, the absolute floor (halfway from chance)
+"""posbench/report/tasks/effective_length.py: claimed vs effective length, the absolute floor (halfway from chance)
 and NoLiMa's 85% of the model's own 1x accuracy, both applied, on made-up accuracies."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from posbench.report.effective_length import effective_multiple, effective_table, floor
+from posbench.report.tasks.effective_length import effective_multiple, effective_table, floor
 
 M = [1, 2, 4, 8, 16]
 

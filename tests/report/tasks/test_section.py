@@ -1,5 +1,6 @@
-"""The algorithmic section and the claimed vs effective length table, end to end: a tiny run of parity_check
-and one of variable_tracking through train, evaluation and the report."""
+"""The synthetic tasks' sections (posbench/report/tasks/section.py): the tasks section explains runs that did
+not learn by their initialisation where it does; the algorithmic section and the claimed vs effective length
+table, end to end: a tiny run of parity_check and one of variable_tracking through train, evaluation and the report."""
 
 import pandas as pd
 
@@ -24,3 +25,15 @@ def test_new_tasks_run_through_train_evaluation_and_the_report(compose, tmp_path
     assert set(eff.index) == {"parity_check", "variable_tracking"} and (eff["claimed"] == 48).all()
     assert (eff["longest evaluated"] == 192).all() and eff.loc["variable_tracking", "floor"] == 0.75  # chance 1/2
     print(md[md.index("**Claimed vs effective length**"):][:3000])
+
+
+def test_runs_that_did_not_learn_are_explained_by_their_initialisation_where_it_does():
+    """FoX and stick-breaking declare what their initialisation does to attention over distance; the
+    task report prints it beside their runs that never learned the task (and says nothing for others)."""
+    from posbench.report.tasks.section import _not_learned_text
+
+    low = pd.DataFrame([{"task": "passkey", "variant": v, "model": "small", "train_len": 64, "seed": 0, "accuracy": 0.0}
+                        for v in ("fox", "stickbreaking", "rope_swa")])
+    text = _not_learned_text(low)
+    assert "`fox`: at the authors' initialisation" in text and "`stickbreaking`: at initialisation" in text
+    assert "`rope_swa`:" not in text

@@ -1,10 +1,10 @@
-"""posbench/report/algorithmic.py: the tasks grouped by level, and Ruoss et al.'s score beyond training, the
+"""posbench/report/tasks/algorithmic.py: the tasks grouped by level, and Ruoss et al.'s score beyond training, the
 accuracy averaged uniformly over the input lengths beyond N (each window weighted by the lengths it scores)."""
 
 import pandas as pd
 import pytest
 
-from posbench.report.algorithmic import algorithmic_frame, algorithmic_table, band_width, level_means, level_of
+from posbench.report.tasks.algorithmic import algorithmic_frame, algorithmic_table, band_width, level_means, level_of
 from posbench.tasks import build_task
 
 

@@ -1,12 +1,31 @@
-"""The budget-axis section (posbench/report/sections/budget_axis.py): each row's verdict at every
+"""The budget's sections (posbench/report/budget/section.py): the budget section, each run's convergence
+and the spread warning, in the shared sweep's report; the budget-axis section, each row's verdict at every
 training budget, its trend, and its distance from the fitted floor."""
 
 import math
 from types import SimpleNamespace
 
+import pandas as pd
+
 from posbench.report.budget import sweep
-from posbench.report.sections.budget_axis import BudgetAxis, _cell
+from posbench.report.budget.section import Budget, BudgetAxis, _cell
 from tests.helpers import records, run_section
+
+
+def test_report_shows_the_budget(sweep_report):
+    md = (sweep_report / "report.md").read_text()
+    assert "**Training budget:** 20 optimiser steps per run" in md
+    assert "## Training budget" in md and "during_training.png" in md
+    conv = pd.read_csv(sweep_report / "convergence.csv")
+    assert len(conv) == 10 and set(conv["from_step"]) == {10} and conv["still_improving"].all()
+    curves = pd.read_csv(sweep_report / "during_training.csv")
+    assert set(curves["step"]) == {10, 20} and (curves["seeds"] == 2).all()
+
+
+def test_the_budget_section_writes_each_run_s_convergence(sweep_context, tmp_path):
+    md, written = run_section(Budget, sweep_context, tmp_path)
+    assert list(written) == ["convergence.csv"] and md.startswith("## Training budget")
+    assert len(pd.read_csv(tmp_path / "convergence.csv")) == 10  # every run of the sweep
 
 
 def test_every_budget_of_every_row_with_its_interval(sweep_context, tmp_path):

@@ -1,10 +1,10 @@
-"""The map section (posbench/report/sections/map.py): applies only where the runs span an axis other
+"""The map section (posbench/report/map/section.py): applies only where the runs span an axis other
 than the budget; writes its points, changes, words and one figure per axis."""
 
 from types import SimpleNamespace
 
 from posbench.report.budget import sweep
-from posbench.report.sections.map import Map, map_frames
+from posbench.report.map.section import Map, map_frames
 from posbench.report.analysis.tables import main_table
 from tests.helpers import run_section
 from tests.report.map.test_points import map_records
