@@ -15,9 +15,9 @@ from posbench.core.tracking import log_report
 from posbench.core.version import version_text
 from posbench.report.tasks import frames as task_frames
 from posbench.report.budget import convergence
-from posbench.report.comparison import Request as ComparisonRequest
+from posbench.report.comparison.frames import Request as ComparisonRequest
 from posbench.report.context import Options
-from posbench.report.key_tokens import RULES
+from posbench.report.key_tokens.frames import RULES
 from posbench.report.pipeline import DEFAULT_TOLERANCE, make_report
 from posbench.report.selection import Selection
 

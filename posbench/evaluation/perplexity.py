@@ -15,7 +15,7 @@ token set's documents, ``metrics["token_sets"]``: what the report bootstraps ove
 loss at each position within the window. A length the encoding cannot represent (a learned table
 past its size) gets ``null`` with the reason. A row scored beside its window control ``+swaL``, and
 that control, also keep each scored token's loss (``evaluate_model``'s ``token_losses``, the run's
-token_losses.npz): the report's key tokens (posbench/report/key_tokens.py).
+token_losses.npz): the report's key tokens (posbench/report/key_tokens/frames.py).
 
 Stand-alone use on a finished run, e.g. with longer lengths::
 
@@ -100,7 +100,7 @@ def evaluate_model(model: LanguageModel, ev: ResolvedEval, device: torch.device,
     fill with each scored token's loss (float16) of every row that stands beside its window control
     ``+swaL`` (and of that control), with each token's document and window position
     (store/rundir.py ``token_loss_keys``): what the report's key tokens read
-    (posbench/report/key_tokens.py); None: not kept."""
+    (posbench/report/key_tokens/frames.py); None: not kept."""
     model.eval()
     enc, train_len, eval_cfg, text = model.encoding, ev.train_len, ev.settings, ev.tokens()
     if ev.segments is None:

@@ -22,7 +22,7 @@ from posbench.core.errors import PosbenchError
 from posbench.report.tasks import frames as task_frames
 from posbench.report.budget import convergence, sweep
 from posbench.report.committed import load_committed
-from posbench.report.comparison import Request as ComparisonRequest
+from posbench.report.comparison.frames import Request as ComparisonRequest
 from posbench.report.load import LoadedRuns, RunFiles, load_runs, without_runs
 from posbench.report.selection import Selection, is_smoke, shown_folder
 from posbench.report.analysis.tables import comparable_records, main_table, multiples, verdict_multiple
@@ -46,8 +46,8 @@ class Options:
     with_folders: tuple[Path, ...] = ()  # with --rebuild: committed reports of some of the same runs retrained
     multiple: float | None = None  # the verdict's multiple (--multiple); None: the longest every row has
     selection: Selection = Selection()  # --only / --where (posbench/report/selection.py)
-    comparison: ComparisonRequest = ComparisonRequest()  # --compare / --baseline (posbench/report/comparison.py)
-    key_tokens: str = "bytes"  # --key-tokens: the key-token rule (posbench/report/key_tokens.py RULES)
+    comparison: ComparisonRequest = ComparisonRequest()  # --compare / --baseline (posbench/report/comparison/frames.py)
+    key_tokens: str = "bytes"  # --key-tokens: the key-token rule (posbench/report/key_tokens/frames.py RULES)
 
 
 class ReportContext:

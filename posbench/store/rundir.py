@@ -13,7 +13,7 @@ A run directory ``<runs_dir>/<run_id>`` holds:
                        and per protocol and length each token's document (index among the token set's
                        documents, int32) ``<protocol>/L<length>/doc`` and position within its window
                        (int32) ``<protocol>/L<length>/position``; the same tokens, in the same order, in
-                       every row: what the report's key tokens read (posbench/report/key_tokens.py)
+                       every row: what the report's key tokens read (posbench/report/key_tokens/frames.py)
     resume.pt          (while training) state to continue a killed run from, bit for bit
     corpus.json        the fingerprint of the corpus the run trains on (written before training)
     .lock              held (flock) by the process working on the run

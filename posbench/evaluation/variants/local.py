@@ -22,7 +22,7 @@ from posbench.evaluation.variants import register
 from posbench.evaluation.variants.base import Variant
 
 # the suffix of the far-context control: a sliding window of train_len keys (the default settings);
-# the report pairs each row ``x`` with ``x+swaL`` (report/analysis/tables.py far_control, report/key_tokens.py)
+# the report pairs each row ``x`` with ``x+swaL`` (report/analysis/tables.py far_control, report/key_tokens/frames.py)
 WINDOW_CONTROL = "+swaL"
 
 

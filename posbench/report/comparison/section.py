@@ -1,11 +1,11 @@
 """The comparison a user asked for (``--compare a,b,c`` / ``--baseline rope``): paired differences of
-log-perplexity against length with their intervals (posbench/report/comparison.py), as a figure and
+log-perplexity against length with their intervals (posbench/report/comparison/frames.py), as a figure and
 its CSV. Only when asked: a report without those flags has no such section and no such files."""
 
 from __future__ import annotations
 
-from posbench.report.comparison import describe, paired_differences
-from posbench.report.comparison_figure import plot_comparison
+from posbench.report.comparison.frames import describe, paired_differences
+from posbench.report.comparison.figure import plot_comparison
 from posbench.report.drawing.document import Heading, Image, Para
 from posbench.report.section import SECTIONS, Output, Section
 from posbench.report.analysis.stats import ALPHA

@@ -1,6 +1,6 @@
 """Key tokens beside every ratio: for each row scored beside its window control ``+swaL`` whose runs
 kept both passes' per-token losses (token_losses.npz), the share of tokens that need the context
-past train_len, their perplexity and the far-context gain on them (posbench/report/key_tokens.py),
+past train_len, their perplexity and the far-context gain on them (posbench/report/key_tokens/frames.py),
 and the loss by position under both passes. Absent from reports of runs without those files; a report
 rebuilt from its records shows the committed report's table and figure (the records keep no per-token
 losses)."""
@@ -19,7 +19,7 @@ from posbench.report.drawing import plot
 from posbench.report.drawing.document import Heading, Image, Para, Table
 from posbench.report.drawing.figure_layout import wrapped_grid
 from posbench.report.headline import with_interval
-from posbench.report.key_tokens import NO_KEY_TOKENS, RULES, key_token_frames
+from posbench.report.key_tokens.frames import NO_KEY_TOKENS, RULES, key_token_frames
 from posbench.report.section import SECTIONS, Output, Section
 from posbench.report.analysis.tables import CELL_KEYS, fmt_multiple
 

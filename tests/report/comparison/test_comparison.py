@@ -1,4 +1,4 @@
-"""posbench/report/comparison.py and comparison_figure.py (``posbench-report --compare / --baseline``): the
+"""posbench/report/comparison/frames.py and figure.py (``posbench-report --compare / --baseline``): the
 paired differences the figure draws are the pairs table's numbers, bad names are one line, and the figure
 exists only when asked for."""
 
@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from posbench.core.errors import PosbenchError
-from posbench.report.comparison import Request, paired_differences
-from posbench.report.comparison_figure import plot_comparison
+from posbench.report.comparison.frames import Request, paired_differences
+from posbench.report.comparison.figure import plot_comparison
 from posbench.report.context import ReportContext
-from posbench.report.sections.comparison import DATA, FIGURE, Comparison
+from posbench.report.comparison.section import DATA, FIGURE, Comparison
 from posbench.report.analysis.stats import ALPHA, format_p
 from posbench.report.analysis.tables import PANEL_KEYS, comparisons
 from tests.helpers import run_section

@@ -1,4 +1,4 @@
-"""The key-token section (posbench/report/sections/key_tokens.py), end to end: a tiny run scored with
+"""The key-token section (posbench/report/key_tokens/section.py), end to end: a tiny run scored with
 its window control (``eval.variants=[local]``) keeps both passes' per-token losses, and its report
 shows the section; without those files the report has no such section and leaves none of its files."""
 
@@ -6,7 +6,7 @@ import numpy as np
 
 from posbench.jobs.train import run
 from posbench.report.pipeline import build_report
-from posbench.report.sections.key_tokens import FIGURE, TABLE, KeyTokens
+from posbench.report.key_tokens.section import FIGURE, TABLE, KeyTokens
 from posbench.store.rundir import TOKEN_LOSSES, read_token_losses, token_loss_keys
 
 BASE = ["model=tiny", "train=smoke", "train_len=16", "eval.multiples=[1,2,4]", "eval.protocols=[nonoverlapping]",

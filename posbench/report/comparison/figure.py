@@ -1,7 +1,7 @@
 """The comparison figure (``--compare`` / ``--baseline``): every asked-for pair's paired difference of
 log-perplexity against evaluation length, with its 95% interval, all pairs of a (protocol, model,
 train_len) panel on one axes and a line at zero (no difference). It draws what
-posbench/report/comparison.py computed, nothing else."""
+posbench/report/comparison/frames.py computed, nothing else."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pandas as pd
 from matplotlib.ticker import NullFormatter
 
 from posbench.report.drawing import plot
-from posbench.report.comparison import label
+from posbench.report.comparison.frames import label
 from posbench.report.drawing.figure_layout import distinct_styles
 
 plt = plot.plt

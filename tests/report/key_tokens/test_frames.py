@@ -1,4 +1,4 @@
-"""Key tokens (posbench/report/key_tokens.py): exactly the tokens meeting the rule are chosen, none
+"""Key tokens (posbench/report/key_tokens/frames.py): exactly the tokens meeting the rule are chosen, none
 where the two passes agree, and the statistics find a made-up far-context gain with its sign and
 invent none."""
 
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from posbench.report.analysis.bootstrap import panel_draws
-from posbench.report.key_tokens import (
+from posbench.report.key_tokens.frames import (
     KeyTokenRule,
     key_counts,
     key_stats,
