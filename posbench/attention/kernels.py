@@ -40,6 +40,19 @@ ScoreMod = Callable[[torch.Tensor, int, int, int, torch.Tensor], torch.Tensor]
 MAX_SCORE_ELEMENTS = 1 << 24
 
 
+def hide(x: torch.Tensor, hidden: torch.Tensor, value: float) -> torch.Tensor:
+    """``x.masked_fill(hidden, value)`` for ``value`` -inf or 0 and a mask [c, e] broadcast over x
+    [.., c, e], as one add of a [c, e] table of 0 and -inf, or one multiply by the visible pairs: the
+    same numbers for finite x (x + 0 = x, x + -inf = -inf, x * 1 = x, x * 0 = 0; the gradient too), and
+    on CPU about 10x faster than masked_fill with a broadcast mask (torch 2.13: 6.7 ms against 0.4 ms
+    for [32, 4, 128, 128], 1 thread), which every explicit-score kernel runs once or twice per block."""
+    if value == 0.0:
+        return x * (~hidden).to(x.dtype)
+    if value != float("-inf"):
+        raise ValueError(f"hide fills with 0 or -inf, got {value}")
+    return x + torch.zeros(hidden.shape, dtype=x.dtype, device=x.device).masked_fill_(hidden, value)
+
+
 def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None = None) -> torch.Tensor:
     return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
 
@@ -196,7 +209,7 @@ def relative_causal_attention(
         dist = (positions[start:end, None] - positions[None, :end]).clamp(0, R - 1).expand(B, H, -1, -1)
         scores = q[:, :, start:end] @ k[:, :, :end].transpose(-1, -2)
         scores = scores + (rel_q[:, :, start:end] @ rel_k.transpose(-1, -2)).gather(-1, dist)
-        scores = (scores * scale).masked_fill(hidden_pairs(start, end, 0, q.device, window, block), float("-inf"))
+        scores = hide(scores * scale, hidden_pairs(start, end, 0, q.device, window, block), float("-inf"))
         # softmax in at least fp32 (bf16 under autocast would lose the small weights)
         attn = scores.softmax(-1, dtype=torch.promote_types(scores.dtype, torch.float32)).to(v.dtype)
         y = attn @ v[:, :, :end]
@@ -246,7 +259,7 @@ def piecewise_rotary_attention(
             s = rotate(q[:, :, start:end], qpos[start:end]) @ k_rot[:, :, :end].transpose(-1, -2)
             scores = s if scores is None else torch.where(where(i, j), s, scores)
         masked = j > i if hidden is None else (j > i) | hidden(i, j)
-        scores = (scores * scale).masked_fill(masked, float("-inf"))
+        scores = hide(scores * scale, masked, float("-inf"))
         attn = scores.softmax(-1, dtype=torch.promote_types(scores.dtype, torch.float32)).to(v.dtype)
         out.append(attn @ v[:, :, :end])
     return out[0] if len(out) == 1 else torch.cat(out, dim=2)
@@ -342,7 +355,7 @@ def masked_attention(
             s = score_mod(s, start, end, lo, hidden)
         if bias is not None:
             s = s + bias(start, end, lo)
-        s = s.masked_fill(hidden, float("-inf"))
+        s = hide(s, hidden, float("-inf"))
         if sink is not None:
             s = torch.cat((s, sink.to(s.dtype).view(1, H, 1, 1).expand(s.shape[0], H, end - start, 1)), dim=-1)
         p = s.softmax(-1, dtype=torch.promote_types(s.dtype, torch.float32))
@@ -402,7 +415,7 @@ def stick_breaking_attention(
         if not attend_current:
             hidden = hidden | (torch.arange(lo, hi, device=q.device)[None, :] == torch.arange(start, end, device=q.device)[:, None])
         hidden = hidden.flip(-1)
-        return z, hidden, F.logsigmoid(-z).masked_fill(hidden, 0.0)  # hidden keys break nothing
+        return z, hidden, hide(F.logsigmoid(-z), hidden, 0.0)  # hidden keys break nothing
 
     for start, end in blocks:
         first = max(window.first_key(start) if window is not None else 0, (start // block - 1) * block if block else 0)
@@ -416,7 +429,7 @@ def stick_breaking_attention(
             log_rest, broken = torch.cat((log_rest, rest_more), -1), torch.cat((broken, rest_more.cumsum(-1) + broken[..., -1:]), -1)
             lo = new_lo
         reach = max(reach, start - lo)
-        log_beta = F.logsigmoid(z).masked_fill(hidden, float("-inf"))
+        log_beta = hide(F.logsigmoid(z), hidden, float("-inf"))
         a = (log_beta + broken - log_rest).exp()  # beta_ij times the stick the nearer keys left
         y = a.to(v.dtype) @ v_rev[:, :, L - end:L - lo]
         if remainder:

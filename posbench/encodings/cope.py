@@ -35,7 +35,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from posbench.attention.kernels import cpu_flash_attention
+from posbench.attention.kernels import cpu_flash_attention, hide
 from posbench.core.params import param, positive
 from posbench.encodings import register
 from posbench.encodings.base import PositionalEncoding
@@ -46,7 +46,7 @@ BAND_QUERIES = 64  # queries per block of the band path: the band spans the bloc
 def counted_positions(scores: torch.Tensor, hidden: torch.Tensor, npos: int) -> torch.Tensor:
     """p_ij = sum_{t=j}^{i} sigmoid(scores_it), clamped at npos - 1, for scores [B, H, c, e] (keys in
     order), ``hidden`` [c, e] pairs that count nothing."""
-    gates = torch.sigmoid(scores).masked_fill(hidden, 0.0)
+    gates = hide(torch.sigmoid(scores), hidden, 0.0)
     return gates.flip(-1).cumsum(-1).flip(-1).clamp(max=npos - 1)
 
 

@@ -286,3 +286,19 @@ def test_stick_breaking_reads_no_key_past_the_broken_sticks():
     y = attention.stick_breaking_attention(q, k, v, max_elements=1 * 2 * 400 * 40 * 4)
     assert torch.isnan(y[:, :, :5]).all() and not torch.isnan(y[:, :, 300:]).any()
     assert torch.isnan(old_stick_breaking_attention(q, k, v, max_elements=1 * 2 * 400 * 40 * 4)[:, :, 300:]).all()
+
+
+@pytest.mark.parametrize("value", [0.0, float("-inf")])
+def test_hide_is_masked_fill_for_finite_scores_gradient_included(value):
+    """hide (an add of 0/-inf or a multiply by the visible pairs, issue 57 item 8) gives masked_fill's
+    numbers bit for bit on finite scores, and its gradient; anything but 0 or -inf is refused."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 3, 7, 9, generator=g, requires_grad=True)
+    hidden = torch.rand(7, 9, generator=g) > 0.5
+    up = torch.randn(2, 3, 7, 9, generator=g)
+    got, want = attention.hide(x, hidden, value), x.masked_fill(hidden, value)
+    assert torch.equal(got, want)
+    torch.testing.assert_close(torch.autograd.grad((got.exp() * up).sum(), x)[0],
+                               torch.autograd.grad((want.exp() * up).sum(), x)[0], rtol=0, atol=0)
+    with pytest.raises(ValueError, match="0 or -inf"):
+        attention.hide(x, hidden, 1.0)
