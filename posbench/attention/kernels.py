@@ -40,6 +40,19 @@ ScoreMod = Callable[[torch.Tensor, int, int, int, torch.Tensor], torch.Tensor]
 MAX_SCORE_ELEMENTS = 1 << 24
 
 
+def hide(x: torch.Tensor, hidden: torch.Tensor, value: float) -> torch.Tensor:
+    """``x.masked_fill(hidden, value)`` for ``value`` -inf or 0 and a mask [c, e] broadcast over x
+    [.., c, e], as one add of a [c, e] table of 0 and -inf, or one multiply by the visible pairs: the
+    same numbers for finite x (x + 0 = x, x + -inf = -inf, x * 1 = x, x * 0 = 0; the gradient too), and
+    on CPU about 10x faster than masked_fill with a broadcast mask (torch 2.13: 6.7 ms against 0.4 ms
+    for [32, 4, 128, 128], 1 thread), which every explicit-score kernel runs once or twice per block."""
+    if value == 0.0:
+        return x * (~hidden).to(x.dtype)
+    if value != float("-inf"):
+        raise ValueError(f"hide fills with 0 or -inf, got {value}")
+    return x + torch.zeros(hidden.shape, dtype=x.dtype, device=x.device).masked_fill_(hidden, value)
+
+
 def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None = None) -> torch.Tensor:
     return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
 
@@ -196,7 +209,7 @@ def relative_causal_attention(
         dist = (positions[start:end, None] - positions[None, :end]).clamp(0, R - 1).expand(B, H, -1, -1)
         scores = q[:, :, start:end] @ k[:, :, :end].transpose(-1, -2)
         scores = scores + (rel_q[:, :, start:end] @ rel_k.transpose(-1, -2)).gather(-1, dist)
-        scores = (scores * scale).masked_fill(hidden_pairs(start, end, 0, q.device, window, block), float("-inf"))
+        scores = hide(scores * scale, hidden_pairs(start, end, 0, q.device, window, block), float("-inf"))
         # softmax in at least fp32 (bf16 under autocast would lose the small weights)
         attn = scores.softmax(-1, dtype=torch.promote_types(scores.dtype, torch.float32)).to(v.dtype)
         y = attn @ v[:, :, :end]
@@ -246,7 +259,7 @@ def piecewise_rotary_attention(
             s = rotate(q[:, :, start:end], qpos[start:end]) @ k_rot[:, :, :end].transpose(-1, -2)
             scores = s if scores is None else torch.where(where(i, j), s, scores)
         masked = j > i if hidden is None else (j > i) | hidden(i, j)
-        scores = (scores * scale).masked_fill(masked, float("-inf"))
+        scores = hide(scores * scale, masked, float("-inf"))
         attn = scores.softmax(-1, dtype=torch.promote_types(scores.dtype, torch.float32)).to(v.dtype)
         out.append(attn @ v[:, :, :end])
     return out[0] if len(out) == 1 else torch.cat(out, dim=2)
@@ -342,7 +355,7 @@ def masked_attention(
             s = score_mod(s, start, end, lo, hidden)
         if bias is not None:
             s = s + bias(start, end, lo)
-        s = s.masked_fill(hidden, float("-inf"))
+        s = hide(s, hidden, float("-inf"))
         if sink is not None:
             s = torch.cat((s, sink.to(s.dtype).view(1, H, 1, 1).expand(s.shape[0], H, end - start, 1)), dim=-1)
         p = s.softmax(-1, dtype=torch.promote_types(s.dtype, torch.float32))
@@ -352,6 +365,11 @@ def masked_attention(
             on_weights(p, start, end, lo)
         out.append(p.to(v.dtype) @ v[:, :, lo:end])
     return out[0] if len(out) == 1 else torch.cat(out, dim=2)
+
+
+# ln of the stick a block of queries may leave to the keys it does not compute: e^-80 ~ 1.8e-35, below what
+# float32 resolves beside weights of order 1 (the keys past it would add that much at most)
+STICK_CUT = -80.0
 
 
 def stick_breaking_attention(
@@ -371,27 +389,51 @@ def stick_breaking_attention(
         A_ij    = beta_ij prod_{j < t <= last} (1 - beta_it)      (last = i - 1; i with attend_current)
         out_i   = sum_{j <= last} A_ij v_j + rem_i v_i,  rem_i = prod_{j <= last} (1 - beta_ij) = 1 - sum_j A_ij
 
-    in log space (ln beta = logsigmoid(z), ln(1 - beta) = logsigmoid(-z)) with a reverse cumulative
-    sum over the keys, in float32 at least, as the reference ``sb_ref.py``; ``remainder`` adds
-    rem_i v_i (the reference's tests and dolomite's default ``sb_remainder``). ``block``: blockwise
-    causal attention (future_mask) and ``window`` (a local window, the +swa rows): keys they hide take
-    no share of the stick."""
+    in log space (ln beta = logsigmoid(z), ln(1 - beta) = logsigmoid(-z)) with a cumulative sum over
+    the keys from the nearest back, in float32 at least, as the reference ``sb_ref.py``; ``remainder``
+    adds rem_i v_i (the reference's tests and dolomite's default ``sb_remainder``). ``block``:
+    blockwise causal attention (future_mask) and ``window`` (a local window, the +swa rows): keys they
+    hide take no share of the stick.
+
+    Each block of queries scores the keys back from its end only until every query has broken its
+    stick to below e^STICK_CUT: the keys before take at most that much weight together, so they are
+    left out (the band widens by blocks until then, to the first key where the sticks stay whole).
+    Scores are taken against the keys in reverse order (key j at L - 1 - j), so the sums over the
+    nearer keys are plain cumulative sums."""
     B, H, L, Dh = q.shape
     scale = Dh ** -0.5 if scale is None else scale
     dtype = torch.promote_types(q.dtype, torch.float32)
+    k_rev, v_rev = k.flip(-2), v.flip(-2)
     out = []
-    for start, end in query_chunks(q.shape, max(1, max_elements // 4)):  # four score-sized tensors per block
-        z = (q[:, :, start:end] @ k[:, :, :end].transpose(-1, -2)).to(dtype) * scale
-        hidden = hidden_pairs(start, end, 0, q.device, window, block)
+    blocks = query_chunks(q.shape, max(1, max_elements // 4))  # four score-sized tensors per block
+    reach = blocks[0][1] - blocks[0][0]  # keys before a block its band spans first
+
+    def rests(start, end, lo, hi):
+        """z and ln(1 - beta) (0 where hidden) of queries [start, end) for keys [lo, hi), last key first."""
+        z = (q[:, :, start:end] @ k_rev[:, :, L - hi:L - lo].transpose(-1, -2)).to(dtype) * scale
+        hidden = hidden_pairs(start, end, lo, q.device, window, block)[:, :hi - lo]
         if not attend_current:
-            hidden = hidden | (torch.arange(end, device=q.device)[None, :] == torch.arange(start, end, device=q.device)[:, None])
-        log_beta = F.logsigmoid(z).masked_fill(hidden, float("-inf"))
-        log_rest = F.logsigmoid(-z).masked_fill(hidden, 0.0)  # ln(1 - beta); hidden keys break nothing
-        later = log_rest.flip(-1).cumsum(-1).flip(-1) - log_rest  # sum over the visible keys after j
-        a = (log_beta + later).exp()
-        y = a.to(v.dtype) @ v[:, :, :end]
+            hidden = hidden | (torch.arange(lo, hi, device=q.device)[None, :] == torch.arange(start, end, device=q.device)[:, None])
+        hidden = hidden.flip(-1)
+        return z, hidden, hide(F.logsigmoid(-z), hidden, 0.0)  # hidden keys break nothing
+
+    for start, end in blocks:
+        first = max(window.first_key(start) if window is not None else 0, (start // block - 1) * block if block else 0)
+        lo = max(first, start - reach)
+        z, hidden, log_rest = rests(start, end, lo, end)
+        broken = log_rest.cumsum(-1)  # ln of the stick left after the keys from the last down to each
+        while lo > first and bool((broken[..., -1] > STICK_CUT).any()):  # some stick not yet broken: widen
+            new_lo = max(first, lo - max(end - start, reach))
+            z_more, hidden_more, rest_more = rests(start, end, new_lo, lo)
+            z, hidden = torch.cat((z, z_more), -1), torch.cat((hidden, hidden_more), -1)
+            log_rest, broken = torch.cat((log_rest, rest_more), -1), torch.cat((broken, rest_more.cumsum(-1) + broken[..., -1:]), -1)
+            lo = new_lo
+        reach = max(reach, start - lo)
+        log_beta = hide(F.logsigmoid(z), hidden, float("-inf"))
+        a = (log_beta + broken - log_rest).exp()  # beta_ij times the stick the nearer keys left
+        y = a.to(v.dtype) @ v_rev[:, :, L - end:L - lo]
         if remainder:
-            y = y + log_rest.sum(-1, keepdim=True).exp().to(v.dtype) * v[:, :, start:end]
+            y = y + broken[..., -1:].exp().to(v.dtype) * v[:, :, start:end]
         out.append(y)
     return out[0] if len(out) == 1 else torch.cat(out, dim=2)
 
@@ -509,6 +551,14 @@ class Decay:
 CPU_FLASH_LSE = hasattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu")
 
 
+def cpu_flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float,
+                        is_causal: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """(softmax(q.k * scale) v [B, H, Lq, Dv], its log-sum-exp [B, H, Lq]) from the CPU flash kernel
+    (``CPU_FLASH_LSE`` says whether this torch has it): the form that lets a caller merge these keys
+    with others it scores itself (Shaw's band, CoPE's band)."""
+    return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, is_causal=is_causal, scale=scale)
+
+
 def clipped_relative_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rel_k: torch.Tensor,
                                rel_v: torch.Tensor | None, scale: float) -> torch.Tensor:
     """``relative_causal_attention`` with rel_q = q over positions 0..L-1 (Shaw et al.'s clipped
@@ -531,8 +581,7 @@ def clipped_relative_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
     far_lse = torch.full((B, H, L), float("-inf"), dtype=dtype, device=q.device)
     far = torch.zeros(B, H, L, v.shape[-1], dtype=dtype, device=q.device)
     if L > K:
-        y, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
-            q[:, :, K:], k[:, :, :L - K], v[:, :, :L - K], is_causal=True, scale=scale)
+        y, lse = cpu_flash_attention(q[:, :, K:], k[:, :, :L - K], v[:, :, :L - K], scale, is_causal=True)
         far[:, :, K:], far_lse[:, :, K:] = y.to(dtype), lse.to(dtype) + rel[:, :, K:, K]
     top = torch.maximum(far_lse, near.amax(-1))  # [B, H, L]: finite (d = 0 is always seen)
     p_far, p_near = (far_lse - top).exp(), (near - top[..., None]).exp()

@@ -98,6 +98,9 @@ class PositionalEncoding(nn.Module):
     translation_invariant: bool = False
     # content_bias returns a posbench.attention.kernels.Decay (FoX's c_i - c_j), a term flex attention can add
     content_is_decay: bool = False
+    # content_bias returns a term with ``band_attention(k, v, scale)``, the whole attention for evaluation on
+    # CPU without a window, sink, block, bias or recorder (CoPE's CountedPositions: a band of keys, the rest one SDPA call)
+    content_has_band: bool = False
     # rotary frequencies that the RoPE scalings (posbench/attention/rope_scalings.py) can rescale
     rope_scalable: bool = False
     # what the initialisation does to attention over distance, where it decides what a short budget can

@@ -15,7 +15,7 @@ masked, its value enters through the remainder) and inv_temp 1/sqrt(d_h). Nothin
 to toy lengths: the method has no length parameter.
 
 posbench runs it in plain PyTorch (posbench.attention.kernels.stick_breaking_attention, blocks of queries,
-float32), on CPU and GPU alike, not the reference's Triton kernel: the same formula, slower. It
+float32, each against the keys its sticks reach: to e^-80), on CPU and GPU alike, not the reference's Triton kernel: the same formula, slower. It
 computes its own attention, as the relative encodings do (``relative_attention``), so the rows that
 change a softmax layer's queries (``+logn``, ``+floorlog``) do not apply; an evaluation window
 (``+swa``, ``+chunk``: the far-context control) and blockwise causal attention (``+bca``) do: the keys

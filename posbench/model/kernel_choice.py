@@ -17,12 +17,16 @@ Precedence, first match wins (the kernels are in posbench/attention/kernels.py):
                   c_i - c_j: ``Decay``), no other content term, no block or recorder, a bias only by
                   distance, where flex runs and pays (``flex_pays``): one compiled flex kernel, the
                   window a block mask, no score matrix held.
-4. ``SCORES``     a window, a sink or a content-dependent term (FoX, CoPE, PaTH): explicit scores per
+4. ``BAND``       a content term with a band form (``content_has_band``: CoPE) and nothing else (no
+                  window, sink, block, bias or recorder), in evaluation on CPU where torch has the
+                  flash kernel that returns its log-sum-exp (``CPU_FLASH_LSE``): the term's own
+                  ``band_attention``, a band of keys explicit and the rest one SDPA call.
+5. ``SCORES``     a window, a sink or a content-dependent term (FoX, CoPE, PaTH): explicit scores per
                   block of queries (``masked_attention``), with ``block`` applied too.
-5. ``BLOCKWISE``  blockwise causal attention (``options.block``): the chunked float-mask path.
-6. ``FLEX_DISTANCE`` a bias by distance only (ALiBi, KERPLE, T5, Sandwich), where flex runs: one [H, L] table.
-7. ``BIASED``     any other bias: the chunked float-mask path.
-8. ``SDPA``       no bias: ``scaled_dot_product_attention(is_causal=True)``.
+6. ``BLOCKWISE``  blockwise causal attention (``options.block``): the chunked float-mask path.
+7. ``FLEX_DISTANCE`` a bias by distance only (ALiBi, KERPLE, T5, Sandwich), where flex runs: one [H, L] table.
+8. ``BIASED``     any other bias: the chunked float-mask path.
+9. ``SDPA``       no bias: ``scaled_dot_product_attention(is_causal=True)``.
 
 A layer's own window takes precedence over the options' window (an evaluation window applies to the
 layers without one), and a row temperature (``options.query_scale``) scales only the layers with
@@ -39,7 +43,7 @@ from typing import Any, Optional
 
 import torch
 
-from posbench.attention.kernels import Window
+from posbench.attention.kernels import CPU_FLASH_LSE, Window
 from posbench.attention.options import AttentionOptions
 from posbench.core.errors import PosbenchError
 from posbench.encodings.base import PositionalEncoding
@@ -49,6 +53,7 @@ class Kernel(Enum):
     OWN = "own"
     EXTENDER = "extender"
     FLEX_SCORES = "flex_scores"
+    BAND = "band"
     SCORES = "scores"
     BLOCKWISE = "blockwise"
     FLEX_DISTANCE = "flex_distance"
@@ -86,7 +91,9 @@ def choose_kernel(enc: Any, layer: int, options: AttentionOptions, flex: bool, d
         extender_check(enc, layer, window, sink, content)
         return Kernel.EXTENDER
     if window is not None or sink is not None or content:
-        return Kernel.FLEX_SCORES if flex and flex_pays(enc, options, device, sink is not None, content) else Kernel.SCORES
+        if flex and flex_pays(enc, options, device, sink is not None, content):
+            return Kernel.FLEX_SCORES
+        return Kernel.BAND if band_runs(enc, options, device, window, sink) else Kernel.SCORES
     if options.block is not None:
         return Kernel.BLOCKWISE
     if enc.uses_bias:
@@ -110,6 +117,16 @@ def flex_pays(enc: Any, options: AttentionOptions, device: torch.device, sink: b
     if sink or content:
         return device.type == "cpu"
     return device.type == "cuda" or options.kernel == "flex"
+
+
+def band_runs(enc: Any, options: AttentionOptions, device: torch.device, window: Optional[Window], sink: Any) -> bool:
+    """Whether a layer with a content term runs the term's ``band_attention``: the encoding has one
+    (``content_has_band``), nothing else shapes the scores (no window, sink, block, bias, recorder:
+    the band form has none of them), evaluation (no gradient: the band form has no backward) on CPU,
+    where the flash kernel returns the log-sum-exp the band merges with."""
+    return (enc.content_has_band and CPU_FLASH_LSE and device.type == "cpu" and not torch.is_grad_enabled()
+            and window is None and sink is None and options.block is None and options.recorder is None
+            and not enc.uses_bias)
 
 
 def extender_check(enc: Any, layer: int, window: Optional[Window], sink: Any, content: bool) -> None:

@@ -138,7 +138,9 @@ class CausalSelfAttention(nn.Module):
             # attention diagnostics (posbench/evaluation/diagnostics.py), evaluation only; SCORES reports its own weights
             options.recorder.add(layer, q, k, scale, bias_fn, positions, block)
         sink = enc.sink(layer)  # [H] or None
-        content = enc.content_bias(x, q, k, layer) if kernel in (Kernel.SCORES, Kernel.FLEX_SCORES) else None
+        content = enc.content_bias(x, q, k, layer) if kernel in (Kernel.SCORES, Kernel.FLEX_SCORES, Kernel.BAND) else None
+        if kernel is Kernel.BAND:  # CoPE in evaluation on CPU: a band of keys explicit, the rest one SDPA call
+            return content.band_attention(k, v, scale)
         if kernel in PORTABLE:  # flex: a bias by distance is one [H, L] table over distances 0..L-1
             table = enc.bias(positions, positions[:1], layer)[:, :, 0] * t if bias_fn else None
             y = (flex_scores_attention(q, k, v, scale, window, table, sink, content) if kernel is Kernel.FLEX_SCORES

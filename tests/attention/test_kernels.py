@@ -231,3 +231,74 @@ def test_the_chunked_bias_path_gives_the_same_attention_with_and_without_grad(bl
         for max_elements in (1 << 24, B * H * L * 7):
             got = biased_causal_attention(q, k, v, bias_fn, positions, 0.3, max_elements=max_elements, block=block)
             torch.testing.assert_close(got, reference, rtol=1e-5, atol=1e-5)
+
+
+def old_stick_breaking_attention(q, k, v, scale=None, attend_current=False, remainder=True, block=None,
+                                 max_elements=attention.MAX_SCORE_ELEMENTS, window=None):
+    """stick_breaking_attention before issue 57 item 8 (every block of queries against all its keys,
+    flipped cumulative sums), kept to compare against."""
+    import torch.nn.functional as F
+
+    B, H, L, Dh = q.shape
+    scale = Dh ** -0.5 if scale is None else scale
+    dtype = torch.promote_types(q.dtype, torch.float32)
+    out = []
+    for start, end in attention.query_chunks(q.shape, max(1, max_elements // 4)):
+        z = (q[:, :, start:end] @ k[:, :, :end].transpose(-1, -2)).to(dtype) * scale
+        hidden = attention.hidden_pairs(start, end, 0, q.device, window, block)
+        if not attend_current:
+            hidden = hidden | (torch.arange(end)[None, :] == torch.arange(start, end)[:, None])
+        log_beta = F.logsigmoid(z).masked_fill(hidden, float("-inf"))
+        log_rest = F.logsigmoid(-z).masked_fill(hidden, 0.0)
+        later = log_rest.flip(-1).cumsum(-1).flip(-1) - log_rest
+        y = (log_beta + later).exp().to(v.dtype) @ v[:, :, :end]
+        if remainder:
+            y = y + log_rest.sum(-1, keepdim=True).exp().to(v.dtype) * v[:, :, start:end]
+        out.append(y)
+    return out[0] if len(out) == 1 else torch.cat(out, dim=2)
+
+
+@pytest.mark.parametrize("gain, kw", [
+    (1.0, {}), (0.05, {}),  # sticks broken within ~100 keys (beta near 1/2)
+    (1.0, {"window": Window("sliding", 50)}), (3.0, {"window": Window("chunked", 64)}), (1.0, {"block": 40}),
+    (1.0, {"attend_current": True, "remainder": False}),
+    (8.0, {}),  # beta near 0 for some pairs: the band widens, here to the first key
+])
+def test_stick_breaking_in_bands_equals_the_old_kernel(gain, kw):
+    """Issue 57 item 8: each block of queries scores only the keys its sticks reach (to e^STICK_CUT), in
+    reverse order; equal to the old kernel to 1e-12 in float64 and 2e-6 in float32, in blocks of 40
+    queries and whole."""
+    g = torch.Generator().manual_seed(int(gain * 10))
+    for dtype, tol in ((torch.float64, 1e-12), (torch.float32, 2e-6)):
+        q, k, v = (torch.randn(2, 3, 300, 16, generator=g, dtype=dtype) * s for s in (gain, gain, 1.0))
+        for max_elements in (2 * 3 * 300 * 40 * 4, attention.MAX_SCORE_ELEMENTS):
+            torch.testing.assert_close(attention.stick_breaking_attention(q, k, v, max_elements=max_elements, **kw),
+                                       old_stick_breaking_attention(q, k, v, max_elements=max_elements, **kw),
+                                       rtol=tol, atol=tol)
+
+
+def test_stick_breaking_reads_no_key_past_the_broken_sticks():
+    """A NaN value at key 0 reaches the early queries only (their band holds it); the old kernel's
+    every query multiplied its weight 0 by it and returned NaN."""
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 400, 16, generator=g, dtype=torch.float64) for _ in range(3))
+    v[:, :, 0] = float("nan")
+    y = attention.stick_breaking_attention(q, k, v, max_elements=1 * 2 * 400 * 40 * 4)
+    assert torch.isnan(y[:, :, :5]).all() and not torch.isnan(y[:, :, 300:]).any()
+    assert torch.isnan(old_stick_breaking_attention(q, k, v, max_elements=1 * 2 * 400 * 40 * 4)[:, :, 300:]).all()
+
+
+@pytest.mark.parametrize("value", [0.0, float("-inf")])
+def test_hide_is_masked_fill_for_finite_scores_gradient_included(value):
+    """hide (an add of 0/-inf or a multiply by the visible pairs, issue 57 item 8) gives masked_fill's
+    numbers bit for bit on finite scores, and its gradient; anything but 0 or -inf is refused."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 3, 7, 9, generator=g, requires_grad=True)
+    hidden = torch.rand(7, 9, generator=g) > 0.5
+    up = torch.randn(2, 3, 7, 9, generator=g)
+    got, want = attention.hide(x, hidden, value), x.masked_fill(hidden, value)
+    assert torch.equal(got, want)
+    torch.testing.assert_close(torch.autograd.grad((got.exp() * up).sum(), x)[0],
+                               torch.autograd.grad((want.exp() * up).sum(), x)[0], rtol=0, atol=0)
+    with pytest.raises(ValueError, match="0 or -inf"):
+        attention.hide(x, hidden, 1.0)

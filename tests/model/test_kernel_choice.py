@@ -60,6 +60,22 @@ def test_each_layer_gets_the_kernel_of_the_first_rule_that_holds(name, options, 
     assert kernels_of(name, options, flex, device) == expected
 
 
+@pytest.mark.parametrize("options, device, expected", [
+    (AttentionOptions(), CPU, Kernel.BAND),
+    (AttentionOptions(), CUDA, Kernel.SCORES),  # the band merges through the CPU flash kernel's log-sum-exp
+    (AttentionOptions(window=Window("sliding", 4)), CPU, Kernel.SCORES),  # the band form has no window,
+    (AttentionOptions(block=4), CPU, Kernel.SCORES),  # no block
+    (AttentionOptions(recorder=AttentionRecorder(2, 2)), CPU, Kernel.SCORES),  # and gives no weights
+])
+def test_cope_evaluates_through_its_band_where_nothing_else_shapes_the_scores(options, device, expected, monkeypatch):
+    """Issue 57 item 8: CoPE's band (content_has_band) in evaluation on CPU; training keeps the explicit kernel."""
+    monkeypatch.setattr("posbench.model.kernel_choice.CPU_FLASH_LSE", True)
+    with torch.no_grad():
+        assert kernels_of("cope", options, True, device) == [expected] * 2
+        assert kernels_of("fox", options, False, device)[0] is not Kernel.BAND  # a content term without a band form
+    assert kernels_of("cope", options, True, device) == [Kernel.SCORES] * 2
+
+
 def test_a_layers_own_window_comes_before_the_options_window():
     enc = build_model(CFG, "rnope_swa", {}, 16).encoding
     evaluation = Window("sliding", 3)
