@@ -51,3 +51,25 @@ def test_bench_rejects_an_unknown_hybrid_preset(tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode != 0 and "unknown hybrid preset 'gdm'" in proc.stderr
     assert not (tmp_path / "bench.csv").exists()
+
+
+def test_bench_profile_lists_the_costliest_operators_of_each_row(tmp_path):
+    """scripts/bench_profile.py: per encoding (nope added) a table of operators by share of self CPU time,
+    for a 16x pass and for training steps; the shares of a table are a ranking of positive parts."""
+    out = tmp_path / "profiles.md"
+    cmd = [sys.executable, str(ROOT / "scripts" / "bench_profile.py"), "--encodings", "alibi", "--model", "tiny",
+           "--train-len", "16", "--batch", "2", "--steps", "1", "--eval-tokens", "256", "--top", "3", "--out", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    text = out.read_text()
+    assert text.count("## ") == 2 and "## nope" in text and "## alibi" in text
+    shares = [float(line.split("|")[2].strip().rstrip("%")) for line in text.splitlines() if line.startswith("| `")]
+    assert len(shares) == 2 * 2 * 3 and all(0 < s <= 100 for s in shares)
+    assert "Command: `python scripts/bench_profile.py" in text
+
+
+def test_bench_profile_rejects_an_unknown_encoding(tmp_path):
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_profile.py"), "--encodings", "ropee",
+                           "--out", str(tmp_path / "p.md")], capture_output=True, text=True)
+    assert proc.returncode != 0 and "unknown encoding 'ropee'" in proc.stderr
+    assert not (tmp_path / "p.md").exists()
