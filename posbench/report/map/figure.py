@@ -29,6 +29,8 @@ def _x(pts: pd.DataFrame, axis_name: str, values, categories: list) -> np.ndarra
 
 def plot_axis(pts: pd.DataFrame, axis_name: str, tolerance: float, path: Path) -> None:
     """``pts``: points.points (every point); draws the lines along ``axis_name``."""
+    if P.PATTERN not in pts:  # points made before the layer pattern existed: attention in every layer
+        pts = pts.assign(**{P.PATTERN: P.PLAIN})
     keys = [k for k in P.line_keys(axis_name) if k != "variant"]
     on_line = pts[pts.groupby(P.line_keys(axis_name))[axis_name].transform("nunique") > 1]
     panels = sorted(on_line.groupby(keys).groups, key=lambda k: tuple(map(str, k)))
@@ -61,7 +63,7 @@ def plot_axis(pts: pd.DataFrame, axis_name: str, tolerance: float, path: Path) -
             ax.xaxis.set_minor_formatter(NullFormatter())
         else:
             ax.set_xticks(range(len(categories)), [str(v) for v in categories])
-        title = ", ".join(f"{k} {v}" for k, v in zip(keys, panel) if v != P.DEFAULT_CORPUS)
+        title = ", ".join(f"{k} {v}" for k, v in zip(keys, panel) if v not in (P.DEFAULT_CORPUS, P.PLAIN))
         plot.finish_panel(ax, title, True, c == 0, P.AXIS_NAMES[axis_name],
                               "verdict statistic (equal context, else M/1x)", c == len(panels) - 1)
     fig.tight_layout()

@@ -4,7 +4,10 @@ one setting at a time.
 A main-table row (protocol, variant, model, train_len; report/analysis/tables.py) is a point with
 coordinates: its training length, its model's size (the size's name, ordered by its parameters),
 its corpus (the ``@<corpus>`` part of the model's name: report/load.py names the corpus where the
-runs hold more than one) and its tokenizer (the ``/<tokenizer>`` part; bytes without). A **line**
+runs hold more than one), its tokenizer (the ``/<tokenizer>`` part; bytes without) and its layer
+pattern (``model.mixers``: ``attention``, or e.g. ``gdn-gdn-gdn-attention``), which every line holds
+fixed and which is no axis: a pure Gated DeltaNet model and a 3 : 1 hybrid of the same width are
+different architectures, not two sizes of one. A **line**
 along an axis is the points of one protocol and row that agree on every other coordinate; an axis
 is **spanned** where some line has two or more points. Along a line the verdict's statistic (on
 equal context where the row has a window control: ``basis``; else its M/1x ratio) is compared
@@ -26,11 +29,12 @@ from posbench.report.load import corpus_of
 from posbench.report.sections.tokenizers import BYTE
 from posbench.report.analysis.tables import EQUAL_CONTEXT
 
-TRAIN_LEN, SIZE, CORPUS, TOKENIZER = "train_len", "size", "corpus", "tokenizer"
+TRAIN_LEN, SIZE, CORPUS, TOKENIZER, PATTERN = "train_len", "size", "corpus", "tokenizer", "pattern"
 AXES = (TRAIN_LEN, SIZE, CORPUS, TOKENIZER)
 NUMERIC = {TRAIN_LEN: "train_len", SIZE: "params"}  # an axis measured in a number: its changes are per doubling
 AXIS_NAMES = {TRAIN_LEN: "training length", SIZE: "model size (parameters)", CORPUS: "corpus", TOKENIZER: "tokenizer"}
-COORDS = ["protocol", "variant", SIZE, CORPUS, TOKENIZER, TRAIN_LEN]
+COORDS = ["protocol", "variant", SIZE, CORPUS, TOKENIZER, TRAIN_LEN, PATTERN]
+PLAIN = "attention"  # the layer pattern of a model with attention in every layer (the default)
 DEFAULT_CORPUS = "-"  # the runs were trained on one corpus (its name is not in the model's)
 
 
@@ -50,11 +54,19 @@ def approx_params(model: dict) -> float:
     return layers * (4 + 2 * ratio) * d * d + 2 * vocab * d
 
 
+def pattern_of(model: dict) -> str:
+    """A model's layer pattern from its settings: its ``mixers`` joined by ``-`` (PLAIN where unset)."""
+    mixers = model.get("mixers") or [PLAIN]
+    return "-".join(str(m) for m in mixers)
+
+
 def with_params(runs: pd.DataFrame, configs: dict) -> pd.DataFrame:
-    """``runs`` with ``params`` filled from each run's config where not recorded (approx_params)."""
+    """``runs`` with ``params`` filled from each run's config where not recorded (approx_params), and
+    each run's layer ``pattern`` (pattern_of)."""
     recorded = pd.to_numeric(runs["params"], errors="coerce") if "params" in runs else pd.Series(math.nan, index=runs.index)
-    guess = [approx_params(dict((configs.get(d) or {}).get("model") or {})) for d in runs.get("run_dir", [None] * len(runs))]
-    return runs.assign(params=recorded.fillna(pd.Series(guess, index=runs.index)))
+    models = [dict((configs.get(d) or {}).get("model") or {}) for d in runs.get("run_dir", [None] * len(runs))]
+    return runs.assign(params=recorded.fillna(pd.Series([approx_params(m) for m in models], index=runs.index)),
+                       pattern=[pattern_of(m) for m in models])
 
 
 def points(table: pd.DataFrame, runs: pd.DataFrame, ratio: str) -> pd.DataFrame:
@@ -66,19 +78,29 @@ def points(table: pd.DataFrame, runs: pd.DataFrame, ratio: str) -> pd.DataFrame:
         return pd.DataFrame(columns=COORDS + ["model", "params", "seeds", "verdict", "basis", "stat"])
     plain = table[~table["windowed"].astype(bool)] if "windowed" in table else table
     params = runs.groupby(["model", "train_len"])["params"].mean() if "params" in runs else pd.Series(dtype=float)
+    patterns = runs.groupby(["model", "train_len"])["pattern"].first() if "pattern" in runs else pd.Series(dtype=object)
     rows = []
     for _, r in plain.iterrows():
         size, corpus, tokenizer = coordinates(r["model"])
         equal = r.get("verdict_basis") == EQUAL_CONTEXT and pd.notna(r.get("equal_ctx"))
         col = "equal_ctx" if equal else ratio
         rows.append({"protocol": r["protocol"], "variant": r["variant"], SIZE: size, CORPUS: corpus,
-                     TOKENIZER: tokenizer, TRAIN_LEN: int(r["train_len"]), "model": r["model"],
+                     TOKENIZER: tokenizer, TRAIN_LEN: int(r["train_len"]),
+                     PATTERN: patterns.get((r["model"], r["train_len"]), PLAIN), "model": r["model"],
                      "params": float(params.get((r["model"], r["train_len"]), math.nan)),
                      **({sweep.BUDGET: r[sweep.BUDGET]} if sweep.BUDGET in r else {}),
                      "seeds": r.get("seeds"), "verdict": sweep.verdict_class(r.get("verdict")),
                      "label": r.get("label", r.get("verdict")), "basis": EQUAL_CONTEXT if equal else ratio,
                      "stat": r[col], "stat_lo": r.get(f"{col}_lo"), "stat_hi": r.get(f"{col}_hi")})
     return pd.DataFrame(rows)
+
+
+def shown(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` as written and shown: without the pattern column where every row is PLAIN (the
+    reports of attention models read as before the pattern existed)."""
+    if PATTERN in frame and (frame[PATTERN] == PLAIN).all():
+        return frame.drop(columns=PATTERN)
+    return frame
 
 
 def line_keys(axis_name: str) -> list[str]:

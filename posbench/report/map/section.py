@@ -38,7 +38,7 @@ def map_frames(ctx) -> dict:
                 mine = ch[(ch[keys] == pd.Series(key, index=keys)).all(axis=1)] if not ch.empty else ch
                 word, detail = W.word(line, mine, a, a in P.NUMERIC)
                 held = ", ".join(f"{k} {v}" for k, v in zip(keys, key) if k not in ("protocol", "variant")
-                                 and v != P.DEFAULT_CORPUS)
+                                 and v not in (P.DEFAULT_CORPUS, P.PLAIN))
                 rows.append({"protocol": key[0], "variant": key[1], "axis": a, "along": held, "word": word,
                              "rests on": detail})
         if ctx.has_budgets and not ctx.budget_trends.empty:
@@ -68,8 +68,8 @@ class Map(Section):
     def build(self, ctx, out) -> list:
         f = map_frames(ctx)
         pts, words = f["points"], f["words"]
-        out.csv("map_points.csv", pts)
-        out.csv("map_changes.csv", f["changes"])
+        out.csv("map_points.csv", P.shown(pts))
+        out.csv("map_changes.csv", P.shown(f["changes"]))
         out.csv("map_words.csv", words)
         blocks = [Heading("The map: verdicts across training length, size, corpus and tokenizer"),
                   Para("Each encoding's verdict at every point the runs span (at each row's largest budget), read on "
@@ -90,6 +90,7 @@ class Map(Section):
                           else (f"{r['stat']:.3f}" if pd.notna(r["stat"]) else "n/e") for _, r in pts.iterrows()],
             "params": [f"{p / 1e6:.2f}M" if pd.notna(p) else "" for p in pts["params"]]})
         cols = ["protocol", "variant", P.SIZE, "params", P.CORPUS, P.TOKENIZER, P.TRAIN_LEN] + \
+            [c for c in [P.PATTERN] if c in P.shown(pts)] + \
             ([sweep.BUDGET] if sweep.BUDGET in shown else []) + ["seeds", "label", "basis", "statistic"]
         if ctx.has_budgets and not ctx.budget_trends.empty:
             trend = {(r["protocol"], r["variant"], r["model"], r["train_len"]): r["trend"] for _, r in ctx.budget_trends.iterrows()}

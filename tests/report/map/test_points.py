@@ -107,3 +107,17 @@ def test_points_not_evaluated_at_the_verdict_s_multiple_span_no_axis():
     pts = P.points(main_table(evals, 0.05), runs, "2x/1x")
     assert P.spanned(pts) == [P.TRAIN_LEN]
     assert P.spanned(pts.assign(stat=[1.0 if L == 32 else float("nan") for L in pts[P.TRAIN_LEN]])) == []
+
+
+def test_layer_patterns_are_held_fixed_and_are_no_size_axis():
+    """A pure Gated DeltaNet model and a 3 : 1 hybrid (experiment=hybrids: small_gdn, small_hybrid) are two
+    architectures, not two sizes: no line joins them, so the map spans no size axis (the hybrids' report
+    once said nope 'changes' from small_hybrid to small_gdn, x0.47 per doubling of parameters)."""
+    evals, runs = map_records({("nope", "small", 64): 1.0, ("nope", "base", 64): 1.0})
+    configs = {f"d_{m}": {"model": {"mixers": mixers}} for m, mixers in (("small", ["gdn"]), ("base", ["gdn", "gdn", "gdn", "attention"]))}
+    runs = P.with_params(runs.assign(run_dir=[f"d_{m}" for m in runs["model"]]), configs)
+    pts = P.points(main_table(evals, 0.05), runs, "2x/1x")
+    assert set(pts[P.PATTERN]) == {"gdn", "gdn-gdn-gdn-attention"} and P.spanned(pts) == []
+    plain = P.points(main_table(evals, 0.05), P.with_params(runs.drop(columns="pattern"), {}), "2x/1x")
+    assert (plain[P.PATTERN] == P.PLAIN).all() and P.spanned(plain) == [P.SIZE]  # attention in every layer: sizes
+    assert P.PATTERN not in P.shown(plain) and P.PATTERN in P.shown(pts)
