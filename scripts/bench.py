@@ -15,7 +15,12 @@ positional code):
 encoding: recurrent and hybrid models, issue 55), named ``+hybrid=<preset>``, each at the --model's
 size with the preset's pattern (its model keys: mixers, name) and encoding. Their FLOPs count is the same 6 N + 12 layers L d (a recurrent layer's state
 updates are not counted, so their MFU is a rough figure).
-Writes bench.csv and bench.md (ratios: training vs the reference, evaluation vs nope) into --out.
+``--compile`` trains through regional torch.compile (each block compiled once, for all layers:
+posbench.training.trainer.compiled_blocks); on CUDA training is bf16 autocast with fused AdamW.
+``--reference-once`` times the reference once per round instead of right before each encoding (a
+dedicated GPU, where drift is not what spoils a ratio and every extra run pays a compile).
+Writes bench.csv and bench.md (ratios: training vs the reference, evaluation vs nope) into --out,
+rewritten after each row, so a run stopped by a time limit leaves the rows it finished.
 Ratios come from one run on one machine; the machine is noisy, so compare within a file only.
 """
 
@@ -108,12 +113,12 @@ def train_flops_per_token(model, mc: ModelConfig, train_len: int) -> float:
     return 6 * n + 12 * mc.n_layers * train_len * mc.d_model
 
 
-def train_throughput(name, mc, train_len, batch, steps, device) -> tuple[float, object]:
+def train_throughput(name, mc, train_len, batch, steps, device, compile=False) -> tuple[float, object]:
     model = make_model(name, mc, train_len).to(device)
     tc = TrainConfig(steps=steps + 3, batch_size=batch, warmup_steps=1, log_every=1, val_every=10**9, val_batches=1)
     tokens = np.random.default_rng(0).integers(0, 256, 1 << 20, dtype=np.uint8)
     result = train_model(model, TrainingData(tokens, tokens[: 1 << 16], train_len, seed=0), tc, device,
-                         hooks=Hooks(desc=f"bench {name}"))
+                         hooks=Hooks(desc=f"bench {name}"), compile=compile)
     rates = [h["tokens_per_s"] for h in result["history"][3:]]  # the first steps warm up allocators
     return statistics.median(rates), model
 
@@ -183,6 +188,9 @@ def main(argv=None) -> None:
     ap.add_argument("--hybrids", default="", help="comma-separated presets of conf/hybrid/ (e.g. gdn,mamba2,samba)")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--out", type=Path, default=Path("results/bench"))
+    ap.add_argument("--compile", action="store_true", help="train through regional torch.compile")
+    ap.add_argument("--reference-once", action="store_true",
+                    help="time the reference once per round, not before each encoding (a dedicated GPU)")
     ap.add_argument("--note", default="", help="a line for bench.md on the conditions (e.g. what else ran)")
     args = ap.parse_args(argv)
     started = time.perf_counter()
@@ -199,14 +207,17 @@ def main(argv=None) -> None:
 
     peak = matmul_peak(device)
     print(f"{describe(device)}: measured matmul peak {peak / 1e9:.1f} GFLOP/s")
-    train_throughput(REFERENCE, mc, L, args.batch, 3, device)  # warm-up, discarded: the first model pays for it
+    train = lambda name, steps: train_throughput(name, mc, L, args.batch, steps, device, args.compile)  # noqa: E731
+    train(REFERENCE, 3)  # warm-up, discarded: the first model pays for it
     # Training: `rounds` passes over all models, each encoding timed right after the reference, so
     # slow drifts of a shared machine hit both sides of a ratio; the median ratio is reported.
     ratios, rates, models = {n: [] for n in names}, {n: [] for n in names}, {}
     for r in range(args.rounds):
+        ref_rate = train(REFERENCE, args.steps)[0] if args.reference_once else None
         for name in names[1:] or names:
-            ref_rate, _ = train_throughput(REFERENCE, mc, L, args.batch, args.steps, device)
-            rate, models[name] = train_throughput(name, mc, L, args.batch, args.steps, device)
+            if not args.reference_once:
+                ref_rate = train(REFERENCE, args.steps)[0]
+            rate, models[name] = train(name, args.steps)
             rates[REFERENCE].append(ref_rate)
             rates[name].append(rate)
             ratios[name].append(rate / ref_rate)
@@ -229,9 +240,14 @@ def main(argv=None) -> None:
         print(f"{name:18s} train {row['train_vs_reference']:.2f} x ref  MFU {row['mfu']:6.1%}  eval 16x {row['eval_16x_s']:.3g} s "
               f"{row['eval_16x_peak_mb']:.0f} MB", flush=True)
         rows.append(row)
+        write_tables(rows, args, argv, device, peak, started)
 
+
+def write_tables(rows: list[dict], args, argv, device, peak: float, started: float) -> None:
+    """bench.csv and bench.md of the rows measured so far (ratios against the reference and nope)."""
+    L, L16 = args.train_len, 16 * args.train_len
     df = pd.DataFrame(rows)
-    ref = df.set_index("encoding").loc[REFERENCE]
+    ref = df.set_index("encoding").loc[REFERENCE]  # the first row
     nope = df.set_index("encoding").loc["nope"] if "nope" in set(df["encoding"]) else None
     df.loc[df["encoding"] == REFERENCE, "train_vs_reference"] = 1.0
     base = nope if nope is not None else ref
@@ -248,7 +264,7 @@ def main(argv=None) -> None:
     shown = df[["encoding", "train_tok_s", "train_vs_reference", "mfu", "eval_1x_s", "eval_16x_s", "eval_16x_time_vs_nope",
                 "eval_16x_peak_mb", "eval_16x_mem_vs_nope", "eval_16x_first_s"]]
     (args.out / "bench.md").write_text(header + shown.to_markdown(index=False, floatfmt=".3g") + "\n")
-    print(f"wrote {args.out / 'bench.csv'} and {args.out / 'bench.md'}")
+    print(f"wrote {args.out / 'bench.csv'} and {args.out / 'bench.md'} ({len(rows)} rows)", flush=True)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ class Runtime:
     device: str = "auto"  # auto | cpu | cuda | cuda:N (auto: CUDA with bf16 autocast when present)
     threads: Optional[int] = None  # torch CPU threads per run; None: torch's default (all cores)
     attention: str = "auto"  # bias encodings: auto | flex | chunked (posbench/attention/kernels.py)
-    compile: bool = False  # torch.compile the training forward (speed only)
+    compile: bool = False  # torch.compile each block of the training forward (speed only; regional)
 
     def check(self) -> None:
         check_device(self.device)

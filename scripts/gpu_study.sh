@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Issue 58's GPU study in one command, sized to a lent GPU's ~10 minutes: every stage has its own
+# time limit, so a run cut short still leaves what the finished stages wrote.
+#
+#   bash scripts/gpu_study.sh /tmp/gpu_study        # on a CUDA machine: writes everything there
+#
+# Stages (their limits in seconds: BENCH_S, TESTS_S, MAP_S, REPORT_S):
+#   1. bench: scripts/bench.py on the medium model at train_len 512 (bf16 autocast, regional
+#      torch.compile, fused AdamW) for nope, rope, alibi, t5 and fox against the plain GPT, MFU
+#      against the matmul peak measured first; one row at a time into OUT/bench/.
+#   2. tests (beside 3): the CUDA tests and the fast suite of the GPU-facing modules -> OUT/tests.txt.
+#   3. map: experiment=map at model base, train_len 256, 8192 tokens a step (batch 32), the map's
+#      seven encodings, seeds MAP_SEEDS, each encoding at the small model's chosen rate (see
+#      MAP_GROUPS), jobs in parallel on the one GPU (the base model is launch-bound: several
+#      processes fill it), runs in OUT/map_runs (they resume: the same command continues them).
+#   4. report: posbench-report OUT/map_runs --out OUT/map_report.
+# Then OUT/map_runs.tgz and OUT/map_report.tgz hold the runs' records (weights and resume states
+# left out) and the report, for a machine that can bring back only a few files.
+#
+# The tests run it end to end on CPU at a tiny size (tests/end_to_end/test_gpu_study.py), with
+# DEVICE=cpu and the size variables below overridden.
+#
+# A machine without posbench's packages installs them from wheels in .whl/ (see README, "Checking
+# the GPU paths"). The corpus: where .gpu_data/stdlib-*.tar.xz exists (the documents of the
+# standard library the CPU studies read, Python 3.11.7's), it is unpacked and read through
+# data.path, so the GPU and CPU rows read the same text whatever the GPU machine's Python is
+# (`python scripts/gpu_corpus.py` makes it). Its token cache is built beside the benchmark (a
+# minute of CPU), before the runs that read it start.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT_DIR=${1:?usage: bash scripts/gpu_study.sh OUT_DIR}
+DEVICE=${DEVICE:-cuda}
+PYTHON=${PYTHON:-python3}
+BENCH_S=${BENCH_S:-200} TESTS_S=${TESTS_S:-160} MAP_S=${MAP_S:-160} REPORT_S=${REPORT_S:-45}
+BENCH_ARGS=${BENCH_ARGS:---model medium --train-len 512 --batch 64 --steps 12 --rounds 1 --reference-once --compile --eval-tokens 65536}
+BENCH_ENCODINGS=${BENCH_ENCODINGS:-nope,rope,alibi,t5,fox}
+MAP_SIZE=${MAP_SIZE:-model=base train_len=256 train.batch_size=32}
+MAP_SEEDS=${MAP_SEEDS:-0,1,2}
+# rate:encodings groups, the small model's choice (conf/experiment/map.yaml); base is not tuned here
+MAP_GROUPS=${MAP_GROUPS:-0.002:nope,rope,fox 0.004:alibi,t5,fire,kerple_log}
+MAP_EXTRA=${MAP_EXTRA:-}
+JOBS=${JOBS:-7}            # parallel runs per rate group
+RUN_TESTS=${RUN_TESTS:-1}
+WHEELS=${WHEELS-.whl}      # empty: install nothing
+CORPUS_ARCHIVE=${CORPUS_ARCHIVE-$(ls .gpu_data/stdlib-*.tar.xz 2>/dev/null | head -1)}   # empty: the running Python's stdlib
+
+mkdir -p "$OUT_DIR"
+OUT_DIR=$(cd "$OUT_DIR" && pwd)
+LOG="$OUT_DIR/study.log"
+say() { echo "[gpu_study $(date -u +%H:%M:%S)] $*" | tee -a "$LOG"; }
+if [ -n "$WHEELS" ] && ls "$WHEELS"/*.whl >/dev/null 2>&1; then
+    "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --target /tmp/posbench-site "$WHEELS"/*.whl >>"$LOG" 2>&1 \
+        || { say "cannot install the wheels in $WHEELS/"; exit 2; }
+    export PYTHONPATH="/tmp/posbench-site:${PYTHONPATH:-}"
+fi
+export PYTHONPATH="$PWD:${PYTHONPATH:-}" HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 WANDB_MODE=disabled PYTHONUNBUFFERED=1 TQDM_DISABLE=1
+DATA=()
+if [ -n "$CORPUS_ARCHIVE" ]; then
+    mkdir -p /tmp/posbench-stdlib && tar xJf "$CORPUS_ARCHIVE" -C /tmp/posbench-stdlib && DATA=(data.path=/tmp/posbench-stdlib)
+fi
+{
+    echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), started $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    "$PYTHON" -c "import torch; print('torch', torch.__version__, '| cuda', torch.version.cuda, '|',
+        torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no CUDA device')"
+    echo "corpus: ${CORPUS_ARCHIVE:-as the map runs' overrides say (default: the running Python's standard library)}"
+} | tee "$OUT_DIR/environment.txt"
+if [ "$DEVICE" != cpu ] && ! "$PYTHON" -c "import torch,sys; sys.exit(not torch.cuda.is_available())"; then
+    say "DEVICE=$DEVICE but torch sees no CUDA device"; exit 2
+fi
+# posbench-train / posbench-report without an installed entry point: "${posbench[@]}" train ...
+posbench=("$PYTHON" -c 'import sys; from posbench.cli import console; c = getattr(console, sys.argv.pop(1))
+sys.argv[0] = "posbench-" + c.__name__; c()')
+stage() {  # stage NAME LIMIT_S COMMAND...: the command under its limit (TERM, then KILL 20 s later)
+    local name=$1 limit=$2 t0=$SECONDS rc; shift 2
+    say "$name: start (limit ${limit} s)"
+    timeout -k 20 "$limit" "$@" >>"$OUT_DIR/$name.log" 2>&1; rc=$?
+    say "$name: exit $rc after $((SECONDS - t0)) s$([ $rc -eq 124 ] && echo ' (time limit: what it finished is kept)')"
+    return $rc
+}
+
+# the archive's corpus built once, beside the benchmark (CPU only), before the runs (each would build it)
+corpus_pid=
+if [ -n "$CORPUS_ARCHIVE" ]; then
+    "$PYTHON" -c "from posbench.data.corpus import DataConfig, load_byte_corpus as load
+import os; c = load(DataConfig(path='/tmp/posbench-stdlib', cache_dir=os.environ.get('POSBENCH_CACHE', '~/.cache/posbench')))
+print('corpus', c.fingerprint, 'built here' if c.built else 'from the cache')" >>"$LOG" 2>&1 &
+    corpus_pid=$!
+fi
+
+# 1. the benchmark, alone on the device (its timings are the study's figures)
+stage bench "$BENCH_S" "$PYTHON" scripts/bench.py --device "$DEVICE" $BENCH_ARGS --encodings "$BENCH_ENCODINGS" \
+    --out "$OUT_DIR/bench" --note "issue 58's GPU study (scripts/gpu_study.sh); on CUDA training is bf16 autocast with fused AdamW"
+bench_rc=$?
+if [ -n "$corpus_pid" ] && ! wait "$corpus_pid"; then say "cannot build the corpus (see $LOG)"; exit 2; fi
+
+# 2 and 3 side by side: the tests time nothing
+tests_rc=0
+if [ "$RUN_TESTS" = 1 ]; then
+    xdist=$("$PYTHON" -c "import xdist" 2>/dev/null && echo "-n 4")
+    stage tests "$TESTS_S" "$PYTHON" -m pytest -q -p no:cacheprovider $xdist -m "cuda or not slow" tests/attention \
+        tests/encodings tests/core/test_device.py tests/training/test_trainer.py &
+    tests_pid=$!
+fi
+map_pids=()
+for group in $MAP_GROUPS; do
+    # seed first: Hydra's sweep varies the last override fastest, so every encoding gets seed 0 first
+    POSBENCH_JOBS=$JOBS stage "map_${group%%:*}" "$MAP_S" "${posbench[@]}" train -m experiment=map "seed=$MAP_SEEDS" \
+        $MAP_SIZE "encoding=${group#*:}" "train.lr=${group%%:*}" "device=$DEVICE" threads=1 "runs_dir=$OUT_DIR/map_runs" "${DATA[@]}" $MAP_EXTRA &
+    map_pids+=($!)
+done
+map_rc=0
+for pid in "${map_pids[@]}"; do wait "$pid" || map_rc=$?; done
+if [ "$RUN_TESTS" = 1 ]; then wait "$tests_pid"; tests_rc=$?; cp "$OUT_DIR/tests.log" "$OUT_DIR/tests.txt"; fi
+
+# 4. the report of whatever runs finished
+stage report "$REPORT_S" "${posbench[@]}" report "$OUT_DIR/map_runs" --out "$OUT_DIR/map_report"
+report_rc=$?
+[ -d "$OUT_DIR/map_runs" ] && tar czf "$OUT_DIR/map_runs.tgz" -C "$OUT_DIR" --exclude='*.pt' --exclude='resume*' --exclude='snapshot*' map_runs
+[ -d "$OUT_DIR/map_report" ] && tar czf "$OUT_DIR/map_report.tgz" -C "$OUT_DIR" map_report
+say "done: bench $bench_rc, tests $tests_rc, map $map_rc, report $report_rc"
+[ "$bench_rc" -eq 0 ] && [ "$tests_rc" -eq 0 ] && [ "$map_rc" -eq 0 ] && [ "$report_rc" -eq 0 ]
