@@ -41,6 +41,7 @@ MAP_GROUPS=${MAP_GROUPS:-0.002:nope,rope,fox 0.004:alibi,t5,fire,kerple_log}
 MAP_EXTRA=${MAP_EXTRA:-}
 JOBS=${JOBS:-7}            # parallel runs per rate group
 RUN_TESTS=${RUN_TESTS:-1}
+TESTS_MARK=${TESTS_MARK:-cuda or not slow}   # "cuda": the CUDA tests alone
 WHEELS=${WHEELS-.whl}      # empty: install nothing
 CORPUS_ARCHIVE=${CORPUS_ARCHIVE-$(ls .gpu_data/stdlib-*.tar.xz 2>/dev/null | head -1)}   # empty: the running Python's stdlib
 
@@ -97,7 +98,7 @@ if [ -n "$corpus_pid" ] && ! wait "$corpus_pid"; then say "cannot build the corp
 tests_rc=0
 if [ "$RUN_TESTS" = 1 ]; then
     xdist=$("$PYTHON" -c "import xdist" 2>/dev/null && echo "-n 4")
-    stage tests "$TESTS_S" "$PYTHON" -m pytest -q -p no:cacheprovider $xdist -m "cuda or not slow" tests/attention \
+    stage tests "$TESTS_S" "$PYTHON" -m pytest -q -p no:cacheprovider $xdist -m "$TESTS_MARK" tests/attention \
         tests/encodings tests/core/test_device.py tests/training/test_trainer.py &
     tests_pid=$!
 fi
