@@ -19,8 +19,9 @@ updates are not counted, so their MFU is a rough figure).
 posbench.training.trainer.compiled_blocks); on CUDA training is bf16 autocast with fused AdamW.
 ``--reference-once`` times the reference once per round instead of right before each encoding (a
 dedicated GPU, where drift is not what spoils a ratio and every extra run pays a compile).
-Writes bench.csv and bench.md (ratios: training vs the reference, evaluation vs nope) into --out,
-rewritten after each row, so a run stopped by a time limit leaves the rows it finished.
+Writes bench.csv and bench.md (ratios: training vs the reference, evaluation vs nope) into --out:
+first every row's training figures, then again after each row's evaluation, so a run stopped by a
+time limit leaves what it measured.
 Ratios come from one run on one machine; the machine is noisy, so compare within a file only.
 """
 
@@ -224,22 +225,24 @@ def main(argv=None) -> None:
         print(f"training round {r + 1}/{args.rounds} done", flush=True)
     models.setdefault(REFERENCE, make_model(REFERENCE, mc, L))
     rows = []
-    for name in names:
+    for name in names:  # the training figures of every row first: a time limit during evaluation keeps them
         model = models[name]
         tok_s = statistics.median(rates[name])
-        row = {"encoding": name, "params": sum(p.numel() for p in model.parameters()), "train_tok_s": tok_s,
-               "train_vs_reference": statistics.median(ratios[name]) if ratios[name] else 1.0,
-               "mfu": tok_s * train_flops_per_token(model, mc, L) / peak}
+        rows.append({"encoding": name, "params": sum(p.numel() for p in model.parameters()), "train_tok_s": tok_s,
+                     "train_vs_reference": statistics.median(ratios[name]) if ratios[name] else 1.0,
+                     "mfu": tok_s * train_flops_per_token(model, mc, L) / peak,
+                     **{f"eval_{tag}_{what}": float("nan") for tag in ("1x", "16x") for what in ("s", "peak_mb", "first_s")}})
+    write_tables(rows, args, argv, device, peak, started)
+    for row in rows:
+        name = row["encoding"]
         for tag, length in (("1x", L), ("16x", L16)):
             if name == "learned" and length > L:  # not defined past its table: nothing to time
-                row[f"eval_{tag}_s"] = row[f"eval_{tag}_peak_mb"] = float("nan")
                 continue
             seconds, peak_bytes, first = eval_cost(name, mc, L, length, args.eval_tokens, args.device)
             row[f"eval_{tag}_s"], row[f"eval_{tag}_peak_mb"] = seconds, peak_bytes / 2**20
             row[f"eval_{tag}_first_s"] = first  # includes flex attention's compilation where it runs
         print(f"{name:18s} train {row['train_vs_reference']:.2f} x ref  MFU {row['mfu']:6.1%}  eval 16x {row['eval_16x_s']:.3g} s "
               f"{row['eval_16x_peak_mb']:.0f} MB", flush=True)
-        rows.append(row)
         write_tables(rows, args, argv, device, peak, started)
 
 

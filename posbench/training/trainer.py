@@ -197,21 +197,21 @@ def train_step(forward, model, opt, sched, batch, tc, task: Task, options: Atten
 def compiled_blocks(model: torch.nn.Module, on: bool):
     """Regional compilation (PyTorch's recipe "Reducing torch.compile cold start compilation time
     with regional compilation"): each repeated block of ``model.blocks`` is compiled in place; the
-    blocks share their code, so one compiled graph serves every layer, and the compile costs one
-    block's time, not the whole model's (a medium model is 12 blocks). Two dynamo settings make
-    that hold here: a block reads its layer index (``self.layer``), which dynamo treats as a
-    constant by default, so torch 2.11 compiled one graph per layer until its recompile limit (8)
-    and ran the remaining layers eager (seen on an H200: nope's training at 0.39x the plain GPT's
-    speed); ``allow_unspec_int_on_nn_module`` makes the index an input instead, and the limit is
-    raised to the number of blocks for encodings that do index per-layer parameters by it (FoX).
+    blocks share their code, so where the encoding reads nothing per layer one compiled graph can
+    serve every layer. Not so for posbench's attention blocks under torch 2.11: a block reads its
+    layer index (``self.layer``), which dynamo takes as a constant, so every layer compiles its own
+    graph (a whole model's compile time), and past dynamo's recompile limit (8) the remaining
+    layers ran eager (seen on an H200, medium model: nope trained at 0.39x the plain GPT's speed,
+    whose blocks read no index). The limit is raised to twice the blocks, so no layer runs eager.
+    (Making the index an input, ``allow_unspec_int_on_nn_module``, gave one graph for all layers
+    on CPU with torch 2.13 but failed inside dynamo on torch 2.11: not used.)
     Undone on exit, so that evaluation runs eager: its lengths change (1x .. 16x) and a compiled
     block would recompile per length. The saved state dict is the same either way (in-place
     compilation renames nothing)."""
     blocks = list(getattr(model, "blocks", ())) if on else []
     if on and not blocks:
         log.warning("compile=true: this model has no repeated blocks (model.blocks); it trains eager")
-    wanted = {"allow_unspec_int_on_nn_module": True, "recompile_limit": max(8, 2 * len(blocks)),
-              "cache_size_limit": max(8, 2 * len(blocks))}  # (the limit's name before torch 2.6)
+    wanted = {"recompile_limit": max(8, 2 * len(blocks)), "cache_size_limit": max(8, 2 * len(blocks))}  # (its older name)
     settings = {k: v for k, v in wanted.items() if hasattr(torch._dynamo.config, k)} if blocks else {}
     for block in blocks:
         block.compile()
