@@ -54,7 +54,7 @@ N = len(available())  # the presets that sweep every encoding grow with the regi
 
 
 EXPECTED_JOBS = {"algorithmic": 144, "far_context_tasks": 96, "alibi_paper": 8, "all_encodings": N, "budget": 36, "budget_lr": 48,
-                 "converged": 20, "extension": 240, "hybrids": 30, "lr_grid": 6 * N, "map": 21, "map_lr": 56,
+                 "converged": 20, "extension": 240, "hybrids": 36, "lr_grid": 6 * N, "map": 21, "map_lr": 56,
                  "modern": 72, "quick": 5, "reference": 6 * N, "rope_extension": 1, "swan": 9, "tasks": 30,
                  "tokenizers": 42}
 
@@ -98,7 +98,7 @@ def test_the_map_s_lines_hold_tokens_per_step_and_its_grid_takes_each_model_s_ra
 
 
 def test_the_hybrids_preset_puts_each_layer_pattern_beside_the_attention_rows(cache_dir):
-    """experiment=hybrids (issue 55): pure recurrent and hybrid rows beside five attention rows, each a
+    """experiment=hybrids (issue 55): pure recurrent and hybrid rows beside seven attention rows, each a
     WSD trunk with two budgets and the window control; another model size keeps every row's pattern."""
     specs = [validate(c) for c in compose_jobs("config", ["experiment=hybrids"], multirun=True)]
     rows = {(s.model.name, tuple(s.model.layer_mixers()), s.encoding.name) for s in specs}
@@ -106,7 +106,7 @@ def test_the_hybrids_preset_puts_each_layer_pattern_beside_the_attention_rows(ca
     assert rows == {("small_gdn", ("gdn",) * 4, "nope"), ("small_mamba2", ("mamba2",) * 4, "nope"),
                     ("small_hybrid", hybrid, "p_rope"), ("small_hybrid", hybrid, "nope"),
                     ("small_samba", ("mamba2", "attention") * 2, "rope_swa"),
-                    *{("small", ("attention",) * 4, e) for e in ("nope", "rope", "alibi", "fox", "rnope_swa")}}
+                    *{("small", ("attention",) * 4, e) for e in ("nope", "rope", "alibi", "fox", "rnope_swa", "path", "path_fox")}}
     assert {(s.train.schedule, tuple(s.train.budgets), s.train_len, s.seed) for s in specs if s.model.name == "small_gdn"} \
         == {("wsd", (600, 1200), 64, seed) for seed in (0, 1, 2)}
     assert all(list(s.eval.variants) == ["local"] for s in specs)
