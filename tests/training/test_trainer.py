@@ -49,7 +49,7 @@ def compiled_and_eager_losses(device_name: str, encoding: str) -> tuple[list, li
 @pytest.mark.cuda
 @pytest.mark.parametrize("encoding", ["rope", "t5", "fox"])
 def test_regional_compilation_trains_as_eager_does_on_a_gpu(encoding):
-    """compile=true (each block compiled once for all layers, fused AdamW) follows the eager run's
+    """compile=true (each block compiled in place, fused AdamW) follows the eager run's
     losses step by step, and leaves the model eager for evaluation."""
     compiled, eager, model = compiled_and_eager_losses("cuda", encoding)
     assert compiled == pytest.approx(eager, rel=2e-2)  # bf16: the compiled kernels round differently
