@@ -9,8 +9,8 @@ positional code):
   * training tokens/s through the real training loop (posbench.training.trainer.train_model), and model FLOPs
     utilisation = tokens/s x (6 N + 12 layers L d) / matmul peak, the peak measured here first;
   * evaluation (forward) time (the fastest of three passes after a warm-up) and peak memory at 1x and
-    16x the training length, each length in a fresh process on CPU (peak RSS growth) or with CUDA's
-    peak-allocation counter.
+    16x the training length, each length in a fresh process on CPU (peak RSS growth), in this process
+    with CUDA's peak-allocation counter on a GPU.
 ``--hybrids`` adds rows of conf/hybrid/ presets (a model's layer pattern and its attention layers'
 encoding: recurrent and hybrid models, issue 55), named ``+hybrid=<preset>``, each at the --model's
 size with the preset's pattern (its model keys: mixers, name) and encoding. Their FLOPs count is the same 6 N + 12 layers L d (a recurrent layer's state
@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import platform
+import queue
 import shlex
 import statistics
 import sys
@@ -124,7 +125,7 @@ def train_throughput(name, mc, train_len, batch, steps, device, compile=False) -
     return statistics.median(rates), model
 
 
-def _eval_once(name, mc, train_len, length, batch_tokens, device_name, queue):
+def _eval_once(name, mc, train_len, length, batch_tokens, device_name, results):
     device = resolve_device(device_name)
     model = make_model(name, mc, train_len).to(device).eval()
     x = torch.randint(0, 256, (max(1, batch_tokens // length), length), device=device)
@@ -149,7 +150,7 @@ def _eval_once(name, mc, train_len, length, batch_tokens, device_name, queue):
         peak = torch.cuda.max_memory_allocated(device) - base_cuda
     else:
         peak = _status_kib("VmHWM") * 1024 - base_rss
-    queue.put((seconds, max(peak, 0), first))
+    results.put((seconds, max(peak, 0), first))
 
 
 def _status_kib(field: str) -> int:
@@ -167,12 +168,18 @@ def _reset_peak_rss() -> int:
 
 def eval_cost(name, mc, train_len, length, batch_tokens, device_name) -> tuple:
     """(seconds, peak bytes, first-call seconds) of a forward pass (the fastest of three) over batch_tokens tokens in
-    windows of `length`, in a fresh process, so each peak is its own."""
+    windows of `length`: on CPU in a fresh process, so each peak RSS is its own; on CUDA in this process, whose
+    peak-allocation counter resets per measurement (a fresh CUDA process costs seconds of start-up a pass, which
+    a GPU's few minutes cannot spare; the first-call column then holds the kernels this process has not yet run)."""
+    if resolve_device(device_name).type == "cuda":
+        results = queue.SimpleQueue()
+        _eval_once(name, mc, train_len, length, batch_tokens, device_name, results)
+        return results.get()
     ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    proc = ctx.Process(target=_eval_once, args=(name, mc, train_len, length, batch_tokens, device_name, queue))
+    results = ctx.Queue()
+    proc = ctx.Process(target=_eval_once, args=(name, mc, train_len, length, batch_tokens, device_name, results))
     proc.start()
-    result = queue.get()
+    result = results.get()
     proc.join()
     return result
 
