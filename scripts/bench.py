@@ -220,40 +220,47 @@ def main(argv=None) -> None:
     # Training: `rounds` passes over all models, each encoding timed right after the reference, so
     # slow drifts of a shared machine hit both sides of a ratio; the median ratio is reported.
     ratios, rates, models = {n: [] for n in names}, {n: [] for n in names}, {}
+    failed: dict[str, str] = {}  # a row whose training raised: its error, and no figures (the others go on)
     for r in range(args.rounds):
         ref_rate = train(REFERENCE, args.steps)[0] if args.reference_once else None
-        for name in names[1:] or names:
+        for name in [n for n in names[1:] or names if n not in failed]:
             if not args.reference_once:
                 ref_rate = train(REFERENCE, args.steps)[0]
-            rate, models[name] = train(name, args.steps)
+            try:
+                rate, models[name] = train(name, args.steps)
+            except Exception as e:  # noqa: BLE001 - one row's failure (a compiler's, say) must not lose the others
+                failed[name] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                print(f"{name}: training failed ({failed[name]}); its row is left empty", flush=True)
+                continue
             rates[REFERENCE].append(ref_rate)
             rates[name].append(rate)
             ratios[name].append(rate / ref_rate)
         print(f"training round {r + 1}/{args.rounds} done", flush=True)
     models.setdefault(REFERENCE, make_model(REFERENCE, mc, L))
+    nan = float("nan")
     rows = []
     for name in names:  # the training figures of every row first: a time limit during evaluation keeps them
-        model = models[name]
-        tok_s = statistics.median(rates[name])
+        model = models[name] if name in models else make_model(name, mc, L)
+        tok_s = statistics.median(rates[name]) if rates[name] else nan
         rows.append({"encoding": name, "params": sum(p.numel() for p in model.parameters()), "train_tok_s": tok_s,
-                     "train_vs_reference": statistics.median(ratios[name]) if ratios[name] else 1.0,
+                     "train_vs_reference": statistics.median(ratios[name]) if ratios[name] else (1.0 if name == REFERENCE else nan),
                      "mfu": tok_s * train_flops_per_token(model, mc, L) / peak,
-                     **{f"eval_{tag}_{what}": float("nan") for tag in ("1x", "16x") for what in ("s", "peak_mb", "first_s")}})
-    write_tables(rows, args, argv, device, peak, started)
+                     **{f"eval_{tag}_{what}": nan for tag in ("1x", "16x") for what in ("s", "peak_mb", "first_s")}})
+    write_tables(rows, args, argv, device, peak, started, failed)
     for row in rows:
         name = row["encoding"]
         for tag, length in (("1x", L), ("16x", L16)):
-            if name == "learned" and length > L:  # not defined past its table: nothing to time
+            if name in failed or (name == "learned" and length > L):  # failed, or not defined past its table
                 continue
             seconds, peak_bytes, first = eval_cost(name, mc, L, length, args.eval_tokens, args.device)
             row[f"eval_{tag}_s"], row[f"eval_{tag}_peak_mb"] = seconds, peak_bytes / 2**20
             row[f"eval_{tag}_first_s"] = first  # includes flex attention's compilation where it runs
         print(f"{name:18s} train {row['train_vs_reference']:.2f} x ref  MFU {row['mfu']:6.1%}  eval 16x {row['eval_16x_s']:.3g} s "
               f"{row['eval_16x_peak_mb']:.0f} MB", flush=True)
-        write_tables(rows, args, argv, device, peak, started)
+        write_tables(rows, args, argv, device, peak, started, failed)
 
 
-def write_tables(rows: list[dict], args, argv, device, peak: float, started: float) -> None:
+def write_tables(rows: list[dict], args, argv, device, peak: float, started: float, failed: dict[str, str]) -> None:
     """bench.csv and bench.md of the rows measured so far (ratios against the reference and nope)."""
     L, L16 = args.train_len, 16 * args.train_len
     df = pd.DataFrame(rows)
@@ -270,7 +277,8 @@ def write_tables(rows: list[dict], args, argv, device, peak: float, started: flo
               f"Model `{args.model}`, train_len {L}, batch {args.batch}; evaluation at {L} and {L16} tokens, "
               f"{args.eval_tokens} tokens per forward pass.\n\nCommand: `python scripts/bench.py "
               f"{shlex.join(argv if argv is not None else sys.argv[1:])}` ({(time.perf_counter() - started) / 60:.1f} min)\n\n"
-              + (f"{args.note}\n\n" if args.note else ""))
+              + (f"{args.note}\n\n" if args.note else "")
+              + "".join(f"Training failed, row left empty: `{n}` ({e})\n\n" for n, e in failed.items()))
     shown = df[["encoding", "train_tok_s", "train_vs_reference", "mfu", "eval_1x_s", "eval_16x_s", "eval_16x_time_vs_nope",
                 "eval_16x_peak_mb", "eval_16x_mem_vs_nope", "eval_16x_first_s"]]
     (args.out / "bench.md").write_text(header + shown.to_markdown(index=False, floatfmt=".3g") + "\n")

@@ -73,3 +73,27 @@ def test_bench_profile_rejects_an_unknown_encoding(tmp_path):
                            "--out", str(tmp_path / "p.md")], capture_output=True, text=True)
     assert proc.returncode != 0 and "unknown encoding 'ropee'" in proc.stderr
     assert not (tmp_path / "p.md").exists()
+
+
+@pytest.mark.slow  # four evaluation processes (~40 s)
+def test_a_row_whose_training_fails_is_left_empty_and_the_others_are_measured(tmp_path):
+    """On a lent GPU one compiler error must not lose the other rows' minutes (issue 58's rerun lost all)."""
+    code = f"""
+import sys
+sys.path[:0] = [{str(ROOT / 'scripts')!r}, {str(ROOT)!r}]
+import bench
+real = bench.train_throughput
+def flaky(name, *args, **kwargs):
+    if name == "alibi":
+        raise RuntimeError("the compiler said no\\nand more")
+    return real(name, *args, **kwargs)
+bench.train_throughput = flaky
+bench.main(["--model", "tiny", "--train-len", "16", "--batch", "4", "--steps", "2", "--rounds", "1",
+            "--eval-tokens", "256", "--encodings", "nope,alibi", "--out", {str(tmp_path)!r}])
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    df = pd.read_csv(tmp_path / "bench.csv").set_index("encoding")
+    assert df.loc["nope", "train_tok_s"] > 0 and df.loc["nope", "eval_16x_s"] > 0
+    assert pd.isna(df.loc["alibi", "train_tok_s"]) and pd.isna(df.loc["alibi", "eval_16x_s"])
+    assert "Training failed, row left empty: `alibi` (RuntimeError: the compiler said no)" in (tmp_path / "bench.md").read_text()
