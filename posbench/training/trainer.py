@@ -204,7 +204,7 @@ def compiled_blocks(model: torch.nn.Module, on: bool):
     layers ran eager (seen on an H200, medium model: nope trained at 0.39x the plain GPT's speed,
     whose blocks read no index). The limit is raised to twice the blocks, so no layer runs eager.
     (Making the index an input, ``allow_unspec_int_on_nn_module``, gave one graph for all layers
-    on CPU with torch 2.13 but failed inside dynamo on torch 2.11: not used.)
+    on CPU with torch 2.13; on torch 2.11 it failed inside dynamo at FoX's score term: not used.)
     Undone on exit, so that evaluation runs eager: its lengths change (1x .. 16x) and a compiled
     block would recompile per length. The saved state dict is the same either way (in-place
     compilation renames nothing)."""
