@@ -14,7 +14,7 @@ CSS = """
 *{box-sizing:border-box}
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max-width:1200px;margin:1.5em auto;padding:0 1em;color:#222;line-height:1.45}
 h1{border-bottom:2px solid #ddd;padding-bottom:.2em;margin:.2em 0 .3em}h2{border-bottom:1px solid #eee;padding-bottom:.15em;margin-top:1.8em}
-p,li{overflow-wrap:anywhere}ul{padding-left:1.3em}li{margin:.15em 0}
+p,li,summary{overflow-wrap:anywhere}ul{padding-left:1.3em}li{margin:.15em 0}
 .scroll{overflow-x:auto;max-width:100%;margin:.6em 0}
 table.tbl{border-collapse:collapse;font-size:.85em}table.tbl th,table.tbl td{border:1px solid #ccc;padding:.25em .55em;text-align:right;white-space:nowrap}
 table.tbl th{background:#f3f3f3;cursor:pointer;user-select:none;text-align:left}table.tbl tr:nth-child(even){background:#fafafa}
