@@ -15,7 +15,7 @@ positional code):
 encoding: recurrent and hybrid models, issue 55), named ``+hybrid=<preset>``, each at the --model's
 size with the preset's pattern (its model keys: mixers, name) and encoding. Their FLOPs count is the same 6 N + 12 layers L d (a recurrent layer's state
 updates are not counted, so their MFU is a rough figure).
-``--compile`` trains through regional torch.compile (each block compiled once, for all layers:
+``--compile`` trains through regional torch.compile (each block compiled in place:
 posbench.training.trainer.compiled_blocks); on CUDA training is bf16 autocast with fused AdamW.
 ``--reference-once`` times the reference once per round instead of right before each encoding (a
 dedicated GPU, where drift is not what spoils a ratio and every extra run pays a compile).
