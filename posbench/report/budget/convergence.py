@@ -180,8 +180,14 @@ def budget_paragraph(conv: pd.DataFrame, threshold: float, title: str = "Trainin
     annealed = "basis" in known and (known["basis"] == ANNEALED).all()
     lead = ("From the annealed models of the budget before to those of the largest," if annealed
             else "Over the last doubling of steps")
-    text += (f"{lead} {loss} still fell by {known['change'].min():.1%} to {known['change'].max():.1%} (median "
-             f"{known['change'].median():.1%}); {improving} of {len(known)} runs were still improving by more than "
+    change = known["change"]
+    if change.min() >= 0:
+        fall = f"still fell by {change.min():.1%} to {change.max():.1%} (median {change.median():.1%})"
+    else:  # a negative fall is a rise: say it in words, not as "fell by -12%"
+        rose = int((change < 0).sum())
+        fall = (f"fell by up to {change.max():.1%} (median {change.median():.1%}) and rose in {rose} of "
+                f"{len(change)} runs, by up to {-change.min():.1%}")
+    text += (f"{lead} {loss} {fall}; {improving} of {len(known)} runs were still improving by more than "
              f"{threshold:.0%}")
     text += consequence[0] if improving else consequence[1]
     if known["estimated"].any():

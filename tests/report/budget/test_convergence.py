@@ -70,6 +70,14 @@ def test_a_budget_branch_s_fall_is_read_from_the_annealed_branch_before_it():
     assert "basis" not in alone and "largest_budget" not in alone and alone["change"].iloc[0] == pytest.approx(0.2 / 1.2)
 
 
+def test_a_rise_is_said_as_a_rise_not_as_a_negative_fall():
+    conv = pd.DataFrame({"steps": [1000] * 3, "train_tokens": [2048000] * 3, "change": [-0.5, 0.1, 0.3],
+                         "still_improving": [False, True, True], "estimated": [False] * 3})
+    text = budget_paragraph(conv, 0.02)
+    assert "fell by up to 30.0% (median 10.0%) and rose in 1 of 3 runs, by up to 50.0%" in text
+    assert "-50" not in text and "2 of 3 runs were still improving" in text
+
+
 def test_verdict_classes():
     assert [verdict(r, 0.05) for r in (0.9, 1.05, 1.06, 1.3, 1.31, float("nan"))] == \
         ["flat", "flat", "mild", "mild", "broken", "n/a"]
