@@ -83,8 +83,13 @@ def word(line: pd.DataFrame, changes: pd.DataFrame, axis_name: str, numeric: boo
         why.append(f"{UNDECIDED} or no verdict at {', '.join(map(str, undecided))}")
     if untested := [c for _, c in steps.iterrows() if not _tested(c)]:
         why.append("no test at " + ", ".join(f"{c['from']} -> {c['to']} ({_no_test(c)})" for c in untested))
-    if tested:
-        why.append("changes not resolved nor bounded: " + "; ".join(_step(c, numeric, classes) for c in tested))
+    # a step bounded by its equivalence test is said so: here the word is "cannot be told" for another reason
+    # (an undecided point), and "not resolved nor bounded" would misread a change the test did bound
+    if bounded_steps := [c for c in tested if axis.as_change(c).within(MARGIN)]:
+        why.append(f"changes within +-{MARGIN:.0%} {_unit(numeric)} (TOST): "
+                   + "; ".join(_step(c, numeric, classes) for c in bounded_steps))
+    if open_steps := [c for c in tested if not axis.as_change(c).within(MARGIN)]:
+        why.append("changes not resolved nor bounded: " + "; ".join(_step(c, numeric, classes) for c in open_steps))
     if not same and not undecided:
         why.append("the class differs between points without a resolved change")
     return CANNOT, "; ".join(why) + f" (verdicts: {at})"

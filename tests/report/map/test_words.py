@@ -2,6 +2,8 @@
 follows the budget section's trend (a made-up change along the training length and a holding row:
 test_points.py)."""
 
+import pandas as pd
+
 from posbench.report.map import points as P
 from posbench.report.map import words as W
 from tests.report.map.test_points import map_records, words_along
@@ -22,3 +24,17 @@ def test_budget_words_follow_the_budget_trend():
     assert W.budget_word([("a", "stable: flat"), ("b", "class stable, ratio moving (...)")])[0] == W.CHANGES
     assert W.budget_word([("a", "class stable, change not resolved (...)")])[0] == W.CANNOT
     assert W.budget_word([("a", "one budget")]) == (W.CANNOT, "one budget")
+
+
+def test_a_bounded_change_beside_an_undecided_point_is_said_bounded():
+    """The word is "cannot be told" (one point undecided), but the step's change was bounded by its
+    equivalence test: the reason says so, not "not resolved nor bounded"."""
+    line = pd.DataFrame({"corpus": ["stdlib", "pydocs"], "verdict": ["flat", "undecided"]})
+    step = {"from": "stdlib", "to": "pydocs", "whole": False, "change": 1.003, "change_lo": 0.999,
+            "change_hi": 1.008, "change_lo90": 1.0, "change_hi90": 1.007, "p": 0.2, "seeds": 3,
+            "paired": True, "statistic": "equal context"}
+    word, why = W.word(line, pd.DataFrame([step]), "corpus", numeric=False)
+    assert word == W.CANNOT and "undecided or no verdict at pydocs" in why
+    assert "changes within +-5% per step (TOST): stdlib -> pydocs" in why and "not resolved nor bounded" not in why
+    wide = dict(step, change_lo=0.9, change_hi=1.2, change_lo90=0.92, change_hi90=1.15)
+    assert "changes not resolved nor bounded: stdlib -> pydocs" in W.word(line, pd.DataFrame([wide]), "corpus", False)[1]
