@@ -17,7 +17,8 @@ Per row (protocol, variant, model, train_len) and budget B (training steps):
   two budgets; **class stable, ratio moving** where the class holds but the last step's 95%
   interval excludes no change; **class stable, change not resolved** where it holds and neither
   test decides; **moving** where the class differs between the last two budgets; **undecided**
-  where one of them is undecided. Each word carries the last step's factor and interval. (Until
+  where one of them is undecided (**undecided, ratio moving** where the last step's 95% interval
+  excludes no change all the same). Each word carries the last step's factor and interval. (Until
   issue 52 the word was "settled since B": the same class and overlapping marginal intervals,
   which is no test of a change and rewarded noisy rows.)
 * convergence between annealed models: the relative fall of the 1x perplexity's log (the 1x loss)
@@ -154,7 +155,9 @@ def trend(rows: pd.DataFrame, changes: pd.DataFrame | None = None) -> str:
     if same:
         return f"class stable, change not resolved ({where})"
     if "undecided" in classes[-2:]:
-        return f"undecided: {classes[-2]} at {steps[-2]}, {classes[-1]} at {steps[-1]} steps ({where})"
+        # an undecided class with a resolved change: the ratio moves though its class is not known (FIRE in the map)
+        lead = "undecided, ratio moving" if tested[-1].moved() else "undecided"
+        return f"{lead}: {classes[-2]} at {steps[-2]}, {classes[-1]} at {steps[-1]} steps ({where})"
     return f"moving: {classes[-2]} at {steps[-2]} to {classes[-1]} at {steps[-1]} steps ({where})"
 
 

@@ -18,8 +18,8 @@ of evidence):
   that the seeds there are resolve neither way. The reason is said.
 
 The budget axis is read from the budget section's trend at each point (report/budget/sweep.py ``trend``):
-**holds** where every point's trend is "stable", **changes** where one is "moving" or "class stable,
-ratio moving", else **cannot be told**.
+**holds** where every point's trend is "stable", **changes** where one is "moving" or its ratio moving
+("class stable, ratio moving", "undecided, ratio moving"), else **cannot be told**.
 """
 
 from __future__ import annotations
@@ -104,6 +104,6 @@ def budget_word(trends: list[tuple[str, str]]) -> tuple[str, str]:
     detail = "; ".join(f"{p}: {t}" for p, t in trends)
     if all(t.startswith("stable") for _, t in trends):
         return HOLDS, detail
-    if any(t.startswith("moving") or t.startswith("class stable, ratio moving") for _, t in trends):
+    if any(t.startswith("moving") or "ratio moving" in t.split(":")[0].split("(")[0] for _, t in trends):
         return CHANGES, detail
     return CANNOT, detail

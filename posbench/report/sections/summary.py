@@ -47,7 +47,7 @@ def budget_headline(trends) -> str:
 # the trend words of posbench/report/budget/sweep.py (trend), each with the lead the summary lists it under
 TREND_LEADS = (("Stable (paired test, within 5% per doubling)", "stable: "), ("Class stable, ratio moving", "class stable, ratio moving "),
                ("Class stable, change not resolved", "class stable, change not resolved "), ("Moving", "moving: "),
-               ("Undecided", "undecided: "))
+               ("Undecided, ratio moving", "undecided, ratio moving: "), ("Undecided", "undecided: "))
 
 
 def _rest(trend: str, prefix: str) -> str:

@@ -41,9 +41,12 @@ FLAT3 = [(1200, "flat"), (2400, "flat"), (4800, "flat")]
     # a change of class between decided verdicts: moving, whichever way
     ([(600, "broken"), (1200, "flat")], [(600, 1200, 0.45, 0.40, 0.50, 0.41, 0.49)],
      "moving: broken at 600 to flat at 1200 steps (600 to 1200 steps: x0.45 per doubling [0.40, 0.50])"),
-    # an undecided verdict at one of the last two budgets: no stability claimed
+    # an undecided verdict at one of the last two budgets: no stability claimed; a resolved change is said
     ([(2400, "undecided"), (4800, "undecided")], [(2400, 4800, 0.80, 0.75, 0.85, 0.76, 0.84)],
-     "undecided: undecided at 2400, undecided at 4800 steps (2400 to 4800 steps: x0.80 per doubling [0.75, 0.85])"),
+     "undecided, ratio moving: undecided at 2400, undecided at 4800 steps (2400 to 4800 steps: x0.80 per doubling "
+     "[0.75, 0.85])"),
+    ([(2400, "undecided"), (4800, "undecided")], [(2400, 4800, 0.95, 0.85, 1.06, 0.87, 1.04)],
+     "undecided: undecided at 2400, undecided at 4800 steps (2400 to 4800 steps: x0.95 per doubling [0.85, 1.06])"),
     ([(600, "flat")], [], "one budget"),
 ])
 def test_trend_words(spec, steps, words):

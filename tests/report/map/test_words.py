@@ -23,6 +23,8 @@ def test_budget_words_follow_the_budget_trend():
     assert W.budget_word([("small L64", "stable: flat, within +-5% ..."), ("tiny L64", "stable: flat ...")])[0] == W.HOLDS
     assert W.budget_word([("a", "stable: flat"), ("b", "class stable, ratio moving (...)")])[0] == W.CHANGES
     assert W.budget_word([("a", "class stable, change not resolved (...)")])[0] == W.CANNOT
+    assert W.budget_word([("a", "undecided, ratio moving: undecided at 600, undecided at 1200 steps (...)")])[0] == W.CHANGES
+    assert W.budget_word([("a", "undecided: undecided at 600, undecided at 1200 steps (x1.10 [0.9, 1.3])")])[0] == W.CANNOT
     assert W.budget_word([("a", "one budget")]) == (W.CANNOT, "one budget")
 
 
