@@ -129,3 +129,37 @@ def parse_config(text: str) -> DictConfig:
     except Exception as e:  # noqa: BLE001 - an interpolation that does not resolve, ...
         raise ValueError(f"{CONFIG}: {type(e).__name__}: {e}") from None
     return cfg
+
+
+# settings a report reads apart on purpose: a learning-rate grid's (posbench/report/tuning.py)
+APART = {"lr_mult"}
+
+
+def pooled_encoding_settings(runs: pd.DataFrame, configs: dict[str, DictConfig | None]) -> str | None:
+    """A report's rows are (encoding, model, train_len[, task]) with seeds as the unit of evidence, so
+    runs of one row whose encoding settings differ (``encoding=t5`` with ``encoding.bias_scale=none`` and
+    ``sqrt_dhead``) would be pooled as seeds of one row. The first such row in one line (the setting, its
+    values and how many runs have each, and the fix), None where there is none. A setting one config
+    lacks (written before it existed) is not compared; one added later at the value older runs had
+    (store/identity.py ``encoding_settings``) is read at that value."""
+    from posbench.store.identity import encoding_settings
+
+    done = runs[runs["status"] == "completed"]
+    keys = [k for k in ("encoding", "model", "train_len", "task") if k in done]
+    for key, group in done.groupby(keys, dropna=False, sort=True):
+        settings = []
+        for d in group["run_dir"]:
+            cfg = configs.get(d)
+            if cfg is None or not isinstance(cfg.get("encoding"), DictConfig):
+                continue
+            enc = OmegaConf.to_container(cfg.encoding, resolve=False)
+            settings.append({k: v for k, v in encoding_settings(enc).items() if k not in APART})
+        for name in sorted({k for s in settings for k in s}):
+            values = [repr(s[name]) for s in settings if name in s]
+            if len(values) < len(settings) or len(set(values)) < 2:
+                continue  # a setting some configs lack is not compared
+            counts = ", ".join(f"{v}: {values.count(v)}" for v in sorted(set(values)))
+            row = ", ".join(f"{k} {v}" for k, v in zip(keys, key if isinstance(key, tuple) else (key,)) if pd.notna(v))
+            return (f"runs of one row ({row}) differ in encoding.{name} ({counts} runs): a report would pool them as "
+                    f"seeds of one row; report them apart (--where encoding.{name}=VALUE, or separate folders)")
+    return None

@@ -21,6 +21,7 @@ import pandas as pd
 from posbench.core.errors import PosbenchError
 from posbench.report.tasks import frames as task_frames
 from posbench.report.budget import convergence, sweep
+from posbench.report.checks import pooled_encoding_settings
 from posbench.report.committed import load_committed
 from posbench.report.comparison.frames import Request as ComparisonRequest
 from posbench.report.load import LoadedRuns, RunFiles, load_runs, without_runs
@@ -119,6 +120,8 @@ class ReportContext:
                 raise PosbenchError(f"no run below {where} matches {options.selection.describe()}")
             raise PosbenchError(f"no runs (metrics.json) found below {where}")
         loaded, smoke = leave_out_smoke(loaded)
+        if pooled := pooled_encoding_settings(loaded.runs, {d: f.config for d, f in loaded.files.items()}):
+            raise PosbenchError(pooled)
         evals = loaded.evals
         if options.multiple is not None and not evals.empty and float(options.multiple) not in multiples(evals):
             verdict_multiple(evals, options.multiple)  # its one-line error names the multiples there are

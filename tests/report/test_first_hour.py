@@ -110,6 +110,24 @@ def test_a_run_id_found_twice_with_different_records_is_one_error(runs, tmp_path
     assert f"run id {m['run_id']} is in" in err and "different records" in err
 
 
+def test_runs_of_one_row_with_different_encoding_settings_are_refused_not_pooled(runs, tmp_path, capsys):
+    """A second rope run of the same model, length and seed with another ``encoding.base`` (another run
+    id) would be read as a third seed of the rope row: the report refuses in one line naming the setting."""
+    other = tmp_path / "other"
+    src = next(p.parent for p in runs.rglob("metrics.json") if p.parent.name.startswith("rope_"))
+    dst = other / (src.name + "b")
+    shutil.copytree(src, dst)
+    cfg = yaml.safe_load((dst / "config.yaml").read_text())
+    cfg["encoding"]["base"] = 500000.0
+    (dst / "config.yaml").write_text(yaml.safe_dump(cfg))
+    m = json.loads((dst / "metrics.json").read_text())
+    m["run_id"] = m["run_id"] + "b"
+    (dst / "metrics.json").write_text(json.dumps(m))
+    err = _refused(capsys, runs, other, "--out", tmp_path / "rep")
+    assert "runs of one row (encoding rope," in err and "differ in encoding.base" in err and "--where encoding.base=" in err
+    assert not (tmp_path / "rep").exists()  # nothing half-written
+
+
 def test_smoke_runs_beside_real_ones_are_left_out_and_never_a_budget(runs, tmp_path):
     """The shared sweep's runs are train=smoke (20 steps); a copy of each at the default recipe
     (200 steps here) is a real run: the smoke runs are left out, with one line, and no budget
