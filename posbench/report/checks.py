@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
+from posbench.store.identity import encoding_settings
 from posbench.store.rundir import CONFIG, HISTORY, METRICS, PER_POSITION
 
 
@@ -138,12 +139,12 @@ APART = {"lr_mult"}
 def pooled_encoding_settings(runs: pd.DataFrame, configs: dict[str, DictConfig | None]) -> str | None:
     """A report's rows are (encoding, model, train_len[, task]) with seeds as the unit of evidence, so
     runs of one row whose encoding settings differ (``encoding=t5`` with ``encoding.bias_scale=none`` and
-    ``sqrt_dhead``) would be pooled as seeds of one row. The first such row in one line (the setting, its
-    values and how many runs have each, and the fix), None where there is none. A setting one config
-    lacks (written before it existed) is not compared; one added later at the value older runs had
-    (store/identity.py ``encoding_settings``) is read at that value."""
-    from posbench.store.identity import encoding_settings
-
+    ``sqrt_dhead``), or that were trained on randomized positions beside runs that were not
+    (``train.random_positions``: such a run's plain-position row has the plain runs' name), would be
+    pooled as seeds of one row. The first such row in one line (the setting, its values and how many
+    runs have each, and the fix), None where there is none. A setting one config lacks (written before
+    it existed) is not compared; one added later at the value older runs had (store/identity.py
+    ``encoding_settings``) is read at that value."""
     done = runs[runs["status"] == "completed"]
     keys = [k for k in ("encoding", "model", "train_len", "task") if k in done]
     for key, group in done.groupby(keys, dropna=False, sort=True):
@@ -153,13 +154,16 @@ def pooled_encoding_settings(runs: pd.DataFrame, configs: dict[str, DictConfig |
             if cfg is None or not isinstance(cfg.get("encoding"), DictConfig):
                 continue
             enc = OmegaConf.to_container(cfg.encoding, resolve=False)
-            settings.append({k: v for k, v in encoding_settings(enc).items() if k not in APART})
+            mine = {f"encoding.{k}": v for k, v in encoding_settings(enc).items() if k not in APART}
+            train = cfg.get("train")
+            mine["train.random_positions"] = train.get("random_positions") if isinstance(train, DictConfig) else None
+            settings.append(mine)
         for name in sorted({k for s in settings for k in s}):
-            values = [repr(s[name]) for s in settings if name in s]
+            values = ["null" if s[name] is None else repr(s[name]) for s in settings if name in s]  # as --where reads it
             if len(values) < len(settings) or len(set(values)) < 2:
                 continue  # a setting some configs lack is not compared
             counts = ", ".join(f"{v}: {values.count(v)}" for v in sorted(set(values)))
             row = ", ".join(f"{k} {v}" for k, v in zip(keys, key if isinstance(key, tuple) else (key,)) if pd.notna(v))
-            return (f"runs of one row ({row}) differ in encoding.{name} ({counts} runs): a report would pool them as "
-                    f"seeds of one row; report them apart (--where encoding.{name}=VALUE, or separate folders)")
+            return (f"runs of one row ({row}) differ in {name} ({counts} runs): a report would pool them as "
+                    f"seeds of one row; report them apart (--where {name}=VALUE, or separate folders)")
     return None

@@ -9,6 +9,7 @@ from posbench.report.checks import (
     check_per_position,
     check_records,
     parse_config,
+    pooled_encoding_settings,
 )
 
 RECORD = {"variant": "rope", "protocol": "sliding", "length": 16, "multiple": 1.0, "ppl": 5.0, "token_set": "t"}
@@ -49,3 +50,20 @@ def test_histories_curves_and_configs_are_checked():
                           ("encoding: {name: rope}\ntrain: {lr: fast}", "has no number train.lr")]:
         with pytest.raises(ValueError, match=message):
             parse_config(text)
+
+
+def test_runs_trained_on_randomized_positions_beside_plain_ones_are_one_row_pooled():
+    """A run trained with train.random_positions has a plain-position row named as the plain runs' row;
+    two such settings in one row are named, a learning-rate grid's lr_mult and an older config's missing
+    setting are not."""
+    def cfg(random_positions=None, **encoding):
+        return parse_config(f"encoding: {{name: rope, lr_mult: {encoding.pop('lr_mult', 1.0)}}}\n"
+                            f"train: {{lr: 0.002, random_positions: {'null' if random_positions is None else random_positions}}}\n")
+    runs = pd.DataFrame({"run_id": list("abcd"), "run_dir": list("abcd"), "status": "completed", "encoding": "rope",
+                         "model": "tiny", "train_len": 64, "task": "bucket_sort"})
+    plain = {d: cfg() for d in "abcd"}
+    assert pooled_encoding_settings(runs, plain) is None
+    assert pooled_encoding_settings(runs, {**plain, "c": cfg(lr_mult=10.0)}) is None  # a learning-rate grid's
+    message = pooled_encoding_settings(runs, {**plain, "c": cfg(1024), "d": cfg(1024)})
+    assert "(encoding rope, model tiny, train_len 64, task bucket_sort) differ in train.random_positions (1024: 2, null: 2 runs)" in message
+    assert "--where train.random_positions=VALUE" in message
