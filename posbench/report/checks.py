@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from posbench.store.identity import encoding_settings
+from posbench.store.identity import OLD_ENCODING_BEHAVIOUR
 from posbench.store.rundir import CONFIG, HISTORY, METRICS, PER_POSITION
 
 
@@ -143,8 +143,8 @@ def pooled_encoding_settings(runs: pd.DataFrame, configs: dict[str, DictConfig |
     (``train.random_positions``: such a run's plain-position row has the plain runs' name), would be
     pooled as seeds of one row. The first such row in one line (the setting, its values and how many
     runs have each, and the fix), None where there is none. A setting one config lacks (written before
-    it existed) is not compared; one added later at the value older runs had (store/identity.py
-    ``encoding_settings``) is read at that value."""
+    it existed) is not compared, except one whose value before it existed is known (store/identity.py
+    ``OLD_ENCODING_BEHAVIOUR``: t5's ``bias_scale`` none), read at that value."""
     done = runs[runs["status"] == "completed"]
     keys = [k for k in ("encoding", "model", "train_len", "task") if k in done]
     for key, group in done.groupby(keys, dropna=False, sort=True):
@@ -154,7 +154,8 @@ def pooled_encoding_settings(runs: pd.DataFrame, configs: dict[str, DictConfig |
             if cfg is None or not isinstance(cfg.get("encoding"), DictConfig):
                 continue
             enc = OmegaConf.to_container(cfg.encoding, resolve=False)
-            mine = {f"encoding.{k}": v for k, v in encoding_settings(enc).items() if k not in APART}
+            enc = {**OLD_ENCODING_BEHAVIOUR.get(enc.get("name"), {}), **enc}  # an older config: the value it had
+            mine = {f"encoding.{k}": v for k, v in enc.items() if k not in APART}
             train = cfg.get("train")
             mine["train.random_positions"] = train.get("random_positions") if isinstance(train, DictConfig) else None
             settings.append(mine)

@@ -67,3 +67,14 @@ def test_runs_trained_on_randomized_positions_beside_plain_ones_are_one_row_pool
     message = pooled_encoding_settings(runs, {**plain, "c": cfg(1024), "d": cfg(1024)})
     assert "(encoding rope, model tiny, train_len 64, task bucket_sort) differ in train.random_positions (1024: 2, null: 2 runs)" in message
     assert "--where train.random_positions=VALUE" in message
+
+
+def test_a_t5_config_older_than_bias_scale_is_read_at_the_value_it_had():
+    runs = pd.DataFrame({"run_id": list("abc"), "run_dir": list("abc"), "status": "completed", "encoding": "t5",
+                         "model": "small", "train_len": 64, "task": None})
+    old = parse_config("encoding: {name: t5}\ntrain: {lr: 0.004}\n")  # before bias_scale: the unscaled table
+    new = parse_config("encoding: {name: t5, bias_scale: none}\ntrain: {lr: 0.004}\n")
+    sqrt = parse_config("encoding: {name: t5, bias_scale: sqrt_dhead}\ntrain: {lr: 0.004}\n")
+    assert pooled_encoding_settings(runs, {"a": old, "b": new, "c": new}) is None
+    assert "differ in encoding.bias_scale ('none': 2, 'sqrt_dhead': 1 runs)" in \
+        pooled_encoding_settings(runs, {"a": old, "b": new, "c": sqrt})
