@@ -35,6 +35,8 @@ HOLDS, CHANGES, CANNOT = "holds across the axis", "changes", "cannot be told"
 MARGIN = sweep.STABLE_MARGIN
 MIN_SEEDS = 2
 DECIDED = ("flat", "mild", "broken")
+# the budget trend's words (report/budget/sweep.py ``trend``) that say its ratio moved
+MOVING_TRENDS = ("moving", "class stable, ratio moving", "undecided, ratio moving")
 
 
 def _unit(numeric: bool) -> str:
@@ -104,6 +106,6 @@ def budget_word(trends: list[tuple[str, str]]) -> tuple[str, str]:
     detail = "; ".join(f"{p}: {t}" for p, t in trends)
     if all(t.startswith("stable") for _, t in trends):
         return HOLDS, detail
-    if any(t.startswith("moving") or "ratio moving" in t.split(":")[0].split("(")[0] for _, t in trends):
+    if any(t.startswith(MOVING_TRENDS) for _, t in trends):
         return CHANGES, detail
     return CANNOT, detail
