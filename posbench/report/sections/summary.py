@@ -4,6 +4,8 @@ the ranking and the best, with the windowed controls apart."""
 
 from __future__ import annotations
 
+import re
+
 from posbench.report.budget import convergence
 from posbench.report.drawing.document import Bullets, Heading
 from posbench.report.prose import protocol_items, scored_text_note, summary_lists
@@ -35,13 +37,34 @@ def budget_headline(trends) -> str:
     named with its trend (the section "Verdicts by training budget" has every budget)."""
     text = ("**Budgets.** The runs were trained for several budgets; every verdict below is read at its row's "
             f"largest budget ({', '.join(sorted({str(int(s)) for s in trends['largest']}, key=int))} steps). ")
+    panels = [k for k in ("model", "train_len") if k in trends and trends[k].nunique() > 1]
     for lead, prefix in TREND_LEADS:
         rows = trends[trends["trend"].str.startswith(prefix)]
-        if not rows.empty:  # the lead says the trend's first words; the brackets say the rest
+        if rows.empty:
+            continue
+        if not panels:  # the lead says the trend's first words; the brackets say the rest
             text += f"{lead}: " + ", ".join(
                 f"`{r['variant']}` {r['verdict at largest']} ({_rest(r['trend'], prefix)})"
                 for _, r in rows.iterrows()) + ". "
+            continue
+        # several panels (a map): a row's name once, with each panel's change per doubling; the full words
+        # stay in the section "Verdicts by training budget" (one item per row and panel read as a wall)
+        items = []
+        for (variant, verdict), group in rows.groupby(["variant", "verdict at largest"], sort=True):
+            where = ", ".join(f"{_panel(r, panels)} ({_change(r['trend'])})" for _, r in group.iterrows())
+            items.append(f"`{variant}` {verdict} at {where}")
+        text += f"{lead}: " + "; ".join(items) + ". "
     return text.strip()
+
+
+def _panel(row, keys: list[str]) -> str:
+    return " ".join(f"L={int(row[k])}" if k == "train_len" else str(row[k]) for k in keys)
+
+
+def _change(trend: str) -> str:
+    """The last step's change per doubling of a trend's words ("x1.32 per doubling [1.13, 1.55]")."""
+    found = re.search(r"x[0-9.]+ per doubling \[[^\]]*\]", trend)
+    return found.group(0) if found else trend
 
 
 # the trend words of posbench/report/budget/sweep.py (trend), each with the lead the summary lists it under

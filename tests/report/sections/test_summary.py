@@ -34,3 +34,14 @@ def test_with_several_budgets_the_summary_names_each_rows_trend_word():
            "doubling [0.90, 1.30]))." in text
     assert "Class stable, change not resolved: `nope` broken" in text and "Moving: `t5` mild (broken at 600" in text
     assert all(f"`{v}`" in text for v in trends["variant"])  # no row left out
+
+
+def test_with_several_panels_the_budget_words_name_each_row_once_with_its_panels():
+    trend = "class stable, ratio moving (600 to 1200 steps: x{} per doubling [1.10, 1.60])"
+    trends = pd.DataFrame({"variant": ["rope", "rope", "alibi"], "model": ["small@stdlib", "small@pydocs", "small@stdlib"],
+                           "train_len": [64, 64, 64], "largest": [1200] * 3, "verdict at largest": ["broken"] * 3,
+                           "trend": [trend.format("1.30"), trend.format("1.50"), trend.format("1.20")]})
+    text = budget_headline(trends)
+    assert ("Class stable, ratio moving: `alibi` broken at small@stdlib (x1.20 per doubling [1.10, 1.60]); `rope` "
+            "broken at small@stdlib (x1.30 per doubling [1.10, 1.60]), small@pydocs (x1.50 per doubling [1.10, 1.60]).") in text
+    assert text.count("`rope`") == 1
