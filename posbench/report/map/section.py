@@ -45,7 +45,9 @@ def map_frames(ctx) -> dict:
             for (protocol, variant), g in ctx.budget_trends.groupby(["protocol", "variant"]):
                 if variant not in set(pts["variant"]):
                     continue  # a window control: its row's verdict is the one mapped
-                word, detail = W.budget_word([(f"{m} L{t}", tr) for m, t, tr in zip(g["model"], g["train_len"], g["trend"])])
+                last_p = g["last p"] if "last p" in g else [float("nan")] * len(g)
+                word, detail = W.budget_word([(f"{m} L{t}", tr, p) for m, t, tr, p
+                                              in zip(g["model"], g["train_len"], g["trend"], last_p)])
                 rows.append({"protocol": protocol, "variant": variant, "axis": BUDGET_AXIS, "along": "each point's budgets",
                              "word": word, "rests on": detail})
         words = pd.DataFrame(rows).sort_values(["protocol", "variant", "axis"], kind="stable").reset_index(drop=True)
@@ -81,10 +83,11 @@ class Map(Section):
                        f"change needs {W.MIN_SEEDS} seeds or more at both points. The words: **holds across the axis** where "
                        f"the class is the same and decided at every point and every step is bounded within "
                        f"+-{W.MARGIN:.0%} by an equivalence test (TOST: its 90% interval inside); **changes** where a "
-                       "step's (or the whole axis') 95% interval excludes no change (where, which way: *rises* means the "
-                       "longer context costs more, extrapolation worsens); **cannot be told** otherwise, with the reason. "
-                       "The budget axis reads the budget section's trend at each point: holds where every point's is "
-                       "stable, changes where one is moving or its ratio moving.")]
+                       "step's (or the whole axis') test rejects no change at 5% after Holm's adjustment over the axis' tests "
+                       "of that encoding (where, which way: *rises* means the longer context costs more, extrapolation "
+                       "worsens); **cannot be told** otherwise, with the reason. The budget axis reads the budget "
+                       "section's trend at each point: holds where every point's is stable, changes where one is moving "
+                       "or its ratio moving, its test Holm-adjusted over the points.")]
         shown = pts.assign(**{
             "statistic": [f"{r['stat']:.3f} [{r['stat_lo']:.3f}, {r['stat_hi']:.3f}]" if pd.notna(r["stat_lo"])
                           else (f"{r['stat']:.3f}" if pd.notna(r["stat"]) else "n/e") for _, r in pts.iterrows()],

@@ -10,16 +10,19 @@ of evidence):
   change is bounded within +-``MARGIN`` per doubling of the axis (per step between categories) by an
   equivalence test (two one-sided tests at 5%: the 90% interval inside; the budget trend's margin,
   report/budget/sweep.py ``STABLE_MARGIN``);
-* **changes**: otherwise, where some step's change, or the whole line's, is resolved (its 95%
-  interval excludes no change): where, which way ("rises": the longer context costs more relative
+* **changes**: otherwise, where some step's change, or the whole line's, is resolved: its test
+  rejects "no change" at 5% after Holm's adjustment over the line's tested changes (its steps and
+  the whole line: "changes" is a claim about the line, so the line is the family; a step resolved
+  alone but not after the adjustment is said so): where, which way ("rises": the longer context costs more relative
   to its baseline, extrapolation worsens; "falls": it improves), the classes at both ends and the
   interval;
 * **cannot be told**: neither: undecided points, steps with too few seeds or no interval, or changes
   that the seeds there are resolve neither way. The reason is said.
 
 The budget axis is read from the budget section's trend at each point (report/budget/sweep.py ``trend``):
-**holds** where every point's trend is "stable", **changes** where one is "moving" or its ratio moving
-("class stable, ratio moving", "undecided, ratio moving"), else **cannot be told**.
+**holds** where every point's trend is "stable", **changes** where one is "moving" (its class moved) or
+its ratio moving ("class stable, ratio moving", "undecided, ratio moving") with the test of its last
+step rejecting after Holm's adjustment over the encoding's points, else **cannot be told**.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ import pandas as pd
 
 from posbench.report.budget import sweep
 
-from posbench.report.analysis import axis
+from posbench.report.analysis import axis, bootstrap
+from posbench.report.analysis.stats import ALPHA, p_phrase
 from posbench.report.analysis.verdicts import UNDECIDED
 
 HOLDS, CHANGES, CANNOT = "holds across the axis", "changes", "cannot be told"
@@ -53,12 +57,14 @@ def _no_test(c) -> str:
     return f"{int(c['seeds'])} seed(s)" if int(c["seeds"]) < MIN_SEEDS else "no interval"
 
 
-def _step(c, numeric: bool, classes: dict) -> str:
+def _step(c, numeric: bool, classes: dict, adjusted: tuple[float, int] | None = None) -> str:
     way = "rises" if c["change"] > 1 else "falls"
     span = f"[{c['change_lo']:.2f}, {c['change_hi']:.2f}]" if pd.notna(c["change_lo"]) else "(no interval)"
     how = "paired by seed" if c["paired"] else "unpaired"
+    holm = f", Holm-adjusted p {p_phrase(adjusted[0])} over {adjusted[1]} tests" if adjusted and adjusted[1] > 1 else ""
     return (f"{c['from']} -> {c['to']}{' (whole axis)' if c['whole'] else ''}: {classes.get(c['from'], '?')} to "
-            f"{classes.get(c['to'], '?')}, {way} x{c['change']:.2f} {_unit(numeric)} {span}, {how}, {int(c['seeds'])} seeds")
+            f"{classes.get(c['to'], '?')}, {way} x{c['change']:.2f} {_unit(numeric)} {span}, {how}, "
+            f"{int(c['seeds'])} seeds{holm}")
 
 
 def word(line: pd.DataFrame, changes: pd.DataFrame, axis_name: str, numeric: bool) -> tuple[str, str]:
@@ -76,10 +82,14 @@ def word(line: pd.DataFrame, changes: pd.DataFrame, axis_name: str, numeric: boo
         detail = "; ".join(_step(c, numeric, classes) for _, c in steps.iterrows())
         return HOLDS, (f"{next(iter(classes.values()))} at every point, each step within +-{MARGIN:.0%} "
                        f"{_unit(numeric)} (TOST): {detail}")
-    moved = [c for c in tested if axis.as_change(c).moved()]
+    # the line is the family: its word says "some step changed", so each test is Holm-adjusted over the line's
+    adjusted = dict(zip(map(id, tested), bootstrap.holm([c["p"] for c in tested])))
+    family = len(tested)
+    moved = [c for c in tested if axis.as_change(c).moved() and (family == 1 or adjusted[id(c)] < ALPHA)]
     if moved:
         consecutive = [c for c in moved if not c["whole"]] or moved  # the steps that moved, else the whole line
-        return CHANGES, "; ".join(_step(c, numeric, classes) for c in consecutive) + f" (verdicts: {at})"
+        return CHANGES, "; ".join(_step(c, numeric, classes, (adjusted[id(c)], family)) for c in consecutive) \
+            + f" (verdicts: {at})"
     why = []
     if undecided := [k for k, v in classes.items() if v not in DECIDED]:
         why.append(f"{UNDECIDED} or no verdict at {', '.join(map(str, undecided))}")
@@ -90,22 +100,37 @@ def word(line: pd.DataFrame, changes: pd.DataFrame, axis_name: str, numeric: boo
     if bounded_steps := [c for c in tested if axis.as_change(c).within(MARGIN)]:
         why.append(f"changes within +-{MARGIN:.0%} {_unit(numeric)} (TOST): "
                    + "; ".join(_step(c, numeric, classes) for c in bounded_steps))
-    if open_steps := [c for c in tested if not axis.as_change(c).within(MARGIN)]:
+    if alone := [c for c in tested if axis.as_change(c).moved()] if family > 1 else []:  # resolved alone, not after the adjustment
+        why.append(f"resolved alone but not after Holm's adjustment over the line's {family} tests: "
+                   + "; ".join(_step(c, numeric, classes, (adjusted[id(c)], family)) for c in alone))
+    if open_steps := [c for c in tested if not axis.as_change(c).within(MARGIN) and not axis.as_change(c).moved()]:
         why.append("changes not resolved nor bounded: " + "; ".join(_step(c, numeric, classes) for c in open_steps))
     if not same and not undecided:
         why.append("the class differs between points without a resolved change")
     return CANNOT, "; ".join(why) + f" (verdicts: {at})"
 
 
-def budget_word(trends: list[tuple[str, str]]) -> tuple[str, str]:
+def budget_word(trends: list[tuple]) -> tuple[str, str]:
     """(word, what it rests on) for the budget axis of one encoding: ``trends``, (point, the budget
-    section's trend there) for each of its points that has two budgets or more."""
-    trends = [(p, t) for p, t in trends if t and t != "one budget"]
+    section's trend there[, the p-value of its last step's change]) for each of its points that has two
+    budgets or more. A point whose class moved ("moving": two decided classes) says "changes"; one whose
+    ratio moved within a class counts where its test rejects after Holm's adjustment over the points
+    with a p-value (the word is a claim about the axis)."""
+    trends = [(t[0], t[1], t[2] if len(t) > 2 else float("nan")) for t in trends if t[1] and t[1] != "one budget"]
     if not trends:
         return CANNOT, "one budget"
-    detail = "; ".join(f"{p}: {t}" for p, t in trends)
-    if all(t.startswith("stable") for _, t in trends):
+    detail = "; ".join(f"{p}: {t}" for p, t, _ in trends)
+    if all(t.startswith("stable") for _, t, _ in trends):
         return HOLDS, detail
-    if any(t.startswith(MOVING_TRENDS) for _, t in trends):
+    known = [q for _, _, q in trends if pd.notna(q)]
+    adjusted = iter(bootstrap.holm(known))
+    holm = [next(adjusted) if pd.notna(q) else q for _, _, q in trends]
+    if any(t.startswith("moving:") for _, t, _ in trends):  # the class moved between two decided classes
         return CHANGES, detail
+    moving = [(p, q) for (p, t, _), q in zip(trends, holm) if t.startswith(MOVING_TRENDS)]
+    if any(pd.isna(q) or q < ALPHA or len(known) == 1 for _, q in moving):
+        return CHANGES, detail
+    if moving:
+        return CANNOT, (f"ratio moving at {', '.join(p for p, _ in moving)} alone, not after Holm's adjustment over "
+                        f"{len(known)} points (adjusted p {', '.join(p_phrase(q) for _, q in moving)}); " + detail)
     return CANNOT, detail

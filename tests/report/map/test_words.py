@@ -40,3 +40,29 @@ def test_a_bounded_change_beside_an_undecided_point_is_said_bounded():
     assert "changes within +-5% per step (TOST): stdlib -> pydocs" in why and "not resolved nor bounded" not in why
     wide = dict(step, change_lo=0.9, change_hi=1.2, change_lo90=0.92, change_hi90=1.15)
     assert "changes not resolved nor bounded: stdlib -> pydocs" in W.word(line, pd.DataFrame([wide]), "corpus", False)[1]
+
+
+def test_a_step_resolved_alone_is_no_change_after_holm_over_the_line():
+    """Four tests on one line (three steps and the whole): a step whose own interval just excludes no
+    change (p = 0.03) is not a change of the line after Holm's adjustment; a strong one (p = 0.001) is."""
+    line = pd.DataFrame({"train_len": [32, 64, 128, 256], "verdict": ["broken"] * 4})
+
+    def step(a, b, p, lo, whole=False):
+        return {"from": a, "to": b, "whole": whole, "change": 1.1, "change_lo": lo, "change_hi": 1.2,
+                "change_lo90": lo + 0.01, "change_hi90": 1.18, "p": p, "seeds": 3, "paired": True,
+                "statistic": "equal context"}
+    flat = [step(64, 128, 0.6, 0.9), step(128, 256, 0.5, 0.9), step(32, 256, 0.4, 0.9, whole=True)]
+    word, why = W.word(line, pd.DataFrame([step(32, 64, 0.03, 1.01)] + flat), "train_len", numeric=True)
+    assert word == W.CANNOT and "resolved alone but not after Holm's adjustment over the line's 4 tests: 32 -> 64" in why
+    word, why = W.word(line, pd.DataFrame([step(32, 64, 0.001, 1.05)] + flat), "train_len", numeric=True)
+    assert word == W.CHANGES and why.startswith("32 -> 64: broken to broken, rises x1.10 per doubling [1.05, 1.20]")
+    assert "Holm-adjusted p = 0.004 over 4 tests" in why
+
+
+def test_budget_ratio_moving_at_one_point_of_many_is_adjusted_over_the_points():
+    moving = "class stable, ratio moving (600 to 1200 steps: x1.10 per doubling [1.01, 1.20])"
+    unresolved = "class stable, change not resolved (600 to 1200 steps: x1.05 per doubling [0.9, 1.2])"
+    word, why = W.budget_word([("a", moving, 0.02), ("b", unresolved, 0.5), ("c", unresolved, 0.6)])
+    assert word == W.CANNOT and why.startswith("ratio moving at a alone, not after Holm's adjustment over 3 points")
+    assert W.budget_word([("a", moving, 0.001), ("b", unresolved, 0.5), ("c", unresolved, 0.6)])[0] == W.CHANGES
+    assert W.budget_word([("a", "moving: flat at 600 to mild at 1200 steps (...)", 0.2), ("b", unresolved, 0.5)])[0] == W.CHANGES
