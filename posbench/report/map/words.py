@@ -82,7 +82,7 @@ def word(line: pd.DataFrame, changes: pd.DataFrame, axis_name: str, numeric: boo
         detail = "; ".join(_step(c, numeric, classes) for _, c in steps.iterrows())
         return HOLDS, (f"{next(iter(classes.values()))} at every point, each step within +-{MARGIN:.0%} "
                        f"{_unit(numeric)} (TOST): {detail}")
-    # the line is the family: its word says "some step changed", so each test is Holm-adjusted over the line's
+    # the line is the family: its word says "some step changed", so each test is Holm-adjusted over the line's tests
     adjusted = dict(zip(map(id, tested), bootstrap.holm([c["p"] for c in tested])))
     family = len(tested)
     moved = [c for c in tested if axis.as_change(c).moved() and (family == 1 or adjusted[id(c)] < ALPHA)]
