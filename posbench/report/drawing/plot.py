@@ -1,7 +1,7 @@
 """The report's plot helpers, shared by every topic's figure (matplotlib, files only): each row's
 colour and line style from its encoding (style.py), the family grid (one panel per family, wrapped:
 figure_layout.py), a panel's finish, one family's lines with their bands (nope, the baseline, dashed in
-every family), and the one way a figure is written (PNG at 100 dpi, atomically)."""
+every family), and the one way a figure is written (PNG at 100 dpi, 256 colours, atomically)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from posbench.core.files import atomic_write_bytes  # noqa: E402
+from posbench.report.drawing.png import palette_png  # noqa: E402
 from posbench.report.drawing.figure_layout import distinct_styles, family_axes, wrapped_grid  # noqa: E402
 from posbench.report.drawing.style import row_style  # noqa: E402
 
@@ -66,7 +67,7 @@ def save(fig, path: Path) -> None:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
     plt.close(fig)
-    atomic_write_bytes(path, buf.getvalue())
+    atomic_write_bytes(path, palette_png(buf.getvalue()))
 
 
 def family_lines(ax, sub: pd.DataFrame, names, cols: list[str], lengths: np.ndarray, scale: float,
