@@ -1,0 +1,24 @@
+"""The repository stays small enough to travel: a GPU call carries the working tree, the wheels in
+`.whl/` and the corpus in `.gpu_data/` together under 64 MiB (docs/testing.md), and every committed
+report embeds its figures in report.html. 56 MiB for the tracked files leaves the 6 MiB those two
+folders take today, and a margin."""
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LIMIT_MIB = 56
+
+
+def test_the_tracked_files_leave_room_for_what_a_gpu_call_carries():
+    try:
+        listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout")
+    files = [ROOT / name for name in listed.decode().split("\0") if name]
+    size = sum(f.stat().st_size for f in files if f.is_file())
+    largest = sorted(files, key=lambda f: f.stat().st_size if f.is_file() else 0)[-3:]
+    assert size / 2**20 < LIMIT_MIB, (f"the tracked files take {size / 2**20:.1f} MiB (limit {LIMIT_MIB}); largest: "
+                                      + ", ".join(str(f.relative_to(ROOT)) for f in largest))
