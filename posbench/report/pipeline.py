@@ -20,13 +20,13 @@ from pathlib import Path
 import pandas as pd
 
 from posbench.core.errors import PosbenchError
-from posbench.core.files import atomic_write_bytes, atomic_write_text
+from posbench.core.files import atomic_write_text
 from posbench.core.registry import plugin_code
 from posbench.report.tasks import frames as task_frames
 from posbench.report.budget import convergence
 from posbench.report.context import Options, ReportContext
 from posbench.report.drawing.document import Heading, Image, Para, Table, render
-from posbench.report.drawing.png import palette_png
+from posbench.report.drawing.png import keep_figure
 from posbench.report.manifest import MANIFEST, manifest_of
 from posbench.report.prose import join_words
 from posbench.report.section import SECTIONS, Section, SectionOutput, write_or_fail
@@ -89,10 +89,8 @@ def carried_blocks(section: Section, source: Path, out_dir: Path, written: dict[
     if not kept:
         return None
     for name in kept:
-        if name.endswith(".png"):  # an older report's figure, re-encoded once as the figures are now (never redrawn)
-            data = (source / name).read_bytes()
-            if (compact := palette_png(data)) != data or source.resolve() != out_dir.resolve():
-                write_or_fail(out_dir, lambda name=name, compact=compact: atomic_write_bytes(out_dir / name, compact))
+        if name.endswith(".png"):
+            write_or_fail(out_dir, lambda name=name: keep_figure(source / name, out_dir / name))
         elif source.resolve() != out_dir.resolve():
             write_or_fail(out_dir, lambda name=name: shutil.copyfile(source / name, out_dir / name))
     for name in kept:

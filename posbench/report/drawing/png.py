@@ -4,6 +4,9 @@ every drawn figure through it, and a rebuilt report re-encodes an older report's
 from __future__ import annotations
 
 import io
+from pathlib import Path
+
+from posbench.core.files import atomic_write_bytes
 
 
 def palette_png(data: bytes) -> bytes:
@@ -22,3 +25,11 @@ def palette_png(data: bytes) -> bytes:
     out = io.BytesIO()
     quantized.save(out, format="PNG", optimize=True)
     return out.getvalue()
+
+
+def keep_figure(source: Path, target: Path) -> None:
+    """An older report's figure kept (never redrawn) at ``target``: re-encoded once as figures are stored
+    now; nothing is written where ``target`` is ``source`` and already so encoded."""
+    data = source.read_bytes()
+    if (compact := palette_png(data)) != data or source.resolve() != target.resolve():
+        atomic_write_bytes(target, compact)

@@ -12,12 +12,11 @@ import pandas as pd
 from matplotlib.ticker import NullFormatter
 
 from posbench.core.errors import PosbenchError
-from posbench.core.files import atomic_write_bytes
 
 from posbench.report.drawing import plot
 from posbench.report.drawing.document import Heading, Image, Para, Table
 from posbench.report.drawing.figure_layout import wrapped_grid
-from posbench.report.drawing.png import palette_png
+from posbench.report.drawing.png import keep_figure
 from posbench.report.headline import with_interval
 from posbench.report.key_tokens.frames import NO_KEY_TOKENS, RULES, key_token_frames
 from posbench.report.section import SECTIONS, Output, Section
@@ -155,9 +154,7 @@ class KeyTokens(Section):
             out.figure(FIGURE.name, plot_window_curves, curves)
         elif figure is not None and figure.is_file():  # the committed report's, copied where it is written elsewhere
             description += " (the committed report's figure, not redrawn)"
-            # kept, re-encoded once as figures are stored now (drawing/png.py: a palette PNG is left as it is)
-            out.figure(FIGURE.name, lambda path: atomic_write_bytes(path, palette_png(figure.read_bytes())),
-                       description=description)
+            out.figure(FIGURE.name, lambda path: keep_figure(figure, path), description=description)
         else:
             return blocks
         blocks += [Para("Loss by position in the window at each row's longest length, full pass against its window "

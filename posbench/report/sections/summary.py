@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from posbench.report.budget import convergence
+from posbench.report.headline import panel_label
 from posbench.report.drawing.document import Bullets, Heading
 from posbench.report.prose import protocol_items, scored_text_note, summary_lists
 from posbench.report.section import SECTIONS, Section
@@ -37,12 +38,12 @@ def budget_headline(trends) -> str:
     named with its trend (the section "Verdicts by training budget" has every budget)."""
     text = ("**Budgets.** The runs were trained for several budgets; every verdict below is read at its row's "
             f"largest budget ({', '.join(sorted({str(int(s)) for s in trends['largest']}, key=int))} steps). ")
-    panels = [k for k in ("model", "train_len") if k in trends and trends[k].nunique() > 1]
+    panel = panel_label(trends, [k for k in ("model", "train_len") if k in trends])  # None: one panel
     for lead, prefix in TREND_LEADS:
         rows = trends[trends["trend"].str.startswith(prefix)]
         if rows.empty:
             continue
-        if not panels:  # the lead says the trend's first words; the brackets say the rest
+        if panel is None:  # the lead says the trend's first words; the brackets say the rest
             text += f"{lead}: " + ", ".join(
                 f"`{r['variant']}` {r['verdict at largest']} ({_rest(r['trend'], prefix)})"
                 for _, r in rows.iterrows()) + ". "
@@ -51,14 +52,11 @@ def budget_headline(trends) -> str:
         # stay in the section "Verdicts by training budget" (one item per row and panel read as a wall)
         items = []
         for (variant, verdict), group in rows.groupby(["variant", "verdict at largest"], sort=True):
-            where = ", ".join(f"{_panel(r, panels)} ({_change(r['trend'])})" for _, r in group.iterrows())
+            where = ", ".join(f"{panel[1](r)} ({_change(r['trend'])})" for _, r in group.iterrows())
             items.append(f"`{variant}` {verdict} at {where}")
         text += f"{lead}: " + "; ".join(items) + ". "
     return text.strip()
 
-
-def _panel(row, keys: list[str]) -> str:
-    return " ".join(f"L={int(row[k])}" if k == "train_len" else str(row[k]) for k in keys)
 
 
 def _change(trend: str) -> str:
