@@ -17,8 +17,8 @@
 # Then OUT/map_runs.tgz and OUT/map_report.tgz hold the runs' records (weights and resume states
 # left out) and the report, for a machine that can bring back only a few files.
 #
-# The tests run it end to end on CPU at a tiny size (tests/end_to_end/test_gpu_study.py), with
-# DEVICE=cpu and the size variables below overridden.
+# The slow tests run it end to end on CPU at a tiny size (tests/end_to_end/test_gpu_study.py: run them
+# before a GPU call), with DEVICE=cpu and the size variables below overridden.
 #
 # A machine without posbench's packages installs them from wheels in .whl/ (see README, "Checking
 # the GPU paths"). The corpus: where .gpu_data/stdlib-*.tar.xz exists (the documents of the

@@ -27,6 +27,7 @@ def run_study(out: Path, corpus: Path, **env) -> subprocess.CompletedProcess:
                                **TINY, "MAP_EXTRA": extra, **env}, timeout=600)
 
 
+@pytest.mark.slow  # ~55 s; run before a GPU call (docs/testing.md): the script matters only where a device is lent
 def test_the_study_runs_every_stage_and_packs_runs_without_weights(tmp_path, text_corpus, cache_dir):
     proc = run_study(tmp_path / "out", text_corpus)
     out = tmp_path / "out"

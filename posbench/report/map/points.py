@@ -73,7 +73,10 @@ def points(table: pd.DataFrame, runs: pd.DataFrame, ratio: str) -> pd.DataFrame:
     """One row per unwindowed main-table row (``table``: the main table, at each row's largest budget):
     its coordinates (COORDS), ``model``, ``params`` (its runs' mean), ``budget_steps`` where the runs
     have budgets, ``seeds``, the verdict (``verdict``: its class; ``label``), ``basis`` (EQUAL_CONTEXT
-    or ``ratio``) and the verdict statistic ``stat`` with ``stat_lo`` / ``stat_hi`` (95%)."""
+    or ``ratio``), the verdict statistic ``stat`` with ``stat_lo`` / ``stat_hi`` (95%), and the perplexity
+    at the training length (the main table's 1x) ``ppl_1x`` with ``ppl_1x_lo`` / ``ppl_1x_hi``: a ratio
+    that falls along an axis because its baseline got worse is not better extrapolation, so the
+    baseline stands beside it."""
     if table.empty:
         return pd.DataFrame(columns=COORDS + ["model", "params", "seeds", "verdict", "basis", "stat"])
     plain = table[~table["windowed"].astype(bool)] if "windowed" in table else table
@@ -91,7 +94,9 @@ def points(table: pd.DataFrame, runs: pd.DataFrame, ratio: str) -> pd.DataFrame:
                      **({sweep.BUDGET: r[sweep.BUDGET]} if sweep.BUDGET in r else {}),
                      "seeds": r.get("seeds"), "verdict": sweep.verdict_class(r.get("verdict")),
                      "label": r.get("label", r.get("verdict")), "basis": EQUAL_CONTEXT if equal else ratio,
-                     "stat": r[col], "stat_lo": r.get(f"{col}_lo"), "stat_hi": r.get(f"{col}_hi")})
+                     "stat": r[col], "stat_lo": r.get(f"{col}_lo"), "stat_hi": r.get(f"{col}_hi"),
+                     "ppl_1x": r.get("1x", math.nan), "ppl_1x_lo": r.get("1x_lo", math.nan),
+                     "ppl_1x_hi": r.get("1x_hi", math.nan)})
     return pd.DataFrame(rows)
 
 

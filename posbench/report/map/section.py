@@ -55,6 +55,14 @@ def map_frames(ctx) -> dict:
     return ctx.derived("map", compute)
 
 
+def _with_interval(r, col: str, digits: int) -> str:
+    """``r[col]`` with its 95% interval (``col``_lo, ``col``_hi) where it has one; "n/e" where not evaluated."""
+    value, lo, hi = r.get(col), r.get(f"{col}_lo"), r.get(f"{col}_hi")
+    if pd.isna(value):
+        return "n/e"
+    return f"{value:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]" if pd.notna(lo) else f"{value:.{digits}f}"
+
+
 @SECTIONS.register("map")
 class Map(Section):
     order = 43  # after the budget axis (42): the budget is one of the map's axes
@@ -76,7 +84,8 @@ class Map(Section):
         blocks = [Heading("The map: verdicts across training length, size, corpus and tokenizer"),
                   Para("Each encoding's verdict at every point the runs span (at each row's largest budget), read on "
                        "equal context where the row has a window control (`basis`: equal context) and from its "
-                       f"{ctx.ratio_column} ratio otherwise (on unequal context), with the statistic [95% interval]. "
+                       f"{ctx.ratio_column} ratio otherwise (on unequal context), with the statistic [95% interval] and the "
+                       "perplexity at 1x beside it (a ratio can fall because its baseline rose). "
                        "Along each axis (the other settings held) the statistic's change between consecutive points, and "
                        "over the whole axis, is tested per doubling of the training length or of the parameters (per step "
                        "between corpora and tokenizers), paired by seed where the points share seeds, else unpaired; a "
@@ -89,12 +98,12 @@ class Map(Section):
                        "section's trend at each point: holds where every point's is stable, changes where one is moving "
                        "or its ratio moving, its test Holm-adjusted over the points.")]
         shown = pts.assign(**{
-            "statistic": [f"{r['stat']:.3f} [{r['stat_lo']:.3f}, {r['stat_hi']:.3f}]" if pd.notna(r["stat_lo"])
-                          else (f"{r['stat']:.3f}" if pd.notna(r["stat"]) else "n/e") for _, r in pts.iterrows()],
-            "params": [f"{p / 1e6:.2f}M" if pd.notna(p) else "" for p in pts["params"]]})
+            "statistic": [_with_interval(r, "stat", 3) for _, r in pts.iterrows()],
+            "params": [f"{p / 1e6:.2f}M" if pd.notna(p) else "" for p in pts["params"]],
+            "1x ppl": [_with_interval(r, "ppl_1x", 2) for _, r in pts.iterrows()]})
         cols = ["protocol", "variant", P.SIZE, "params", P.CORPUS, P.TOKENIZER, P.TRAIN_LEN] + \
             [c for c in [P.PATTERN] if c in P.shown(pts)] + \
-            ([sweep.BUDGET] if sweep.BUDGET in shown else []) + ["seeds", "label", "basis", "statistic"]
+            ([sweep.BUDGET] if sweep.BUDGET in shown else []) + ["seeds", "label", "basis", "statistic", "1x ppl"]
         if ctx.has_budgets and not ctx.budget_trends.empty:
             trend = {(r["protocol"], r["variant"], r["model"], r["train_len"]): r["trend"] for _, r in ctx.budget_trends.iterrows()}
             shown["budget trend"] = [trend.get((r["protocol"], r["variant"], r["model"], r["train_len"]), "")

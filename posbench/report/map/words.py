@@ -19,6 +19,10 @@ of evidence):
 * **cannot be told**: neither: undecided points, steps with too few seeds or no interval, or changes
   that the seeds there are resolve neither way. The reason is said.
 
+Every step is said with the perplexity at 1x at both its points (where the points have it): the
+statistic is a ratio, and a ratio that falls because its baseline rose (a length the model trains
+worse at within the budget) is not better extrapolation; the word itself rests on the ratio's test.
+
 The budget axis is read from the budget section's trend at each point (report/budget/sweep.py ``trend``):
 **holds** where every point's trend is "stable", **changes** where one is "moving" (its class moved) or
 its ratio moving ("class stable, ratio moving", "undecided, ratio moving") with the test of its last
@@ -57,20 +61,24 @@ def _no_test(c) -> str:
     return f"{int(c['seeds'])} seed(s)" if int(c["seeds"]) < MIN_SEEDS else "no interval"
 
 
-def _step(c, numeric: bool, classes: dict, adjusted: tuple[float, int] | None = None) -> str:
+def _step(c, numeric: bool, classes: dict, adjusted: tuple[float, int] | None = None, ppl: dict | None = None) -> str:
     way = "rises" if c["change"] > 1 else "falls"
+    # the baseline beside the ratio's change: a ratio can fall because the 1x perplexity rose
+    base = f"; 1x ppl {ppl[c['from']]:.2f} -> {ppl[c['to']]:.2f}" if ppl and pd.notna(ppl.get(c["from"])) \
+        and pd.notna(ppl.get(c["to"])) else ""
     span = f"[{c['change_lo']:.2f}, {c['change_hi']:.2f}]" if pd.notna(c["change_lo"]) else "(no interval)"
     how = "paired by seed" if c["paired"] else "unpaired"
     holm = f", Holm-adjusted p {p_phrase(adjusted[0])} over {adjusted[1]} tests" if adjusted and adjusted[1] > 1 else ""
     return (f"{c['from']} -> {c['to']}{' (whole axis)' if c['whole'] else ''}: {classes.get(c['from'], '?')} to "
             f"{classes.get(c['to'], '?')}, {way} x{c['change']:.2f} {_unit(numeric)} {span}, {how}, "
-            f"{int(c['seeds'])} seeds{holm}")
+            f"{int(c['seeds'])} seeds{holm}{base}")
 
 
 def word(line: pd.DataFrame, changes: pd.DataFrame, axis_name: str, numeric: bool) -> tuple[str, str]:
     """(word, what it rests on) for one line: ``line``, its points in axis order with ``verdict`` (the
     class) and ``axis_name`` (the point); ``changes``, its rows of report/analysis/axis.py ``step_changes``."""
     classes = dict(zip(line[axis_name], line["verdict"].fillna("").astype(str)))
+    ppl = dict(zip(line[axis_name], line["ppl_1x"])) if "ppl_1x" in line else None
     at = "; ".join(f"{k}: {v or 'n/a'}" for k, v in classes.items())
     if len(classes) < 2:
         return CANNOT, f"one point ({at})"
@@ -79,7 +87,7 @@ def word(line: pd.DataFrame, changes: pd.DataFrame, axis_name: str, numeric: boo
     same = len(set(classes.values())) == 1 and next(iter(classes.values())) in DECIDED
     bounded = not steps.empty and all(_tested(c) and axis.as_change(c).within(MARGIN) for _, c in steps.iterrows())
     if same and bounded and len(steps) == len(classes) - 1:
-        detail = "; ".join(_step(c, numeric, classes) for _, c in steps.iterrows())
+        detail = "; ".join(_step(c, numeric, classes, ppl=ppl) for _, c in steps.iterrows())
         return HOLDS, (f"{next(iter(classes.values()))} at every point, each step within +-{MARGIN:.0%} "
                        f"{_unit(numeric)} (TOST): {detail}")
     # the line is the family: its word says "some step changed", so each test is Holm-adjusted over the line's tests
@@ -88,7 +96,7 @@ def word(line: pd.DataFrame, changes: pd.DataFrame, axis_name: str, numeric: boo
     moved = [c for c in tested if axis.as_change(c).moved() and (family == 1 or adjusted[id(c)] < ALPHA)]
     if moved:
         consecutive = [c for c in moved if not c["whole"]] or moved  # the steps that moved, else the whole line
-        return CHANGES, "; ".join(_step(c, numeric, classes, (adjusted[id(c)], family)) for c in consecutive) \
+        return CHANGES, "; ".join(_step(c, numeric, classes, (adjusted[id(c)], family), ppl) for c in consecutive) \
             + f" (verdicts: {at})"
     why = []
     if undecided := [k for k, v in classes.items() if v not in DECIDED]:
@@ -99,12 +107,12 @@ def word(line: pd.DataFrame, changes: pd.DataFrame, axis_name: str, numeric: boo
     # (an undecided point), and "not resolved nor bounded" would misread a change the test did bound
     if bounded_steps := [c for c in tested if axis.as_change(c).within(MARGIN)]:
         why.append(f"changes within +-{MARGIN:.0%} {_unit(numeric)} (TOST): "
-                   + "; ".join(_step(c, numeric, classes) for c in bounded_steps))
+                   + "; ".join(_step(c, numeric, classes, ppl=ppl) for c in bounded_steps))
     if alone := [c for c in tested if axis.as_change(c).moved()] if family > 1 else []:  # resolved alone, not after the adjustment
         why.append(f"resolved alone but not after Holm's adjustment over the line's {family} tests: "
-                   + "; ".join(_step(c, numeric, classes, (adjusted[id(c)], family)) for c in alone))
+                   + "; ".join(_step(c, numeric, classes, (adjusted[id(c)], family), ppl) for c in alone))
     if open_steps := [c for c in tested if not axis.as_change(c).within(MARGIN) and not axis.as_change(c).moved()]:
-        why.append("changes not resolved nor bounded: " + "; ".join(_step(c, numeric, classes) for c in open_steps))
+        why.append("changes not resolved nor bounded: " + "; ".join(_step(c, numeric, classes, ppl=ppl) for c in open_steps))
     if not same and not undecided:
         why.append("the class differs between points without a resolved change")
     return CANNOT, "; ".join(why) + f" (verdicts: {at})"

@@ -59,9 +59,8 @@ def verdict_norm(tolerance: float) -> tuple[ListedColormap, BoundaryNorm]:
     stretched to the data: flat up to 1 + ``tolerance`` (inclusive, as ``verdict`` reads it), mild up
     to MILD_LIMIT (inclusive), broken above. A BoundaryNorm bins [b_i, b_i+1), so each border is
     moved to the next float above it: a ratio exactly at a border takes its verdict's colour."""
-    cmap = ListedColormap(list(VERDICT_COLOURS.values()), name="verdicts")
-    cmap.set_under(VERDICT_COLOURS["flat"])
-    cmap.set_over(VERDICT_COLOURS["broken"])
+    cmap = ListedColormap(list(VERDICT_COLOURS.values()), name="verdicts").with_extremes(
+        under=VERDICT_COLOURS["flat"], over=VERDICT_COLOURS["broken"])
     borders = [0.0, *(float(np.nextafter(b, np.inf)) for b in (1 + tolerance, MILD_LIMIT)), BROKEN_TOP]
     return cmap, BoundaryNorm(borders, cmap.N)
 

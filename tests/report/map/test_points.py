@@ -14,10 +14,10 @@ from posbench.report.map import words as W
 from posbench.report.analysis.tables import main_table
 
 
-def map_records(spec, seeds=3, noise=0.005, models=None):
+def map_records(spec, seeds=3, noise=0.005, models=None, base=None):
     """spec: {(variant, train_len): 2x/1x ratio} (or {(variant, model, train_len): ratio}) -> evaluation
-    records of one budget (1x: 5.0), each seed's ratio multiplied by its own small noise, and the runs
-    (params: 0.1M for "tiny", 0.8M for "small", 4.8M for "base")."""
+    records of one budget (1x: 5.0, or ``base``[key]), each seed's ratio multiplied by its own small noise,
+    and the runs (params: 0.1M for "tiny", 0.8M for "small", 4.8M for "base")."""
     rng = np.random.default_rng(0)
     out, runs = [], []
     params = {"tiny": 1e5, "small": 8e5, "base": 4.8e6, "m": 8e5}
@@ -25,7 +25,7 @@ def map_records(spec, seeds=3, noise=0.005, models=None):
         variant, model, train_len = key if len(key) == 3 else (key[0], "m", key[1])
         for seed in range(seeds):
             rid = f"{variant}_{model}_{train_len}_{seed}"
-            one = 5.0 * (1 + 0.02 * (seed - 1))
+            one = (base or {}).get(key, 5.0) * (1 + 0.02 * (seed - 1))
             for mult, ppl in ((1.0, one), (2.0, one * ratio * float(np.exp(rng.normal(0, noise))))):
                 out.append(dict(run_id=rid, encoding=variant, variant=variant, model=model, train_len=train_len,
                                 seed=seed, status="completed", protocol="nonoverlapping", length=int(train_len * mult),
@@ -64,6 +64,17 @@ def test_a_change_along_the_training_length_is_found_and_none_is_invented():
     assert word == W.HOLDS and detail.startswith("flat at every point")
     steady = changes[changes["variant"] == "steady"]
     assert all(axis.as_change(c).within(W.MARGIN) for _, c in steady.iterrows())
+
+
+def test_each_step_is_said_with_its_1x_perplexity_at_both_points():
+    """A ratio that falls because the baseline rose (1x 5 -> 8 while 2x stays near 8): the word rests on the
+    ratio's test, and the step names the 1x at both points so that a reader sees why."""
+    evals, runs = map_records({("worse", 64): 1.6, ("worse", 128): 1.0}, base={("worse", 64): 5.0, ("worse", 128): 8.0})
+    pts, _, found = words_along(evals, runs, P.TRAIN_LEN)
+    assert pts.set_index(P.TRAIN_LEN)["ppl_1x"].round(2).to_dict() == {64: 5.0, 128: 8.0}
+    word, detail = found["worse"]
+    assert word == W.CHANGES and detail.startswith("64 -> 128: broken to flat, falls x0.6")
+    assert "; 1x ppl 5.00 -> 8.00" in detail
 
 
 def test_model_size_is_ordered_by_parameters_and_changes_are_per_doubling_of_them():
