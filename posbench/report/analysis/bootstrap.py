@@ -318,6 +318,11 @@ def ratio_parts(c: CellReplicates, k: int, base: int = 0) -> Parts:
     return Parts(c.seeds, *_column(c, k, base))
 
 
+def level_parts(c: CellReplicates, k: int = 0) -> Parts:
+    """log ppl(k) per seed: ``ppl_stats``'s statistic (at k = 0, the perplexity at 1x)."""
+    return Parts(c.seeds, *_column(c, k))
+
+
 def equal_context_parts(row: CellReplicates, control: CellReplicates, k: int) -> Parts | None:
     """The verdict's statistic on equal context, ``log ppl(k) - log min(ppl(1x), ppl_control(k))``, per
     seed paired by seed id (docs/protocols.md, "The verdict on equal context"); None without a shared seed.

@@ -108,6 +108,10 @@ def shown(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+# the 1x perplexity's change over a step, beside the statistic's (axis_changes)
+BASE_COLUMNS = {"change": "base_change", "change_lo": "base_change_lo", "change_hi": "base_change_hi", "p": "base_p"}
+
+
 def line_keys(axis_name: str) -> list[str]:
     """The coordinates a line along ``axis_name`` holds fixed."""
     return [c for c in COORDS if c != axis_name]
@@ -154,11 +158,12 @@ def distance(pts: pd.DataFrame, axis_name: str):
 
 def axis_parts(evals: pd.DataFrame, pts: pd.DataFrame, axis_name: str, token_sets: dict | None = None,
                replicates: int = bootstrap.REPLICATES, multiple: float | None = None,
-               parts: dict | None = None) -> dict[tuple, tuple[str, bootstrap.Parts | None]]:
-    """The verdict statistic per seed of every point on a line along ``axis_name``:
-    {(*line_keys, point): (statistic, Parts)} from sweep.row_parts (one budget per row: ``evals`` at
-    each row's largest). ``parts``: row_parts already computed (one computation for every axis)."""
-    parts = sweep.row_parts(evals, token_sets, replicates, multiple) if parts is None else parts
+               parts: dict | None = None, level: bool = False) -> dict[tuple, tuple[str, bootstrap.Parts | None]]:
+    """The verdict statistic per seed of every point on a line along ``axis_name`` (``level``: the
+    perplexity at 1x): {(*line_keys, point): (statistic, Parts)} from sweep.row_parts (one budget per
+    row: ``evals`` at each row's largest). ``parts``: row_parts already computed (one computation for
+    every axis)."""
+    parts = sweep.row_parts(evals, token_sets, replicates, multiple, level=level) if parts is None else parts
     by_cell = {k[:4]: v for k, v in parts.items()}  # (protocol, variant, model, train_len)
     keys = line_keys(axis_name)
     lines = pts.groupby(keys)[axis_name].transform("nunique") > 1
@@ -172,10 +177,18 @@ def axis_parts(evals: pd.DataFrame, pts: pd.DataFrame, axis_name: str, token_set
 
 def axis_changes(evals: pd.DataFrame, pts: pd.DataFrame, axis_name: str, token_sets: dict | None = None,
                  replicates: int = bootstrap.REPLICATES, multiple: float | None = None,
-                 parts: dict | None = None) -> pd.DataFrame:
+                 parts: dict | None = None, base_parts: dict | None = None) -> pd.DataFrame:
     """Every line's changes along ``axis_name`` (report/analysis/axis.py's rows, consecutive points and the
-    whole line), per doubling on a numeric axis, with the line's coordinates and ``axis``."""
+    whole line), per doubling on a numeric axis, with the line's coordinates and ``axis``; beside each,
+    the change of the perplexity at 1x over the same step, tested alike (BASE_COLUMNS: a ratio that
+    falls while its baseline rises is read with that beside it). ``base_parts``: row_parts(level=True)."""
+    keys, dist, order = line_keys(axis_name), distance(pts, axis_name), order_key(pts, axis_name)
     found = axis_parts(evals, pts, axis_name, token_sets, replicates, multiple, parts)
-    out = axis.step_changes(found, line_keys(axis_name), distance(pts, axis_name), order_key(pts, axis_name),
-                            unpaired=True, whole=True)
+    out = axis.step_changes(found, keys, dist, order, unpaired=True, whole=True)
+    base = axis.step_changes(axis_parts(evals, pts, axis_name, token_sets, replicates, multiple, base_parts, level=True),
+                             keys, dist, order, unpaired=True, whole=True)
+    if not out.empty and not base.empty:
+        on = keys + ["from", "to", "whole"]
+        base = base[on + list(BASE_COLUMNS)].rename(columns=BASE_COLUMNS)
+        out = out.merge(base, on=on, how="left")
     return out.assign(axis=axis_name)

@@ -26,7 +26,9 @@ def map_frames(ctx) -> dict:
         if not axes:
             return {"points": pts, "axes": [], "changes": pd.DataFrame(), "words": pd.DataFrame()}
         parts = sweep.row_parts(ctx.evals, ctx.token_sets, multiple=ctx.multiple)  # once for every axis
-        changes = {a: P.axis_changes(ctx.evals, pts, a, ctx.token_sets, multiple=ctx.multiple, parts=parts) for a in axes}
+        base = sweep.row_parts(ctx.evals, ctx.token_sets, multiple=ctx.multiple, level=True)
+        changes = {a: P.axis_changes(ctx.evals, pts, a, ctx.token_sets, multiple=ctx.multiple, parts=parts, base_parts=base)
+                   for a in axes}
         rows = []
         for a in axes:
             keys, order = P.line_keys(a), P.order_key(pts, a)
@@ -68,7 +70,8 @@ class Map(Section):
     order = 43  # after the budget axis (42): the budget is one of the map's axes
     files = (Output("map_points.csv", "each row's verdict and its statistic at every point of the map"),
              Output("map_changes.csv", "the verdict statistic's change between consecutive points of each axis (and "
-                                       "over the whole axis), with its intervals, paired by seed where the points share seeds"),
+                                       "over the whole axis), with its intervals, paired by seed where the points share seeds, "
+                                       "and the 1x perplexity's change over the same step (base_change)"),
              Output("map_words.csv", "per encoding and axis: holds across the axis, changes, or cannot be told, and why"),
              Output("map_<axis>.png", "the verdict statistic against one axis, one line per encoding with its 95% band"))
 

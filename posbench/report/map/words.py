@@ -19,9 +19,10 @@ of evidence):
 * **cannot be told**: neither: undecided points, steps with too few seeds or no interval, or changes
   that the seeds there are resolve neither way. The reason is said.
 
-Every step is said with the perplexity at 1x at both its points (where the points have it): the
-statistic is a ratio, and a ratio that falls because its baseline rose (a length the model trains
-worse at within the budget) is not better extrapolation; the word itself rests on the ratio's test.
+Every step is said with the perplexity at 1x at both its points (where the points have it) and its
+change over the step with its 95% interval (tested as the statistic's is): the statistic is a ratio,
+and a ratio that falls because its baseline rose (a length the model trains worse at within the
+budget) is not better extrapolation; the word itself rests on the ratio's test.
 
 The budget axis is read from the budget section's trend at each point (report/budget/sweep.py ``trend``):
 **holds** where every point's trend is "stable", **changes** where one is "moving" (its class moved) or
@@ -66,6 +67,8 @@ def _step(c, numeric: bool, classes: dict, adjusted: tuple[float, int] | None = 
     # the baseline beside the ratio's change: a ratio can fall because the 1x perplexity rose
     base = f"; 1x ppl {ppl[c['from']]:.2f} -> {ppl[c['to']]:.2f}" if ppl and pd.notna(ppl.get(c["from"])) \
         and pd.notna(ppl.get(c["to"])) else ""
+    if base and pd.notna(c.get("base_change_lo")):
+        base += f" (x{c['base_change']:.2f} {_unit(numeric)} [{c['base_change_lo']:.2f}, {c['base_change_hi']:.2f}])"
     span = f"[{c['change_lo']:.2f}, {c['change_hi']:.2f}]" if pd.notna(c["change_lo"]) else "(no interval)"
     how = "paired by seed" if c["paired"] else "unpaired"
     holm = f", Holm-adjusted p {p_phrase(adjusted[0])} over {adjusted[1]} tests" if adjusted and adjusted[1] > 1 else ""

@@ -74,7 +74,7 @@ def test_each_step_is_said_with_its_1x_perplexity_at_both_points():
     assert pts.set_index(P.TRAIN_LEN)["ppl_1x"].round(2).to_dict() == {64: 5.0, 128: 8.0}
     word, detail = found["worse"]
     assert word == W.CHANGES and detail.startswith("64 -> 128: broken to flat, falls x0.6")
-    assert "; 1x ppl 5.00 -> 8.00" in detail
+    assert "; 1x ppl 5.00 -> 8.00 (x1.60 per doubling [" in detail
 
 
 def test_model_size_is_ordered_by_parameters_and_changes_are_per_doubling_of_them():
