@@ -181,10 +181,13 @@ def axis_changes(evals: pd.DataFrame, pts: pd.DataFrame, axis_name: str, token_s
     """Every line's changes along ``axis_name`` (report/analysis/axis.py's rows, consecutive points and the
     whole line), per doubling on a numeric axis, with the line's coordinates and ``axis``; beside each,
     the change of the perplexity at 1x over the same step, tested alike (BASE_COLUMNS: a ratio that
-    falls while its baseline rises is read with that beside it). ``base_parts``: row_parts(level=True)."""
+    falls while its baseline rises is read with that beside it; not along the tokenizer, whose points'
+    perplexities are per token of different units). ``base_parts``: row_parts(level=True)."""
     keys, dist, order = line_keys(axis_name), distance(pts, axis_name), order_key(pts, axis_name)
     found = axis_parts(evals, pts, axis_name, token_sets, replicates, multiple, parts)
     out = axis.step_changes(found, keys, dist, order, unpaired=True, whole=True)
+    if axis_name == TOKENIZER:  # perplexities per token of different units: no baseline to compare
+        return out.assign(axis=axis_name)
     base = axis.step_changes(axis_parts(evals, pts, axis_name, token_sets, replicates, multiple, base_parts, level=True),
                              keys, dist, order, unpaired=True, whole=True)
     if not out.empty and not base.empty:

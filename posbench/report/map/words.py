@@ -19,8 +19,9 @@ of evidence):
 * **cannot be told**: neither: undecided points, steps with too few seeds or no interval, or changes
   that the seeds there are resolve neither way. The reason is said.
 
-Every step is said with the perplexity at 1x at both its points (where the points have it) and its
-change over the step with its 95% interval (tested as the statistic's is): the statistic is a ratio,
+Every step is said with the perplexity at 1x at both its points and its change over the step with
+its 95% interval (tested as the statistic's is; not between tokenizers, whose perplexities are per
+token of different units): the statistic is a ratio,
 and a ratio that falls because its baseline rose (a length the model trains worse at within the
 budget) is not better extrapolation; the word itself rests on the ratio's test.
 
@@ -64,11 +65,13 @@ def _no_test(c) -> str:
 
 def _step(c, numeric: bool, classes: dict, adjusted: tuple[float, int] | None = None, ppl: dict | None = None) -> str:
     way = "rises" if c["change"] > 1 else "falls"
-    # the baseline beside the ratio's change: a ratio can fall because the 1x perplexity rose
-    base = f"; 1x ppl {ppl[c['from']]:.2f} -> {ppl[c['to']]:.2f}" if ppl and pd.notna(ppl.get(c["from"])) \
-        and pd.notna(ppl.get(c["to"])) else ""
-    if base and pd.notna(c.get("base_change_lo")):
-        base += f" (x{c['base_change']:.2f} {_unit(numeric)} [{c['base_change_lo']:.2f}, {c['base_change_hi']:.2f}])"
+    # the baseline beside the ratio's change: a ratio can fall because the 1x perplexity rose. Only where
+    # the step's 1x change was measured (points.axis_changes): not between tokenizers, whose perplexities
+    # are per token of different units
+    base = ""
+    if ppl and pd.notna(c.get("base_change")) and pd.notna(ppl.get(c["from"])) and pd.notna(ppl.get(c["to"])):
+        span = f" [{c['base_change_lo']:.2f}, {c['base_change_hi']:.2f}]" if pd.notna(c.get("base_change_lo")) else ""
+        base = f"; 1x ppl {ppl[c['from']]:.2f} -> {ppl[c['to']]:.2f} (x{c['base_change']:.2f} {_unit(numeric)}{span})"
     span = f"[{c['change_lo']:.2f}, {c['change_hi']:.2f}]" if pd.notna(c["change_lo"]) else "(no interval)"
     how = "paired by seed" if c["paired"] else "unpaired"
     holm = f", Holm-adjusted p {p_phrase(adjusted[0])} over {adjusted[1]} tests" if adjusted and adjusted[1] > 1 else ""

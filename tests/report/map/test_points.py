@@ -30,7 +30,7 @@ def map_records(spec, seeds=3, noise=0.005, models=None, base=None):
                 out.append(dict(run_id=rid, encoding=variant, variant=variant, model=model, train_len=train_len,
                                 seed=seed, status="completed", protocol="nonoverlapping", length=int(train_len * mult),
                                 multiple=mult, ppl=ppl, token_set=f"t{train_len}", windowed=False))
-            runs.append(dict(run_id=rid, model=model, train_len=train_len, params=params[model], train_steps=600,
+            runs.append(dict(run_id=rid, model=model, train_len=train_len, params=params[model.split("/")[0]], train_steps=600,
                              train_tokens=600 * 2048))
     runs = pd.DataFrame(runs)
     return sweep.with_budgets(pd.DataFrame(out), runs), runs
@@ -75,6 +75,18 @@ def test_each_step_is_said_with_its_1x_perplexity_at_both_points():
     word, detail = found["worse"]
     assert word == W.CHANGES and detail.startswith("64 -> 128: broken to flat, falls x0.6")
     assert "; 1x ppl 5.00 -> 8.00 (x1.60 per doubling [" in detail
+
+
+def test_between_tokenizers_no_1x_change_is_said():
+    """A BPE token's perplexity and a byte's are of different units: along the tokenizer the step names
+    no 1x perplexities and no change of them (the points' table still lists each in its own unit)."""
+    evals, runs = map_records({("r", "small", 64): 1.0, ("r", "small/bpe1024", 64): 1.6},
+                              base={("r", "small", 64): 5.0, ("r", "small/bpe1024", 64): 40.0})
+    pts, changes, found = words_along(evals, runs, P.TOKENIZER)
+    assert sorted(pts["ppl_1x"].round(1)) == [5.0, 40.0]
+    word, detail = found["r"]
+    assert word == W.CHANGES and detail.startswith("byte -> bpe1024: flat to broken, rises x1.6") and "1x ppl" not in detail
+    assert "base_change" not in changes
 
 
 def test_model_size_is_ordered_by_parameters_and_changes_are_per_doubling_of_them():
