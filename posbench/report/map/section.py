@@ -12,7 +12,7 @@ from posbench.report.budget import sweep
 from posbench.report.drawing.document import Heading, Image, Para, Table
 from posbench.report.map import points as P
 from posbench.report.map import words as W
-from posbench.report.map.figure import plot_axis
+from posbench.report.map.figure import has_baseline, plot_axis
 from posbench.report.section import SECTIONS, Output, Section
 
 BUDGET_AXIS = "budget"
@@ -73,7 +73,8 @@ class Map(Section):
                                        "over the whole axis), with its intervals, paired by seed where the points share seeds, "
                                        "and the 1x perplexity's change over the same step (base_change)"),
              Output("map_words.csv", "per encoding and axis: holds across the axis, changes, or cannot be told, and why"),
-             Output("map_<axis>.png", "the verdict statistic against one axis, one line per encoding with its 95% band"))
+             Output("map_<axis>.png", "the verdict statistic against one axis, one line per encoding with its 95% band, "
+                                                "and below it the 1x perplexity (not along the tokenizer)"))
 
     def applies(self, ctx) -> bool:
         return ctx.has_lm and ctx.ratio_column is not None and bool(map_frames(ctx)["axes"])
@@ -119,6 +120,7 @@ class Map(Section):
         for a in f["axes"]:
             name = f"map_{a}.png"
             out.figure(name, plot_axis, pts, a, ctx.options.tolerance)
+            below = "; below, the same points' perplexity at 1x" if has_baseline(pts, a) else ""
             blocks.append(Image(name, f"the verdict statistic against {P.AXIS_NAMES[a]}, one line per encoding with its "
-                                      "95% band; dotted: the classes' borders"))
+                                      f"95% band; dotted: the classes' borders{below}"))
         return blocks

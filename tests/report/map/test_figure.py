@@ -22,3 +22,22 @@ def test_a_figure_per_axis(tmp_path):
     plot_axis(pts(P.TRAIN_LEN, [32, 64, 128]), P.TRAIN_LEN, 0.05, tmp_path / "map_train_len.png")
     plot_axis(pts(P.CORPUS, ["stdlib", "pydocs"]), P.CORPUS, 0.05, tmp_path / "map_corpus.png")
     assert (tmp_path / "map_train_len.png").stat().st_size > 0 and (tmp_path / "map_corpus.png").stat().st_size > 0
+
+
+def test_the_1x_perplexity_is_drawn_below_the_statistic_except_between_tokenizers(tmp_path):
+    """A second row of panels holds the same points' 1x perplexity with its band (a statistic that falls
+    because its baseline rose shows as such); between tokenizers the perplexities are per token of
+    different units, so that axis keeps one row."""
+    from PIL import Image
+
+    def height(frame, axis_name, name):
+        plot_axis(frame, axis_name, 0.05, tmp_path / name)
+        return Image.open(tmp_path / name).size[1]
+
+    def with_ppl(frame):
+        return frame.assign(ppl_1x=5.0, ppl_1x_lo=4.8, ppl_1x_hi=5.2)
+
+    one = height(pts(P.TRAIN_LEN, [32, 64, 128]), P.TRAIN_LEN, "a.png")
+    assert height(with_ppl(pts(P.TRAIN_LEN, [32, 64, 128])), P.TRAIN_LEN, "b.png") > 1.7 * one
+    tokenizers = pts(P.TOKENIZER, ["byte", "bpe1024"])
+    assert height(with_ppl(tokenizers), P.TOKENIZER, "c.png") == height(tokenizers, P.TOKENIZER, "d.png")
