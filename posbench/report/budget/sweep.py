@@ -43,7 +43,7 @@ BUDGET = "budget_steps"
 TOKENS = "budget_tokens"
 STABLE_MARGIN = 0.05  # "stable": the change per doubling of the budget bounded within +-5% (TOST)
 EQUAL = "on equal context"  # which statistic a change is of (paired_changes' ``statistic``)
-LEVEL = "1x"  # row_parts(level=True): the perplexity at 1x, the baseline a ratio is read against
+LEVEL = "1x"  # row_parts_and_levels' second: the perplexity at 1x, the baseline a ratio is read against
 
 
 def with_budgets(evals: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
@@ -89,20 +89,26 @@ def verdict_class(v) -> str:
 
 
 def row_parts(evals: pd.DataFrame, token_sets: dict | None = None, replicates: int = bootstrap.REPLICATES,
-              multiple: float | None = None, level: bool = False) -> dict[tuple, tuple[str, bootstrap.Parts]]:
+              multiple: float | None = None) -> dict[tuple, tuple[str, bootstrap.Parts]]:
     """Each main-table row's verdict statistic at each of its budgets, per seed, ready for paired tests:
     {(*CELL_KEYS, budget steps): (statistic, Parts)}, the statistic on equal context (EQUAL) where the
     row has a window control at every budget, else its ratio to 1x (named ``<M>x/1x``); a windowed row
-    (a control) by its ratio, as its verdict is. Rows of one panel share their document draws.
-    ``level``: the perplexity at 1x instead (named ``1x``), the baseline the statistic is read against."""
+    (a control) by its ratio, as its verdict is. Rows of one panel share their document draws."""
+    return row_parts_and_levels(evals, token_sets, replicates, multiple)[0]
+
+
+def row_parts_and_levels(evals: pd.DataFrame, token_sets: dict | None = None, replicates: int = bootstrap.REPLICATES,
+                         multiple: float | None = None) -> tuple[dict, dict]:
+    """row_parts, and beside it each row's perplexity at 1x in the same form ({key: (LEVEL, Parts)}: the
+    baseline the statistic is read against), from the same document draws in one pass."""
     done = completed(evals)
     longest = verdict_multiple(done, multiple if multiple in multiples(done) else None)
     done = done[done["multiple"] <= longest] if longest is not None else done  # longer: extra columns, no verdict
     ms = multiples(done)
     if len(ms) < 2 or ms[0] != 1.0 or BUDGET not in done:
-        return {}
+        return {}, {}
     k, ratio = len(ms) - 1, f"{ms[-1]:g}x/1x"
-    out = {}
+    out, levels = {}, {}
     for panel, pg in done.groupby(PANEL_KEYS, sort=True):
         doc_tokens, draws = bootstrap.panel_text(pg, token_sets, replicates)
         cells = {key: bootstrap.cell_replicates(g, ms, doc_tokens, draws) for key, g in pg.groupby(["variant", BUDGET])}
@@ -112,13 +118,11 @@ def row_parts(evals: pd.DataFrame, token_sets: dict | None = None, replicates: i
             controls = [cells.get((far_control(variant), b)) for b in steps]
             equal = variant not in windowed and all(c is not None for c in controls)  # one statistic along the row
             for b, c in zip(steps, controls):
-                if level:
-                    out[(panel[0], variant, panel[1], panel[2], b)] = (LEVEL, bootstrap.level_parts(cells[(variant, b)]))
-                    continue
                 parts = bootstrap.equal_context_parts(cells[(variant, b)], c, k) if equal else \
                     bootstrap.ratio_parts(cells[(variant, b)], k)
                 out[(panel[0], variant, panel[1], panel[2], b)] = (EQUAL if equal else ratio, parts)
-    return out
+                levels[(panel[0], variant, panel[1], panel[2], b)] = (LEVEL, bootstrap.level_parts(cells[(variant, b)]))
+    return out, levels
 
 
 def paired_changes(evals: pd.DataFrame, token_sets: dict | None = None,

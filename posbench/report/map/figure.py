@@ -35,11 +35,14 @@ def has_baseline(pts: pd.DataFrame, axis_name: str) -> bool:
     return axis_name != P.TOKENIZER and "ppl_1x" in pts and bool(pts["ppl_1x"].notna().any())
 
 
-def _lines(ax, sub: pd.DataFrame, pts: pd.DataFrame, axis_name: str, categories: list, column: str) -> None:
-    """One line per encoding of ``sub`` along the axis: ``column`` with its ``_lo`` / ``_hi`` band."""
+def _lines(ax, sub: pd.DataFrame, pts: pd.DataFrame, axis_name: str, categories: list, column: str,
+           variants: list) -> None:
+    """One line per encoding of ``sub`` along the axis: ``column`` with its ``_lo`` / ``_hi`` band.
+    ``variants``: every row of the figure, in order: a row's marker and offset are its place there, the
+    same in every panel (the legend is drawn in one)."""
     order = P.order_key(pts, axis_name)
-    variants = sorted(sub["variant"].unique())
-    for i, (variant, g) in enumerate(sub.groupby("variant")):
+    for variant, g in sub.groupby("variant"):
+        i = variants.index(variant)
         g = g.iloc[sorted(range(len(g)), key=lambda j: order(g[axis_name].iloc[j]))]
         x = _x(pts, axis_name, g[axis_name], categories)
         if axis_name not in P.NUMERIC:  # categories: rows offset a little so that their bars stay apart
@@ -74,6 +77,7 @@ def plot_axis(pts: pd.DataFrame, axis_name: str, tolerance: float, path: Path) -
     on_line = pts[pts.groupby(P.line_keys(axis_name))[axis_name].transform("nunique") > 1]
     panels = sorted(on_line.groupby(keys).groups, key=lambda k: tuple(map(str, k)))
     categories = sorted(on_line[axis_name].unique(), key=P.order_key(pts, axis_name))
+    variants = sorted(on_line["variant"].unique())
     rows = [("stat", "verdict statistic (equal context, else M/1x)")] + \
         ([("ppl_1x", "perplexity at 1x")] if has_baseline(pts, axis_name) else [])
     fig, axes = plt.subplots(len(rows), len(panels), figsize=(5.6 * len(panels), 3.9 * len(rows)), squeeze=False,
@@ -83,7 +87,7 @@ def plot_axis(pts: pd.DataFrame, axis_name: str, tolerance: float, path: Path) -
         title = ", ".join(f"{k} {v}" for k, v in zip(keys, panel) if v not in (P.DEFAULT_CORPUS, P.PLAIN))
         for r, (column, label) in enumerate(rows):
             ax = axes[r][c]
-            _lines(ax, sub, pts, axis_name, categories, column)
+            _lines(ax, sub, pts, axis_name, categories, column, variants)
             if column == "stat":
                 for y in (1 + tolerance, MILD_LIMIT):
                     ax.axhline(y, color="grey", linestyle=":", linewidth=1)

@@ -160,10 +160,11 @@ def axis_parts(evals: pd.DataFrame, pts: pd.DataFrame, axis_name: str, token_set
                replicates: int = bootstrap.REPLICATES, multiple: float | None = None,
                parts: dict | None = None, level: bool = False) -> dict[tuple, tuple[str, bootstrap.Parts | None]]:
     """The verdict statistic per seed of every point on a line along ``axis_name`` (``level``: the
-    perplexity at 1x): {(*line_keys, point): (statistic, Parts)} from sweep.row_parts (one budget per
-    row: ``evals`` at each row's largest). ``parts``: row_parts already computed (one computation for
-    every axis)."""
-    parts = sweep.row_parts(evals, token_sets, replicates, multiple, level=level) if parts is None else parts
+    perplexity at 1x): {(*line_keys, point): (statistic, Parts)} from sweep.row_parts_and_levels (one
+    budget per row: ``evals`` at each row's largest). ``parts``: its dict already computed (one
+    computation for every axis)."""
+    if parts is None:
+        parts = sweep.row_parts_and_levels(evals, token_sets, replicates, multiple)[1 if level else 0]
     by_cell = {k[:4]: v for k, v in parts.items()}  # (protocol, variant, model, train_len)
     keys = line_keys(axis_name)
     lines = pts.groupby(keys)[axis_name].transform("nunique") > 1
@@ -182,7 +183,10 @@ def axis_changes(evals: pd.DataFrame, pts: pd.DataFrame, axis_name: str, token_s
     whole line), per doubling on a numeric axis, with the line's coordinates and ``axis``; beside each,
     the change of the perplexity at 1x over the same step, tested alike (BASE_COLUMNS: a ratio that
     falls while its baseline rises is read with that beside it; not along the tokenizer, whose points'
-    perplexities are per token of different units). ``base_parts``: row_parts(level=True)."""
+    perplexities are per token of different units). ``parts``, ``base_parts``: sweep.row_parts_and_levels'
+    two, already computed (one computation for every axis)."""
+    if parts is None or base_parts is None:
+        parts, base_parts = sweep.row_parts_and_levels(evals, token_sets, replicates, multiple)
     keys, dist, order = line_keys(axis_name), distance(pts, axis_name), order_key(pts, axis_name)
     found = axis_parts(evals, pts, axis_name, token_sets, replicates, multiple, parts)
     out = axis.step_changes(found, keys, dist, order, unpaired=True, whole=True)

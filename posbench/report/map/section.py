@@ -25,8 +25,8 @@ def map_frames(ctx) -> dict:
         axes = P.spanned(pts)
         if not axes:
             return {"points": pts, "axes": [], "changes": pd.DataFrame(), "words": pd.DataFrame()}
-        parts = sweep.row_parts(ctx.evals, ctx.token_sets, multiple=ctx.multiple)  # once for every axis
-        base = sweep.row_parts(ctx.evals, ctx.token_sets, multiple=ctx.multiple, level=True)
+        # the statistic's parts and the 1x perplexity's, from one pass over the panels' draws, once for every axis
+        parts, base = sweep.row_parts_and_levels(ctx.evals, ctx.token_sets, multiple=ctx.multiple)
         changes = {a: P.axis_changes(ctx.evals, pts, a, ctx.token_sets, multiple=ctx.multiple, parts=parts, base_parts=base)
                    for a in axes}
         rows = []
@@ -68,7 +68,8 @@ def _with_interval(r, col: str, digits: int) -> str:
 @SECTIONS.register("map")
 class Map(Section):
     order = 43  # after the budget axis (42): the budget is one of the map's axes
-    files = (Output("map_points.csv", "each row's verdict and its statistic at every point of the map"),
+    files = (Output("map_points.csv", "each row's verdict and its statistic at every point of the map, with its "
+                                      "1x perplexity"),
              Output("map_changes.csv", "the verdict statistic's change between consecutive points of each axis (and "
                                        "over the whole axis), with its intervals, paired by seed where the points share seeds, "
                                        "and the 1x perplexity's change over the same step (base_change)"),

@@ -19,11 +19,13 @@ of evidence):
 * **cannot be told**: neither: undecided points, steps with too few seeds or no interval, or changes
   that the seeds there are resolve neither way. The reason is said.
 
-Every step is said with the perplexity at 1x at both its points and its change over the step with
-its 95% interval (tested as the statistic's is; not between tokenizers, whose perplexities are per
-token of different units): the statistic is a ratio,
-and a ratio that falls because its baseline rose (a length the model trains worse at within the
-budget) is not better extrapolation; the word itself rests on the ratio's test.
+Each step a word describes is said with the perplexity at 1x at both its points (the main table's,
+over all their seeds) and its change over the step with its 95% interval (measured where the
+statistic's change is, tested alike over the seeds both points share; not between tokenizers, whose
+perplexities are per token of different units; between corpora the 1x is on different text, so its
+change says which text is easier): the statistic is a ratio, and a ratio that falls because its
+baseline rose (a length the model trains worse at within the budget) is not better extrapolation;
+the word itself rests on the ratio's test.
 
 The budget axis is read from the budget section's trend at each point (report/budget/sweep.py ``trend``):
 **holds** where every point's trend is "stable", **changes** where one is "moving" (its class moved) or

@@ -41,3 +41,21 @@ def test_the_1x_perplexity_is_drawn_below_the_statistic_except_between_tokenizer
     assert height(with_ppl(pts(P.TRAIN_LEN, [32, 64, 128])), P.TRAIN_LEN, "b.png") > 1.7 * one
     tokenizers = pts(P.TOKENIZER, ["byte", "bpe1024"])
     assert height(with_ppl(tokenizers), P.TOKENIZER, "c.png") == height(tokenizers, P.TOKENIZER, "d.png")
+
+
+def test_a_row_keeps_its_marker_in_every_panel(tmp_path, monkeypatch):
+    """The legend is drawn in one panel: a row's marker must not depend on which rows a panel has."""
+    from posbench.report.map import figure
+
+    drawn = []
+    monkeypatch.setattr(figure.plot, "save", lambda fig, path: drawn.append(fig))
+    one = pts(P.TRAIN_LEN, [32, 64])
+    other = pts(P.TRAIN_LEN, [32, 64]).query("variant == 'b'").assign(**{P.CORPUS: "pydocs"})  # b alone in its panel
+    plot_axis(pd.concat([one, other], ignore_index=True), P.TRAIN_LEN, 0.05, tmp_path / "m.png")
+    markers = {}
+    for ax in drawn[0].axes:
+        for line in ax.get_lines():
+            if not line.get_label().startswith("_"):
+                markers.setdefault(line.get_label(), set()).add(line.get_marker())
+    assert markers.keys() == {"a", "b"} and all(len(m) == 1 for m in markers.values())
+    assert markers["a"] != markers["b"]

@@ -14,9 +14,10 @@ from posbench.report.map import words as W
 from posbench.report.analysis.tables import main_table
 
 
-def map_records(spec, seeds=3, noise=0.005, models=None, base=None):
+def map_records(spec, seeds=3, noise=0.005, models=None, base=None, base_noise=0.0):
     """spec: {(variant, train_len): 2x/1x ratio} (or {(variant, model, train_len): ratio}) -> evaluation
-    records of one budget (1x: 5.0, or ``base``[key]), each seed's ratio multiplied by its own small noise,
+    records of one budget (1x: 5.0, or ``base``[key], times each seed's own 1 +- 2% and, with
+    ``base_noise``, its own noise at each point), each seed's ratio multiplied by its own small noise,
     and the runs (params: 0.1M for "tiny", 0.8M for "small", 4.8M for "base")."""
     rng = np.random.default_rng(0)
     out, runs = [], []
@@ -25,7 +26,7 @@ def map_records(spec, seeds=3, noise=0.005, models=None, base=None):
         variant, model, train_len = key if len(key) == 3 else (key[0], "m", key[1])
         for seed in range(seeds):
             rid = f"{variant}_{model}_{train_len}_{seed}"
-            one = (base or {}).get(key, 5.0) * (1 + 0.02 * (seed - 1))
+            one = (base or {}).get(key, 5.0) * (1 + 0.02 * (seed - 1)) * float(np.exp(rng.normal(0, base_noise)))
             for mult, ppl in ((1.0, one), (2.0, one * ratio * float(np.exp(rng.normal(0, noise))))):
                 out.append(dict(run_id=rid, encoding=variant, variant=variant, model=model, train_len=train_len,
                                 seed=seed, status="completed", protocol="nonoverlapping", length=int(train_len * mult),
@@ -69,12 +70,18 @@ def test_a_change_along_the_training_length_is_found_and_none_is_invented():
 def test_each_step_is_said_with_its_1x_perplexity_at_both_points():
     """A ratio that falls because the baseline rose (1x 5 -> 8 while 2x stays near 8): the word rests on the
     ratio's test, and the step names the 1x at both points so that a reader sees why."""
-    evals, runs = map_records({("worse", 64): 1.6, ("worse", 128): 1.0}, base={("worse", 64): 5.0, ("worse", 128): 8.0})
-    pts, _, found = words_along(evals, runs, P.TRAIN_LEN)
-    assert pts.set_index(P.TRAIN_LEN)["ppl_1x"].round(2).to_dict() == {64: 5.0, 128: 8.0}
+    evals, runs = map_records({("worse", 64): 1.6, ("worse", 128): 1.0, ("worse", 256): 1.0},
+                              base={("worse", 64): 5.0, ("worse", 128): 8.0, ("worse", 256): 8.0}, base_noise=0.02)
+    pts, changes, found = words_along(evals, runs, P.TRAIN_LEN)
+    assert pts.set_index(P.TRAIN_LEN)["ppl_1x"].round(0).to_dict() == {64: 5.0, 128: 8.0, 256: 8.0}
     word, detail = found["worse"]
     assert word == W.CHANGES and detail.startswith("64 -> 128: broken to flat, falls x0.6")
-    assert "; 1x ppl 5.00 -> 8.00 (x1.60 per doubling [" in detail
+    step = changes[(changes["from"] == 64) & (changes["to"] == 128)].iloc[0]
+    # the 1x change tested over the seeds, with an interval of its own (each seed's 1x has its noise)
+    assert step["base_change_lo"] < step["base_change"] < step["base_change_hi"] and step["base_change_lo"] > 1.3
+    assert f"1x ppl {pts['ppl_1x'].iloc[0]:.2f} -> " in detail and f"(x{step['base_change']:.2f} per doubling [" in detail
+    whole = changes[changes["whole"].astype(bool)].iloc[0]  # 64 -> 256: two doublings, x1.6 over them
+    assert (whole["from"], whole["to"]) == (64, 256) and whole["base_change"] == pytest.approx(1.6 ** 0.5, rel=0.05)
 
 
 def test_between_tokenizers_no_1x_change_is_said():

@@ -29,8 +29,13 @@ def test_the_map_of_a_training_length_axis(tmp_path):
     words = map_frames(ctx)["words"].set_index("variant")
     assert words.loc["shifts", "word"] == "changes" and words.loc["steady", "word"] == "holds across the axis"
     assert md.startswith("## The map") and "64 -> 128: flat to broken, rises x1.60" in md
-    # the table's perplexity at 1x beside each point's statistic (the made-up records' 1x: 5.0)
+    # the table's perplexity at 1x beside each point's statistic (the made-up records' 1x: 5.0), its change in the csv
     assert "| 1x ppl " in md and "| 5.00 [" in md
+    import pandas as pd
+
+    written_changes = pd.read_csv(tmp_path / "map_changes.csv")
+    assert {"base_change", "base_change_lo", "base_change_hi", "base_p"} <= set(written_changes.columns)
+    assert written_changes["base_change"].notna().all()
 
 
 def test_no_map_where_the_runs_differ_only_in_budget():
