@@ -10,6 +10,7 @@ import pandas as pd
 
 from posbench.report.budget import sweep
 from posbench.report.drawing.document import Heading, Image, Para, Table
+from posbench.report.headline import with_interval
 from posbench.report.map import points as P
 from posbench.report.map import words as W
 from posbench.report.map.figure import has_baseline, plot_axis
@@ -58,11 +59,8 @@ def map_frames(ctx) -> dict:
 
 
 def _with_interval(r, col: str, digits: int) -> str:
-    """``r[col]`` with its 95% interval (``col``_lo, ``col``_hi) where it has one; "n/e" where not evaluated."""
-    value, lo, hi = r.get(col), r.get(f"{col}_lo"), r.get(f"{col}_hi")
-    if pd.isna(value):
-        return "n/e"
-    return f"{value:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]" if pd.notna(lo) else f"{value:.{digits}f}"
+    """``r[col]`` with its 95% interval (headline.with_interval); "n/e" where not evaluated."""
+    return with_interval(r.get(col), r.get(f"{col}_lo"), r.get(f"{col}_hi"), digits) or "n/e"
 
 
 @SECTIONS.register("map")
