@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# The map's study (issue 53, conf/experiment/map.yaml) on a CPU machine: every command in order.
+# Each is a posbench-train sweep that skips the runs it finds complete, so the same command resumes
+# a study that stopped (a killed job continues from its resume state, bit for bit).
+#
+#   bash scripts/map_study.sh ROOT [STAGE ...]     # runs in ROOT/map, ROOT/map_lr, ROOT/map_t5_sqrt
+#
+# Stages, in the default order (give some to run only those):
+#   centre      copy the budget study's records of the map's centre point into ROOT/map: small model,
+#               train_len 64, stdlib, the 7 encodings at the same rates, seeds 0-2, the WSD branches
+#               of 600 and 1200 steps of the same trunk, are the same runs (same run ids; scored at
+#               1x..16x with +swaL, which holds the map's 1x and 16x), so the map's centre command
+#               finds them complete and trains nothing
+#   tiny_grid   experiment=map_lr at model tiny (2e-3 .. 1.6e-2, 2 seeds), and t5 at 3.2e-2 (its best
+#               lay at the grid's edge)
+#   lines       the small model's line (train_len 32, 64, 128, 256 and pydocs at 64) and tiny at 64, at
+#               SMALL_RATES (results/budget_lr_seed1/rate_choice.md) and TINY_RATES (read from the tiny
+#               grid's report: results/map/COMMAND.md says how)
+#   t5_sqrt     T5 with x-transformers' parametrisation (encoding.bias_scale=sqrt_dhead), small, at
+#               train_len 64 on both corpora, in ROOT/map_t5_sqrt (its rows keep the name t5)
+#   base_grid   experiment=map_lr at model base (1e-3, 2e-3, 4e-3, 2 seeds, 300 steps)
+#   base_line   base at train_len 64, seeds 0, 1, at the rates its grid chose (the report's tuning.csv,
+#               through scripts/budget_commands.py --map, which refuses a choice at the grid's edge)
+#   t5_sqrt_lengths  T5 (sqrt_dhead) at train_len 32, 128, 256
+#
+# Jobs: POSBENCH_JOBS (default 2) single-thread jobs side by side (conf/hydra/launcher/local_parallel.yaml;
+# on 2 cores one 2-thread job beside other work spin-waits: results/bench/threads.md). POSBENCH_BIN
+# names the folder of the posbench-train to use (default .venv/bin: run the study from a worktree of
+# a fixed commit, docs/testing.md). A machine can be lost between sessions: keep each finished run's
+# records as it finishes (scripts/keep_records.py).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=${1:?usage: bash scripts/map_study.sh ROOT [STAGE ...]}
+shift
+BIN=${POSBENCH_BIN:-.venv/bin}
+PYTHON=${PYTHON:-$BIN/python}
+SMALL_RATES=${SMALL_RATES:-small:nope=0.002,rope=0.002,fox=0.002,alibi=0.004,t5=0.004,fire=0.004,kerple_log=0.004}
+TINY_RATES=${TINY_RATES:-tiny:nope=0.008,rope=0.008,alibi=0.008,fire=0.008,kerple_log=0.008,fox=0.004,t5=0.016}
+STAGES=("$@")
+[ ${#STAGES[@]} -gt 0 ] || STAGES=(centre tiny_grid lines t5_sqrt base_grid base_line t5_sqrt_lengths)
+export POSBENCH_JOBS=${POSBENCH_JOBS:-2}
+mkdir -p "$ROOT"
+
+say() { echo "[map_study $(date -u +%H:%M:%SZ)] $*"; }
+train() { say "posbench-train $*"; "$BIN/posbench-train" "$@"; }
+# each line budget_commands.py prints, run with the study's runs_dir
+run_lines() {
+    local runs_dir=$1 line
+    shift
+    while read -r line; do
+        [ -n "$line" ] || continue
+        # shellcheck disable=SC2086  # the line is words made by budget_commands.py (shlex-quoted)
+        train ${line#posbench-train } "runs_dir=$runs_dir" "$@" </dev/null  # the lines are on stdin
+    done
+}
+
+for stage in "${STAGES[@]}"; do
+    case $stage in
+    centre)
+        mkdir -p "$ROOT/map"
+        n=0
+        for d in results/budget/branches/*/; do
+            grep -qE '^  name: (nope|rope|alibi|t5|fire|kerple_log|fox)$' "$d/config.yaml" || continue
+            grep -qE '^  steps: (600|1200)$' "$d/config.yaml" || continue
+            [ -e "$ROOT/map/$(basename "$d")" ] || { cp -r "$d" "$ROOT/map/"; n=$((n + 1)); }
+        done
+        say "centre: $n run folders copied from results/budget/branches"
+        ;;
+    tiny_grid)
+        train -m experiment=map_lr model=tiny "train.lr=2e-3,4e-3,8e-3,1.6e-2" "runs_dir=$ROOT/map_lr"
+        train -m experiment=map_lr model=tiny encoding=t5 train.lr=3.2e-2 "runs_dir=$ROOT/map_lr"
+        ;;
+    lines)
+        "$PYTHON" scripts/budget_commands.py --map --rates "$SMALL_RATES" --rates "$TINY_RATES" \
+            | run_lines "$ROOT/map"
+        ;;
+    t5_sqrt)
+        for corpus in stdlib pydocs; do
+            train -m experiment=map encoding=t5 encoding.bias_scale=sqrt_dhead train.lr=0.004 model=small \
+                train_len=64 train.batch_size=32 "data=$corpus" "runs_dir=$ROOT/map_t5_sqrt"
+        done
+        ;;
+    base_grid)
+        train -m experiment=map_lr model=base "train.lr=1e-3,2e-3,4e-3" "train.budgets=[300]" "runs_dir=$ROOT/map_lr"
+        ;;
+    base_line)
+        "$BIN/posbench-report" "$ROOT/map_lr" --where model.name=base --out "$ROOT/map_lr/report_base"
+        "$PYTHON" scripts/budget_commands.py --map "$ROOT/map_lr/report_base/tuning.csv" --rates "$SMALL_RATES" \
+            --lengths 64 --corpora "" | grep "model=base" | run_lines "$ROOT/map"
+        ;;
+    t5_sqrt_lengths)
+        for n in 32 128 256; do
+            train -m experiment=map encoding=t5 encoding.bias_scale=sqrt_dhead train.lr=0.004 model=small \
+                "train_len=$n" "train.batch_size=$((2048 / n))" "runs_dir=$ROOT/map_t5_sqrt"
+        done
+        ;;
+    *)
+        echo "map_study: unknown stage '$stage'; valid: centre tiny_grid lines t5_sqrt base_grid base_line" \
+            "t5_sqrt_lengths" >&2
+        exit 2
+        ;;
+    esac
+done
+say "done: ${STAGES[*]}"
