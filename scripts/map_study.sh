@@ -26,8 +26,8 @@
 # Jobs: POSBENCH_JOBS (default 2) single-thread jobs side by side (conf/hydra/launcher/local_parallel.yaml;
 # on 2 cores one 2-thread job beside other work spin-waits: results/bench/threads.md). POSBENCH_BIN
 # names the folder of the posbench-train to use (default .venv/bin: run the study from a worktree of
-# a fixed commit, docs/testing.md). A machine can be lost between sessions: keep each finished run's
-# records as it finishes (scripts/keep_records.py).
+# a fixed commit, docs/testing.md "Long studies"). A machine can be lost between sessions: keep
+# each run's records as it finishes (scripts/keep_records.py; results/map/RECORDS.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=${1:?usage: bash scripts/map_study.sh ROOT [STAGE ...]}

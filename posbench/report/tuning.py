@@ -7,8 +7,11 @@ validation loss at train_len; never on extrapolation), with the chosen values be
 The choice is made on evidence (``decide``, issue 52): the rate moves verdicts (T5's 16x/1x at
 1200 steps, seed 0: 2.64 at 2e-3, 2.03 at 4e-3), and on one seed most grids' margins were inside
 the seeds' spread. A grid is read on at least two seeds (``MIN_SEEDS``); the best setting is
-chosen only where it beats the others by at least ``MARGIN_SDS`` seed standard deviations (the
-pooled within-setting SD of the final validation loss); else the common setting (the house
+chosen only where it beats the others by at least ``MARGIN_SDS`` seed standard deviations (of the
+final validation loss: the root of the median of the settings' within-setting variances; the median,
+so that one setting whose seeds disagree, e.g. a seed that did not train at the grid's highest rate,
+cannot widen the margin for every other setting: the map's tiny grid had T5's SD 0.22 with the mean,
+0.003 to 0.022 within each other setting); else the common setting (the house
 default, one rate for every encoding) wins where it is within that margin of the best, and
 otherwise the best and the runner-up are tied (both should be trained; the choice says so). On one
 seed the grid's best is kept and marked as not read on evidence.
@@ -45,14 +48,15 @@ MARGIN_SDS = 2.0  # the best must beat a setting by this many seed SDs of the 1x
 def decide(per_seed: pd.DataFrame, common: tuple[float, float] = DEFAULT) -> pd.DataFrame:
     """``per_seed``: GROUP + lr, lr_mult, seed, val_loss (one row per run). Per configuration and
     setting: mean ``val_loss``, ``seeds``, the configuration's pooled ``seed_sd``, the setting's
-    ``margin`` over the best (in seed SDs), ``chosen`` and the configuration's ``decision`` (module doc)."""
+    ``margin`` over the best (in seed SDs), ``chosen`` and the configuration's ``decision`` (module doc).
+    ``seed_sd`` is the root of the median of the settings' seed variances (with two settings, their mean)."""
     per = per_seed.groupby(GROUP + ["lr", "lr_mult"]).agg(val_loss=("val_loss", "mean"), seeds=("seed", "nunique"),
                                                          var=("val_loss", "var")).reset_index()
     out = []
     for _, g in per.groupby(GROUP, sort=True):
         g = g.sort_values("val_loss").copy()
         spread = g.loc[g["seeds"] >= 2, "var"]
-        sd = float(np.sqrt(spread.mean())) if len(spread) else math.nan
+        sd = float(np.sqrt(spread.median())) if len(spread) else math.nan  # median: one unstable setting is no yardstick
         best = g.iloc[0]
         g["seed_sd"] = sd
         g["margin"] = (g["val_loss"] - best["val_loss"]) / sd if sd > 0 else math.nan

@@ -70,3 +70,17 @@ def test_a_rate_is_chosen_on_evidence_and_a_tie_goes_to_the_common_rate():
     assert "the common setting (the best, lr 0.004" in d.loc[("b", 2e-3), "decision"]
     assert d.loc[("c", 4e-3), "chosen"] and d.loc[("c", 4e-3), "decision"].startswith("tied: lr 0.004 and 0.008")
     assert d.loc[("d", 4e-3), "chosen"] and "not read on evidence" in d.loc[("d", 4e-3), "decision"]
+
+
+def test_one_setting_whose_seeds_disagree_does_not_decide_for_the_others():
+    """The map's tiny grid for T5: at the highest rate one seed did not train (2.50 against 1.80); the seed SD
+    is the median setting's, so the best rate, 0.02 nats ahead where every other setting's seeds agree within
+    0.01, is chosen (the mean of the variances would make the SD 0.17, every setting "within 2 SDs" of the best,
+    and give the common rate 2e-3, worse by 0.36)."""
+    from posbench.report.tuning import decide
+
+    losses = {2e-3: [2.00, 2.02], 4e-3: [1.80, 1.81], 8e-3: [1.66, 1.67], 1.6e-2: [1.64, 1.65], 3.2e-2: [1.80, 2.50]}
+    d = decide(grid_losses({("t5", lr): v for lr, v in losses.items()})).set_index("lr")
+    assert d["seed_sd"].iloc[0] == pytest.approx(0.00707, abs=1e-4)
+    assert d.loc[1.6e-2, "chosen"] and d.loc[1.6e-2, "decision"].startswith("best by 2.8 seed SDs")
+    assert d["chosen"].sum() == 1

@@ -24,8 +24,8 @@ class Tuning(Section):
                "extrapolation played no part in the choice) and the main table at those settings are in "
                "`table_tuned.csv`; every setting's loss in `tuning.csv`. A setting is chosen over the common one "
                "only where it beats every other by at least 2 seed standard deviations of that loss (`seed_sd`, "
-               "pooled over the settings; `decision` says what decided, and marks a grid read on one seed as not "
-               "read on evidence).")
+               "the root of the median of the settings' seed variances; `decision` says what decided, and marks a "
+               "grid read on one seed as not read on evidence).")
 
     def applies(self, ctx) -> bool:
         return ctx.has_lm and ctx.tuned is not None
