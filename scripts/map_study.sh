@@ -6,6 +6,7 @@
 #   bash scripts/map_study.sh ROOT [STAGE ...]     # runs in ROOT/map, ROOT/map_lr, ROOT/map_t5_sqrt
 #
 # Stages, in the default order (give some to run only those):
+#   restore     copy the runs kept in results/map (RECORDS.md) into ROOT's folders, where absent
 #   centre      copy the budget study's records of the map's centre point into ROOT/map: small model,
 #               train_len 64, stdlib, the 7 encodings at the same rates, seeds 0-2, the WSD branches
 #               of 600 and 1200 steps of the same trunk, are the same runs (same run ids; scored at
@@ -22,6 +23,7 @@
 #   base_line   base at train_len 64, seeds 0, 1, at the rates its grid chose (the report's tuning.csv,
 #               through scripts/budget_commands.py --map, which refuses a choice at the grid's edge)
 #   t5_sqrt_lengths  T5 (sqrt_dhead) at train_len 32, 128, 256
+# and, not in the default order: keep   copy ROOT's finished runs into results/map (then commit them)
 #
 # Jobs: POSBENCH_JOBS (default 2) single-thread jobs side by side (conf/hydra/launcher/local_parallel.yaml;
 # on 2 cores one 2-thread job beside other work spin-waits: results/bench/threads.md). POSBENCH_BIN
@@ -37,7 +39,7 @@ PYTHON=${PYTHON:-$BIN/python}
 SMALL_RATES=${SMALL_RATES:-small:nope=0.002,rope=0.002,fox=0.002,alibi=0.004,t5=0.004,fire=0.004,kerple_log=0.004}
 TINY_RATES=${TINY_RATES:-tiny:nope=0.008,rope=0.008,alibi=0.008,fire=0.008,kerple_log=0.008,fox=0.004,t5=0.016}
 STAGES=("$@")
-[ ${#STAGES[@]} -gt 0 ] || STAGES=(centre tiny_grid lines t5_sqrt base_grid base_line t5_sqrt_lengths)
+[ ${#STAGES[@]} -gt 0 ] || STAGES=(restore centre tiny_grid lines t5_sqrt base_grid base_line t5_sqrt_lengths)
 export POSBENCH_JOBS=${POSBENCH_JOBS:-2}
 mkdir -p "$ROOT"
 
@@ -54,8 +56,27 @@ run_lines() {
     done
 }
 
+# runs folder under ROOT -> its records under results/map
+FOLDERS=("map:results/map/runs" "map_lr:results/map/grid" "map_t5_sqrt:results/map/t5_sqrt/runs")
+
 for stage in "${STAGES[@]}"; do
     case $stage in
+    restore)
+        for pair in "${FOLDERS[@]}"; do
+            src=${pair#*:} dst=$ROOT/${pair%%:*} n=0
+            [ -d "$src" ] || continue
+            mkdir -p "$dst"
+            for d in "$src"/*/ "$src"/.hydra; do
+                [ -d "$d" ] && [ ! -e "$dst/$(basename "$d")" ] && cp -r "$d" "$dst/" && n=$((n + 1))
+            done
+            say "restore: $n folders from $src into $dst"
+        done
+        ;;
+    keep)
+        for pair in "${FOLDERS[@]}"; do
+            [ -d "$ROOT/${pair%%:*}" ] && "$PYTHON" scripts/keep_records.py "$ROOT/${pair%%:*}" "${pair#*:}"
+        done
+        ;;
     centre)
         mkdir -p "$ROOT/map"
         n=0
@@ -95,8 +116,8 @@ for stage in "${STAGES[@]}"; do
         done
         ;;
     *)
-        echo "map_study: unknown stage '$stage'; valid: centre tiny_grid lines t5_sqrt base_grid base_line" \
-            "t5_sqrt_lengths" >&2
+        echo "map_study: unknown stage '$stage'; valid: restore centre tiny_grid lines t5_sqrt base_grid" \
+            "base_line t5_sqrt_lengths keep" >&2
         exit 2
         ;;
     esac
