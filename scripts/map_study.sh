@@ -14,9 +14,9 @@
 #               finds them complete and trains nothing
 #   tiny_grid   experiment=map_lr at model tiny (2e-3 .. 1.6e-2, 2 seeds), and t5 at 3.2e-2 (its best
 #               lay at the grid's edge)
-#   lines       the small model's line (train_len 32, 64, 128, 256 and pydocs at 64) and tiny at 64, at
-#               SMALL_RATES (results/budget_lr_seed1/rate_choice.md) and TINY_RATES (read from the tiny
-#               grid's report: results/map/COMMAND.md says how)
+#   lines       the small model's line (train_len 32, 64, 128, 256 and pydocs at 64) and tiny at 64:
+#               small at SMALL_RATES (results/budget_lr_seed1/rate_choice.md), tiny at the rates its grid
+#               chose (its report's tuning.csv, posbench/report/tuning.py decide; a tie trains the best)
 #   t5_sqrt     T5 with x-transformers' parametrisation (encoding.bias_scale=sqrt_dhead), small, at
 #               train_len 64 on both corpora, in ROOT/map_t5_sqrt (its rows keep the name t5)
 #   base_grid   experiment=map_lr at model base (1e-3, 2e-3, 4e-3, 2 seeds, 300 steps)
@@ -37,7 +37,6 @@ shift
 BIN=${POSBENCH_BIN:-.venv/bin}
 PYTHON=${PYTHON:-$BIN/python}
 SMALL_RATES=${SMALL_RATES:-small:nope=0.002,rope=0.002,fox=0.002,alibi=0.004,t5=0.004,fire=0.004,kerple_log=0.004}
-TINY_RATES=${TINY_RATES:-tiny:nope=0.008,rope=0.008,alibi=0.008,fire=0.008,kerple_log=0.008,fox=0.004,t5=0.016}
 STAGES=("$@")
 [ ${#STAGES[@]} -gt 0 ] || STAGES=(restore centre tiny_grid lines t5_sqrt base_grid base_line t5_sqrt_lengths)
 export POSBENCH_JOBS=${POSBENCH_JOBS:-2}
@@ -92,7 +91,8 @@ for stage in "${STAGES[@]}"; do
         train -m experiment=map_lr model=tiny encoding=t5 train.lr=3.2e-2 "runs_dir=$ROOT/map_lr"
         ;;
     lines)
-        "$PYTHON" scripts/budget_commands.py --map --rates "$SMALL_RATES" --rates "$TINY_RATES" \
+        "$BIN/posbench-report" "$ROOT/map_lr" --where model.name=tiny --out "$ROOT/map_lr/report_tiny"
+        "$PYTHON" scripts/budget_commands.py --map "$ROOT/map_lr/report_tiny/tuning.csv" --rates "$SMALL_RATES" \
             | run_lines "$ROOT/map"
         ;;
     t5_sqrt)
