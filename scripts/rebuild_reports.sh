@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Rebuild committed reports from the records they kept, with the current statistics and layout
+# (posbench-report FOLDER --rebuild, docs/report.md), each with the folders its manifest says it joined:
+#
+#   bash scripts/rebuild_reports.sh                      # every report under results/
+#   bash scripts/rebuild_reports.sh results/budget ...   # these
+#
+# then `git diff --stat results/` says what changed. A rebuild never changes a perplexity (they are
+# records), only what the current code computes from them; rebuilding twice changes nothing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${POSBENCH_BIN:-.venv/bin}
+if [ $# -gt 0 ]; then
+    folders=("$@")
+else
+    mapfile -t folders < <(find results -name manifest.json -exec dirname {} \; | sort)
+fi
+for folder in "${folders[@]}"; do
+    [ -f "$folder/manifest.json" ] || { echo "rebuild_reports: $folder has no manifest.json (not a committed report)" >&2; exit 2; }
+    mapfile -t joins < <("$BIN/python" -c 'import json, sys
+for j in json.load(open(sys.argv[1])).get("joins") or []:
+    print(j["folder"])' "$folder/manifest.json")
+    args=()
+    for j in "${joins[@]}"; do args+=(--with "$j"); done
+    echo "[rebuild_reports $(date -u +%H:%M:%SZ)] posbench-report $folder --rebuild ${args[*]}"
+    "$BIN/posbench-report" "$folder" --rebuild "${args[@]}" >/dev/null
+done
