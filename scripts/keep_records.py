@@ -7,10 +7,12 @@ free) is copied into DEST, less its weights and resume state, with the sweeps' c
 A machine can be lost between sessions with every run on it (2026-11-25: the budget study's first 30
 runs; 2026-11-28: the map's first eight hours); committed records survive it. What is kept is what
 ``posbench-report`` reads and a resumed sweep needs to skip a run: config.yaml, corpus.json,
-history.json, metrics.json (every evaluation), per_position.npz and token_losses.npz (the key-token
-analysis), and RUNS/.hydra/*/multirun.yaml (each sweep's command). Left out: checkpoint.pt (the
-weights: posbench-eval cannot score a kept run again), resume.pt, the lock, and trunks/ (a WSD trunk is
-no run; a new budget retrains it, bit for bit on the same kind of CPU). A run already in DEST is
+history.json, metrics.json (every evaluation, with each scored document's loss) and per_position.npz,
+and RUNS/.hydra/*/multirun.yaml (each sweep's command). Left out: checkpoint.pt (the weights:
+posbench-eval cannot score a kept run again), resume.pt, the lock, token_losses.npz (each scored
+token's loss, read only by the key-token analysis: 0.3 MB a run at train_len 32, about 4 MB at 256, too
+much for a repository; the budget study's kept records have none either), and trunks/ (a WSD trunk is no
+run; a new budget retrains it, bit for bit on the same kind of CPU). A run already in DEST is
 copied again only where its metrics.json changed (a later posbench-eval added records).
 """
 
@@ -25,7 +27,7 @@ from pathlib import Path
 
 from posbench.store.rundir import CONFIG, LOCK, find_runs, read_metrics
 
-LEFT_OUT = {"checkpoint.pt", "resume.pt", LOCK}
+LEFT_OUT = {"checkpoint.pt", "resume.pt", LOCK, "token_losses.npz"}
 ENDED = {"completed", "diverged"}
 
 
