@@ -2,7 +2,7 @@
 metrics.json says it ended (completed or diverged) and which no process is working on (its lock is
 free) is copied into DEST, less its weights and resume state, with the sweeps' commands:
 
-    python scripts/keep_records.py RUNS DEST        # e.g. /work/runs/map results/map/runs
+    python scripts/keep_records.py RUNS DEST        # e.g. /work/runs/map results/map/lines
 
 A machine can be lost between sessions with every run on it (2026-11-25: the budget study's first 30
 runs; 2026-11-28: the map's first eight hours); committed records survive it. What is kept is what
@@ -22,6 +22,7 @@ import filecmp
 import fcntl
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -47,6 +48,14 @@ def lock_is_free(run_dir: Path) -> bool:
         return True
     finally:
         os.close(fd)
+
+
+def ignored(path: Path) -> bool:
+    """Whether git would leave ``path`` out of a commit (False outside a git work tree): the records are
+    kept to be committed, and the repository ignores every folder named runs/."""
+    done = subprocess.run(["git", "check-ignore", "-q", str(path)], capture_output=True,
+                          cwd=path.parent if path.parent.exists() else None)
+    return done.returncode == 0
 
 
 def ended(run_dir: Path) -> bool:
@@ -85,6 +94,9 @@ def main(argv: list[str]) -> None:
     runs, dest = map(Path, argv)
     if not runs.is_dir():
         sys.exit(f"keep_records: {runs} is not a folder; give a runs_dir of posbench-train")
+    if ignored(dest / "x" / "metrics.json"):
+        sys.exit(f"keep_records: git ignores {dest} (.gitignore), so the records could not be committed; give "
+                 "another folder (e.g. not named runs/)")
     copied, left = keep(runs, dest)
     print(f"keep_records: {copied} runs copied into {dest}; {left} unfinished or in use left")
 

@@ -56,7 +56,7 @@ run_lines() {
 }
 
 # runs folder under ROOT -> its records under results/map
-FOLDERS=("map:results/map/runs" "map_lr:results/map/grid" "map_t5_sqrt:results/map/t5_sqrt/runs")
+FOLDERS=("map:results/map/lines" "map_lr:results/map/grid" "map_t5_sqrt:results/map/t5_sqrt_lines")
 
 for stage in "${STAGES[@]}"; do
     case $stage in
