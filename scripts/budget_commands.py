@@ -2,6 +2,10 @@
 
     python scripts/budget_commands.py results/budget_lr/tuning.csv [extra overrides ...]
 
+the grid's own extension where a choice lies at its edge (one step of the grid's ratio further out):
+
+    python scripts/budget_commands.py --edges runs/map_lr/report/tuning.csv [extra overrides ...]
+
 and the map's (experiment=map, issue 53), one per point of the map and learning rate:
 
     python scripts/budget_commands.py --map runs/map_lr/report/tuning.csv \
@@ -99,6 +103,32 @@ def grid_rates(tuning: pd.DataFrame) -> dict[tuple[str, str], float]:
     return out
 
 
+def edge_steps(tuning: pd.DataFrame) -> list[tuple[str, float, str]]:
+    """(model, lr, encoding) one grid step past the edge for each choice that lies on the edge of its
+    grid (its best may lie outside: the grid is extended there before the choice is used). The step
+    is the ratio of the edge to its neighbour (2 on the map's grids)."""
+    out = []
+    for (model, encoding), g in tuning.groupby(["model", "encoding"]):
+        tried, pick = sorted(set(g["lr"])), g.loc[g["chosen"].astype(bool), "lr"]
+        if pick.empty or len(tried) < 2:
+            continue
+        if pick.iloc[0] == tried[0]:
+            out.append((str(model), tried[0] * tried[0] / tried[1], str(encoding)))
+        elif pick.iloc[0] == tried[-1]:
+            out.append((str(model), tried[-1] * tried[-1] / tried[-2], str(encoding)))
+    return out
+
+
+def edge_commands(tuning: pd.DataFrame, extra: list[str]) -> list[str]:
+    """One ``experiment=map_lr`` line per model and new rate, naming the encodings to try there (none
+    where no choice lies on an edge)."""
+    by_rate: dict[tuple[str, float], list[str]] = {}
+    for model, lr, encoding in edge_steps(tuning):
+        by_rate.setdefault((model, lr), []).append(encoding)
+    return [" ".join(["posbench-train -m experiment=map_lr", f"model={model}", f"encoding={','.join(encodings)}",
+                      f"train.lr={lr:.3g}", *map(shlex.quote, extra)]) for (model, lr), encodings in sorted(by_rate.items())]
+
+
 def given_rates(specs: list[str]) -> dict[tuple[str, str], float]:
     """``--rates small:nope=0.002,rope=0.002`` -> {(small, nope): 0.002, ...}."""
     out = {}
@@ -175,6 +205,11 @@ def main(argv: list[str]) -> None:
         sys.exit(__doc__.strip())
     if argv[0] == "--map":
         return map_main(argv[1:])
+    if argv[0] == "--edges":
+        if len(argv) < 2 or not Path(argv[1]).is_file():
+            sys.exit("budget_commands: --edges needs a grid report's tuning.csv that exists")
+        lines = edge_commands(pd.read_csv(argv[1]), argv[2:])
+        return print("\n".join(lines)) if lines else None
     path = Path(argv[0])
     if not path.is_file():
         sys.exit(f"budget_commands: {path} does not exist; give the learning-rate grid report's tuning.csv")

@@ -45,54 +45,18 @@ TESTS_MARK=${TESTS_MARK:-cuda or not slow}   # "cuda": the CUDA tests alone
 WHEELS=${WHEELS-.whl}      # empty: install nothing
 CORPUS_ARCHIVE=${CORPUS_ARCHIVE-$(ls .gpu_data/stdlib-*.tar.xz 2>/dev/null | head -1)}   # empty: the running Python's stdlib
 
-mkdir -p "$OUT_DIR"
-OUT_DIR=$(cd "$OUT_DIR" && pwd)
-LOG="$OUT_DIR/study.log"
-say() { echo "[gpu_study $(date -u +%H:%M:%S)] $*" | tee -a "$LOG"; }
-if [ -n "$WHEELS" ] && ls "$WHEELS"/*.whl >/dev/null 2>&1; then
-    "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --target /tmp/posbench-site "$WHEELS"/*.whl >>"$LOG" 2>&1 \
-        || { say "cannot install the wheels in $WHEELS/"; exit 2; }
-    export PYTHONPATH="/tmp/posbench-site:${PYTHONPATH:-}"
-fi
-export PYTHONPATH="$PWD:${PYTHONPATH:-}" HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 WANDB_MODE=disabled PYTHONUNBUFFERED=1 TQDM_DISABLE=1
-DATA=()
-if [ -n "$CORPUS_ARCHIVE" ]; then
-    mkdir -p /tmp/posbench-stdlib && tar xJf "$CORPUS_ARCHIVE" -C /tmp/posbench-stdlib && DATA=(data.path=/tmp/posbench-stdlib)
-fi
-{
-    echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), started $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-    "$PYTHON" -c "import torch; print('torch', torch.__version__, '| cuda', torch.version.cuda, '|',
-        torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no CUDA device')"
-    echo "corpus: ${CORPUS_ARCHIVE:-as the map runs' overrides say (default: the running Python's standard library)}"
-} | tee "$OUT_DIR/environment.txt"
-if [ "$DEVICE" != cpu ] && ! "$PYTHON" -c "import torch,sys; sys.exit(not torch.cuda.is_available())"; then
-    say "DEVICE=$DEVICE but torch sees no CUDA device"; exit 2
-fi
-# posbench-train / posbench-report without an installed entry point: "${posbench[@]}" train ...
-posbench=("$PYTHON" -c 'import sys; from posbench.cli import console; c = getattr(console, sys.argv.pop(1))
-sys.argv[0] = "posbench-" + c.__name__; c()')
-stage() {  # stage NAME LIMIT_S COMMAND...: the command under its limit (TERM, then KILL 20 s later)
-    local name=$1 limit=$2 t0=$SECONDS rc; shift 2
-    say "$name: start (limit ${limit} s)"
-    timeout -k 20 "$limit" "$@" >>"$OUT_DIR/$name.log" 2>&1; rc=$?
-    say "$name: exit $rc after $((SECONDS - t0)) s$([ $rc -eq 124 ] && echo ' (time limit: what it finished is kept)')"
-    return $rc
-}
+STUDY=study
+# shellcheck source=scripts/gpu_env.sh
+source scripts/gpu_env.sh
 
-# the archive's corpus built once, beside the benchmark (CPU only), before the runs (each would build it)
-corpus_pid=
-if [ -n "$CORPUS_ARCHIVE" ]; then
-    "$PYTHON" -c "from posbench.data.corpus import DataConfig, load_byte_corpus as load
-import os; c = load(DataConfig(path='/tmp/posbench-stdlib', cache_dir=os.environ.get('POSBENCH_CACHE', '~/.cache/posbench')))
-print('corpus', c.fingerprint, 'built here' if c.built else 'from the cache')" >>"$LOG" 2>&1 &
-    corpus_pid=$!
-fi
+build_corpus &   # beside the benchmark (CPU only)
+corpus_pid=$!
 
 # 1. the benchmark, alone on the device (its timings are the study's figures)
 stage bench "$BENCH_S" "$PYTHON" scripts/bench.py --device "$DEVICE" $BENCH_ARGS --encodings "$BENCH_ENCODINGS" \
     --out "$OUT_DIR/bench" --note "issue 58's GPU study (scripts/gpu_study.sh); on CUDA training is bf16 autocast with fused AdamW"
 bench_rc=$?
-if [ -n "$corpus_pid" ] && ! wait "$corpus_pid"; then say "cannot build the corpus (see $LOG)"; exit 2; fi
+if ! wait "$corpus_pid"; then say "cannot build the corpus (see $LOG)"; exit 2; fi
 
 # 2 and 3 side by side: the tests time nothing
 tests_rc=0

@@ -20,6 +20,8 @@
 #   t5_sqrt     T5 with x-transformers' parametrisation (encoding.bias_scale=sqrt_dhead), small, at
 #               train_len 64 on both corpora, in ROOT/map_t5_sqrt (its rows keep the name t5)
 #   base_grid   experiment=map_lr at model base (1e-3, 2e-3, 4e-3, 2 seeds, 300 steps)
+#   base_edges  where base's choice lies on the grid's edge, the grid one step further out (twice at most;
+#               scripts/budget_commands.py --edges), so that base_line can use it
 #   base_line   base at train_len 64, seeds 0, 1, at the rates its grid chose (the report's tuning.csv,
 #               through scripts/budget_commands.py --map, which refuses a choice at the grid's edge)
 #   t5_sqrt_lengths  T5 (sqrt_dhead) at train_len 32, 128, 256
@@ -28,7 +30,8 @@
 # Jobs: POSBENCH_JOBS (default 2) single-thread jobs side by side (conf/hydra/launcher/local_parallel.yaml;
 # on 2 cores one 2-thread job beside other work spin-waits: results/bench/threads.md). POSBENCH_BIN
 # names the folder of the posbench-train to use (default .venv/bin: run the study from a worktree of
-# a fixed commit, docs/testing.md "Long studies"). A machine can be lost between sessions: keep
+# a fixed commit, docs/testing.md "Long studies"). MAP_EXTRA: overrides added to every posbench-train
+# (scripts/map_gpu.sh: device=cuda precision=fp32 data.path=...). A machine can be lost between sessions: keep
 # each run's records as it finishes (scripts/keep_records.py; results/map/RECORDS.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,12 +41,13 @@ BIN=${POSBENCH_BIN:-.venv/bin}
 PYTHON=${PYTHON:-$BIN/python}
 SMALL_RATES=${SMALL_RATES:-small:nope=0.002,rope=0.002,fox=0.002,alibi=0.004,t5=0.004,fire=0.004,kerple_log=0.004}
 STAGES=("$@")
-[ ${#STAGES[@]} -gt 0 ] || STAGES=(restore centre tiny_grid lines t5_sqrt base_grid base_line t5_sqrt_lengths)
+[ ${#STAGES[@]} -gt 0 ] || STAGES=(restore centre tiny_grid lines t5_sqrt base_grid base_edges base_line t5_sqrt_lengths)
 export POSBENCH_JOBS=${POSBENCH_JOBS:-2}
 mkdir -p "$ROOT"
 
 say() { echo "[map_study $(date -u +%H:%M:%SZ)] $*"; }
-train() { say "posbench-train $*"; "$BIN/posbench-train" "$@"; }
+# shellcheck disable=SC2086  # MAP_EXTRA is words
+train() { say "posbench-train $* ${MAP_EXTRA:-}"; "$BIN/posbench-train" "$@" ${MAP_EXTRA:-}; }
 # each line budget_commands.py prints, run with the study's runs_dir
 run_lines() {
     local runs_dir=$1 line
@@ -104,6 +108,15 @@ for stage in "${STAGES[@]}"; do
     base_grid)
         train -m experiment=map_lr model=base "train.lr=1e-3,2e-3,4e-3" "train.budgets=[300]" "runs_dir=$ROOT/map_lr"
         ;;
+    base_edges)
+        for round in 1 2; do
+            "$BIN/posbench-report" "$ROOT/map_lr" --where model.name=base --out "$ROOT/map_lr/report_base"
+            lines=$("$PYTHON" scripts/budget_commands.py --edges "$ROOT/map_lr/report_base/tuning.csv")
+            [ -n "$lines" ] || break
+            say "base_edges, round $round: a choice on the grid's edge"
+            run_lines "$ROOT/map_lr" "train.budgets=[300]" <<<"$lines"
+        done
+        ;;
     base_line)
         "$BIN/posbench-report" "$ROOT/map_lr" --where model.name=base --out "$ROOT/map_lr/report_base"
         "$PYTHON" scripts/budget_commands.py --map "$ROOT/map_lr/report_base/tuning.csv" --rates "$SMALL_RATES" \
@@ -117,7 +130,7 @@ for stage in "${STAGES[@]}"; do
         ;;
     *)
         echo "map_study: unknown stage '$stage'; valid: restore centre tiny_grid lines t5_sqrt base_grid" \
-            "base_line t5_sqrt_lengths keep" >&2
+            "base_edges base_line t5_sqrt_lengths keep" >&2
         exit 2
         ;;
     esac

@@ -48,7 +48,7 @@ def _top_level(cls: type, names: tuple[str, ...]) -> list[tuple]:
     return [(f.name, hints[f.name], field(default=f.default)) for f in dataclasses.fields(cls) if f.name in names]
 
 
-EVAL_RUNTIME_KEYS = ("device", "threads", "attention")  # posbench-eval does not train: no compile
+EVAL_RUNTIME_KEYS = ("device", "threads", "attention", "precision")  # posbench-eval does not train: no compile
 
 # posbench-train: every group is filled by its yaml (``???`` until then); the runtime keys are top-level
 Config = dataclasses.make_dataclass("Config", [

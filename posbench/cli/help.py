@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from posbench.cli.config import CONF_DIR, RUN_KEYS, group_options
+from posbench.cli.config import CONF_DIR, EVAL_RUNTIME_KEYS, RUN_KEYS, group_options
 from posbench.core.device import Runtime
 from posbench.core.version import version_text  # noqa: F401 - posbench.cli.app's --version
 from posbench.data.corpus import DataConfig
@@ -119,7 +119,7 @@ def group_defaults(conf_dir: str) -> dict[str, str]:
 def help_text(config_name: str) -> str:
     """posbench-train's (``config``) or posbench-eval's (``evaluate``) help page."""
     if config_name == "evaluate":
-        keys = ["run_dir=<required>", *defaults(Runtime, "", ("device", "threads", "attention")), *[k for k in defaults(EvalConfig, "eval.") if not k.startswith("eval.during_training")]]
+        keys = ["run_dir=<required>", *defaults(Runtime, "", EVAL_RUNTIME_KEYS), *[k for k in defaults(EvalConfig, "eval.") if not k.startswith("eval.during_training")]]
         return (f"{EVAL}\nkeys (defaults; an eval.* key not given is the run's own, above):\n{wrap(keys)}\nexamples:\n{EVAL_EXAMPLES}\n{EVAL_REFERENCE}")
     options = group_options([])
     chosen = group_defaults(CONF_DIR)

@@ -1,4 +1,6 @@
-"""Device choice and mixed precision: CUDA with bf16 autocast when present, CPU fp32 otherwise."""
+"""Device choice and mixed precision: CUDA with bf16 autocast (and TF32) when present, CPU fp32 otherwise;
+``precision=fp32`` keeps a CUDA run in fp32 throughout, so that it rounds as a CPU run does (up to the
+order of sums) and its numbers can stand beside CPU runs' in one study."""
 
 from __future__ import annotations
 
@@ -12,6 +14,11 @@ import torch
 from posbench.core.errors import PosbenchError
 
 ATTENTION_SETTINGS = ("auto", "flex", "chunked")
+PRECISIONS = ("auto", "fp32")  # auto: bf16 autocast + TF32 on CUDA, fp32 on CPU; fp32: fp32 on every device
+
+# torch keeps the matmul precision per process, so the choice is too (set by Runtime.apply, read by
+# autocast and _cuda); one process runs one Runtime
+_precision = "auto"
 
 
 @dataclass(frozen=True)
@@ -23,6 +30,7 @@ class Runtime:
     threads: Optional[int] = None  # torch CPU threads per run; None: torch's default (all cores)
     attention: str = "auto"  # bias encodings: auto | flex | chunked (posbench/attention/kernels.py)
     compile: bool = False  # torch.compile each block of the training forward (speed only; regional)
+    precision: str = "auto"  # auto | fp32 (fp32: no bf16 autocast and no TF32 on CUDA; CPU runs are fp32 either way)
 
     def check(self) -> None:
         check_device(self.device)
@@ -30,10 +38,22 @@ class Runtime:
             raise PosbenchError(f"unknown attention {self.attention!r}; valid: {', '.join(ATTENTION_SETTINGS)}")
         if self.threads is not None and self.threads < 1:
             raise PosbenchError(f"threads must be a positive integer or null, got {self.threads}")
+        if self.precision not in PRECISIONS:
+            raise PosbenchError(f"unknown precision {self.precision!r}; valid: {', '.join(PRECISIONS)}")
 
-    def apply_threads(self) -> None:
+    def apply(self) -> None:
+        """The settings torch keeps per process: CPU threads and the precision of CUDA's arithmetic."""
         if self.threads:
             torch.set_num_threads(self.threads)
+        set_precision(self.precision)
+
+
+def set_precision(precision: str) -> None:
+    global _precision
+    _precision = precision
+    tf32 = precision == "auto" and torch.cuda.is_available()
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
 
 
 def check_device(name: str) -> None:
@@ -64,13 +84,14 @@ def resolve_device(name: str, job_index: int = 0) -> torch.device:
 
 def _cuda(device: torch.device) -> torch.device:
     # TF32 for the fp32 matmuls left outside bf16 autocast (optimizer, loss): ~3x on Ampere and later
-    torch.backends.cuda.matmul.allow_tf32 = True
-    torch.backends.cudnn.allow_tf32 = True
+    if _precision == "auto":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
     return device
 
 
 def autocast(device: torch.device):
-    if device.type == "cuda":
+    if device.type == "cuda" and _precision == "auto":
         return torch.autocast("cuda", dtype=torch.bfloat16)
     return contextlib.nullcontext()
 
@@ -82,5 +103,6 @@ def describe(device: torch.device) -> str:
     AVX-512 kernels and 2.01400 forced to AVX2), and training amplifies that, so CPU runs reproduce
     bit for bit only on the same set."""
     if device.type == "cuda":
-        return f"cuda ({torch.cuda.get_device_name(device)})"
+        arithmetic = "bf16 autocast, TF32" if _precision == "auto" else "fp32"
+        return f"cuda ({torch.cuda.get_device_name(device)}, {arithmetic})"
     return f"cpu ({torch.get_num_threads()} threads, {torch.backends.cpu.get_cpu_capability()})"

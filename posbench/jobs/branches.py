@@ -149,7 +149,7 @@ class Trunk:
         _write_yaml(self.dir / TRUNK_CONFIG, spec.resolved())
         write_corpus(self.dir, corpus_stats(corpus))
         self._start_before(missing[0], [b for b in self.branches if self.start_of(b) in missing])
-        spec.runtime.apply_threads()
+        spec.runtime.apply()
         device = resolve_device(spec.runtime.device, job_index())
         torch.manual_seed(spec.seed)  # as posbench.jobs.train does before building a run's model
         model = LanguageModel(spec.model, spec.encoding.build(spec.shape)).to(device)

@@ -174,7 +174,7 @@ def run(request: EvalRequest) -> None:
     and print the records asked for as one table on stdout (the scores are not logged as well). It
     holds the run's lock (waiting for another process working on the run), so that two evaluations
     of a run at once each add their records: the second reads the first's before it writes."""
-    request.runtime.apply_threads()
+    request.runtime.apply()
     run_dir = Path(request.run_dir).expanduser()
     with run_lock(run_dir, wait=True):
         metrics, _ = evaluate_run(run_dir, request.eval, request.runtime, only_missing=True,

@@ -124,7 +124,7 @@ def _follow(spec: RunSpec, processes: Processes) -> Path:
     its share of each batch), and writes nothing."""
     if not Word(processes).wait():
         return spec.run_dir
-    spec.runtime.apply_threads()
+    spec.runtime.apply()
     device = _device(spec, processes)
     torch.manual_seed(spec.seed)  # the same model as process 0 builds (DDP also copies process 0's at the start)
     model = LanguageModel(spec.model, spec.encoding.build(spec.shape)).to(device)
@@ -211,7 +211,7 @@ def _missing_evaluations(spec: RunSpec, metrics: dict) -> bool:
 
 
 def _evaluate_missing(spec: RunSpec, rid: str, run_dir: Path) -> None:
-    spec.runtime.apply_threads()
+    spec.runtime.apply()
     log.info("%s is trained; evaluating what its metrics do not have yet", rid)
     _, made = evaluate_run(run_dir, spec.eval, spec.runtime, only_missing=True)
     log.info("%s: %d new evaluation records", rid, made)
@@ -222,7 +222,7 @@ def _train_and_evaluate(spec: RunSpec, rid: str, run_dir: Path, corpus, parent: 
     """Train from scratch, or (``parent``: an extension run's parent directory) continue its final
     weights. ``facts``: more for its metrics (a branch's budget and trunk)."""
     check_same_corpus(run_dir, corpus)  # a killed or failed run resumes on the corpus it started on
-    spec.runtime.apply_threads()
+    spec.runtime.apply()
     device = _device(spec, Processes.from_env())
     torch.manual_seed(spec.seed)
     model = LanguageModel(spec.model, spec.encoding.build(spec.shape))

@@ -69,7 +69,7 @@ TRAIN_CASES = [
      "cooldown, cooldown_shape, grad_clip, log_every, lr, min_lr_ratio, random_positions, schedule, steps, val_batches, "
      "val_every, warmup_steps, weight_decay"),
     ("+trainlen=32", "unknown config key 'trainlen' (did you mean train_len or train?); valid keys at the top level: attention, compile, data, device, "
-     "encoding, eval, evaluate_after_training, extend, logger, model, retry_diverged, runs_dir, seed, task, threads, train, train_len"),
+     "encoding, eval, evaluate_after_training, extend, logger, model, precision, retry_diverged, runs_dir, seed, task, threads, train, train_len"),
     ("+eval.multipless=[1,2]", "unknown config key 'eval.multipless' (did you mean multiples?); valid keys of eval: attention_examples, attention_stats, batch_tokens, bca, during_training, first_scored, "
      "multiples, press_stride, protocols, rope_factor, rope_scaling, scored_tokens, segment, stride, target_docs, target_tokens, temperature, variants"),
     # Hydra's and OmegaConf's multi-line errors
@@ -77,7 +77,7 @@ TRAIN_CASES = [
      "cooldown, cooldown_shape, grad_clip, log_every, lr, min_lr_ratio, random_positions, schedule, steps, val_batches, "
      "val_every, warmup_steps, weight_decay"),
     ("trian.steps=10", "unknown config key 'trian' (did you mean train?); valid keys at the top level: attention, compile, "
-     "data, device, encoding, eval, evaluate_after_training, extend, logger, model, retry_diverged, runs_dir, seed, task, "
+     "data, device, encoding, eval, evaluate_after_training, extend, logger, model, precision, retry_diverged, runs_dir, seed, task, "
      "threads, train, train_len"),
     # a dotted key where the nested config group is meant: OmegaConf's "str is not a subclass of ..." before
     ("data.tokenizer=bpe", "data.tokenizer=bpe: data.tokenizer is a config group, chosen with a slash: write data/tokenizer=bpe"),

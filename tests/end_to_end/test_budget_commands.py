@@ -84,3 +84,19 @@ def test_the_map_refuses_a_rate_on_one_seed_or_a_missing_one(tmp_path):
     assert one_seed.returncode == 1 and "on 1 seed" in one_seed.stderr
     missing = run("--map", "--rates", "small:nope=0.002")
     assert missing.returncode == 1 and "no learning rate for rope" in missing.stderr
+
+
+def test_a_choice_on_the_grid_s_edge_extends_the_grid_one_step_out_and_none_else(tmp_path):
+    """--edges: the map's base grid (1e-3, 2e-3, 4e-3) is extended where its choice lies on an edge, so
+    that --map, which refuses such a choice, can run after it (scripts/map_study.sh base_edges)."""
+    from budget_commands import map_encodings
+
+    encodings = map_encodings()
+    picks = {e: {"nope": 1e-3, "rope": 1e-3, "alibi": 4e-3}.get(e, 2e-3) for e in encodings}
+    proc = run("--edges", map_tuning(tmp_path, "base", picks, grid=(1e-3, 2e-3, 4e-3)), "train.budgets=[300]")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines() == [
+        "posbench-train -m experiment=map_lr model=base encoding=nope,rope train.lr=0.0005 'train.budgets=[300]'",
+        "posbench-train -m experiment=map_lr model=base encoding=alibi train.lr=0.008 'train.budgets=[300]'"]
+    inside = run("--edges", map_tuning(tmp_path, "base", {e: 2e-3 for e in encodings}, grid=(1e-3, 2e-3, 4e-3)))
+    assert inside.returncode == 0 and inside.stdout == ""
