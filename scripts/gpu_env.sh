@@ -1,3 +1,4 @@
+#!/usr/bin/env bash
 # Sourced by the scripts that run on a lent GPU machine (scripts/gpu_study.sh, scripts/map_gpu.sh): that
 # machine's Python has torch but not all of posbench's packages, another standard library than the CPU
 # studies read, and no posbench entry points. Before sourcing, set OUT_DIR (created here), STUDY (the

@@ -8,7 +8,8 @@ Runs are matched by their identity (posbench/store/identity.py) without ``data.p
 reads the CPU studies' corpus from an unpacked archive (scripts/gpu_corpus.py), so its runs name a path
 where the CPU's name none; everything else (encoding, model, rates, schedule, budget, seed) must agree.
 For each matched pair: the final validation loss and the perplexity at every evaluation both recorded
-(variant x multiple), as A's relative difference from B; beside it, the seeds' SD of the same measure
+(variant x multiple x protocol x token set, the corpus's hash aside; the window control at 1x is the
+row itself and left out), as A's difference from B in % (100 x log A/B); beside it, the seeds' SD of the same measure
 on B's machine (the SD of its log over B's seeds of that config), so that a machine difference can be
 read against the spread every verdict already carries. A machine difference well inside that spread leaves
 the runs of the two machines comparable at the seeds' resolution; it is not bit-for-bit reproduction
@@ -45,22 +46,25 @@ def records(runs: Path) -> pd.DataFrame:
             continue
         base = {"run": run_dir.name, "encoding": metrics["encoding"], "steps": metrics["budget"]["steps"],
                 "seed": metrics["seed"], "device": metrics["device"], "key": key(config), "config": key(config, False)}
-        rows.append({**base, "what": "val loss", "value": metrics["final_val_loss"]})
+        rows.append({**base, "what": "val loss", "scored": "validation batches", "value": metrics["final_val_loss"]})
         for e in metrics["evaluations"]:
-            if e.get("ppl") is not None:
-                rows.append({**base, "what": f"ppl {e['variant']} {e['multiple']:g}x", "value": e["ppl"]})
+            if e.get("ppl") is None or (e["multiple"] == 1 and e["variant"].endswith("+swaL")):
+                continue  # at 1x the window control is the row itself (a window of train_len keys)
+            tokens = str(e.get("token_set") or "").partition(":")[2]  # the token set less the corpus hash
+            rows.append({**base, "what": f"ppl {e['variant']} {e['multiple']:g}x",
+                         "scored": f"{e['protocol']} {tokens}", "value": e["ppl"]})
     return pd.DataFrame(rows)
 
 
 def compare(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     """A's runs matched with B's: A vs B in %, and the seeds' SD of the same config on B's machine (the
     SD of log values over B's seeds, in %: B's run and its config's other seeds)."""
-    pairs = a.merge(b, on=["key", "what"], suffixes=("_a", "_b"))
-    pairs["diff_%"] = 100 * (pairs["value_a"] / pairs["value_b"] - 1)
+    pairs = a.merge(b, on=["key", "what", "scored"], suffixes=("_a", "_b"))
+    pairs["diff_%"] = 100 * np.log(pairs["value_a"] / pairs["value_b"])  # in log units, as the SD
     logs = b.assign(log=np.log(b["value"]))
-    sd = logs.groupby(["config", "what"])["log"].agg(["std", "count"]).reset_index()
+    sd = logs.groupby(["config", "what", "scored"])["log"].agg(["std", "count"]).reset_index()
     sd = sd.rename(columns={"config": "config_a", "std": "seed_sd", "count": "seeds"})
-    out = pairs.merge(sd, on=["config_a", "what"], how="left")
+    out = pairs.merge(sd, on=["config_a", "what", "scored"], how="left")
     out["seed_sd_%"] = 100 * out["seed_sd"]
     out["in_sds"] = out["diff_%"].abs() / out["seed_sd_%"]
     return out.sort_values(["encoding_a", "steps_a", "what"])
@@ -77,7 +81,9 @@ def table(out: pd.DataFrame) -> str:
     ratios = out["in_sds"].dropna()
     summary = (f"{len(out)} measures of {out['run_a'].nunique()} runs matched. |A vs B|: median {out['diff_%'].abs().median():.2f}%, "
                f"largest {out['diff_%'].abs().max():.2f}%; in units of the seeds' SD of the same measure: median "
-               f"{ratios.median():.2f}, largest {ratios.max():.2f}, {int((ratios > 1).sum())} of {len(ratios)} above 1.")
+               f"{ratios.median():.2f}, largest {ratios.max():.2f}, {int((ratios > 1).sum())} of {len(ratios)} above 1. "
+               "For scale: two independent seeds differ by a median 0.95 SD (|N(0, 2)|); each SD here rests on "
+               f"{'-'.join(sorted({str(int(n)) for n in out['seeds'].dropna()}))} seeds.")
     devices = f"A: {', '.join(sorted(out['device_a'].unique()))}. B: {', '.join(sorted(out['device_b'].unique()))}."
     return "\n".join([devices, "", summary, "", *lines])
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The map's base size (issue 53) on a lent GPU in one command: scripts/map_study.sh's base stages
 # (base_grid, base_edges, base_line: about 6 hours of the 2-core machine) with every run on CUDA in fp32
-# (precision=fp32: no bf16 autocast and no TF32, so a run rounds as the CPU map's runs do, up to the order
-# of sums) on the CPU studies' own corpus (scripts/gpu_corpus.py's archive, read through data.path), and
+# (precision=fp32: no bf16 autocast and no TF32, the CPU map's arithmetic, the kernels' order of sums
+# aside) on the CPU studies' own corpus (scripts/gpu_corpus.py's archive, read through data.path), and
 # beside the grid a control of the machine: the map's centre (small model, train_len 64) at seed 0 for
 # CONTROL_GROUPS, whose CPU runs are on record (results/budget/branches), so that how far a GPU run of the
 # same config lands from the CPU's can be measured against the seeds' spread.

@@ -46,16 +46,16 @@ export POSBENCH_JOBS=${POSBENCH_JOBS:-2}
 mkdir -p "$ROOT"
 
 say() { echo "[map_study $(date -u +%H:%M:%SZ)] $*"; }
-# shellcheck disable=SC2086  # MAP_EXTRA is words
-train() { say "posbench-train $* ${MAP_EXTRA:-}"; "$BIN/posbench-train" "$@" ${MAP_EXTRA:-}; }
+read -ra EXTRA <<<"${MAP_EXTRA:-}"   # words, not globbed (train.budgets=[300] is a glob pattern)
+train() { say "posbench-train $* ${EXTRA[*]}"; "$BIN/posbench-train" "$@" "${EXTRA[@]}"; }
 # each line budget_commands.py prints, run with the study's runs_dir
 run_lines() {
-    local runs_dir=$1 line
+    local runs_dir=$1 line words
     shift
     while read -r line; do
         [ -n "$line" ] || continue
-        # shellcheck disable=SC2086  # the line is words made by budget_commands.py (shlex-quoted)
-        train ${line#posbench-train } "runs_dir=$runs_dir" "$@" </dev/null  # the lines are on stdin
+        eval "words=(${line#posbench-train })"  # budget_commands.py's words, shlex-quoted: unquoted as a shell does
+        train "${words[@]}" "runs_dir=$runs_dir" "$@" </dev/null  # the lines are on stdin
     done
 }
 
@@ -109,12 +109,18 @@ for stage in "${STAGES[@]}"; do
         train -m experiment=map_lr model=base "train.lr=1e-3,2e-3,4e-3" "train.budgets=[300]" "runs_dir=$ROOT/map_lr"
         ;;
     base_edges)
+        last=
         for round in 1 2; do
             "$BIN/posbench-report" "$ROOT/map_lr" --where model.name=base --out "$ROOT/map_lr/report_base"
             lines=$("$PYTHON" scripts/budget_commands.py --edges "$ROOT/map_lr/report_base/tuning.csv")
             [ -n "$lines" ] || break
+            if [ "$lines" = "$last" ]; then  # the extension's runs did not complete (diverged): nothing new to read
+                say "base_edges: the grid's extension did not complete (diverged?); choose the base rates by hand"
+                exit 1
+            fi
             say "base_edges, round $round: a choice on the grid's edge"
             run_lines "$ROOT/map_lr" "train.budgets=[300]" <<<"$lines"
+            last=$lines
         done
         ;;
     base_line)

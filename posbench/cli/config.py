@@ -175,10 +175,16 @@ def to_eval_request(cfg: DictConfig) -> EvalRequest:
     eval settings the command line does not give are the run's own (jobs.evaluate.with_run_defaults),
     not conf/eval's: a re-evaluation scores what the run scored, at the lengths and rows asked for."""
     c = resolved(cfg)
-    asked, taken = with_run_defaults(c.pop("eval"), run_eval_settings(c.get("run_dir")), given_eval_keys(cfg))
+    run = run_settings(c.get("run_dir"))
+    asked, taken = with_run_defaults(c.pop("eval"), run.get("eval") or {}, given_eval_keys(cfg))
+    from_run = [f"eval.{k}={_as_override(v)}" for k, v in taken.items()]
+    # an fp32 run is scored in fp32 unless the command line says otherwise: its records must not mix
+    # bf16 scores into fp32 ones (precision is no part of the run id)
+    if "precision" not in given_keys(cfg) and run.get("precision", "auto") != c["precision"]:
+        c["precision"] = run["precision"]
+        from_run.append(f"precision={run['precision']}")
     request = EvalRequest(eval=from_mapping(EvalConfig, asked, "eval."), run_dir=c.pop("run_dir"),
-                          runtime=from_mapping(Runtime, c),
-                          from_run=tuple(f"eval.{k}={_as_override(v)}" for k, v in taken.items()))
+                          runtime=from_mapping(Runtime, c), from_run=tuple(from_run))
     request.check()
     return request
 
@@ -190,16 +196,24 @@ def _as_override(x: Any) -> str:
     return "null" if x is None else str(x).lower() if isinstance(x, bool) else str(x)
 
 
-def given_eval_keys(cfg: DictConfig) -> set[str]:
-    """The ``eval.*`` fields this job's command line sets (Hydra's record of the overrides: the composed
-    config's ``hydra`` node where it has one, else the running job's); every field where it chooses
-    an ``eval=<option>`` file of the user's, whose keys are theirs."""
+def task_overrides(cfg: DictConfig) -> list[str]:
+    """This job's command-line overrides (Hydra's record: the composed config's ``hydra`` node where it
+    has one, else the running job's)."""
     if "hydra" in cfg:
-        overrides = list(cfg.hydra.overrides.task)
-    else:
-        overrides = list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
+        return list(cfg.hydra.overrides.task)
+    return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
+
+
+def given_keys(cfg: DictConfig) -> set[str]:
+    """The keys this job's command line sets (``precision``, ``eval.multiples``, ...)."""
+    return {arg.partition("=")[0].lstrip("+~") for arg in task_overrides(cfg)}
+
+
+def given_eval_keys(cfg: DictConfig) -> set[str]:
+    """The ``eval.*`` fields this job's command line sets; every field where it chooses an
+    ``eval=<option>`` file of the user's, whose keys are theirs."""
     keys = set()
-    for arg in overrides:
+    for arg in task_overrides(cfg):
         key, _, option = arg.partition("=")
         key = key.lstrip("+~")
         if key == "eval" and option != "default":
@@ -209,13 +223,13 @@ def given_eval_keys(cfg: DictConfig) -> set[str]:
     return keys
 
 
-def run_eval_settings(run_dir) -> dict:
-    """The eval section of the run's config.yaml ({} where it cannot be read: the request's own check
-    then refuses the run in one line)."""
+def run_settings(run_dir) -> dict:
+    """The run's config.yaml ({} where it cannot be read: the request's own check then refuses the run
+    in one line)."""
     if not run_dir:
         return {}
     try:
-        settings = read_run_config(Path(run_dir).expanduser()).get("eval")
+        settings = read_run_config(Path(run_dir).expanduser())
     except (ValueError, OSError):
         return {}
     return settings if isinstance(settings, dict) else {}

@@ -1,6 +1,7 @@
 """Device choice and mixed precision: CUDA with bf16 autocast (and TF32) when present, CPU fp32 otherwise;
-``precision=fp32`` keeps a CUDA run in fp32 throughout, so that it rounds as a CPU run does (up to the
-order of sums) and its numbers can stand beside CPU runs' in one study."""
+``precision=fp32`` keeps a CUDA run in fp32 throughout, the CPU's arithmetic (its kernels' order of sums
+aside), so that its numbers can stand beside CPU runs' in one study (results/map/RECORDS.md measures
+how far such a run lands from the CPU's: a fraction of the seeds' spread)."""
 
 from __future__ import annotations
 

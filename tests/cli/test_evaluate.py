@@ -77,3 +77,17 @@ def test_the_command_line_s_eval_keys_are_those_it_gives(compose, trained_run):
 
     cfg = compose(f"run_dir={trained_run}", "eval.multiples=[1,4]", "+eval.bca=[]", "threads=1", config_name="evaluate")
     assert given_eval_keys(cfg) == {"multiples", "bca"}
+
+
+def test_posbench_eval_scores_an_fp32_run_in_fp32_unless_told_otherwise(compose, trained_run):
+    """Precision is no part of the run id, so a re-evaluation takes the run's own (an fp32 GPU run's
+    records must not gain bf16 scores); the command line still wins, and says so by being given."""
+    from posbench.cli.config import to_eval_request
+
+    config = trained_run / "config.yaml"
+    config.write_text(config.read_text().replace("precision: auto", "precision: fp32"))
+    assert "precision: fp32" in config.read_text()
+    request = to_eval_request(compose(f"run_dir={trained_run}", config_name="evaluate"))
+    assert request.runtime.precision == "fp32" and "precision=fp32" in request.from_run
+    told = to_eval_request(compose(f"run_dir={trained_run}", "precision=auto", config_name="evaluate"))
+    assert told.runtime.precision == "auto" and "precision=fp32" not in told.from_run

@@ -31,19 +31,31 @@ def test_a_cpu_device_names_the_kernels_instruction_set_that_decides_its_roundin
     assert forced.stdout.strip() == "cpu (1 threads, DEFAULT)"
 
 
-def test_fp32_precision_keeps_a_cuda_run_out_of_autocast_and_tf32_and_says_so():
+@pytest.fixture
+def restored_precision():
+    """Whatever a test sets, the process's precision and TF32 flags as they were."""
+    from posbench.core import device
+
+    saved = (device._precision, torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    yield
+    device._precision, torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+
+
+def test_fp32_precision_keeps_a_cuda_run_out_of_autocast_and_tf32_and_says_so(restored_precision):
     """precision=fp32 is what lets a GPU run's numbers join a CPU study: no bf16 autocast, no TF32."""
+    import warnings
+
     from posbench.core.device import Runtime, autocast, set_precision
 
-    try:
-        Runtime(precision="fp32").apply()
-        assert isinstance(autocast(torch.device("cuda")), contextlib.nullcontext)
-        assert not torch.backends.cuda.matmul.allow_tf32 and not torch.backends.cudnn.allow_tf32
-        set_precision("auto")
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True  # as auto leaves them on a GPU
+    Runtime(precision="fp32").apply()
+    assert isinstance(autocast(torch.device("cuda")), contextlib.nullcontext)
+    assert not torch.backends.cuda.matmul.allow_tf32 and not torch.backends.cudnn.allow_tf32
+    set_precision("auto")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # a CPU-only torch warns that CUDA autocast is off
         assert isinstance(autocast(torch.device("cuda")), torch.autocast)
-        assert isinstance(autocast(torch.device("cpu")), contextlib.nullcontext)  # CPU runs are fp32 either way
-    finally:
-        set_precision("auto")
+    assert isinstance(autocast(torch.device("cpu")), contextlib.nullcontext)  # CPU runs are fp32 either way
 
 
 def test_an_unknown_precision_is_one_line_naming_the_valid_ones():
@@ -55,17 +67,14 @@ def test_an_unknown_precision_is_one_line_naming_the_valid_ones():
 
 
 @pytest.mark.cuda
-def test_fp32_precision_trains_and_scores_in_fp32_on_cuda():
-    from posbench.core.device import Runtime, autocast, describe, set_precision
+def test_fp32_precision_trains_and_scores_in_fp32_on_cuda(restored_precision):
+    from posbench.core.device import Runtime, autocast, describe
     from posbench.model.transformer import ModelConfig, build_model
 
-    try:
-        Runtime(precision="fp32").apply()
-        device = resolve_device("cuda")
-        assert describe(device).endswith(", fp32)")
-        model = build_model(ModelConfig(name="t", d_model=64, n_layers=2, n_heads=4, mlp_ratio=2), "rope", {}, 32, 32).to(device)
-        with torch.no_grad(), autocast(device):
-            assert model(torch.randint(0, 256, (2, 32), device=device)).dtype == torch.float32
-        assert not torch.backends.cuda.matmul.allow_tf32
-    finally:
-        set_precision("auto")
+    Runtime(precision="fp32").apply()
+    device = resolve_device("cuda")
+    assert describe(device).endswith(", fp32)")
+    model = build_model(ModelConfig(name="t", d_model=64, n_layers=2, n_heads=4, mlp_ratio=2), "rope", {}, 32, 32).to(device)
+    with torch.no_grad(), autocast(device):
+        assert model(torch.randint(0, 256, (2, 32), device=device)).dtype == torch.float32
+    assert not torch.backends.cuda.matmul.allow_tf32  # resolve_device's _cuda leaves TF32 off
