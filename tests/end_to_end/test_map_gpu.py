@@ -39,7 +39,7 @@ def test_the_base_stages_choose_rates_on_the_grid_and_train_the_line_at_them(tmp
     chosen = dict(zip(tuning.loc[tuning["chosen"], "encoding"], tuning.loc[tuning["chosen"], "lr"]))
     for encoding, g in tuning.groupby("encoding"):  # the line's rates never lie on the grid's edge
         assert min(g["lr"]) < chosen[encoding] < max(g["lr"])
-    line = [yaml.safe_load((d / "config.yaml").read_text()) for d in (kept / "map").iterdir() if d.is_dir()]
+    line = [yaml.safe_load((d / "config.yaml").read_text()) for d in (kept / "map").iterdir() if d.is_dir() and not d.name.startswith(".")]
     assert sorted({(c["encoding"]["name"], c["seed"]) for c in line}) == sorted((e, s) for e in chosen for s in (0, 1))
     assert all(c["model"]["name"] == "base" and c["precision"] == "fp32" for c in line)
     assert all(c["train"]["lr"] == pytest.approx(chosen[c["encoding"]["name"]]) for c in line)
