@@ -6,6 +6,11 @@ the grid's own extension where a choice lies at its edge (one step of the grid's
 
     python scripts/budget_commands.py --edges runs/map_lr/report/tuning.csv [extra overrides ...]
 
+the second rate of each tie a grid left (its ``decision`` "tied: ... train both"), at one length:
+
+    python scripts/budget_commands.py --ties runs/map_lr/report/tuning.csv [--length 64] [--tokens 2048] \
+        [extra overrides ...]
+
 and the map's (experiment=map, issue 53), one per point of the map and learning rate:
 
     python scripts/budget_commands.py --map runs/map_lr/report/tuning.csv \
@@ -129,6 +134,44 @@ def edge_commands(tuning: pd.DataFrame, extra: list[str]) -> list[str]:
                       f"train.lr={lr:.3g}", *map(shlex.quote, extra)]) for (model, lr), encodings in sorted(by_rate.items())]
 
 
+def tie_rates(tuning: pd.DataFrame) -> dict[tuple[str, str], float]:
+    """{(model, encoding): the runner-up's lr} where the grid's choice is a tie between its best and the
+    runner-up, neither the common rate (posbench.report.tuning.decide: "tied: ... train both"); the map
+    trains the best, this the other."""
+    out = {}
+    for (model, encoding), g in tuning.groupby(["model", "encoding"]):
+        chosen = g["chosen"].astype(bool)
+        if chosen.any() and str(g.loc[chosen, "decision"].iloc[0]).startswith("tied"):
+            out[(str(model), str(encoding))] = float(g[~chosen].sort_values("val_loss")["lr"].iloc[0])
+    return out
+
+
+def tie_commands(ties: dict[tuple[str, str], float], length: int, tokens: int, extra: list[str]) -> list[str]:
+    """One experiment=map line per model and second rate, at ``length`` with batch ``tokens`` / length."""
+    by_rate: dict[tuple[str, float], list[str]] = {}
+    for (model, encoding), lr in ties.items():
+        by_rate.setdefault((model, lr), []).append(encoding)
+    order = {e: i for i, e in enumerate(map_encodings())}
+    return [" ".join(["posbench-train -m experiment=map", f"encoding={','.join(sorted(encs, key=lambda e: order.get(e, 99)))}",
+                      f"train.lr={lr:g}", f"model={model}", f"train_len={length}", f"train.batch_size={tokens // length}",
+                      *map(shlex.quote, extra)]) for (model, lr), encs in sorted(by_rate.items())]
+
+
+def ties_main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="budget_commands.py --ties", description="the second rates of a grid's ties")
+    parser.add_argument("tuning", type=Path, help="a grid report's tuning.csv (experiment=map_lr)")
+    parser.add_argument("--length", type=int, default=64)
+    parser.add_argument("--tokens", type=int, default=2048, help="tokens per step (batch = tokens / length)")
+    args, extra = parser.parse_known_args(argv)
+    if not args.tuning.is_file():
+        sys.exit(f"budget_commands: {args.tuning} does not exist; give the map_lr report's tuning.csv")
+    if args.length < 1 or args.tokens % args.length:
+        sys.exit(f"budget_commands: --tokens {args.tokens} is not a multiple of --length {args.length}")
+    lines = tie_commands(tie_rates(pd.read_csv(args.tuning)), args.length, args.tokens, extra)
+    if lines:
+        print("\n".join(lines))
+
+
 def given_rates(specs: list[str]) -> dict[tuple[str, str], float]:
     """``--rates small:nope=0.002,rope=0.002`` -> {(small, nope): 0.002, ...}."""
     out = {}
@@ -205,6 +248,8 @@ def main(argv: list[str]) -> None:
         sys.exit(__doc__.strip())
     if argv[0] == "--map":
         return map_main(argv[1:])
+    if argv[0] == "--ties":
+        return ties_main(argv[1:])
     if argv[0] == "--edges":
         if len(argv) < 2 or not Path(argv[1]).is_file():
             sys.exit("budget_commands: --edges needs a grid report's tuning.csv that exists")

@@ -24,6 +24,9 @@
 #               scripts/budget_commands.py --edges), so that base_line can use it
 #   base_line   base at train_len 64, seeds 0, 1, at the rates its grid chose (the report's tuning.csv,
 #               through scripts/budget_commands.py --map, which refuses a choice at the grid's edge)
+#   tiny_tied   tiny at 64 at the second rate of each tie its grid left (neither rate the common one:
+#               the rule trains both; lines trains the best), in ROOT/map_tied: its own report, since the
+#               map reads one rate a point
 #   t5_sqrt_lengths  T5 (sqrt_dhead) at train_len 32, 128, 256
 # and, not in the default order: keep   copy ROOT's finished runs into results/map (then commit them)
 #
@@ -41,7 +44,7 @@ BIN=${POSBENCH_BIN:-.venv/bin}
 PYTHON=${PYTHON:-$BIN/python}
 SMALL_RATES=${SMALL_RATES:-small:nope=0.002,rope=0.002,fox=0.002,alibi=0.004,t5=0.004,fire=0.004,kerple_log=0.004}
 STAGES=("$@")
-[ ${#STAGES[@]} -gt 0 ] || STAGES=(restore centre tiny_grid lines t5_sqrt base_grid base_edges base_line t5_sqrt_lengths)
+[ ${#STAGES[@]} -gt 0 ] || STAGES=(restore centre tiny_grid lines t5_sqrt base_grid base_edges base_line tiny_tied t5_sqrt_lengths)
 export POSBENCH_JOBS=${POSBENCH_JOBS:-2}
 mkdir -p "$ROOT"
 
@@ -60,7 +63,8 @@ run_lines() {
 }
 
 # runs folder under ROOT -> its records under results/map
-FOLDERS=("map:results/map/lines" "map_lr:results/map/grid" "map_t5_sqrt:results/map/t5_sqrt_lines")
+FOLDERS=("map:results/map/lines" "map_lr:results/map/grid" "map_t5_sqrt:results/map/t5_sqrt_lines"
+         "map_tied:results/map/tied_lines")
 
 for stage in "${STAGES[@]}"; do
     case $stage in
@@ -128,6 +132,11 @@ for stage in "${STAGES[@]}"; do
         "$PYTHON" scripts/budget_commands.py --map "$ROOT/map_lr/report_base/tuning.csv" --rates "$SMALL_RATES" \
             --lengths 64 --corpora "" | grep "model=base" | run_lines "$ROOT/map"
         ;;
+    tiny_tied)
+        "$BIN/posbench-report" "$ROOT/map_lr" --where model.name=tiny --out "$ROOT/map_lr/report_tiny"
+        "$PYTHON" scripts/budget_commands.py --ties "$ROOT/map_lr/report_tiny/tuning.csv" --length 64 \
+            | { grep "model=tiny" || true; } | run_lines "$ROOT/map_tied"
+        ;;
     t5_sqrt_lengths)
         for n in 32 128 256; do
             train -m experiment=map encoding=t5 encoding.bias_scale=sqrt_dhead train.lr=0.004 model=small \
@@ -136,7 +145,7 @@ for stage in "${STAGES[@]}"; do
         ;;
     *)
         echo "map_study: unknown stage '$stage'; valid: restore centre tiny_grid lines t5_sqrt base_grid" \
-            "base_edges base_line t5_sqrt_lengths keep" >&2
+            "base_edges base_line tiny_tied t5_sqrt_lengths keep" >&2
         exit 2
         ;;
     esac

@@ -100,3 +100,29 @@ def test_a_choice_on_the_grid_s_edge_extends_the_grid_one_step_out_and_none_else
         "posbench-train -m experiment=map_lr model=base encoding=alibi train.lr=0.008 'train.budgets=[300]'"]
     inside = run("--edges", map_tuning(tmp_path, "base", {e: 2e-3 for e in encodings}, grid=(1e-3, 2e-3, 4e-3)))
     assert inside.returncode == 0 and inside.stdout == ""
+
+
+def test_a_tie_trains_its_second_rate_and_nothing_else(tmp_path):
+    """--ties: where the grid's choice is a tie of two rates, neither the common one ("train both"), the
+    map trains the best and this line the runner-up (scripts/map_study.sh tiny_tied); a choice by a margin
+    or by the common rate adds nothing."""
+    rows = []
+    for encoding, losses, decision in [
+            ("nope", {8e-3: 1.00, 1.6e-2: 1.01, 4e-3: 1.02, 2e-3: 1.1}, "tied: lr 0.008 and 0.016 within 2 seed SDs, "
+                                                                       "neither the common setting: train both"),
+            ("fox", {4e-3: 1.00, 8e-3: 1.01, 2e-3: 1.05, 1.6e-2: 1.2}, "tied: lr 0.004 and 0.008 within 2 seed SDs, "
+                                                                      "neither the common setting: train both"),
+            ("alibi", {8e-3: 1.00, 1.6e-2: 1.3, 4e-3: 1.4, 2e-3: 1.5}, "best by 18.2 seed SDs (>= 2)")]:
+        best = min(losses, key=losses.get)
+        rows += [{"encoding": encoding, "model": "tiny", "train_len": 64, "lr": lr, "lr_mult": 1.0, "val_loss": loss,
+                  "seeds": 2, "chosen": lr == best, "decision": decision} for lr, loss in losses.items()]
+    path = tmp_path / "tuning.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    proc = run("--ties", path, "runs_dir=/tmp/tied")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines() == [
+        "posbench-train -m experiment=map encoding=fox train.lr=0.008 model=tiny train_len=64 train.batch_size=32 "
+        "runs_dir=/tmp/tied",
+        "posbench-train -m experiment=map encoding=nope train.lr=0.016 model=tiny train_len=64 train.batch_size=32 "
+        "runs_dir=/tmp/tied"]
+    assert run("--ties", path, "--length", "48").returncode == 1
