@@ -134,6 +134,17 @@ def edge_commands(tuning: pd.DataFrame, extra: list[str]) -> list[str]:
                       f"train.lr={lr:.3g}", *map(shlex.quote, extra)]) for (model, lr), encodings in sorted(by_rate.items())]
 
 
+def map_line(encodings: list[str], lr: float, model: str, length: int, tokens: int, extra: list[str],
+             corpus: str | None = None, seeds: str | None = None) -> str:
+    """One ``posbench-train -m experiment=map`` line: ``encodings`` at ``lr`` on ``model`` at ``length``, with
+    train.batch_size = ``tokens`` / length (tokens per step held), and the corpus and seeds where given."""
+    words = ["posbench-train -m experiment=map", f"encoding={','.join(encodings)}", f"train.lr={lr:g}",
+             f"model={model}", f"train_len={length}", f"train.batch_size={tokens // length}"]
+    words += [f"data={corpus}"] if corpus else []
+    words += [f"seed={seeds}"] if seeds is not None else []
+    return " ".join(words + list(map(shlex.quote, extra)))
+
+
 def tie_rates(tuning: pd.DataFrame) -> dict[tuple[str, str], float]:
     """{(model, encoding): the runner-up's lr} where the grid's choice is a tie between its best and the
     runner-up, neither the common rate (posbench.report.tuning.decide: "tied: ... train both"); the map
@@ -152,9 +163,8 @@ def tie_commands(ties: dict[tuple[str, str], float], length: int, tokens: int, e
     for (model, encoding), lr in ties.items():
         by_rate.setdefault((model, lr), []).append(encoding)
     order = {e: i for i, e in enumerate(map_encodings())}
-    return [" ".join(["posbench-train -m experiment=map", f"encoding={','.join(sorted(encs, key=lambda e: order.get(e, 99)))}",
-                      f"train.lr={lr:g}", f"model={model}", f"train_len={length}", f"train.batch_size={tokens // length}",
-                      *map(shlex.quote, extra)]) for (model, lr), encs in sorted(by_rate.items())]
+    return [map_line(sorted(encs, key=lambda e: order.get(e, 99)), lr, model, length, tokens, extra)
+            for (model, lr), encs in sorted(by_rate.items())]
 
 
 def ties_main(argv: list[str]) -> None:
@@ -209,11 +219,7 @@ def map_commands(rates: dict[tuple[str, str], float], centre: tuple[str, int], l
         for e in map_encodings():
             by_rate.setdefault(rates[(model, e)], []).append(e)
         for lr, encodings in sorted(by_rate.items()):
-            words = ["posbench-train -m experiment=map", f"encoding={','.join(encodings)}", f"train.lr={lr:g}",
-                     f"model={model}", f"train_len={length}", f"train.batch_size={tokens // length}"]
-            words += [f"data={corpus}"] if corpus else []
-            words += [f"seed={seeds[model]}"] if model in seeds else []
-            out.append(" ".join(words + list(map(shlex.quote, extra))))
+            out.append(map_line(encodings, lr, model, length, tokens, extra, corpus, seeds.get(model)))
     return out
 
 
