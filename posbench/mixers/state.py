@@ -9,13 +9,22 @@ stretch of text for every row. The carried state and the count of windows are th
 state, so they are saved in every resume state and a resumed run continues bit for bit. In eval
 mode the carry is not used: a model is scored as every other, from a zero state.
 
-The window control (the evaluation's ``+swaL`` / ``+chunkW`` rows, AttentionOptions.window): an
-attention layer with a window of W keys sees at most the last W tokens; a recurrent layer's
-counterpart is a state reset every W tokens (``windowed``): the sequence is cut into blocks of W,
-each read from a zero state, so that token t is mixed with the tokens of its block only (the
-``chunked`` window exactly; for ``sliding`` the same blocks: at most W tokens each, as the sliding
-window's at most W keys, not the W most recent, which a recurrence cannot drop without reading
-every window again). The blocks run side by side as batch rows: no loop.
+The window control (the evaluation's ``+swaL`` / ``+chunkW`` rows, AttentionOptions.window) must
+give a recurrent layer what it gives an attention layer. Under a ``sliding`` window of W keys an
+attention query sees exactly W tokens, itself included, once t >= W - 1; a recurrence cannot drop
+one token from its state, so its counterpart is bounded (``overlapping``): token t is read by a pass
+from a zero state that started between W - 1 and 2W - 2 tokens before it, i.e. it is conditioned on
+between W and 2W - 1 tokens, itself included (the first W tokens on all the tokens before them, as
+the sliding window's). The passes are blocks of 2W - 1 tokens starting every W tokens, each keeping
+its last W outputs: about twice a full pass's work, batched as rows (no loop). That makes the
+control a window of *at least* W tokens (up to 2W - 1): it never takes context away below W, so a
+far-context gain measured against it is context from beyond 2W - 1 tokens, never less.
+
+A ``chunked`` window is a state reset every W tokens (``windowed``): token t sees the tokens of its
+own block of W only (0 to W - 1 before it), as chunked attention does. That is the 1x condition,
+not a window of W: it is kept for rows that ask for chunks, never as the far-context control (an
+earlier control reset the state every W tokens under a sliding window too; its "far gain" was
+mostly the context the resets took away).
 """
 
 from __future__ import annotations
@@ -70,7 +79,7 @@ class StateCarry(nn.Module):
 
 
 def windowed(mixer, x: torch.Tensor, size: int) -> torch.Tensor:
-    """The mixer with its state reset every ``size`` tokens: x [B, L, D] cut into blocks of size
+    """The mixer with its state reset every ``size`` tokens (the chunked window): x [B, L, D] cut into blocks of size
     (the last padded at its end, which changes nothing before the padding: the layer is causal),
     each block a batch row read from zeros."""
     B, L, D = x.shape
@@ -81,11 +90,34 @@ def windowed(mixer, x: torch.Tensor, size: int) -> torch.Tensor:
     return mixer(blocks).reshape(B, L + pad, -1)[:, :L]
 
 
+def overlapping(mixer, x: torch.Tensor, size: int) -> torch.Tensor:
+    """The mixer with every token read by a pass that began between ``size - 1`` and ``2 size - 2``
+    tokens before it (between size and 2 size - 1 tokens seen, itself included); the first ``size``
+    tokens from the start, as a full pass. x [B, L, D]: blocks of 2 size - 1 tokens starting at
+    1, size + 1, 2 size + 1, ..., each keeping its last ``size`` outputs (the block from k size + 1
+    keeps tokens (k + 1) size ... (k + 2) size - 1)."""
+    B, L, D = x.shape
+    if L <= size:
+        return mixer(x)
+    head = mixer(x[:, :size])  # [B, size, D]: tokens 0 .. size - 1 see every token before them
+    pad = -L % size  # padding at the end changes nothing before it (the layer is causal)
+    tail = F.pad(x, (0, 0, 0, pad))[:, 1:]  # [B, L + pad - 1, D]
+    # [B, n, D, 2 size - 1] -> [B * n, 2 size - 1, D]: block k covers tokens k size + 1 ... (k + 2) size - 1
+    blocks = tail.unfold(1, 2 * size - 1, size).permute(0, 1, 3, 2)
+    n = blocks.shape[1]
+    out = mixer(blocks.reshape(B * n, 2 * size - 1, D))[:, size - 1:]  # [B * n, size, D]
+    return torch.cat([head, out.reshape(B, n * size, -1)], 1)[:, :L]
+
+
 def mix(mixer, x: torch.Tensor, window=None) -> torch.Tensor:
-    """What a block's mixer returns on x: with the carried state in training (state passing), with a
-    state reset every ``window.size`` tokens under a window (the window control), else as it is."""
+    """What a block's mixer returns on x: with the carried state in training (state passing), under
+    a window its counterpart of the attention window (a sliding window: every token conditioned on
+    at least ``window.size`` tokens; a chunked one: a state reset every ``window.size`` tokens), else
+    as it is."""
     if mixer.training and mixer.carry.on:
         return mixer.carry.run(mixer, x)
-    if window is not None:
+    if window is None:
+        return mixer(x)
+    if window.kind == "chunked":
         return windowed(mixer, x, window.size)
-    return mixer(x)
+    return overlapping(mixer, x, window.size)

@@ -206,7 +206,7 @@ class Block(nn.Module):
         if self.is_attention:
             x = x + self.attn(h, enc, positions, pos_state, options, flex)
         else:
-            # state passing in training, a state reset every W tokens under a window (posbench/mixers/state.py)
+            # state passing in training; under a window, at least W tokens a token (sliding) or a reset every W (chunked): posbench/mixers/state.py
             x = x + self.mixer_drop(mix(self.mixer, h, options.window))
         h = self.ln2(x) if self.canon_c is None else self.canon_c(self.ln2(x))
         return x + self.mlp(h)

@@ -125,21 +125,27 @@ def test_a_tiny_hybrid_trains_and_scores_at_1x_and_4x(compose, tmp_path, text_co
     assert all(r["loss"] is not None and 0 < r["loss"] < 10 for r in rows.values())
 
 
-def test_the_window_control_resets_a_recurrent_model_every_window():
-    """``+swaL`` on a recurrent model (AttentionOptions.window): each block of W tokens is scored as a
-    window of its own, so the scores of a block do not depend on the tokens before it."""
+def test_the_window_control_of_a_recurrent_model_reaches_at_least_w_tokens_and_its_chunks_reset():
+    """``+swaL`` on a recurrent model (AttentionOptions.window, sliding): each layer reads a token
+    after W to 2W - 1 tokens, so a token far enough back stops mattering while the W before a token
+    always count; ``+chunkW`` (chunked) scores each block of W tokens as a window of its own."""
     from posbench.attention.kernels import Window
     from posbench.attention.options import AttentionOptions
 
     torch.manual_seed(0)
     model = build_model(ModelConfig(**{**TINY, "n_layers": 2}, mixers=["mamba2", "gdn"]), "nope", {}, 16).eval()
     x = torch.randint(0, 256, (2, 48))
-    windowed = AttentionOptions(window=Window("sliding", 16))
+    sliding, chunked = AttentionOptions(window=Window("sliding", 16)), AttentionOptions(window=Window("chunked", 16))
+    first, near = x.clone(), x.clone()
+    first[:, 0] = (x[:, 0] + 1) % 256  # 32 tokens and more before the last block: past both layers' passes
+    near[:, 17] = (x[:, 17] + 1) % 256  # within 16 tokens of the block's first token
     with torch.no_grad():
-        out = model(x, None, windowed)
-        alone = model(x[:, 16:32])
+        out = model(x, None, sliding)
+        assert torch.equal(model(first, None, sliding)[:, 32:], out[:, 32:])
+        assert not torch.allclose(model(near, None, sliding)[:, 32], out[:, 32], atol=1e-4)
+        assert not torch.allclose(model(first)[:, 32:], model(x)[:, 32:], atol=1e-4)  # a full pass reaches it
+        blocks = model(x, None, chunked)
         changed = x.clone()
         changed[:, :16] = torch.randint(0, 256, (2, 16))
-        assert torch.allclose(out[:, 16:32], alone, atol=1e-5)
-        assert torch.equal(model(changed, None, windowed)[:, 16:], out[:, 16:])
-        assert not torch.allclose(model(x)[:, 16:32], alone, atol=1e-3)  # without the window, the past counts
+        assert torch.allclose(blocks[:, 16:32], model(x[:, 16:32]), atol=1e-5)
+        assert torch.equal(model(changed, None, chunked)[:, 16:], blocks[:, 16:])

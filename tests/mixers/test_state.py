@@ -1,7 +1,9 @@
 """posbench/mixers/state.py and the mixers' state (forward_with_state): two halves with the state
 passed equal one pass over the whole (state passing's premise), the carry passes the detached state
 from one training window to the next and resets every `segments` windows, it is saved with the model,
-and the window control resets the state every W tokens."""
+and the window control of a sliding window conditions every token on W to 2W - 1 tokens (a chunked
+window: a state reset every W tokens); a layer that provably forgets past W reads the same under the
+sliding control as in a full pass, which the old reset did not."""
 
 import pytest
 import torch
@@ -9,7 +11,8 @@ from torch import nn
 
 from posbench.attention.kernels import Window
 from posbench.mixers import Mixer, MixerShape
-from posbench.mixers.state import StateCarry, mix, windowed
+from posbench.mixers.base import CausalConv
+from posbench.mixers.state import StateCarry, mix, overlapping, windowed
 from tests.mixers.helpers import SHAPE, layer, max_diff
 
 TOL = 1e-12
@@ -85,8 +88,57 @@ def test_the_window_control_resets_the_state_every_window(name, params):
         changed = x.clone()
         changed[:, :16] = torch.randn_like(changed[:, :16])
         assert torch.equal(windowed(mixer, changed, 16)[:, 16:], out[:, 16:])  # nothing crosses a reset
-        assert torch.equal(mix(mixer.eval(), x, Window("sliding", 16)), out)
+        assert torch.equal(mix(mixer.eval(), x, Window("chunked", 16)), out)
         assert torch.equal(windowed(mixer, x[:, :16], 16), mixer(x[:, :16]))
+
+
+def pass_start(t: int, size: int) -> int:
+    """The first token of the pass that reads token t under the sliding control (the definition)."""
+    return 0 if t < size else (t // size - 1) * size + 1
+
+
+@pytest.mark.parametrize("name,params", MIXERS)
+def test_the_sliding_window_control_reads_every_token_after_w_to_2w_minus_1_tokens(name, params):
+    mixer, W = layer(name, params).eval(), 8
+    x = torch.randn(2, 45, SHAPE.d_model, dtype=torch.float64)
+    with torch.no_grad():
+        out = overlapping(mixer, x, W)
+        assert out.shape == x.shape
+        seen = []
+        for t in range(x.shape[1]):
+            start = pass_start(t, W)
+            seen.append(t - start + 1)
+            assert max_diff(out[:, t], mixer(x[:, start: t + 1])[:, -1]) < TOL, t
+        assert seen[:W] == list(range(1, W + 1))  # the first W tokens: all that precede them, as attention's window
+        assert min(seen[W:]) == W and max(seen[W:]) == 2 * W - 1  # after them: at least W, never 2W or more
+        assert torch.equal(mix(mixer, x, Window("sliding", W)), out)
+        assert torch.equal(overlapping(mixer, x[:, :W], W), mixer(x[:, :W]))
+
+
+class ShortMemory(Mixer):
+    """A recurrent layer whose state provably forgets: a causal convolution of 4 taps, i.e. a state of
+    the last 3 inputs (a shift register). Its output at t depends on x[t - 3 .. t] and nothing else."""
+
+    def __init__(self, shape, params):
+        super().__init__(shape, params)
+        self.conv = CausalConv(shape.d_model, 4, bias=True)
+
+    def forward(self, x, recurrent=False):
+        return self.conv(x)
+
+
+def test_a_layer_that_forgets_past_the_window_reads_the_full_pass_under_the_control_and_not_under_a_reset():
+    """The control's truth test: where the state forgets everything older than W tokens, a window of W
+    takes nothing away, so the control must equal the full pass; the old reset every W tokens does not
+    (the tokens after each reset lose their context: the artefact the control had)."""
+    torch.manual_seed(0)
+    mixer = ShortMemory(MixerShape(8, 2, 1), ShortMemory.Params()).double()
+    x = torch.randn(3, 50, 8, dtype=torch.float64)
+    with torch.no_grad():
+        full = mixer(x)
+        assert max_diff(mix(mixer, x, Window("sliding", 8)), full) < TOL
+        reset = mix(mixer, x, Window("chunked", 8))
+        assert max_diff(reset[:, 8:11], full[:, 8:11]) > 1e-3  # the 3 tokens after a reset
 
 
 class OnlyForward(Mixer):

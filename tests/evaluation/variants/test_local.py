@@ -45,6 +45,23 @@ def test_an_evaluation_window_hides_far_keys_in_the_kernels_that_compute_their_o
         torch.testing.assert_close(model(x, None, AttentionOptions(window=Window("sliding", 40))), model(x))
 
 
+@pytest.mark.parametrize("name", ["nope", "alibi", "rope"])
+def test_a_chunked_window_is_the_1x_condition_and_a_sliding_one_is_not(name):
+    """Why the far-context control is a sliding window (and a recurrent layer's control reads at least
+    W tokens, posbench/mixers/state.py): under chunks of W every chunk scores as W tokens alone, so a
+    chunked "control" at 16x is the 1x condition, not a window of W keys; its gain over 1x is nil by
+    construction. A sliding window of W gives the tokens after a chunk border their W keys."""
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(name="t", d_model=32, n_layers=2, n_heads=2, mlp_ratio=2), name, {}, 16).eval()
+    x = torch.randint(0, 256, (2, 64))
+    chunked, sliding = (AttentionOptions(window=Window(kind, 16)) for kind in ("chunked", "sliding"))
+    with torch.no_grad():
+        blocks = model(x, None, chunked)
+        one_x = torch.cat([model(x[:, s: s + 16]) for s in range(0, 64, 16)], 1)
+        torch.testing.assert_close(blocks, one_x, atol=1e-5, rtol=1e-5)
+        assert not torch.allclose(model(x, None, sliding)[:, 16:20], one_x[:, 16:20], atol=1e-3)
+
+
 def test_the_local_window_is_a_control_of_train_len_keys_by_default():
     from posbench.evaluation.variants.local import LocalWindow
 
