@@ -23,7 +23,7 @@ from posbench.report.tasks import frames as task_frames
 from posbench.report.budget import convergence, sweep
 from posbench.report.checks import pooled_encoding_settings
 from posbench.report.committed import load_committed
-from posbench.report.comparison.frames import Request as ComparisonRequest
+from posbench.report.comparison.frames import Request as ComparisonRequest, check_pairs
 from posbench.report.load import LoadedRuns, RunFiles, load_runs, without_runs
 from posbench.report.selection import Selection, is_smoke, shown_folder
 from posbench.report.analysis.tables import comparable_records, main_table, multiples, verdict_multiple
@@ -133,6 +133,9 @@ class ReportContext:
         if options.comparison and not evals.empty:
             options.comparison.check(evals["variant"])  # a name that is no row: one line with the valid ones
         ctx = cls(dirs, options, loaded, evals, out_dir, smoke)
+        if options.comparison and not ctx.evals.empty:
+            # rows of other tokens, another budget or no shared seed: one line, before anything is written
+            check_pairs(ctx.evals, options.comparison)
         if ctx.all_completed.empty or (evals.empty and ctx.task_records.empty):
             raise PosbenchError(f"no completed, evaluated runs below {where} ({len(loaded.runs)} runs, "
                                 "none usable)")

@@ -91,8 +91,13 @@ def verdict_entry(r: pd.Series, ratio: str, n: int) -> str:
     if pd.notna(r.get("equal_ctx")):  # the verdict's own statistic first, the descriptive ratio beside it
         eq = f"{r['equal_ctx']:.2f} [{r['equal_ctx_lo']:.2f}, {r['equal_ctx_hi']:.2f}]" if pd.notna(r.get("equal_ctx_lo")) \
             else f"{r['equal_ctx']:.2f} (no interval)"
-        return f"`{r['variant']}` {eq} on equal context ({ratio} {r[ratio]:.2f}{span}; 1x {r['1x']:.2f}{rank}{far})"
-    return f"`{r['variant']}` {r[ratio]:.2f}{span} (1x {r['1x']:.2f}{rank}{far})"
+        seeds = f"; {int(r['verdict_seeds'])} seed{'s' if r['verdict_seeds'] != 1 else ''}" \
+            if pd.notna(r.get("verdict_seeds")) else ""
+        note = f"; {r['verdict_note']}" if r.get("verdict_note") else ""
+        return (f"`{r['variant']}` {eq} on equal context ({ratio} {r[ratio]:.2f}{span}; 1x {r['1x']:.2f}{rank}{far}"
+                f"{seeds}{note})")
+    seeds = f"; {int(r['seeds'])} seed{'s' if r['seeds'] != 1 else ''}" if pd.notna(r.get("seeds")) else ""
+    return f"`{r['variant']}` {r[ratio]:.2f}{span} (1x {r['1x']:.2f}{rank}{far}{seeds})"
 
 
 def verdict_group(r: pd.Series) -> str:

@@ -168,3 +168,14 @@ def test_a_run_over_several_processes_that_cannot_split_is_refused_before_anythi
     assert code == 2, err
     assert err.strip().splitlines() == [f"posbench: error: {message}"]
     assert tree(tmp_path) == []
+
+
+def test_a_sweep_of_two_seeds_a_configuration_says_so_before_it_trains(compose):
+    from posbench.jobs.train import two_seeds_note
+
+    two = [compose(f"encoding={e}", "model=tiny", f"seed={s}") for e in ("rope", "alibi") for s in (0, 1)]
+    note = two_seeds_note(two)
+    assert note.startswith("2 seeds per configuration (seeds 0, 1)") and "1 degree of freedom" in note
+    three = two + [compose(f"encoding={e}", "model=tiny", "seed=2") for e in ("rope", "alibi")]
+    assert two_seeds_note(three) is None and two_seeds_note(two[:1]) is None
+    assert two_seeds_note([compose("encoding=rope", "model=tiny", "seed=0"), compose("encoding=alibi", "model=tiny", "seed=0")]) is None

@@ -410,6 +410,34 @@ def paired_change(before: Parts | None, after: Parts | None, doublings: float) -
                   len(common))
 
 
+def paired_difference(a: Parts, b: Parts) -> Change:
+    """``a - b`` per seed, paired by seed id (two rows' statistics on the same text, e.g. their
+    log(16x / 1x)): ``paired_change`` with b before and a after, over one "doubling"."""
+    return paired_change(b, a, 1.0)
+
+
+def third_seed_range(parts: Parts, decided, span: float = 8.0, points: int = 801) -> tuple[float, float] | None:
+    """What one more seed would need to show: the range of a third seed's value (on the statistic's
+    log scale) for which the interval of the three seeds would satisfy ``decided(lo, hi)`` (log
+    scale), the text's variance held as the two seeds measure it; None where no value would (then
+    one more seed cannot settle it alone). Searched on a grid of ``span`` seed spreads (or standard
+    errors, the larger) around the two seeds' mean."""
+    y = np.asarray(parts.y, dtype=float)
+    if len(y) != 2 or not np.isfinite(y).all():
+        return None
+    text_var, tdf = None, 0.0
+    if parts.reps is not None and np.isfinite(parts.reps).all():
+        text_var, tdf = float(parts.reps.mean(1).var(ddof=1)), text_df(parts.docs, parts.n_docs)
+    scale = max(abs(y[1] - y[0]), math.sqrt(text_var or 0.0), 1e-6)
+    grid = y.mean() + np.linspace(-span, span, points) * scale
+    ok = []
+    for v in grid:
+        e = seeds_and_text(np.append(y, v), text_var, tdf)
+        if np.isfinite(e.lo) and decided(e.lo, e.hi):
+            ok.append(v)
+    return (float(min(ok)), float(max(ok))) if ok else None
+
+
 def unpaired_change(before: Parts | None, after: Parts | None, doublings: float) -> Change:
     """The change of a statistic between two sets of weights that share no seed (two points of an
     axis trained apart), per doubling: the difference of the two estimates (each over its own seeds

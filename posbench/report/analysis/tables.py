@@ -19,6 +19,7 @@ from posbench.evaluation.variants.local import WINDOW_CONTROL
 from posbench.report.analysis import bootstrap
 from posbench.report.analysis.stats import ALPHA, format_p
 from posbench.report.analysis.verdicts import (
+    UNDECIDED,
     far_context_class,
     interval_verdict,
     qualified_verdict,
@@ -285,6 +286,8 @@ def _far_context(table: pd.DataFrame, reps: dict, ms: list[float], tolerance: fl
     table["equal_ctx"], table["equal_ctx_lo"], table["equal_ctx_hi"] = math.nan, math.nan, math.nan
     table["far_context"] = ""
     table["verdict_basis"] = ""
+    table["verdict_seeds"] = table["seeds"] if "seeds" in table else 0
+    table["verdict_note"] = ""
     key = lambda i: tuple(table.loc[i, k] for k in CELL_KEYS)  # noqa: E731
     names = set(zip(*(table[k] for k in CELL_KEYS)))
     if ms and ms[-1] > 1:
@@ -299,12 +302,37 @@ def _far_context(table: pd.DataFrame, reps: dict, ms: list[float], tolerance: fl
             table.loc[i, ["far_gain", "far_gain_lo", "far_gain_hi"]] = gain
             table.loc[i, "far_context"] = far_context_class(gain[1], gain[2])
             if 1.0 in ms:
+                parts = bootstrap.equal_context_parts(reps[k], reps[control], len(ms) - 1)
                 eq = bootstrap.equal_context_stats(reps[k], reps[control], len(ms) - 1)
                 table.loc[i, ["equal_ctx", "equal_ctx_lo", "equal_ctx_hi"]] = eq
                 if pd.notna(eq[0]):
                     table.loc[i, "verdict"] = interval_verdict(eq[1], eq[2], eq[0], tolerance)
                     table.loc[i, "verdict_basis"] = EQUAL_CONTEXT
+                    table.loc[i, "verdict_seeds"] = len(parts.seeds)
+                    table.loc[i, "verdict_note"] = seeds_note(reps[k].seeds, parts, table.loc[i, "verdict"],
+                                                              eq[0], tolerance, ms[-1])
     table["label"] = [qualified_verdict(r.get("verdict", ""), r["far_context"]) for _, r in table.iterrows()]
+
+
+def seeds_note(row_seeds, parts: bootstrap.Parts, word: str, mean: float, tolerance: float, longest: float) -> str:
+    """What a reader must know about the seeds a verdict on equal context rests on: which seeds, where
+    the row has seeds its window control lacks; with 2 seeds and an undecided verdict, that the seed
+    term's t has 1 degree of freedom and what a third seed would need to show (the range of its ratio
+    on equal context for which three seeds would decide the class the two point to)."""
+    notes = []
+    if len(parts.seeds) < len(row_seeds):
+        missing = [s for s in row_seeds if s not in parts.seeds]
+        notes.append(f"verdict on seeds {', '.join(map(str, parts.seeds))} of {len(row_seeds)} (seed"
+                     f"{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} without a window control at "
+                     f"{fmt_multiple(longest)})")
+    if len(parts.seeds) == 2 and word == UNDECIDED and np.isfinite(mean):
+        target = interval_verdict(mean, mean, mean, tolerance)
+        found = bootstrap.third_seed_range(
+            parts, lambda lo, hi: interval_verdict(math.exp(lo), math.exp(hi), math.nan, tolerance) == target)
+        notes.append("2 seeds: the seed term's t has 1 degree of freedom (t = 12.7 at 95%); "
+                     + (f"a third seed reading {math.exp(found[0]):.2f} to {math.exp(found[1]):.2f} on equal context "
+                        f"would make it {target}" if found else f"no third seed alone would make it {target}"))
+    return "; ".join(notes)
 
 
 NO_CONTROL = "no window control"

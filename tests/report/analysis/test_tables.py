@@ -163,3 +163,35 @@ def test_the_panel_names_the_stride_its_records_were_scored_with():
         table = main_table(sliding, 0.05)
         assert f"model m, {words}**" in describe_panel(table, 0.05)
     assert window_stride(evals.assign(min_context=0)) == "L"
+
+
+def test_a_verdict_names_its_seeds_where_a_seed_has_no_window_control():
+    """A seed joined without its window control: the verdict on equal context uses the other seeds,
+    and the row says which (it never uses 2 of 3 seeds silently); the summary shows the seed count."""
+    evals = fake_evals({"alibi": [[5.0, 5.2], [5.1, 5.3], [4.9, 5.1]],
+                        "alibi+swaL": [[5.0, 4.9], [5.1, 5.0]]})  # seed 2 was scored without the control
+    evals["windowed"] = evals["variant"].str.endswith("+swaL")
+    table = main_table(evals, 0.05).set_index("variant")
+    row = table.loc["alibi"]
+    assert row["seeds"] == 3 and row["verdict_seeds"] == 2
+    assert row["verdict_note"] == "verdict on seeds 0, 1 of 3 (seed 2 without a window control at 2x)"
+    text = " ".join(summary_paragraphs(table.reset_index(), 0.05))
+    assert "; 2 seeds; verdict on seeds 0, 1 of 3" in text
+
+
+def test_an_undecided_verdict_on_two_seeds_says_what_a_third_would_need_to_show():
+    """Two seeds both broken (2.26, 1.92) read undecided: the seed term's t has 1 degree of freedom.
+    The note names the range of a third seed's ratio that would decide it, and a third seed at that
+    range's middle does decide it."""
+    evals = fake_evals({"rope": [[5.0, 5.0 * 2.26], [5.0, 5.0 * 1.92]], "rope+swaL": [[5.0, 5.2], [5.0, 5.2]]})
+    evals["windowed"] = evals["variant"].str.endswith("+swaL")
+    row = main_table(evals, 0.05).set_index("variant").loc["rope"]
+    assert row["verdict"] == "undecided" and row["equal_ctx_lo"] < 1.3 < row["equal_ctx"]
+    note = row["verdict_note"]
+    assert note.startswith("2 seeds: the seed term's t has 1 degree of freedom") and note.endswith("would make it broken")
+    lo, hi = (float(x) for x in note.split("a third seed reading ")[1].split(" on equal")[0].split(" to "))
+    third = (lo * hi) ** 0.5
+    three = fake_evals({"rope": [[5.0, 5.0 * 2.26], [5.0, 5.0 * 1.92], [5.0, 5.0 * third]],
+                        "rope+swaL": [[5.0, 5.2]] * 3})
+    three["windowed"] = three["variant"].str.endswith("+swaL")
+    assert main_table(three, 0.05).set_index("variant").loc["rope", "verdict"] == "broken"
