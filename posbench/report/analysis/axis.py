@@ -22,7 +22,16 @@ import pandas as pd
 from posbench.report.analysis import bootstrap
 
 CHANGE_COLUMNS = ["from", "to", "statistic", "change", "change_lo", "change_hi", "change_lo90", "change_hi90", "p",
-                  "seeds", "paired", "whole"]
+                  "seeds", "paired", "whole", "distance"]
+
+
+def within_step(row, margin: float) -> bool:
+    """The equivalence test over the whole step (TOST): the 90% interval of the change per unit of
+    distance, raised to the step's distance, inside [1 / (1 + margin), 1 + margin]. A step of 2.6
+    doublings of parameters is bounded within +-margin, not +-margin per doubling (+-13%)."""
+    d = float(row["distance"]) if "distance" in row and pd.notna(row["distance"]) else 1.0
+    lo, hi = row["change_lo90"], row["change_hi90"]
+    return bool(pd.notna(lo) and pd.notna(hi) and lo ** d >= 1 / (1 + margin) and hi ** d <= 1 + margin)
 
 
 def as_change(row) -> bootstrap.Change:
@@ -53,5 +62,6 @@ def step_changes(parts: dict[tuple, tuple[str, bootstrap.Parts | None]], names: 
                 ch, paired, statistic = bootstrap.paired_change(before, after, distance(a, b)), True, sa
             rows.append({**dict(zip(names, key)), "from": a, "to": b, "statistic": statistic, "change": ch.factor,
                          "change_lo": ch.lo, "change_hi": ch.hi, "change_lo90": ch.lo90, "change_hi90": ch.hi90,
-                         "p": ch.p, "seeds": ch.seeds, "paired": paired, "whole": i >= len(points) - 1})
+                         "p": ch.p, "seeds": ch.seeds, "paired": paired, "whole": i >= len(points) - 1,
+                         "distance": distance(a, b)})
     return pd.DataFrame(rows, columns=names + CHANGE_COLUMNS if not rows else None)

@@ -240,9 +240,9 @@ def seeds_and_text(y: np.ndarray, text_var: float | None, text_df: float) -> Est
     se2 = seed_var + text_var
     if se2 <= 0:
         return Estimate(mean, mean, mean, 0.0, math.inf)
-    # Satterthwaite's df with the seed variance taken at its one-sided 75% upper confidence limit:
+    # Satterthwaite's df with the seed variance taken at its one-sided 95% upper confidence limit:
     # the plain plug-in gives a large df exactly when the few seeds happen to agree (a small s_y^2),
-    # which made the test reject a true null in 7.5% of simulated trials at 3 seeds; this holds 5%
+    # which made the test reject a true null in 7.5% of simulated trials at 3 seeds (module doc)
     seed_df = seed_var * (n - 1) / stats.chi2.ppf(DF_QUANTILE, n - 1) if n > 1 else 0.0
     parts = (seed_df ** 2 / (n - 1) if n > 1 else 0.0) + (text_var ** 2 / text_df if text_df > 0 else 0.0)
     df = (seed_df + text_var) ** 2 / parts if parts > 0 else math.inf
@@ -389,7 +389,9 @@ def paired_change(before: Parts | None, after: Parts | None, doublings: float) -
     """The change of a per-seed statistic from ``before`` to ``after`` (one configuration's seeds at
     two budgets: cool-down branches of one trunk, scored on the same documents), paired by seed id and
     divided by the number of doublings between the budgets, with the report's interval (the seeds'
-    variance with the text's added, ``estimate``)."""
+    variance with the text's added, ``estimate``). Two points scored on different text (segments of
+    another length, another corpus) keep the paired draws' variance and take the degrees of freedom
+    of both texts' terms (``combined_df``)."""
     if before is None or after is None or doublings <= 0:
         return NO_CHANGE
     common = [s for s in before.seeds if s in after.seeds]
@@ -399,9 +401,16 @@ def paired_change(before: Parts | None, after: Parts | None, doublings: float) -
     y = (after.y[ib] - before.y[ia]) / doublings
     reps = None if before.reps is None or after.reps is None else (after.reps[:, ib] - before.reps[:, ia]) / doublings
     same_text = (before.docs is not None and after.docs is not None and before.docs.tokens.shape == after.docs.tokens.shape
-                 and np.array_equal(before.docs.tokens, after.docs.tokens))  # else (two tokenizers): D - 1 text df
-    docs = Documents((after.docs.nats - before.docs.nats) / doublings, before.docs.tokens) if same_text else None
-    e = estimate(y, reps, before.n_docs, docs)
+                 and np.array_equal(before.docs.tokens, after.docs.tokens))
+    if same_text or reps is None:
+        docs = Documents((after.docs.nats - before.docs.nats) / doublings, before.docs.tokens) if same_text else None
+        e = estimate(y, reps, before.n_docs, docs)
+    else:
+        # scored on different texts (two lengths' segments, two corpora): the variance is the paired draws'
+        # (where the documents correspond, their errors correlate), its degrees of freedom those of both
+        # texts' terms, each from its own documents' tails (Satterthwaite), not one text's D - 1
+        terms = [text_term(p.reps[:, idx], p.docs, p.n_docs, doublings) for p, idx in ((before, ia), (after, ib))]
+        e = seeds_and_text(y, float(reps.mean(1).var(ddof=1)), combined_df(terms))
     if not np.isfinite(e.lo):
         return Change(math.exp(e.mean) if np.isfinite(e.mean) else math.nan, *(math.nan,) * 5, len(common))
     t90 = float(stats.t.ppf(0.95, e.df)) * e.se
@@ -436,6 +445,19 @@ def third_seed_range(parts: Parts, decided, span: float = 8.0, points: int = 801
         if np.isfinite(e.lo) and decided(e.lo, e.hi):
             ok.append(v)
     return (float(min(ok)), float(max(ok))) if ok else None
+
+
+def text_term(reps: np.ndarray, docs: Documents | None, n_docs: int, doublings: float = 1.0) -> tuple[float, float]:
+    """One text's term of a statistic's variance: the variance over document draws of its mean over
+    seeds (``reps`` [B, S]), divided by ``doublings``^2, and its degrees of freedom (``text_df``)."""
+    return float(reps.mean(1).var(ddof=1)) / doublings ** 2, text_df(docs, n_docs)
+
+
+def combined_df(terms: list[tuple[float, float]]) -> float:
+    """The Welch-Satterthwaite degrees of freedom of a sum of variance terms, each (variance, df)."""
+    parts = sum(v ** 2 / d for v, d in terms if d > 0)
+    total = sum(v for v, _ in terms)
+    return total ** 2 / parts if parts > 0 else math.inf
 
 
 def unpaired_change(before: Parts | None, after: Parts | None, doublings: float) -> Change:

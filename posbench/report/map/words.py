@@ -7,9 +7,9 @@ where both points have ``MIN_SEEDS`` seeds or more: between different weights th
 of evidence):
 
 * **holds across the axis**: the class is the same and decided at every point, and every step's
-  change is bounded within +-``MARGIN`` per doubling of the axis (per step between categories) by an
-  equivalence test (two one-sided tests at 5%: the 90% interval inside; the budget trend's margin,
-  report/budget/sweep.py ``STABLE_MARGIN``);
+  change is bounded within +-``MARGIN`` over the step (whatever its length: a step of 2.6 doublings
+  of parameters is bounded as one of 1) by an equivalence test (two one-sided tests at 5%: the 90%
+  interval inside; the budget trend's margin, report/budget/sweep.py ``STABLE_MARGIN``);
 * **changes**: otherwise, where some step's change, or the whole line's, is resolved: its test
   rejects "no change" at 5% after Holm's adjustment over the line's tested changes (its steps and
   the whole line: "changes" is a claim about the line, so the line is the family; a step resolved
@@ -93,11 +93,11 @@ def word(line: pd.DataFrame, changes: pd.DataFrame, axis_name: str, numeric: boo
     steps = changes[~changes["whole"].astype(bool)] if not changes.empty else changes
     tested = [c for _, c in changes.iterrows() if _tested(c)]
     same = len(set(classes.values())) == 1 and next(iter(classes.values())) in DECIDED
-    bounded = not steps.empty and all(_tested(c) and axis.as_change(c).within(MARGIN) for _, c in steps.iterrows())
+    bounded = not steps.empty and all(_tested(c) and axis.within_step(c, MARGIN) for _, c in steps.iterrows())
     if same and bounded and len(steps) == len(classes) - 1:
         detail = "; ".join(_step(c, numeric, classes, ppl=ppl) for _, c in steps.iterrows())
         return HOLDS, (f"{next(iter(classes.values()))} at every point, each step within +-{MARGIN:.0%} "
-                       f"{_unit(numeric)} (TOST): {detail}")
+                       f"over the step (TOST): {detail}")
     # the line is the family: its word says "some step changed", so each test is Holm-adjusted over the line's tests
     adjusted = dict(zip(map(id, tested), bootstrap.holm([c["p"] for c in tested])))
     family = len(tested)
@@ -113,13 +113,13 @@ def word(line: pd.DataFrame, changes: pd.DataFrame, axis_name: str, numeric: boo
         why.append("no test at " + ", ".join(f"{c['from']} -> {c['to']} ({_no_test(c)})" for c in untested))
     # a step bounded by its equivalence test is said so: here the word is "cannot be told" for another reason
     # (an undecided point), and "not resolved nor bounded" would misread a change the test did bound
-    if bounded_steps := [c for c in tested if axis.as_change(c).within(MARGIN)]:
-        why.append(f"changes within +-{MARGIN:.0%} {_unit(numeric)} (TOST): "
+    if bounded_steps := [c for c in tested if axis.within_step(c, MARGIN)]:
+        why.append(f"changes within +-{MARGIN:.0%} over the step (TOST): "
                    + "; ".join(_step(c, numeric, classes, ppl=ppl) for c in bounded_steps))
     if alone := [c for c in tested if axis.as_change(c).moved()] if family > 1 else []:  # resolved alone, not after the adjustment
         why.append(f"resolved alone but not after Holm's adjustment over the line's {family} tests: "
                    + "; ".join(_step(c, numeric, classes, (adjusted[id(c)], family), ppl) for c in alone))
-    if open_steps := [c for c in tested if not axis.as_change(c).within(MARGIN) and not axis.as_change(c).moved()]:
+    if open_steps := [c for c in tested if not axis.within_step(c, MARGIN) and not axis.as_change(c).moved()]:
         why.append("changes not resolved nor bounded: " + "; ".join(_step(c, numeric, classes, ppl=ppl) for c in open_steps))
     if not same and not undecided:
         why.append("the class differs between points without a resolved change")

@@ -299,3 +299,32 @@ def test_an_unpaired_change_is_welch_s_difference_of_the_two_estimates():
     assert math.isnan(bootstrap.unpaired_change(before, alone, 1.0).lo)
     shared = bootstrap.Parts((0, 1, 2), after.y, None, 0, None)
     assert bootstrap.change_between(before, shared, 2.0) == (bootstrap.paired_change(before, shared, 2.0), True)
+
+
+def test_a_change_between_two_texts_takes_the_degrees_of_freedom_of_both_texts_terms():
+    """Two points scored on different text (another corpus): the paired draws' variance, with the
+    degrees of freedom of both texts' terms (each from its own documents' tails). Where one text holds
+    an extreme document its term is far less certain than D - 1 says, and the p-value grows."""
+    rng = np.random.default_rng(3)
+    D = 60
+    light_tokens, heavy_tokens = rng.integers(80, 120, D).astype(float), rng.integers(80, 120, D + 7).astype(float)
+    heavy_effect = rng.normal(0, 0.05, D + 7)
+    heavy_effect[0] = 3.0  # one document carries the text's variance
+    seeds = (0, 1, 2)
+
+    def parts(tokens, effect, level):
+        nats = np.stack([[(level + 0.01 * s + effect) * tokens] for s in range(3)])  # [S, 1, D]
+        cell = bootstrap.cell_from_arrays(seeds, nats, tokens, bootstrap.panel_draws(len(tokens), 500))
+        return bootstrap.level_parts(cell)
+
+    before = parts(light_tokens, rng.normal(0, 0.05, D), 1.0)
+    after = parts(heavy_tokens, heavy_effect, 1.02)
+    ch = bootstrap.paired_change(before, after, 1.0)
+    y = after.y - before.y
+    var = float((after.reps - before.reps).mean(1).var(ddof=1))
+    terms = [bootstrap.text_term(p.reps, p.docs, p.n_docs) for p in (before, after)]
+    assert terms[1][1] < 0.2 * (D + 6) and terms[0][1] > 0.5 * (D - 1)  # the heavy text's df is far below D - 1
+    e = bootstrap.seeds_and_text(y, var, bootstrap.combined_df(terms))
+    assert math.log(ch.hi) == pytest.approx(e.hi) and ch.p == pytest.approx(2 * stats.t.sf(abs(e.mean) / e.se, e.df))
+    one_text = bootstrap.seeds_and_text(y, var, D - 1)  # what a single text's D - 1 would have said
+    assert ch.p > 2 * stats.t.sf(abs(one_text.mean) / one_text.se, one_text.df)

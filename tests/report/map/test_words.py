@@ -37,7 +37,7 @@ def test_a_bounded_change_beside_an_undecided_point_is_said_bounded():
             "paired": True, "statistic": "equal context"}
     word, why = W.word(line, pd.DataFrame([step]), "corpus", numeric=False)
     assert word == W.CANNOT and "undecided or no verdict at pydocs" in why
-    assert "changes within +-5% per step (TOST): stdlib -> pydocs" in why and "not resolved nor bounded" not in why
+    assert "changes within +-5% over the step (TOST): stdlib -> pydocs" in why and "not resolved nor bounded" not in why
     wide = dict(step, change_lo=0.9, change_hi=1.2, change_lo90=0.92, change_hi90=1.15)
     assert "changes not resolved nor bounded: stdlib -> pydocs" in W.word(line, pd.DataFrame([wide]), "corpus", False)[1]
 
@@ -66,3 +66,17 @@ def test_budget_ratio_moving_at_one_point_of_many_is_adjusted_over_the_points():
     assert word == W.CANNOT and why.startswith("ratio moving at a alone, not after Holm's adjustment over 3 points")
     assert W.budget_word([("a", moving, 0.001), ("b", unresolved, 0.5), ("c", unresolved, 0.6)])[0] == W.CHANGES
     assert W.budget_word([("a", "moving: flat at 600 to mild at 1200 steps (...)", 0.2), ("b", unresolved, 0.5)])[0] == W.CHANGES
+
+
+def test_the_equivalence_margin_is_over_the_step_not_per_doubling():
+    """A size step of 2.6 doublings whose change is +-3% per doubling is a change of about 8% over the
+    step: not "holds" (per doubling it would have passed with a 13% tolerance over the step); the same
+    per-doubling bounds over a step of one doubling hold."""
+    line = pd.DataFrame({"params": [1, 6], "verdict": ["flat", "flat"]})
+    step = {"from": 1, "to": 6, "whole": False, "change": 1.0, "change_lo": 0.96, "change_hi": 1.04,
+            "change_lo90": 0.97, "change_hi90": 1.03, "p": 0.9, "seeds": 3, "paired": True,
+            "statistic": "equal context", "distance": 2.6}
+    word, why = W.word(line, pd.DataFrame([step]), "params", numeric=True)
+    assert word == W.CANNOT and "not resolved nor bounded" in why
+    word, why = W.word(line, pd.DataFrame([{**step, "distance": 1.0}]), "params", numeric=True)
+    assert word == W.HOLDS and "within +-5% over the step" in why
