@@ -1,5 +1,5 @@
 """A recurrent layer's state across windows: passed from one training window to the next (state
-passing), or reset every W tokens (the window control of a recurrent layer).
+passing), or started again so that every token reads at least W tokens (the window control).
 
 State passing (Buitrago & Gu 2025, arXiv 2507.02782; posbench/training/state_passing.py): in
 training, a mixer whose ``carry`` is on starts each window from the final state of the window its

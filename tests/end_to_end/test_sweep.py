@@ -83,13 +83,17 @@ def test_report_tables_and_plots_match_the_metrics(sweep, sweep_report):
     assert "\\begin{tabular}" in (out / "table.tex").read_text()
 
 
-def test_report_html_is_self_contained(sweep_report):
+def test_report_html_shows_the_figures_beside_it_and_fetches_nothing_else(sweep_report):
     import re
 
     html = (sweep_report / "report.html").read_text()
     assert html.startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>")
-    assert html.count('src="data:image/png;base64,') == 5  # every figure embedded (during_training.png: the sweep has probes)
-    assert not re.search(r'(src|href)="(?!data:|#)', html)  # nothing fetched from disk or network (only anchors)
+    linked = re.findall(r'<img alt="[^"]*" src="([^"]+)"', html)
+    # every figure linked once (during_training.png: the sweep has probes), none embedded a second time
+    assert sorted(linked) == sorted(p.name for p in sweep_report.glob("*.png")) and len(linked) == 5
+    assert "base64," not in html
+    assert not re.search(r'src="(?!\w+\.png")', html)  # nothing else fetched from disk or network
+    assert not re.search(r'href="(?!#)', html)  # only anchors
     assert '<h2 id="summary">Summary</h2>' in html and "<table" in html and "config of " in html
 
 

@@ -1,5 +1,5 @@
-"""One report, two renderings: ``report.md`` (images beside it) and a self-contained
-``report.html`` (images embedded as base64, inline CSS and script; opens offline in any browser).
+"""One report, two renderings: ``report.md`` and ``report.html`` (inline CSS and script; opens offline
+in any browser), both showing the figures that lie beside them in the report's folder.
 
 A report is a list of blocks; each block renders itself to markdown and to HTML, so the two files
 always say the same thing. The page around the HTML blocks (stylesheet, sorting, contents) is
@@ -7,7 +7,6 @@ posbench/report/drawing/page.py."""
 
 from __future__ import annotations
 
-import base64
 import html
 import math
 import re
@@ -164,12 +163,12 @@ class Image:
 
     def html(self, folder: Path):
         # click to enlarge: the figure is its own :target, shown at full size over the page (CSS in
-        # page.py); no script, and the image is embedded once
-        data = base64.b64encode((folder / self.file).read_bytes()).decode()
+        # page.py); no script. The image is linked, not embedded: the PNG beside report.html is the one
+        # copy (embedded, every committed report held each figure twice, a third larger in base64)
         anchor = "fig-" + slug(Path(self.file).stem.replace("_", "-"))
         alt = html.escape(self.alt)
         return (f'<figure id="{anchor}"><a class="close" href="#_">close ✕</a>'
-                f'<a href="#{anchor}" title="enlarge"><img alt="{alt}" src="data:image/png;base64,{data}"></a>'
+                f'<a href="#{anchor}" title="enlarge"><img alt="{alt}" src="{html.escape(self.file)}"></a>'
                 f"<figcaption>{alt} (click to enlarge)</figcaption></figure>")
 
 
