@@ -14,9 +14,12 @@ OVERRIDES = ["model=small", "train_len=32", "train.batch_size=16", "train.steps=
              "eval.multiples=[1,4]", "eval.scored_tokens=256", "eval.during_training=[0.25,0.5,1.0]", "data=local"]
 
 
-def start(runs_dir, corpus):
+def start(runs_dir, corpus, log=False):
+    """posbench-train in a process of its own; ``log``: its log (stdout and stderr together) on ``stdout``."""
     cmd = [sys.executable, "-m", "posbench.cli.train", *OVERRIDES, f"data.path={corpus}", f"runs_dir={runs_dir}"]
-    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env={**os.environ})
+    out = subprocess.PIPE if log else subprocess.DEVNULL
+    return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT if log else subprocess.PIPE, text=True,
+                            env={**os.environ})
 
 
 def test_kill_minus_nine_twice_then_resume_gives_identical_results(tmp_path, text_corpus, cache_dir):
@@ -26,9 +29,14 @@ def test_kill_minus_nine_twice_then_resume_gives_identical_results(tmp_path, tex
     first = kill_at(start(killed, text_corpus), "*/resume.pt", killed, 40)
     second = kill_at(start(killed, text_corpus), "*/resume.pt", killed, first + 20)
     assert second > first  # the second process resumed rather than starting over
-    final = start(killed, text_corpus)
-    assert final.wait() == 0, final.stderr.read()
-
+    (state,) = killed.glob("*/resume.pt")
+    left_at = torch.load(state, weights_only=True)["next_step"]
+    final = start(killed, text_corpus, log=True)
+    log, _ = final.communicate()
+    assert final.returncode == 0, log
+    # the last process continued from the state the kill left (a run that discarded it and retrained from
+    # step 0 would end with the same bits, and show nothing of the resume: the assertions below alone pass)
+    assert left_at >= second and f"resuming from step {left_at} " in log, log[-2000:]
     (a,), (b,) = list(clean.glob("*/metrics.json")), list(killed.glob("*/metrics.json"))
     assert a.parent.name == b.parent.name  # same config, same run id
     ma, mb = json.loads(a.read_text()), json.loads(b.read_text())

@@ -40,3 +40,18 @@ def test_passkey_answer_distance_is_where_the_needle_lies():
             needle_digit = bytes(tokens).index(b"|key=") + len(b"|key=")
             assert task.answer_distance(length, depth) == first_answer - needle_digit
     assert [task.answer_distance(64, d) for d in (0.0, 0.25, 0.5, 0.75, 1.0)] == [54, 43, 32, 21, 10]
+
+
+def test_the_key_digits_are_uniform_over_0_to_9_and_independent_of_position():
+    """Chance (10^-k) assumes every digit is equally likely at every key position: over 2,000 keys each
+    of the ten digits appears at each position, none far from a tenth (a chi-square test at 0.1%),
+    so a generator that never drew a 9, or always drew the same first digit, fails."""
+    from scipy import stats
+
+    task = build_task("passkey", {"digits": 4})
+    rng = np.random.default_rng(7)
+    keys = np.array([list(bytes(task.example(rng, 64, 0.5, TEXT)[0][-4:])) for _ in range(2000)]) - ord("0")
+    for position in range(4):
+        counts = np.bincount(keys[:, position], minlength=10)
+        assert len(counts) == 10 and counts.min() > 0
+        assert stats.chisquare(counts).pvalue > 1e-3, (position, counts)

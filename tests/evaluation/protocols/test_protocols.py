@@ -9,7 +9,7 @@ from posbench.data.load import load_corpus
 from posbench.evaluation.protocols import PROTOCOLS, plan_windows, token_set
 from posbench.evaluation.scored_text import check_fits
 from posbench.evaluation.settings import EvalConfig, check_eval
-from posbench.evaluation.windows import document_targets, documents, stream_segments
+from posbench.evaluation.windows import document_targets, documents, first_scored, segment_length, stream_segments
 from posbench.evaluation.resolved import ResolvedEval
 from tests.helpers import scored_targets, split_of_documents
 
@@ -48,6 +48,10 @@ def test_stream_protocols_score_one_fixed_token_set_at_every_length(stride):
     # one segment in each document holding 128 targets after S0 = 128: documents 0 (300 bytes), 2, 3, 4, 5
     doc_of = np.searchsorted(ends, expected, side="right")
     assert sorted(set(doc_of)) == [0, 2, 3, 4, 5] and len(expected) == 5 * seg
+    # the scored targets are the segments' own tokens, computed from the segments alone (not from a
+    # plan): a plan whose windows all slid by one token would score the same set at every length
+    segments = stream_segments(val, b"\0", first_scored(cfg, train_len), segment_length(cfg, train_len), None)
+    assert expected == sorted(int(t) for s in segments.starts for t in range(s, s + seg))
     assert all(t >= 128 and starts[d] <= t < ends[d] for t, d in zip(expected, doc_of))
     names = {token_set(p, cfg, train_len, len(val)) for p in ("nonoverlapping", "sliding", "press_sliding")}
     assert names == {"segments[128, 1 per doc, from 128]"}

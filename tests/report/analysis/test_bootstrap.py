@@ -328,3 +328,22 @@ def test_a_change_between_two_texts_takes_the_degrees_of_freedom_of_both_texts_t
     assert math.log(ch.hi) == pytest.approx(e.hi) and ch.p == pytest.approx(2 * stats.t.sf(abs(e.mean) / e.se, e.df))
     one_text = bootstrap.seeds_and_text(y, var, D - 1)  # what a single text's D - 1 would have said
     assert ch.p > 2 * stats.t.sf(abs(one_text.mean) / one_text.se, one_text.df)
+
+
+def test_the_equivalence_test_reads_the_90_percent_interval_not_the_95():
+    """TOST at 5% each side is the 90% interval inside the margin. A change made so that its 90%
+    interval fits +-5% while its 95% interval does not must read "within" (a test on the 95% interval
+    would say "not bounded" here, and one on an 80% interval would pass more than it should)."""
+    seeds = (0, 1, 2, 3, 4)
+    spread = np.array([-2.0, -1.0, 0.0, 1.0, 2.0])
+    before = bootstrap.Parts(seeds, np.zeros(5), None, 0, None)
+    # with seeds alone: se = s / sqrt(5) and the seed df at its 95% limit: solve for the scale that puts
+    # the 90% bound at 4.5% and check the 95% one falls outside 5%
+    for scale in np.linspace(0.001, 0.05, 500):
+        ch = bootstrap.paired_change(before, bootstrap.Parts(seeds, 0.01 + scale * spread, None, 0, None), 1.0)
+        if ch.hi90 > 1.045:
+            break
+    assert 1.045 < ch.hi90 < 1.05 and ch.hi > 1.05 and ch.lo90 > 1 / 1.05
+    assert ch.within(0.05) and not (ch.lo >= 1 / 1.05 and ch.hi <= 1.05)
+    e = bootstrap.estimate(0.01 + scale * spread, None)
+    assert math.log(ch.hi90) == pytest.approx(e.mean + stats.t.ppf(0.95, e.df) * e.se)
