@@ -22,7 +22,7 @@ import pandas as pd
 from posbench.report.analysis import bootstrap
 
 CHANGE_COLUMNS = ["from", "to", "statistic", "change", "change_lo", "change_hi", "change_lo90", "change_hi90", "p",
-                  "seeds", "paired", "whole", "distance"]
+                  "seeds", "paired", "whole", "distance", "one_document"]
 
 
 def within_step(row, margin: float) -> bool:
@@ -63,5 +63,5 @@ def step_changes(parts: dict[tuple, tuple[str, bootstrap.Parts | None]], names: 
             rows.append({**dict(zip(names, key)), "from": a, "to": b, "statistic": statistic, "change": ch.factor,
                          "change_lo": ch.lo, "change_hi": ch.hi, "change_lo90": ch.lo90, "change_hi90": ch.hi90,
                          "p": ch.p, "seeds": ch.seeds, "paired": paired, "whole": i >= len(points) - 1,
-                         "distance": distance(a, b)})
+                         "distance": distance(a, b), "one_document": ch.one_document})
     return pd.DataFrame(rows, columns=names + CHANGE_COLUMNS if not rows else None)

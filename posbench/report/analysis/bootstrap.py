@@ -372,6 +372,7 @@ class Change:
     hi90: float
     p: float
     seeds: int
+    one_document: bool = False  # leaving one scored document out turns the change's sign (``heavy_document``)
 
     def within(self, margin: float) -> bool:
         """The equivalence test (TOST): the 90% interval inside [1 / (1 + margin), 1 + margin]."""
@@ -402,6 +403,7 @@ def paired_change(before: Parts | None, after: Parts | None, doublings: float) -
     reps = None if before.reps is None or after.reps is None else (after.reps[:, ib] - before.reps[:, ia]) / doublings
     same_text = (before.docs is not None and after.docs is not None and before.docs.tokens.shape == after.docs.tokens.shape
                  and np.array_equal(before.docs.tokens, after.docs.tokens))
+    docs = None
     if same_text or reps is None:
         docs = Documents((after.docs.nats - before.docs.nats) / doublings, before.docs.tokens) if same_text else None
         e = estimate(y, reps, before.n_docs, docs)
@@ -416,7 +418,7 @@ def paired_change(before: Parts | None, after: Parts | None, doublings: float) -
     t90 = float(stats.t.ppf(0.95, e.df)) * e.se
     p = float(2 * stats.t.sf(abs(e.mean) / e.se, e.df)) if e.se > 0 else (1.0 if e.mean == 0 else 0.0)
     return Change(math.exp(e.mean), math.exp(e.lo), math.exp(e.hi), math.exp(e.mean - t90), math.exp(e.mean + t90), p,
-                  len(common))
+                  len(common), heavy_document(docs).get("one_document", False))
 
 
 def paired_difference(a: Parts, b: Parts) -> Change:

@@ -95,12 +95,18 @@ class Map(Section):
                        "between corpora and tokenizers), paired by seed where the points share seeds, else unpaired; a "
                        f"change needs {W.MIN_SEEDS} seeds or more at both points. The words: **holds across the axis** where "
                        f"the class is the same and decided at every point and every step is bounded within "
-                       f"+-{W.MARGIN:.0%} by an equivalence test (TOST: its 90% interval inside); **changes** where a "
+                       f"+-{W.MARGIN:.0%} over the step by an equivalence test (TOST: its 90% interval inside); **changes** where a "
                        "step's (or the whole axis') test rejects no change at 5% after Holm's adjustment over the axis' tests "
                        "of that encoding (where, which way: *rises* means the longer context costs more, extrapolation "
                        "worsens); **cannot be told** otherwise, with the reason. The budget axis reads the budget "
                        "section's trend at each point: holds where every point's is stable, changes where one is moving "
-                       "or its ratio moving, its test Holm-adjusted over the points.")]
+                       "or its ratio moving, its test Holm-adjusted over the points."),
+                  Para("What the intervals cannot promise: where one scored document carries a difference, a draw of "
+                       "text that misses it has a shifted mean and a small variance, and at 5 seeds the interval then "
+                       "covers in about 81-88% of trials rather than 95% (simulated on the committed records' structure, "
+                       "posbench/report/analysis/bootstrap.py). A change whose sign leaving one document out turns says *one scored document "
+                       "decides its sign*; between points on different text (two lengths' segments, two corpora) the "
+                       "text term's degrees of freedom are both texts'.")]
         shown = pts.assign(**{
             "statistic": [_with_interval(r, "stat", 3) for _, r in pts.iterrows()],
             "params": [f"{p / 1e6:.2f}M" if pd.notna(p) else "" for p in pts["params"]],

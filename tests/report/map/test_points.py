@@ -60,7 +60,9 @@ def test_a_change_along_the_training_length_is_found_and_none_is_invented():
     assert shifts.loc[128, "change_lo"] > 1 and shifts["paired"].all()  # the points share seeds 0, 1, 2
     word, detail = found["shifts"]
     assert word == W.CHANGES
-    assert detail.startswith("64 -> 128: flat to broken, rises x1.6") and "32 -> 64" not in detail
+    # the whole line first where it moved (the sturdier evidence), then the step that moved; no other step
+    assert detail.startswith("32 -> 128 (whole axis): flat to broken, rises x1.2") and "32 -> 64:" not in detail
+    assert "; 64 -> 128: flat to broken, rises x1.6" in detail
     word, detail = found["steady"]
     assert word == W.HOLDS and detail.startswith("flat at every point")
     steady = changes[changes["variant"] == "steady"]
@@ -75,7 +77,7 @@ def test_each_step_is_said_with_its_1x_perplexity_at_both_points():
     pts, changes, found = words_along(evals, runs, P.TRAIN_LEN)
     assert pts.set_index(P.TRAIN_LEN)["ppl_1x"].round(0).to_dict() == {64: 5.0, 128: 8.0, 256: 8.0}
     word, detail = found["worse"]
-    assert word == W.CHANGES and detail.startswith("64 -> 128: broken to flat, falls x0.6")
+    assert word == W.CHANGES and "64 -> 128: broken to flat, falls x0.6" in detail
     step = changes[(changes["from"] == 64) & (changes["to"] == 128)].iloc[0]
     # the 1x change tested over the seeds, with an interval of its own (each seed's 1x has its noise)
     assert step["base_change_lo"] < step["base_change"] < step["base_change_hi"] and step["base_change_lo"] > 1.3

@@ -80,3 +80,14 @@ def test_the_equivalence_margin_is_over_the_step_not_per_doubling():
     assert word == W.CANNOT and "not resolved nor bounded" in why
     word, why = W.word(line, pd.DataFrame([{**step, "distance": 1.0}]), "params", numeric=True)
     assert word == W.HOLDS and "within +-5% over the step" in why
+
+
+def test_a_change_that_one_document_decides_says_so():
+    line = pd.DataFrame({"train_len": [32, 64], "verdict": ["broken", "undecided"]})
+    step = {"from": 32, "to": 64, "whole": False, "change": 0.88, "change_lo": 0.81, "change_hi": 0.95,
+            "change_lo90": 0.83, "change_hi90": 0.94, "p": 0.01, "seeds": 3, "paired": True,
+            "statistic": "equal context", "distance": 1.0, "one_document": True}
+    word, why = W.word(line, pd.DataFrame([step]), "train_len", numeric=True)
+    assert word == W.CHANGES and "one scored document decides its sign" in why
+    word, why = W.word(line, pd.DataFrame([{**step, "one_document": False}]), "train_len", numeric=True)
+    assert "one scored document" not in why
