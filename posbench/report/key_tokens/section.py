@@ -134,7 +134,8 @@ class KeyTokens(Section):
         out.csv(TABLE.name, keys)
         blocks = [Heading(self.title),
                   Para("A token is a key token of a row when the row's full pass predicts it far better than the same "
-                       "weights limited to train_len keys per token (its window control `+swaL`, on the same tokens), "
+                       "weights limited to train_len keys per token (its window control `+swaL`, on the same tokens; a "
+                       "recurrent layer reads each token after train_len to 2 train_len - 1 tokens), "
                        "and predicts it well: LSD = loss(window) - loss(full) > alpha and LCL = -loss(full) > beta "
                        f"(Fang et al. 2024, arXiv 2410.23771; here {_rule(ctx).describe()}; docs/protocols.md, \"Key "
                        "tokens\"). `key tokens`: their share of the tokens scored; `mirror tokens`: the share the "

@@ -80,7 +80,9 @@ class Perplexity(Section):
                  f"`{NOT_EVALUATED}`: not evaluated at that length (for at least one seed) on the compared tokens. "
                  + (verdict_legend(ratio, tolerance, has_equal) if ratio else "")
                  + (f"`window control / full`: perplexity at the longest length with a sliding window of train_len keys "
-                    "in every layer (the row's `+swaL`) over without it, same weights and documents: above "
+                    "in every attention layer (the row's `+swaL`; a recurrent layer reads each token after train_len to "
+                    "2 train_len - 1 tokens, itself included, from a zero state: at least what the window gives) over "
+                    "without it, same weights and documents: above "
                     f"{1 + FAR_MARGIN:g} (the whole interval) the row **uses far context**; below, it is **local** (it "
                     "gains nothing from keys past train_len, whatever its ratio). " if has_far else "")
                  + "`mean log-ppl (rank over lengths)`: the mean log-perplexity over every evaluated length up to the verdict's multiple, with the row's rank in its "
