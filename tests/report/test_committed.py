@@ -271,3 +271,19 @@ def test_a_missing_or_damaged_manifest_is_refused_in_one_line_and_nothing_is_wri
     err = refused(capsys, str(quick), "--rebuild")
     assert words in err and "scripts/convert_manifests.py" in err
     assert {p.name: p.read_bytes() for p in quick.iterdir() if p.is_file()} == before
+
+
+def test_a_joined_report_s_key_tokens_replace_the_rows_of_its_runs(quick, tmp_path):
+    """A report of some of the same runs re-scored later (its window control changed, say) brings its own
+    key-token rows: the rebuild shows them in place of the committed ones, keeps the other rows, and
+    says that the carried figure's curves of those rows predate the re-scoring."""
+    other = retrained(tmp_path, 0.0)
+    keys = pd.read_csv(QUICK / "key_tokens.csv")
+    rope = keys[keys["variant"] == "rope"].assign(share=0.5)
+    rope.to_csv(other / "key_tokens.csv", index=False)
+    rebuild(quick, other)
+    after = pd.read_csv(quick / "key_tokens.csv")
+    assert (after.loc[after["variant"] == "rope", "share"] == 0.5).all() and len(after) == len(keys)
+    others = after[after["variant"] != "rope"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(others, keys[keys["variant"] != "rope"].reset_index(drop=True), check_like=True)
+    assert "the curves of `rope` are from before their runs were re-scored" in (quick / "report.md").read_text()

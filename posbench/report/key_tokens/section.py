@@ -3,9 +3,11 @@ kept both passes' per-token losses (token_losses.npz), the share of tokens that 
 past train_len, their perplexity and the far-context gain on them (posbench/report/key_tokens/frames.py),
 and the loss by position under both passes. Absent from reports of runs without those files; a report
 rebuilt from its records shows the committed report's table and figure (the records keep no per-token
-losses)."""
+losses), with the rows of each report it joined (``--with``) in place of theirs."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -110,6 +112,23 @@ def committed_table(path) -> pd.DataFrame:
     return keys
 
 
+def joined_rows(keys: pd.DataFrame, joins) -> tuple[pd.DataFrame, list[str]]:
+    """A rebuilt report's key-token table with the rows of each joined folder's own key_tokens.csv in
+    place of its (a report of some of the same runs retrained or re-scored later: its records replaced
+    this report's, so its key tokens must too); and the rows replaced."""
+    match = [*CELL_KEYS, "multiple"]
+    replaced = []
+    for join in joins:
+        path = Path(join.folder) / TABLE.name
+        if not path.is_file():
+            continue
+        newer = committed_table(path)
+        hit = keys.set_index(match).index.isin(newer.set_index(match).index)
+        replaced += sorted(set(keys.loc[hit, "variant"]))
+        keys = pd.concat([keys[~hit], newer[[c for c in keys.columns if c in newer.columns]]], ignore_index=True)
+    return keys.sort_values(match, kind="stable").reset_index(drop=True), sorted(set(replaced))
+
+
 @SECTIONS.register("key_tokens")
 class KeyTokens(Section):
     order = 21  # right after the main table, whose ratios and far-context gains it qualifies
@@ -126,8 +145,10 @@ class KeyTokens(Section):
         return not _frames(ctx).table.empty
 
     def build(self, ctx, out) -> list:
+        replaced = []
         if ctx.recorded is not None:
             keys, curves = committed_table(ctx.recorded.folder / TABLE.name), {}
+            keys, replaced = joined_rows(keys, ctx.recorded.joins)
         else:
             frames = _frames(ctx)
             keys, curves = frames.table, frames.curves
@@ -154,7 +175,9 @@ class KeyTokens(Section):
         if curves:
             out.figure(FIGURE.name, plot_window_curves, curves)
         elif figure is not None and figure.is_file():  # the committed report's, copied where it is written elsewhere
-            description += " (the committed report's figure, not redrawn)"
+            description += " (the committed report's figure, not redrawn"
+            description += (f"; the curves of {', '.join(f'`{v}`' for v in replaced)} are from before their runs were "
+                            "re-scored: their folders' own window_curves.png have the new ones)" if replaced else ")")
             out.figure(FIGURE.name, lambda path: keep_figure(figure, path), description=description)
         else:
             return blocks
