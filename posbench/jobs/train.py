@@ -91,10 +91,11 @@ def two_seeds_note(jobs: list[RunSpec]) -> str | None:
         seeds.setdefault(repr(replace(spec, seed=0)), set()).add(spec.seed)
     if len(jobs) < 2 or {len(s) for s in seeds.values()} != {2}:
         return None
-    shown = ", ".join(map(str, sorted({x for s in seeds.values() for x in s})))
-    return (f"2 seeds per configuration (seeds {shown}): every interval between trained rows will rest on a t with 1 "
-            "degree of freedom (12.7 at 95%), so the report can resolve only large differences and will say "
-            "undecided elsewhere; a third seed (seed=0,1,2) narrows the seed term's interval about 3.6-fold "
+    used = sorted({x for s in seeds.values() for x in s})
+    more = ",".join(map(str, [*used, max(used) + 1]))
+    return (f"2 seeds per configuration (seeds {', '.join(map(str, used))}): every interval between trained rows will "
+            "rest on a t with 1 degree of freedom (12.7 at 95%), so the report can resolve only large differences and "
+            f"will say undecided elsewhere; a third seed (seed={more}) narrows the seed term's interval about 3.6-fold "
             "(12.7 / sqrt 2 -> 4.3 / sqrt 3)")
 
 

@@ -18,7 +18,8 @@ between W and 2W - 1 tokens, itself included (the first W tokens on all the toke
 the sliding window's). The passes are blocks of 2W - 1 tokens starting every W tokens, each keeping
 its last W outputs: about twice a full pass's work, batched as rows (no loop). That makes the
 control a window of *at least* W tokens (up to 2W - 1): it never takes context away below W, so a
-far-context gain measured against it is context from beyond 2W - 1 tokens, never less.
+far-context gain measured against it comes from context at least W tokens back, and the control can
+only understate it (a token late in its block keeps up to 2W - 1 tokens).
 
 A ``chunked`` window is a state reset every W tokens (``windowed``): token t sees the tokens of its
 own block of W only (0 to W - 1 before it), as chunked attention does. That is the 1x condition,

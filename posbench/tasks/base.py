@@ -84,6 +84,13 @@ class Task:
         b = self.batch(np.random.default_rng([seed, step]), batch_size, length, tokens, train=True)
         return b.x, b.y, b.answer
 
+    def validation_batch(self, tokens: np.ndarray, batch_size: int, length: int, seed: int,
+                         i: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """The trainer's ``i``-th fixed validation batch: a training batch (from the validation split) of
+        the task as it is evaluated; a task whose training examples change with the step (a curriculum)
+        validates on the examples it is trained towards."""
+        return self.training_batch(tokens, batch_size, length, seed, i)
+
     def loss(self, logits: torch.Tensor, y: torch.Tensor, scored: torch.Tensor | None) -> torch.Tensor:
         """The training objective (``loss``: the answers, or ``mixed``: plus every token)."""
         return token_loss(logits, y, scored, self.mixed_loss)

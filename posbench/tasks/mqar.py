@@ -106,6 +106,10 @@ class MQAR(Task):
         staged.training = True
         return Task.training_batch(staged, tokens, batch_size, length, seed, step)
 
+    def validation_batch(self, tokens, batch_size, length, seed, i):
+        # the task as evaluated: up to `pairs` pairs, the queries closing the window (no stage, no Zoology gaps)
+        return Task.training_batch(self, tokens, batch_size, length, seed, i)
+
     def chance(self, n) -> float:
         """The best accuracy without binding keys to values: 1/n (n distinct values, no answer in
         the input; ``no_binding_accuracy`` checks it by simulation)."""

@@ -71,4 +71,5 @@ class TrainingData:
     def validation_batches(self, tc) -> Iterator[Batch]:
         """The ``tc.val_batches`` fixed validation batches (the whole batch in every process)."""
         for i in range(tc.val_batches):
-            yield training_batch(self.val, tc.batch_size, self.length, VALIDATION_SEED, i, self.task)
+            yield (self.task or LanguageModelling()).validation_batch(self.val, tc.batch_size, self.length,
+                                                                      VALIDATION_SEED, i)

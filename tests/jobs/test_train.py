@@ -176,6 +176,9 @@ def test_a_sweep_of_two_seeds_a_configuration_says_so_before_it_trains(compose):
     two = [compose(f"encoding={e}", "model=tiny", f"seed={s}") for e in ("rope", "alibi") for s in (0, 1)]
     note = two_seeds_note(two)
     assert note.startswith("2 seeds per configuration (seeds 0, 1)") and "1 degree of freedom" in note
+    assert "(seed=0,1,2)" in note
+    later = [compose(f"encoding={e}", "model=tiny", f"seed={s}") for e in ("rope", "alibi") for s in (3, 4)]
+    assert "(seed=3,4,5)" in two_seeds_note(later)
     three = two + [compose(f"encoding={e}", "model=tiny", "seed=2") for e in ("rope", "alibi")]
     assert two_seeds_note(three) is None and two_seeds_note(two[:1]) is None
     assert two_seeds_note([compose("encoding=rope", "model=tiny", "seed=0"), compose("encoding=alibi", "model=tiny", "seed=0")]) is None

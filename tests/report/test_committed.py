@@ -280,10 +280,13 @@ def test_a_joined_report_s_key_tokens_replace_the_rows_of_its_runs(quick, tmp_pa
     other = retrained(tmp_path, 0.0)
     keys = pd.read_csv(QUICK / "key_tokens.csv")
     rope = keys[keys["variant"] == "rope"].assign(share=0.5)
-    rope.to_csv(other / "key_tokens.csv", index=False)
+    alibi = keys[keys["variant"] == "alibi"].assign(share=0.7, seeds=keys["seeds"] - 1)  # fewer seeds: not the cell's row
+    elsewhere = rope.assign(model="medium", share=0.9)  # a cell this report does not have: not added
+    pd.concat([rope, alibi, elsewhere]).to_csv(other / "key_tokens.csv", index=False)
     rebuild(quick, other)
     after = pd.read_csv(quick / "key_tokens.csv")
     assert (after.loc[after["variant"] == "rope", "share"] == 0.5).all() and len(after) == len(keys)
+    assert not (after["share"] == 0.7).any() and "medium" not in set(after["model"])
     others = after[after["variant"] != "rope"].reset_index(drop=True)
     pd.testing.assert_frame_equal(others, keys[keys["variant"] != "rope"].reset_index(drop=True), check_like=True)
-    assert "the curves of `rope` are from before their runs were re-scored" in (quick / "report.md").read_text()
+    assert "the curves of `rope` (small) are from before their runs were re-scored" in (quick / "report.md").read_text()

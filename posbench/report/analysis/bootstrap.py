@@ -401,18 +401,22 @@ def paired_change(before: Parts | None, after: Parts | None, doublings: float) -
     ia, ib = [before.seeds.index(s) for s in common], [after.seeds.index(s) for s in common]
     y = (after.y[ib] - before.y[ia]) / doublings
     reps = None if before.reps is None or after.reps is None else (after.reps[:, ib] - before.reps[:, ia]) / doublings
-    same_text = (before.docs is not None and after.docs is not None and before.docs.tokens.shape == after.docs.tokens.shape
-                 and np.array_equal(before.docs.tokens, after.docs.tokens))
+    both = before.docs is not None and after.docs is not None
+    same_text = both and before.docs.tokens.shape == after.docs.tokens.shape and np.array_equal(before.docs.tokens,
+                                                                                                 after.docs.tokens)
     docs = None
-    if same_text or reps is None:
+    if not both or same_text or reps is None:
         docs = Documents((after.docs.nats - before.docs.nats) / doublings, before.docs.tokens) if same_text else None
         e = estimate(y, reps, before.n_docs, docs)
     else:
         # scored on different texts (two lengths' segments, two corpora): the variance is the paired draws'
-        # (where the documents correspond, their errors correlate), its degrees of freedom those of both
-        # texts' terms, each from its own documents' tails (Satterthwaite), not one text's D - 1
+        # (where the documents correspond, their errors correlate); its degrees of freedom come from both texts'
+        # terms, each from its own documents' tails, not from one text's D - 1. Drawn independently (other
+        # documents), the two terms add (Satterthwaite); drawn together (the same documents, the same draws:
+        # panel_draws is seeded), the difference has no more degrees of freedom than the less certain text
         terms = [text_term(p.reps[:, idx], p.docs, p.n_docs, doublings) for p, idx in ((before, ia), (after, ib))]
-        e = seeds_and_text(y, float(reps.mean(1).var(ddof=1)), combined_df(terms))
+        df = min(d for _, d in terms) if before.n_docs == after.n_docs else combined_df(terms)
+        e = seeds_and_text(y, float(reps.mean(1).var(ddof=1)), df)
     if not np.isfinite(e.lo):
         return Change(math.exp(e.mean) if np.isfinite(e.mean) else math.nan, *(math.nan,) * 5, len(common))
     t90 = float(stats.t.ppf(0.95, e.df)) * e.se
@@ -441,12 +445,24 @@ def third_seed_range(parts: Parts, decided, span: float = 8.0, points: int = 801
         text_var, tdf = float(parts.reps.mean(1).var(ddof=1)), text_df(parts.docs, parts.n_docs)
     scale = max(abs(y[1] - y[0]), math.sqrt(text_var or 0.0), 1e-6)
     grid = y.mean() + np.linspace(-span, span, points) * scale
-    ok = []
-    for v in grid:
-        e = seeds_and_text(np.append(y, v), text_var, tdf)
-        if np.isfinite(e.lo) and decided(e.lo, e.hi):
-            ok.append(v)
-    return (float(min(ok)), float(max(ok))) if ok else None
+    ok = [bool(np.isfinite((e := seeds_and_text(np.append(y, v), text_var, tdf)).lo) and decided(e.lo, e.hi))
+          for v in grid]
+    if not any(ok):
+        return None
+    first, last = ok.index(True), len(ok) - 1 - ok[::-1].index(True)
+    # a range that reaches the grid's edge is open on that side (every value beyond it decides too)
+    return (-math.inf if first == 0 else float(grid[first]), math.inf if last == len(grid) - 1 else float(grid[last]))
+
+
+def range_words(lo: float, hi: float, digits: int = 2) -> str:
+    """A range of values in words, open where an end is infinite: "1.20 to 1.45", "at least 1.20"."""
+    if not np.isfinite(lo) and not np.isfinite(hi):
+        return "any value"
+    if not np.isfinite(hi):
+        return f"at least {lo:.{digits}f}"
+    if not np.isfinite(lo) or lo <= 0:
+        return f"at most {hi:.{digits}f}"
+    return f"{lo:.{digits}f} to {hi:.{digits}f}"
 
 
 def text_term(reps: np.ndarray, docs: Documents | None, n_docs: int, doublings: float = 1.0) -> tuple[float, float]:

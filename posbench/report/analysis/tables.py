@@ -330,8 +330,8 @@ def seeds_note(row_seeds, parts: bootstrap.Parts, word: str, mean: float, tolera
         found = bootstrap.third_seed_range(
             parts, lambda lo, hi: interval_verdict(math.exp(lo), math.exp(hi), math.nan, tolerance) == target)
         notes.append("2 seeds: the seed term's t has 1 degree of freedom (t = 12.7 at 95%); "
-                     + (f"a third seed reading {math.exp(found[0]):.2f} to {math.exp(found[1]):.2f} on equal context "
-                        f"would make it {target}" if found else f"no third seed alone would make it {target}"))
+                     + (f"a third seed reading {bootstrap.range_words(math.exp(found[0]), math.exp(found[1]))} on "
+                        f"equal context would make it {target}" if found else f"no third seed alone would make it {target}"))
     return "; ".join(notes)
 
 

@@ -24,7 +24,8 @@ seed s, at each multiple m past 1x,
 (exp(e) is the row's m/1x ratio over the reference's), with the same interval; the summary word
 ("extrapolates better", "extrapolates worse", "not separable") comes from that test only, and one
 shared seed resolves nothing. Two rows are compared only where the comparison means something:
-the same scored tokens, the same budget and at least one seed in common (``refusal``), else one line.
+the same scored tokens, the same budget and at least one seed in common (``refusal``): rows named with
+``--compare`` are refused in one line, rows that ``--baseline`` alone drew are left out and named.
 
 Which pairs: with ``--baseline B``, every named row (``--compare``), or else every unwindowed row,
 against B; with ``--compare`` alone, every named row after the first against the first.
@@ -101,14 +102,32 @@ def refusal(panel: pd.DataFrame, a: str, b: str) -> str | None:
     return None
 
 
-def check_pairs(evals: pd.DataFrame, request: Request) -> None:
-    """Every asked-for pair can be compared (``refusal``), else PosbenchError naming the first that cannot."""
+def panel_pairs(pg: pd.DataFrame, request: Request) -> list[tuple[str, str]]:
+    """The (row, reference) pairs of one panel's records: with ``--compare`` the rows named; with
+    ``--baseline`` alone every unwindowed row (an evaluation-time window is a control, as in the main
+    table's tests) against the baseline."""
+    windowed = set(pg.loc[pg["windowed"].fillna(False).astype(bool), "variant"]) if "windowed" in pg else set()
+    names = [n for n in pg["variant"].unique() if request.rows or n not in windowed or n == request.baseline]
+    return request.pairs(names)
+
+
+def refused_pairs(evals: pd.DataFrame, request: Request) -> list[tuple[tuple, str, str, str]]:
+    """(panel, row, reference, why) for every pair the request makes that cannot be compared (``refusal``)."""
+    out = []
     for panel, pg in completed(evals).groupby(PANEL_KEYS, sort=True):
-        names = list(pg["variant"].unique())
-        for a, b in request.pairs(names):
-            if why := refusal(pg, a, b):
-                flag = "--baseline" if request.baseline else "--compare"
-                raise PosbenchError(f"{flag}: cannot compare {a} with {b} ({', '.join(map(str, panel))}): {why}")
+        out += [(panel, a, b, why) for a, b in panel_pairs(pg, request) if (why := refusal(pg, a, b))]
+    return out
+
+
+def check_pairs(evals: pd.DataFrame, request: Request) -> None:
+    """Rows named with ``--compare`` that cannot be compared (``refusal``): PosbenchError naming the first.
+    With ``--baseline`` alone the rows were not named: a pair that cannot be compared is left out, and
+    the section says so (``refused_pairs``)."""
+    if not request.rows:
+        return
+    for panel, a, b, why in refused_pairs(evals, request):
+        flag = "--baseline" if request.baseline else "--compare"
+        raise PosbenchError(f"{flag}: cannot compare {a} with {b} ({', '.join(map(str, panel))}): {why}")
 
 
 def paired_differences(evals: pd.DataFrame, request: Request, token_sets: dict | None = None,
@@ -123,9 +142,7 @@ def paired_differences(evals: pd.DataFrame, request: Request, token_sets: dict |
     all_ms = multiples(evals)
     out = []
     for panel, pg in done.groupby(PANEL_KEYS, sort=True):
-        windowed = set(pg.loc[pg["windowed"].fillna(False).astype(bool), "variant"]) if "windowed" in pg else set()
-        names = [n for n in pg["variant"].unique() if request.rows or n not in windowed or n == request.baseline]
-        pairs = request.pairs(names)
+        pairs = [(a, b) for a, b in panel_pairs(pg, request) if refusal(pg, a, b) is None]
         if not pairs:
             continue
         doc_tokens, draws = bootstrap.panel_text(pg, token_sets or {}, replicates)
@@ -159,9 +176,7 @@ def extrapolation_tests(evals: pd.DataFrame, request: Request, token_sets: dict 
     all_ms = multiples(evals)
     out = []
     for panel, pg in done.groupby(PANEL_KEYS, sort=True):
-        windowed = set(pg.loc[pg["windowed"].fillna(False).astype(bool), "variant"]) if "windowed" in pg else set()
-        names = [n for n in pg["variant"].unique() if request.rows or n not in windowed or n == request.baseline]
-        pairs = [(a, b) for a, b in request.pairs(names) if refusal(pg, a, b) is None]
+        pairs = [(a, b) for a, b in panel_pairs(pg, request) if refusal(pg, a, b) is None]
         if not pairs or len(all_ms) < 2 or all_ms[0] != 1.0:
             continue
         doc_tokens, draws = bootstrap.panel_text(pg, token_sets or {}, replicates)
@@ -212,8 +227,11 @@ def _only(cell: bootstrap.CellReplicates, seeds: list) -> bootstrap.CellReplicat
 def _third_seed(pa: bootstrap.Parts, pb: bootstrap.Parts, change: bootstrap.Change) -> tuple[float, float] | None:
     """The range of a third seed's row-over-reference ratio of ratios that would separate the rows in
     the direction of the two seeds' mean (``bootstrap.third_seed_range``), on the ratio scale."""
+    docs = None  # the difference's per-document parts, whose tails set its text term's degrees of freedom
+    if pa.docs is not None and pb.docs is not None and np.array_equal(pa.docs.tokens, pb.docs.tokens):
+        docs = bootstrap.Documents(pa.docs.nats - pb.docs.nats, pa.docs.tokens)
     diff = bootstrap.Parts(pa.seeds, pa.y - pb.y, None if pa.reps is None or pb.reps is None else pa.reps - pb.reps,
-                           pa.n_docs, None)
+                           pa.n_docs, docs)
     below = change.factor < 1
     found = bootstrap.third_seed_range(diff, (lambda lo, hi: hi < 0) if below else (lambda lo, hi: lo > 0))
     return None if found is None else (math.exp(found[0]), math.exp(found[1]))

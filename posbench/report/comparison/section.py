@@ -8,7 +8,14 @@ import math
 
 import pandas as pd
 
-from posbench.report.comparison.frames import NOT_SEPARABLE, describe, extrapolation_tests, paired_differences
+from posbench.report.analysis.bootstrap import range_words
+from posbench.report.comparison.frames import (
+    NOT_SEPARABLE,
+    describe,
+    extrapolation_tests,
+    paired_differences,
+    refused_pairs,
+)
 from posbench.report.comparison.figure import plot_comparison
 from posbench.report.drawing.document import Bullets, Heading, Image, Para, Table
 from posbench.report.section import SECTIONS, Output, Section
@@ -41,7 +48,10 @@ class Comparison(Section):
         out.csv(EXTRAPOLATION.name, tests)
         out.figure(FIGURE.name, plot_comparison, frame)
         over = " and ".join(sorted(set(frame["interval"])))
-        return [Heading("Comparison"), *extrapolation_blocks(tests, ctx.multiple),
+        left = refused_pairs(ctx.evals, ctx.options.comparison)
+        left_out = [Para("Left out (they cannot be compared): " + "; ".join(
+            f"`{a}` against `{b}` ({', '.join(map(str, panel))}): {why}" for panel, a, b, why in left) + ".")] if left else []
+        return [Heading("Comparison"), *extrapolation_blocks(tests, ctx.multiple), *left_out,
                 Para(f"The rows asked for, against their reference ({describe(frame)}): at each evaluation length, the "
                      "difference of log-perplexity (row minus reference, nats per token; below 0 the row is better), "
                      "paired by seed id and averaged over the seeds both rows have, with its 95% interval over "
@@ -93,6 +103,7 @@ def extrapolation_item(r: pd.Series, m: float) -> str:
     if r["seeds"] == 2 and r["word"] == NOT_SEPARABLE:
         s += ("; with 2 seeds the seed term has 1 degree of freedom (t = 12.7 for a 95% interval), so only a large, "
               "consistent difference separates; ")
-        s += (f"a third seed would separate them if its ratio of ratios lay in [{r['third_lo']:.3f}, {r['third_hi']:.3f}]"
-              if math.isfinite(r["third_lo"]) else "no third seed alone would separate them")
+        found = not (pd.isna(r["third_lo"]) and pd.isna(r["third_hi"]))
+        s += (f"a third seed would separate them if its ratio of ratios were "
+              f"{range_words(r['third_lo'], r['third_hi'], 3)}" if found else "no third seed alone would separate them")
     return s + "."

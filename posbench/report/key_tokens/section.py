@@ -115,17 +115,24 @@ def committed_table(path) -> pd.DataFrame:
 def joined_rows(keys: pd.DataFrame, joins) -> tuple[pd.DataFrame, list[str]]:
     """A rebuilt report's key-token table with the rows of each joined folder's own key_tokens.csv in
     place of its (a report of some of the same runs retrained or re-scored later: its records replaced
-    this report's, so its key tokens must too); and the rows replaced."""
+    this report's, so its key tokens must too), and the cells replaced ("`variant` (model)"). A row is
+    taken only for a cell this report has, resting on as many seeds as this report's row (every run of
+    the cell re-scored): a joined folder that re-scored some seeds of a cell cannot give the cell's row."""
     match = [*CELL_KEYS, "multiple"]
     replaced = []
     for join in joins:
         path = Path(join.folder) / TABLE.name
         if not path.is_file():
             continue
-        newer = committed_table(path)
-        hit = keys.set_index(match).index.isin(newer.set_index(match).index)
-        replaced += sorted(set(keys.loc[hit, "variant"]))
-        keys = pd.concat([keys[~hit], newer[[c for c in keys.columns if c in newer.columns]]], ignore_index=True)
+        newer = committed_table(path).set_index(match)
+        mine = keys.set_index(match)
+        take = newer.index.intersection(mine.index)
+        take = take[(newer.loc[take, "seeds"].to_numpy() == mine.loc[take, "seeds"].to_numpy())]
+        if take.empty:
+            continue
+        mine = pd.concat([mine.drop(index=take), newer.loc[take, [c for c in mine.columns if c in newer.columns]]])
+        keys = mine.reset_index()
+        replaced += sorted({f"`{v}` ({m})" for v, m in zip(take.get_level_values("variant"), take.get_level_values("model"))})
     return keys.sort_values(match, kind="stable").reset_index(drop=True), sorted(set(replaced))
 
 
@@ -176,7 +183,7 @@ class KeyTokens(Section):
             out.figure(FIGURE.name, plot_window_curves, curves)
         elif figure is not None and figure.is_file():  # the committed report's, copied where it is written elsewhere
             description += " (the committed report's figure, not redrawn"
-            description += (f"; the curves of {', '.join(f'`{v}`' for v in replaced)} are from before their runs were "
+            description += (f"; the curves of {', '.join(replaced)} are from before their runs were "
                             "re-scored: their folders' own window_curves.png have the new ones)" if replaced else ")")
             out.figure(FIGURE.name, lambda path: keep_figure(figure, path), description=description)
         else:

@@ -328,6 +328,12 @@ def test_a_change_between_two_texts_takes_the_degrees_of_freedom_of_both_texts_t
     assert math.log(ch.hi) == pytest.approx(e.hi) and ch.p == pytest.approx(2 * stats.t.sf(abs(e.mean) / e.se, e.df))
     one_text = bootstrap.seeds_and_text(y, var, D - 1)  # what a single text's D - 1 would have said
     assert ch.p > 2 * stats.t.sf(abs(one_text.mean) / one_text.se, one_text.df)
+    # the same number of documents (the same draws): the difference has the less certain text's df, not their sum
+    same_d = parts(heavy_tokens[:D], heavy_effect[:D], 1.02)
+    terms = [bootstrap.text_term(p.reps, p.docs, p.n_docs) for p in (before, same_d)]
+    e = bootstrap.seeds_and_text(same_d.y - before.y, float((same_d.reps - before.reps).mean(1).var(ddof=1)),
+                                 min(d for _, d in terms))
+    assert math.log(bootstrap.paired_change(before, same_d, 1.0).hi) == pytest.approx(e.hi)
 
 
 def test_the_equivalence_test_reads_the_90_percent_interval_not_the_95():

@@ -19,6 +19,7 @@ from posbench.report.comparison.frames import (
     check_pairs,
     extrapolation_tests,
     paired_differences,
+    refused_pairs,
 )
 from posbench.report.comparison.section import extrapolation_blocks
 from posbench.report.drawing.document import render
@@ -67,14 +68,55 @@ def test_the_summary_reads_the_word_of_the_extrapolation_test_and_its_seeds(tmp_
     assert "ahead" not in md
 
 
+def two_seed_records(ratios_a, ratios_b):
+    """Records of rows a (``ratios_a``: each seed's 16x/1x) and alibi (``ratios_b``) at 1x 5.0."""
+    out = []
+    for variant, ratios in (("a", ratios_a), ("alibi", ratios_b)):
+        for seed, r in enumerate(ratios):
+            for mult, ppl in ((1.0, 5.0), (16.0, 5.0 * r)):
+                out.append(dict(run_id=f"{variant}_s{seed}", encoding=variant, variant=variant, model="small",
+                                train_len=64, seed=seed, status="completed", protocol="nonoverlapping",
+                                length=int(64 * mult), multiple=mult, ppl=ppl, token_set="t", windowed=False))
+    return pd.DataFrame(out)
+
+
 def test_two_seeds_say_that_t_has_one_degree_of_freedom_and_what_a_third_would_need_to_show(tmp_path):
-    evals = rows({"alibi": (5.0, 5.1, 0), "rope": (5.0, 5.1 * 1.15, 3)}, seeds=2)
+    """Both seeds extrapolate worse than alibi (x1.25 and x1.15) but 2 seeds leave it unresolved; the
+    range given for a third seed is one where three seeds would say "worse", and its middle does."""
+    evals = two_seed_records([1.25, 1.15], [1.0, 1.0])
     test = extrapolation_tests(evals, Request(baseline="alibi")).iloc[0]
-    assert test["seeds"] == 2 and test["factor"] > 1
-    if test["word"] == NOT_SEPARABLE:  # resolved or not, the note is there exactly when it is not
-        assert 1 < test["third_lo"] <= test["third_hi"]
+    assert test["seeds"] == 2 and test["word"] == NOT_SEPARABLE and test["factor"] > 1
+    assert 1 < test["third_lo"] < test["factor"] < test["third_hi"]
+    third = math.sqrt(test["third_lo"] * test["third_hi"])
+    three = two_seed_records([1.25, 1.15, third], [1.0, 1.0, 1.0])
+    assert extrapolation_tests(three, Request(baseline="alibi")).iloc[0]["word"] == WORSE
     md, _ = render(extrapolation_blocks(pd.DataFrame([test]), 16.0), tmp_path, "t")
-    assert ("1 degree of freedom" in md) == (test["word"] == NOT_SEPARABLE)
+    assert "1 degree of freedom" in md and "a third seed would separate them if its ratio of ratios were" in md
+
+
+def test_with_per_document_losses_the_test_carries_the_text():
+    """Records with per-document losses: the interval adds the text's variance (wider than the seeds'
+    alone), and a row lower at every length is still not separable in extrapolation."""
+    rng = np.random.default_rng(0)
+    tokens = rng.integers(50, 150, 40)
+    hard = rng.normal(0, 0.3, 40)
+    longer = rng.normal(0, 0.05, 40)
+    out = []
+    for variant, shift in (("alibi", 0.0), ("mine", -0.03)):
+        for seed in range(3):
+            s_shift = rng.normal(0, 0.01)
+            for mult, extra in ((1.0, 0.0), (16.0, 0.02)):
+                nats = (1.6 + shift + s_shift + extra + hard + (mult > 1) * longer) * tokens
+                mean = nats.sum() / tokens.sum()
+                out.append(dict(run_id=f"{variant}{seed}", encoding=variant, variant=variant, model="m", train_len=8,
+                                seed=seed, status="completed", protocol="nonoverlapping", length=int(8 * mult),
+                                multiple=mult, ppl=math.exp(mean), token_set="t", doc_nats=nats.tolist(), windowed=False))
+    evals, sets = pd.DataFrame(out), {"t": {"doc_tokens": tokens.tolist()}}
+    with_text = extrapolation_tests(evals, Request(("alibi", "mine")), sets, replicates=400).iloc[0]
+    seeds_only = extrapolation_tests(evals.drop(columns="doc_nats"), Request(("alibi", "mine"))).iloc[0]
+    assert with_text["factor"] == pytest.approx(seeds_only["factor"], rel=1e-9)
+    assert with_text["hi"] - with_text["lo"] > seeds_only["hi"] - seeds_only["lo"]
+    assert with_text["word"] == NOT_SEPARABLE
 
 
 def test_a_third_seed_in_the_range_given_would_separate_the_rows_and_one_outside_would_not():
@@ -103,8 +145,22 @@ def test_a_row_seen_on_fewer_seeds_says_which_seeds_its_test_uses(tmp_path):
     (lambda e: e.assign(token_set=np.where(e["variant"] == "mine", "bpe", "t")), "scored on other tokens at 1x"),
 ])
 def test_a_comparison_that_means_nothing_is_refused_in_one_line(change, message):
+    """Named with --compare: refused in one line. Drawn by --baseline alone (every row against it): left
+    out of the comparison and named with the reason, so one such row cannot stop the whole report."""
     evals = change(rows({"alibi": (5.0, 5.1, 0), "mine": (4.9, 5.0, 1)}))
     with pytest.raises(PosbenchError, match=message) as e:
-        check_pairs(evals, Request(baseline="alibi"))
-    assert "\n" not in str(e.value) and str(e.value).startswith("--baseline: cannot compare mine with alibi")
-    check_pairs(rows({"alibi": (5.0, 5.1, 0), "mine": (4.9, 5.0, 1)}), Request(baseline="alibi"))  # no refusal
+        check_pairs(evals, Request(("alibi", "mine")))
+    assert "\n" not in str(e.value) and str(e.value).startswith("--compare: cannot compare mine with alibi")
+    check_pairs(evals, Request(baseline="alibi"))  # not named: no refusal
+    assert [(a, b) for _, a, b, why in refused_pairs(evals, Request(baseline="alibi")) if message in why] == \
+        [("mine", "alibi")]
+    assert extrapolation_tests(evals, Request(baseline="alibi")).empty and paired_differences(evals, Request(baseline="alibi")).empty
+    check_pairs(rows({"alibi": (5.0, 5.1, 0), "mine": (4.9, 5.0, 1)}), Request(("alibi", "mine")))  # no refusal
+
+
+def test_two_seeds_too_far_apart_say_that_no_third_seed_alone_would_separate_them(tmp_path):
+    evals = two_seed_records([1.30, 1.10], [1.0, 1.0])  # a third seed anywhere leaves t(2) too wide
+    test = extrapolation_tests(evals, Request(baseline="alibi")).iloc[0]
+    assert test["word"] == NOT_SEPARABLE and math.isnan(test["third_lo"]) and math.isnan(test["third_hi"])
+    md, _ = render(extrapolation_blocks(pd.DataFrame([test]), 16.0), tmp_path, "t")
+    assert "no third seed alone would separate them" in md
