@@ -102,11 +102,20 @@ def mixers_label(model: Mapping[str, Any]) -> str:
     return "-".join(f"{safe_name(m)}{n}" for m, n in runs)
 
 
+# task settings added after runs were made, at the value those runs had: left out of the id
+OLD_TASK_BEHAVIOUR = {
+    "*": {"loss": "answer"},  # every task run trained before ``task.loss`` existed
+    # MQAR's levers: the generator every earlier MQAR run trained on
+    "mqar": {"alphabet": 64, "train_queries": "end", "power_a": 0.01, "curriculum": [], "stage_steps": 1000},
+}
+
+
 def task_settings(settings: dict) -> dict:
-    """A task's settings as run ids and evaluation example sets name them: ``loss: answer`` (how
-    every task run trained before ``task.loss`` existed) is left out, so that those runs keep their
-    ids and their records their example set."""
-    return {k: v for k, v in settings.items() if (k, v) != ("loss", "answer")}
+    """A task's settings as run ids and evaluation example sets name them: a setting added later
+    (OLD_TASK_BEHAVIOUR, e.g. ``loss: answer``) is left out at the value every run before it had, so
+    that those runs keep their ids and their records their example set."""
+    old = {**OLD_TASK_BEHAVIOUR["*"], **OLD_TASK_BEHAVIOUR.get(settings.get("name"), {})}
+    return {k: v for k, v in settings.items() if k not in old or list_or_dict(v) != old[k]}
 
 
 def run_id(cfg: Mapping[str, Any]) -> str:
