@@ -119,21 +119,28 @@ def with_records(evals: pd.DataFrame, extra: pd.DataFrame, name: str) -> tuple[p
     shared records differ. Refused where they differ by more than REPRODUCED, or share none."""
     extra = extra[extra["run_id"].isin(set(evals["run_id"]))]
     both = evals.merge(extra[RECORD_KEYS + ["ppl"]], on=RECORD_KEYS, suffixes=("", "_extra"))
-    if both.empty:
-        raise PosbenchError(f"{name} shares no record with this report, so nothing shows that its runs are the same; "
-                            "give the folder of a report made from the same runs")
-    diff = (both["ppl_extra"] / both["ppl"] - 1).abs()
+    # the weights are shown the same by the full passes; an evaluation-time control (a windowed row) may
+    # have been scored anew under a corrected definition, and is taken, with its change stated, not checked
+    control = both["windowed"].fillna(False).astype(bool) if "windowed" in both else pd.Series(False, index=both.index)
+    plain = both[~control]
+    if plain.empty:
+        raise PosbenchError(f"{name} shares no record of a full pass with this report, so nothing shows that its runs "
+                            "are the same; give the folder of a report made from the same runs")
+    diff = (plain["ppl_extra"] / plain["ppl"] - 1).abs()
     if not diff.max() <= REPRODUCED:
         raise PosbenchError(f"{name} does not reproduce this report's records (largest relative perplexity difference "
                             f"{diff.max():.2e} > {REPRODUCED:g}): its runs are not the same")
-    worst = diff.groupby(both["encoding"]).max()
+    worst = diff.groupby(plain["encoding"]).max()
+    changed = both[control]
+    moved = (changed["ppl_extra"] / changed["ppl"] - 1).abs()
+    rescored = {str(v): float(d) for v, d in moved.groupby(changed["variant"]).max().items() if d > REPRODUCED}
     # a run's records on a protocol come from one folder: the panels (and the pairs of a row with its
     # control) are per protocol, so the report's other protocols of that run may stay
     taken = set(zip(extra["run_id"], extra["protocol"]))
     kept = [(r, p) not in taken for r, p in zip(evals["run_id"], evals["protocol"])]
     merged = pd.concat([evals[kept], extra], ignore_index=True)
     join = Join(name, int(extra["run_id"].nunique()), tuple(sorted(extra["protocol"].unique())), len(extra),
-                len(extra) - len(both), {str(e): float(d) for e, d in worst.items()})
+                len(extra) - len(both), {str(e): float(d) for e, d in worst.items()}, rescored)
     return merged, join
 
 

@@ -53,13 +53,20 @@ class Join:
     records: int
     added: int
     differences: dict[str, float]
+    # evaluation-time controls (windowed rows) both hold that the joined folder scored anew, e.g. under a
+    # corrected window control: {variant: largest relative perplexity difference}; not part of the check
+    rescored: dict[str, float] = field(default_factory=dict)
 
     def line(self) -> str:
         """The report's sentence on it (the introduction's account of a rebuild)."""
-        return (f"`{self.folder}`: every record of its {self.runs} runs on {', '.join(self.protocols)} windows "
+        text = (f"`{self.folder}`: every record of its {self.runs} runs on {', '.join(self.protocols)} windows "
                 f"({self.records} records, {self.added} of rows this report lacked); its records of rows both hold "
                 "differ from this report's by at most "
                 + ", ".join(f"{d:.1e} ({e})" for e, d in self.differences.items()) + " in relative perplexity")
+        if self.rescored:
+            text += ("; its window controls were scored anew and replace this report's (largest change "
+                     + ", ".join(f"{d:.1e} ({v})" for v, d in self.rescored.items()) + ")")
+        return text
 
 
 @dataclass(frozen=True)
@@ -139,7 +146,8 @@ def read_manifest(folder: Path) -> Manifest:
                                      columns=[_text(c, "environment") for c in _list(env["columns"], "environment")]),
             joins=[Join(str(j["folder"]), int(j["runs"]), tuple(str(p) for p in _list(j["protocols"], "joins")),
                         int(j["records"]), int(j["added"]),
-                        {str(e): float(d) for e, d in _mapping(j["differences"], "joins").items()})
+                        {str(e): float(d) for e, d in _mapping(j["differences"], "joins").items()},
+                        {str(v): float(d) for v, d in _mapping(j.get("rescored", {}), "joins").items()})
                    for j in _list(data["joins"], "joins")],
             not_applicable=[_text(n, "not_applicable") for n in _list(data["not_applicable"], "not_applicable")],
             scored_text={str(name): _scored(info) for name, info in _mapping(data["scored_text"], "scored_text").items()})

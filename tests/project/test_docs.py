@@ -156,3 +156,15 @@ def test_docs_report_md_describes_every_file_a_report_section_writes():
                  for name in re.findall(r"`([^`]+)`", line.split("|")[1])}
     declared = {f.name for name in SECTIONS.builtins() for f in SECTIONS.get(name).files}
     assert declared - described == set(), "files a section writes that docs/report.md's tables do not list"
+
+
+def test_the_readme_answers_first_and_fits_on_a_few_screens():
+    """README is the front page: at most 15 KB (the sentences behind its tables live in results/README.md),
+    the install and first-run commands within its first 40 lines, and no table cell longer than a short
+    answer (a verdict word and its numbers)."""
+    text = README.read_text()
+    assert len(text.encode()) <= 15_000, len(text.encode())
+    first = next(i for i, line in enumerate(text.splitlines(), 1) if line.startswith("bash scripts/setup.sh"))
+    assert first < 40
+    cells = [c.strip() for line in text.splitlines() if line.startswith("|") for c in line.strip("|").split("|")]
+    assert max(len(c) for c in cells) <= 60, max(cells, key=len)

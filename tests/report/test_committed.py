@@ -290,3 +290,26 @@ def test_a_joined_report_s_key_tokens_replace_the_rows_of_its_runs(quick, tmp_pa
     others = after[after["variant"] != "rope"].reset_index(drop=True)
     pd.testing.assert_frame_equal(others, keys[keys["variant"] != "rope"].reset_index(drop=True), check_like=True)
     assert "the curves of `rope` (small) are from before their runs were re-scored" in (quick / "report.md").read_text()
+
+
+def test_window_controls_scored_anew_replace_the_report_s_and_say_so(quick, tmp_path):
+    """The same runs with their window controls scored under a corrected definition: the full passes
+    show the weights are the same (checked), the controls are taken with their change stated; a
+    join whose full passes differ is still refused."""
+    other = tmp_path / "rescored"
+    other.mkdir()
+    evals = pd.read_csv(QUICK / "evaluations.csv")
+    control = evals["variant"].str.endswith("+swaL")
+    evals.loc[control, "ppl"] *= 1.05
+    evals.to_csv(other / "evaluations.csv", index=False)
+    rebuild(quick, other)
+    text = (quick / "report.md").read_text()
+    assert "its window controls were scored anew and replace this report's (largest change 5.0e-02" in text
+    joins = json.loads((quick / "manifest.json").read_text())["joins"]
+    assert joins[0]["rescored"] and all(v.endswith("+swaL") for v in joins[0]["rescored"])
+    table = pd.read_csv(quick / "table.csv").set_index(["protocol", "variant"])
+    before = pd.read_csv(QUICK / "table.csv").set_index(["protocol", "variant"])
+    row = ("nonoverlapping", "alibi+swaL")
+    assert table.loc[row, "16x"] == pytest.approx(before.loc[row, "16x"] * 1.05, rel=1e-6)
+    rebuild(quick)  # the manifest keeps the join: rebuilding again changes nothing
+    assert (quick / "report.md").read_text() == text
