@@ -217,6 +217,13 @@ def parse_command_line(argv: list[str], program: str) -> tuple[argparse.Namespac
 
     parser.error = error  # argparse prints the usage and exits; one line instead
     args = parser.parse_intermixed_args(argv)
+    # Hydra runs one mode at a time and says so in a traceback: one line naming the flags given instead
+    modes = [flag for flag, given in (("-m", args.multirun), ("--cfg", args.cfg), ("--info", args.info),
+                                      ("--shell-completion", args.shell_completion)) if given]
+    if len(modes) > 1:
+        hint = (" (--cfg job prints one job's config: leave out -m and give one value per key)"
+                if "-m" in modes and "--cfg" in modes else "")
+        raise PosbenchError(f"{' and '.join(modes)} cannot be combined: give one of them{hint}")
     pending = Counter(args.overrides)
     flags = []
     for arg in argv:

@@ -36,6 +36,9 @@ def here(tmp_path, cache_dir, monkeypatch):
     ("train", ["encoding=ALiBi"], "unknown encoding 'ALiBi' (did you mean alibi?); valid: "),
     ("train", ["model=tny"], "unknown model 'tny' (did you mean tiny?); valid: base, medium, small, small_canon, small_gdn, small_hybrid, small_mamba2, tiny"),
     ("train", ["encoding=zzz"], "unknown encoding 'zzz'; valid: alibi, "),
+    # Hydra runs one mode at a time (its own message is a traceback)
+    ("train", ["-m", "encoding=rope,alibi", "--cfg", "job"],
+     "-m and --cfg cannot be combined: give one of them (--cfg job prints one job's config"),
 ])
 def test_errors_keep_the_fix_in_their_one_line(entry, here, program, argv, expected):
     code, err = entry(program, *argv)
