@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import torch
+import yaml
 
 from posbench import __version__
 from posbench.core.device import describe, resolve_device
@@ -42,8 +43,10 @@ from posbench.spec import RunSpec, check_variant_rows
 from posbench.store.lock import lock_holder, run_lock
 from posbench.store.resume import clear_resume
 from posbench.store.rundir import (
+    CONFIG,
     load_checkpoint,
     new_metrics,
+    read_history,
     read_metrics,
     save_checkpoint,
     write_config,
@@ -219,8 +222,38 @@ def _settled(spec: RunSpec, rid: str, run_dir: Path) -> bool:
         return False
     if not spec.evaluate_after_training or not _missing_evaluations(spec, m):
         log.info("skipping %s: already complete", rid)
+        log_finished(spec, rid, run_dir, m)
         return True
     return False
+
+
+def log_finished(spec: RunSpec, rid: str, run_dir: Path, metrics: dict) -> None:
+    """A complete run met again under a tracker (``logger=wandb``): what it recorded goes to the tracker
+    (its training curve from history.json, its final losses, its evaluation records), so that a run
+    trained before tracking was asked for is logged rather than skipped in silence."""
+    if spec.logger.name == "none":
+        return
+    try:
+        history = read_history(run_dir)
+    except ValueError as e:
+        log.warning("logger=%s: %s not logged: %s", spec.logger.name, rid, e)
+        return
+    config = yaml.safe_load((run_dir / CONFIG).read_text()) if (run_dir / CONFIG).exists() else {}
+    tracker = make_tracker(spec.logger, rid, run_dir, config or {})
+    try:
+        for row in [] if history is None else history.to_dict("records"):
+            step = int(row.pop("step"))
+            tracker.log({f"train/{k}": v for k, v in row.items() if v == v}, step=step)  # NaN: not recorded
+        tracker.log({k: metrics[k] for k in ("final_train_loss", "final_val_loss") if metrics.get(k) is not None})
+        if metrics.get("evaluations"):
+            tracker.log_evaluation(metrics["evaluations"])
+        if metrics.get("task_evaluations"):
+            tracker.log_task_evaluation(metrics["task_evaluations"])
+    finally:
+        tracker.finish()
+    log.info("logger=%s: logged the finished run %s (%d training points, %d evaluation records)", spec.logger.name,
+             rid, 0 if history is None else len(history),
+             len(metrics.get("evaluations") or []) + len(metrics.get("task_evaluations") or []))
 
 
 def _missing_evaluations(spec: RunSpec, metrics: dict) -> bool:

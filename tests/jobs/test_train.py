@@ -182,3 +182,33 @@ def test_a_sweep_of_two_seeds_a_configuration_says_so_before_it_trains(compose):
     three = two + [compose(f"encoding={e}", "model=tiny", "seed=2") for e in ("rope", "alibi")]
     assert two_seeds_note(three) is None and two_seeds_note(two[:1]) is None
     assert two_seeds_note([compose("encoding=rope", "model=tiny", "seed=0"), compose("encoding=alibi", "model=tiny", "seed=0")]) is None
+
+
+def test_a_finished_run_met_again_under_a_tracker_is_logged_not_skipped_in_silence(compose, tmp_path, text_corpus,
+                                                                                   monkeypatch, caplog):
+    """``logger=wandb`` on a run that is already complete: its training curve, final losses and records
+    go to the tracker (a recording stand-in here), and the log says so."""
+    import posbench.jobs.train as train
+    from posbench.core.tracking import Tracker
+
+    seen = []
+
+    class Recording(Tracker):
+        def log(self, metrics, step=None):
+            seen.append(("log", step, metrics))
+
+        def log_evaluation(self, records):
+            seen.append(("eval", None, records))
+
+        def finish(self):
+            seen.append(("finish", None, None))
+
+    run_dir = run(compose("encoding=alibi", *BASE, f"data.path={text_corpus}", f"runs_dir={tmp_path}"))
+    monkeypatch.setattr(train, "make_tracker", lambda *a, **k: Recording())
+    with caplog.at_level(logging.INFO, logger="posbench"):
+        run(compose("encoding=alibi", *BASE, f"data.path={text_corpus}", f"runs_dir={tmp_path}", "logger=wandb"))
+    metrics = read_metrics(run_dir)
+    steps = [s for kind, s, _ in seen if kind == "log" and s is not None]
+    assert steps and steps == sorted(steps)  # the training curve, in order
+    assert ("eval", None, metrics["evaluations"]) in seen and seen[-1][0] == "finish"
+    assert any("logged the finished run" in r.getMessage() for r in caplog.records)
