@@ -78,9 +78,11 @@ def smoke_settings() -> dict[str, Any]:
 
 
 def is_smoke(config: DictConfig | None) -> bool:
-    """Whether a run's config is ``train=smoke``'s: every setting the preset makes, as it makes it."""
+    """Whether a run's config is ``train=smoke``'s: every setting the preset makes, as it makes it. A
+    branch of a budgets job (``train.budgets``) is a budget, whatever the preset: never a smoke run (the
+    branch whose budget equals smoke's steps would otherwise drop out of its own study)."""
     train = None if config is None else OmegaConf.select(config, "train", default=None)
-    if train is None:
+    if train is None or OmegaConf.select(train, "budgets", default=None):
         return False
     return all(OmegaConf.select(train, k, default=_ABSENT) == v for k, v in smoke_settings().items())
 

@@ -27,6 +27,9 @@ def test_a_smoke_run_is_one_with_every_setting_the_smoke_preset_makes():
     assert is_smoke(smoke)
     real = OmegaConf.create({"train": {**smoke_settings(), "steps": 600}})
     assert not is_smoke(real) and not is_smoke(None)
+    # the branch of a budgets job under train=smoke whose budget is smoke's steps: a budget, not a smoke run
+    branch = OmegaConf.create({"train": {**smoke_settings(), "budgets": [10, smoke_settings()["steps"]]}})
+    assert not is_smoke(branch)
 
 
 def test_a_folder_is_never_named_by_an_absolute_path(tmp_path):
