@@ -25,7 +25,9 @@ def rows(runs_dir: Path) -> list[dict]:
         cfg = yaml.safe_load((metrics.parent / "config.yaml").read_text())
         task = cfg["task"]
         acc = {e["multiple"]: e["token_accuracy"] for e in m.get("task_evaluations", [])}
-        out.append({"model": cfg["model"]["name"], "encoding": cfg["encoding"]["name"], "seed": cfg["seed"],
+        shape = cfg["model"]
+        out.append({"model": f"{shape['name']} (d{shape.get('d_model')}, {shape.get('n_layers')}L, {shape.get('n_heads')}h)",
+                    "encoding": cfg["encoding"]["name"], "seed": cfg["seed"],
                     **{k: task.get(k) for k in LEVERS}, "steps": m["train_steps"], "lr": (cfg.get("train") or {}).get("lr"),
                     "val_loss": m["final_val_loss"],
                     "acc": acc, "train_s": m["train_wall_s"]})
@@ -41,10 +43,17 @@ def markdown(table: list[dict]) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in table:
         cells = [r["model"], r["encoding"], str(r["seed"]), *(str(r[k] if r[k] not in ([], None) else "-") for k in LEVERS),
-                 str(r["steps"]), f"{r['lr']:g}" if r["lr"] is not None else "-", f"{r['val_loss']:.3f}", *(f"{r['acc'][m]:.3f}" if m in r["acc"] else "n/e" for m in multiples),
+                 str(r["steps"]), f"{r['lr']:g}" if r["lr"] is not None else "-", f"{r['val_loss']:.3f}", *(_acc(r["acc"], m) for m in multiples),
                  f"{r['train_s']:.0f}"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _acc(acc: dict, multiple: float) -> str:
+    """A cell's token accuracy; n/e where the run has no record there, n/d where its encoding is not defined."""
+    if multiple not in acc:
+        return "n/e"
+    return "n/d" if acc[multiple] is None else f"{acc[multiple]:.3f}"
 
 
 def main(argv: list[str]) -> int:
