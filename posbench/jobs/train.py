@@ -19,7 +19,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import torch
-import yaml
 
 from posbench import __version__
 from posbench.core.device import describe, resolve_device
@@ -43,11 +42,11 @@ from posbench.spec import RunSpec, check_variant_rows
 from posbench.store.lock import lock_holder, run_lock
 from posbench.store.resume import clear_resume
 from posbench.store.rundir import (
-    CONFIG,
     load_checkpoint,
     new_metrics,
     read_history,
     read_metrics,
+    read_run_config,
     save_checkpoint,
     write_config,
     write_corpus,
@@ -234,12 +233,11 @@ def log_finished(spec: RunSpec, rid: str, run_dir: Path, metrics: dict) -> None:
     if spec.logger.name == "none":
         return
     try:
-        history = read_history(run_dir)
+        history, config = read_history(run_dir), read_run_config(run_dir)
     except ValueError as e:
         log.warning("logger=%s: %s not logged: %s", spec.logger.name, rid, e)
         return
-    config = yaml.safe_load((run_dir / CONFIG).read_text()) if (run_dir / CONFIG).exists() else {}
-    tracker = make_tracker(spec.logger, rid, run_dir, config or {})
+    tracker = make_tracker(spec.logger, rid, run_dir, config)
     try:
         for row in [] if history is None else history.to_dict("records"):
             step = int(row.pop("step"))

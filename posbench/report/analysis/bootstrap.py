@@ -442,7 +442,7 @@ def third_seed_range(parts: Parts, decided, span: float = 8.0, points: int = 801
         return None
     text_var, tdf = None, 0.0
     if parts.reps is not None and np.isfinite(parts.reps).all():
-        text_var, tdf = float(parts.reps.mean(1).var(ddof=1)), text_df(parts.docs, parts.n_docs)
+        text_var, tdf = text_term(parts.reps, parts.docs, parts.n_docs)
     scale = max(abs(y[1] - y[0]), math.sqrt(text_var or 0.0), 1e-6)
     grid = y.mean() + np.linspace(-span, span, points) * scale
     ok = [bool(np.isfinite((e := seeds_and_text(np.append(y, v), text_var, tdf)).lo) and decided(e.lo, e.hi))

@@ -130,6 +130,14 @@ def check_pairs(evals: pd.DataFrame, request: Request) -> None:
         raise PosbenchError(f"{flag}: cannot compare {a} with {b} ({', '.join(map(str, panel))}): {why}")
 
 
+def pair_cells(pg: pd.DataFrame, pairs, ms: list[float], token_sets: dict | None, replicates: int) -> dict:
+    """Each row of ``pairs`` in one panel as the report's cell (every seed, every multiple of ``ms``), on the
+    panel's shared document draws."""
+    doc_tokens, draws = bootstrap.panel_text(pg, token_sets or {}, replicates)
+    return {name: bootstrap.cell_replicates(pg[pg["variant"] == name], ms, doc_tokens, draws)
+            for name in {n for pair in pairs for n in pair}}
+
+
 def paired_differences(evals: pd.DataFrame, request: Request, token_sets: dict | None = None,
                        replicates: int = bootstrap.REPLICATES) -> pd.DataFrame:
     """One row per (panel, row a, reference b, multiple): ``diff`` = mean over shared seeds of
@@ -145,9 +153,7 @@ def paired_differences(evals: pd.DataFrame, request: Request, token_sets: dict |
         pairs = [(a, b) for a, b in panel_pairs(pg, request) if refusal(pg, a, b) is None]
         if not pairs:
             continue
-        doc_tokens, draws = bootstrap.panel_text(pg, token_sets or {}, replicates)
-        cells = {name: bootstrap.cell_replicates(pg[pg["variant"] == name], all_ms, doc_tokens, draws)
-                 for name in {n for pair in pairs for n in pair}}
+        cells = pair_cells(pg, pairs, all_ms, token_sets, replicates)
         for a, b in pairs:
             for k, m in enumerate(all_ms):
                 ratio, lo, hi = bootstrap.pair_ratio_stats(cells[a], cells[b], k)
@@ -179,9 +185,7 @@ def extrapolation_tests(evals: pd.DataFrame, request: Request, token_sets: dict 
         pairs = [(a, b) for a, b in panel_pairs(pg, request) if refusal(pg, a, b) is None]
         if not pairs or len(all_ms) < 2 or all_ms[0] != 1.0:
             continue
-        doc_tokens, draws = bootstrap.panel_text(pg, token_sets or {}, replicates)
-        cells = {name: bootstrap.cell_replicates(pg[pg["variant"] == name], all_ms, doc_tokens, draws)
-                 for name in {n for pair in pairs for n in pair}}
+        cells = pair_cells(pg, pairs, all_ms, token_sets, replicates)
         for a, b in pairs:
             for k, m in enumerate(all_ms[1:], start=1):
                 ca, cb = cells[a], cells[b]
