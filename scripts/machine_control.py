@@ -1,8 +1,9 @@
 """How far the same runs land on two machines, against how far the seeds spread on one:
 
-    python scripts/machine_control.py RUNS_A RUNS_B [--out FILE]
+    python scripts/machine_control.py RUNS_A RUNS_B [--out FILE]     # folders of runs or records files
     # e.g. the map's GPU control against the CPU records of the same configs:
-    python scripts/machine_control.py results/map/gpu_control results/budget/branches --out results/map/machine_control.md
+    python scripts/machine_control.py results/map/records/gpu_control.parquet results/budget/records.parquet \
+        --out results/map/machine_control.md
 
 Runs are matched by their identity (posbench/store/identity.py) without ``data.path``: the GPU machine
 reads the CPU studies' corpus from an unpacked archive (scripts/gpu_corpus.py), so its runs name a path
@@ -26,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from posbench.store.identity import run_identity
+from posbench.store.records import SUFFIX, as_folder
 from posbench.store.rundir import find_runs, read_metrics, read_run_config
 
 
@@ -95,9 +97,10 @@ def main(argv=None) -> None:
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     for p in (args.runs_a, args.runs_b):
-        if not p.is_dir():
-            raise SystemExit(f"machine_control: {p} is not a folder of runs")
-    out = compare(records(args.runs_a), records(args.runs_b))
+        if not p.is_dir() and not (p.suffix == SUFFIX and p.is_file()):
+            raise SystemExit(f"machine_control: {p} is neither a folder of runs nor a records file ({SUFFIX})")
+    with as_folder(args.runs_a) as a, as_folder(args.runs_b) as b:
+        out = compare(records(a), records(b))
     if out.empty:
         raise SystemExit("machine_control: no run of the first folder has a run of the same config in the second")
     text = table(out)

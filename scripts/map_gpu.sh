@@ -4,14 +4,15 @@
 # (precision=fp32: no bf16 autocast and no TF32, the CPU map's arithmetic, the kernels' order of sums
 # aside) on the CPU studies' own corpus (scripts/gpu_corpus.py's archive, read through data.path), and
 # beside the grid a control of the machine: the map's centre (small model, train_len 64) at seed 0 for
-# CONTROL_GROUPS, whose CPU runs are on record (results/budget/branches), so that how far a GPU run of the
+# CONTROL_GROUPS, whose CPU runs are on record (results/budget/records.parquet), so that how far a GPU run of the
 # same config lands from the CPU's can be measured against the seeds' spread.
 #
 #   bash scripts/map_gpu.sh OUT_DIR [RUNS_ROOT]       # RUNS_ROOT default OUT_DIR/runs
 #
 # Writes OUT_DIR/map_gpu.log (which stage ended how), environment.txt, one log per stage and kept.tgz: the
-# ended runs' records (scripts/keep_records.py: weights and resume states left out) of RUNS_ROOT/map (the
-# base line), RUNS_ROOT/map_lr (the grid, with its report's tuning.csv in report_base/) and RUNS_ROOT/control.
+# ended runs' records files (posbench-records keep: weights and resume states left out) of RUNS_ROOT/map
+# (the base line: map.parquet), RUNS_ROOT/map_lr (the grid: map_lr.parquet, with its report's tuning.csv in
+# map_lr/report_base/) and RUNS_ROOT/control (control.parquet).
 # A stage cut by its limit (GRID_S, LINE_S; SIGTERM, then SIGKILL 20 s later) leaves what it finished, and the
 # same command on the same RUNS_ROOT resumes it. tests/end_to_end/test_map_gpu.py runs it on CPU at a tiny size
 # (marked slow: run it before a GPU call).
@@ -36,7 +37,7 @@ ROOT=$(cd "$ROOT" && pwd)
 # map_study.sh calls posbench-train and posbench-report from POSBENCH_BIN: here, wrappers of this Python
 BIN=$ROOT/.bin
 mkdir -p "$BIN"
-for command in train report; do
+for command in train report records; do
     printf '#!/usr/bin/env bash\nexec %q -c %q %s "$@"\n' "$PYTHON" "${posbench[2]}" "$command" >"$BIN/posbench-$command"
     chmod +x "$BIN/posbench-$command"
 done
@@ -64,7 +65,7 @@ fi
 
 mkdir -p "$OUT_DIR/kept"
 for folder in map map_lr control; do
-    [ -d "$ROOT/$folder" ] && "$PYTHON" scripts/keep_records.py "$ROOT/$folder" "$OUT_DIR/kept/$folder" >>"$LOG" 2>&1
+    [ -d "$ROOT/$folder" ] && "$BIN/posbench-records" keep "$ROOT/$folder" "$OUT_DIR/kept/$folder.parquet" >>"$LOG" 2>&1
 done
 [ -f "$ROOT/map_lr/report_base/tuning.csv" ] && mkdir -p "$OUT_DIR/kept/map_lr/report_base" \
     && cp "$ROOT/map_lr/report_base/"{tuning.csv,report.md} "$OUT_DIR/kept/map_lr/report_base/" 2>/dev/null

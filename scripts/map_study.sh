@@ -6,8 +6,8 @@
 #   bash scripts/map_study.sh ROOT [STAGE ...]     # runs in ROOT/map, ROOT/map_lr, ROOT/map_t5_sqrt
 #
 # Stages, in the default order (give some to run only those):
-#   restore     copy the runs kept in results/map (RECORDS.md) into ROOT's folders, where absent
-#   centre      copy the budget study's records of the map's centre point into ROOT/map: small model,
+#   restore     unpack the runs kept in results/map/records (RECORDS.md) into ROOT's folders, where absent
+#   centre      unpack the budget study's records of the map's centre point into ROOT/map: small model,
 #               train_len 64, stdlib, the 7 encodings at the same rates, seeds 0-2, the WSD branches
 #               of 600 and 1200 steps of the same trunk, are the same runs (same run ids; scored at
 #               1x..16x with +swaL, which holds the map's 1x and 16x), so the map's centre command
@@ -28,14 +28,14 @@
 #               the rule trains both; lines trains the best), in ROOT/map_tied: its own report, since the
 #               map reads one rate a point
 #   t5_sqrt_lengths  T5 (sqrt_dhead) at train_len 32, 128, 256
-# and, not in the default order: keep   copy ROOT's finished runs into results/map (then commit them)
+# and, not in the default order: keep   add ROOT's finished runs to results/map/records (then commit them)
 #
 # Jobs: POSBENCH_JOBS (default 2) single-thread jobs side by side (conf/hydra/launcher/local_parallel.yaml;
 # on 2 cores one 2-thread job beside other work spin-waits: results/bench/threads.md). POSBENCH_BIN
 # names the folder of the posbench-train to use (default .venv/bin: run the study from a worktree of
 # a fixed commit, docs/testing.md "Long studies"). MAP_EXTRA: overrides added to every posbench-train
 # (scripts/map_gpu.sh: device=cuda precision=fp32 data.path=...). A machine can be lost between sessions: keep
-# each run's records as it finishes (scripts/keep_records.py; results/map/RECORDS.md).
+# each run's records as it finishes (posbench-records keep; results/map/RECORDS.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=${1:?usage: bash scripts/map_study.sh ROOT [STAGE ...]}
@@ -62,37 +62,34 @@ run_lines() {
     done
 }
 
-# runs folder under ROOT -> its records under results/map
-FOLDERS=("map:results/map/lines" "map_lr:results/map/grid" "map_t5_sqrt:results/map/t5_sqrt_lines"
-         "map_tied:results/map/tied_lines")
+# runs folder under ROOT -> its records file under results/map/records
+FOLDERS=("map:results/map/records/lines.parquet" "map_lr:results/map/records/grid.parquet"
+         "map_t5_sqrt:results/map/records/t5_sqrt_lines.parquet" "map_tied:results/map/records/tied_lines.parquet")
 
 for stage in "${STAGES[@]}"; do
     case $stage in
     restore)
         for pair in "${FOLDERS[@]}"; do
-            src=${pair#*:} dst=$ROOT/${pair%%:*} n=0
-            [ -d "$src" ] || continue
-            mkdir -p "$dst"
-            for d in "$src"/*/ "$src"/.hydra; do
-                [ -d "$d" ] && [ ! -e "$dst/$(basename "$d")" ] && cp -r "$d" "$dst/" && n=$((n + 1))
-            done
-            say "restore: $n folders from $src into $dst"
+            [ -f "${pair#*:}" ] && say "restore: $("$BIN/posbench-records" unpack "${pair#*:}" "$ROOT/${pair%%:*}")"
         done
         ;;
     keep)
         for pair in "${FOLDERS[@]}"; do
-            [ -d "$ROOT/${pair%%:*}" ] && "$PYTHON" scripts/keep_records.py "$ROOT/${pair%%:*}" "${pair#*:}"
+            [ -d "$ROOT/${pair%%:*}" ] && "$BIN/posbench-records" keep "$ROOT/${pair%%:*}" "${pair#*:}"
         done
         ;;
     centre)
         mkdir -p "$ROOT/map"
         n=0
-        for d in results/budget/branches/*/; do
+        budget=$ROOT/.budget_records
+        "$BIN/posbench-records" unpack results/budget/records.parquet "$budget" >/dev/null
+        for d in "$budget"/*/; do
             grep -qE '^  name: (nope|rope|alibi|t5|fire|kerple_log|fox)$' "$d/config.yaml" || continue
             grep -qE '^  steps: (600|1200)$' "$d/config.yaml" || continue
             [ -e "$ROOT/map/$(basename "$d")" ] || { cp -r "$d" "$ROOT/map/"; n=$((n + 1)); }
         done
-        say "centre: $n run folders copied from results/budget/branches"
+        rm -rf "$budget"
+        say "centre: $n run folders copied from results/budget/records.parquet"
         ;;
     tiny_grid)
         train -m experiment=map_lr model=tiny "train.lr=2e-3,4e-3,8e-3,1.6e-2" "runs_dir=$ROOT/map_lr"

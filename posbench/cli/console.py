@@ -28,3 +28,7 @@ def evaluate() -> None:
 
 def report() -> None:
     _run("posbench.cli.report")
+
+
+def records() -> None:
+    _run("posbench.cli.records")

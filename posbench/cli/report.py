@@ -1,14 +1,17 @@
 """Tables, plots and a readable report from run directories: ``posbench-report RUNS_DIR [RUNS_DIR ...] [--out DIR]``.
 
 The command line of the report (posbench/report/: it reads every ``metrics.json`` below each RUNS_DIR,
-joined, and never trains or evaluates).
+joined, and never trains or evaluates). A RUNS_DIR may be a study's records file (``posbench-records``):
+its run directories are read from a temporary folder.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
+from typing import Iterator
 
 from posbench.core.errors import PosbenchError, user_errors
 from posbench.core.tracking import log_report
@@ -20,6 +23,7 @@ from posbench.report.context import Options
 from posbench.report.key_tokens.frames import RULES
 from posbench.report.pipeline import DEFAULT_TOLERANCE, make_report
 from posbench.report.selection import Selection
+from posbench.store import records
 
 
 class _Parser(argparse.ArgumentParser):
@@ -30,6 +34,23 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
+@contextlib.contextmanager
+def runs_folders(given: list[Path], out: Path | None, rebuild: bool) -> Iterator[list[Path]]:
+    """The folders to read: each RUNS_DIR as given, a records file (``posbench-records``) as its run
+    directories unpacked into a temporary folder for as long as the report is made."""
+    packed = [p for p in given if p.suffix == records.SUFFIX]
+    if not packed:
+        yield list(given)
+        return
+    if rebuild:
+        raise PosbenchError(f"--rebuild reads a committed report's folder, not a records file ({str(packed[0])!r}); "
+                            "give the report's folder")
+    if out is None:
+        raise PosbenchError(f"a records file ({str(packed[0])!r}) has no folder to write the report into; give --out")
+    with contextlib.ExitStack() as stack:
+        yield [stack.enter_context(records.as_folder(p)) for p in given]
+
+
 def main(argv: list[str] | None = None) -> None:
     if "--version" in (sys.argv[1:] if argv is None else argv):  # like posbench-train's: before RUNS_DIR is asked for
         print(version_text())
@@ -37,7 +58,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = _Parser(prog="posbench-report", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="store_true", help="posbench's version, torch's, Python's and the device")
     parser.add_argument("runs_dirs", type=Path, nargs="+", metavar="RUNS_DIR",
-                        help="folders with run directories (searched recursively; several are joined)")
+                        help="folders with run directories (searched recursively; several are joined), or a study's "
+                             "records file (.parquet, posbench-records; with --out)")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: the first RUNS_DIR/report)")
     parser.add_argument("--only", default=None, metavar="GLOB",
                         help="report only the runs whose run id matches this glob, e.g. 'rope_*'")
@@ -90,7 +112,8 @@ def main(argv: list[str] | None = None) -> None:
         options = Options(args.tolerance, args.improving, args.spread, args.threshold, protocols, args.rebuild,
                           tuple(args.with_folders), args.multiple, Selection(args.only, tuple(args.where)), compare,
                           args.key_tokens)
-        report = make_report(args.runs_dirs, out, options)
+        with runs_folders(args.runs_dirs, args.out, args.rebuild) as folders:
+            report = make_report(folders, out, options)
         if args.wandb:
             log_report(out, report.figures)
     print(f"report written to {report.path} and {report.path.with_suffix('.html')}")

@@ -3,8 +3,8 @@ where its runs are gone (``posbench-report FOLDER --rebuild [--with OTHER]``).
 
 A report keeps every record: those it compared in ``evaluations.csv`` (each seed's perplexity and
 per-document losses), ``task_records.csv`` (with those on another example set), ``attention.csv``
-and ``during_training.csv``; those on another token set in ``not_compared.csv``; each run's budget
-and last-doubling fall (``convergence.csv``); and, in ``manifest.json`` (posbench/report/manifest.py),
+and ``during_training.csv``; those on another token set in ``not_compared.csv``; each run's budget,
+parameter count and last-doubling fall (``convergence.csv``); and, in ``manifest.json`` (posbench/report/manifest.py),
 every shown run's full config, the commands, the environment table, the folders joined, the scored
 documents and the names of rows left out because their variant does not apply. The rebuild reads
 these files only, never the words of report.md.
@@ -69,6 +69,11 @@ class Recorded:
     attention: pd.DataFrame
     joins: list[Join] = field(default_factory=list)  # a --with folder each: what it replaced, how far apart
     not_compared: pd.DataFrame = field(default_factory=pd.DataFrame)  # not_compared.csv: records in no table
+
+
+def _number(v) -> float | None:
+    """A recorded number, None where the report kept none (an older convergence.csv has no such column)."""
+    return float(v) if v is not None and pd.notna(v) else None
 
 
 def _csv(path: Path) -> pd.DataFrame:
@@ -247,6 +252,7 @@ def load_committed(folder: Path, extra: list[Path] = ()) -> LoadedRuns:
                    train_steps=known["steps"] if known is not None else (cfg.get("train") or {}).get("steps"),
                    train_tokens=known["train_tokens"] if known is not None else None,
                    final_val_loss=known["final_val_loss"] if known is not None else None,
+                   params=_number(known.get("params")) if known is not None else None,
                    task_evaluations=task_recs.get(r["run_id"]))
         rows.append(row)
     frame = pd.DataFrame(rows, columns=RUN_COLUMNS + CONTEXT_COLUMNS + ["run_dir"])

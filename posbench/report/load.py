@@ -53,7 +53,7 @@ class RunFiles:
     """What the report reads of a completed run besides its metrics."""
 
     config: DictConfig
-    config_text: str  # as written, for the report's "config of <run>" blocks
+    config_text: str  # as written, for the manifest (a rebuild reads each run's config there)
     history: pd.DataFrame | None  # None: the run wrote no history.json
     per_position: dict[str, np.ndarray]  # empty: no per_position.npz
 

@@ -3,7 +3,8 @@ with it every time, and the only thing a rebuild (``posbench-report FOLDER --reb
 posbench/report/committed.py) reads of the report besides its CSV files and figures.
 
 It holds what the report's words show and its records do not: each shown run's config as written
-(the "config of <run>" blocks), the commands and the environment table (the provenance section),
+(with this machine's paths portable: posbench/core/paths.py; the report shows the settings shared and
+those that differ, the manifest each run's whole config), the commands and the environment table (the provenance section),
 the folders a rebuild joined (``--with``: what each replaced, how far apart), the names of rows
 left out because their variant does not apply, and each compared token set's scored documents (the
 summary's "Scored text" line). Rebuilding reads these fields, never the markdown: a change of
@@ -32,6 +33,7 @@ from pathlib import Path
 import pandas as pd
 
 from posbench.core.errors import PosbenchError
+from posbench.core.paths import portable
 from posbench.report.provenance import shown_commands, shown_environment, shown_runs
 
 MANIFEST = "manifest.json"
@@ -96,7 +98,7 @@ def manifest_of(ctx) -> Manifest:
     runs = shown_runs(ctx)
     joins = list(ctx.recorded.joins) if ctx.recorded is not None else []
     names = set(ctx.evals["token_set"].dropna()) if ctx.has_lm and "token_set" in ctx.evals else set()
-    return Manifest({rid: ctx.run_files(d).config_text for rid, d in zip(runs["run_id"], runs["run_dir"])},
+    return Manifest({rid: portable(ctx.run_files(d).config_text) for rid, d in zip(runs["run_id"], runs["run_dir"])},
                     shown_commands(ctx), shown_cells(shown_environment(ctx)), joins,
                     list(ctx.not_applicable), scored_documents(ctx.token_sets, names))
 

@@ -12,6 +12,8 @@ import pandas as pd
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
+from posbench.core.paths import portable
+
 log = logging.getLogger("posbench")
 
 # keys that differ between runs for reasons that say nothing about the experiment
@@ -19,7 +21,9 @@ NOISE_KEYS = ("runs_dir",)
 
 
 def flat_config(cfg: DictConfig) -> dict:
-    return {k: v for k, v in _flatten(OmegaConf.to_container(cfg)) if k not in NOISE_KEYS}
+    """A run's settings as {a.b: value}, a path in them portable (posbench/core/paths.py)."""
+    return {k: portable(v) if isinstance(v, str) else v
+            for k, v in _flatten(OmegaConf.to_container(cfg)) if k not in NOISE_KEYS}
 
 
 def _flatten(tree: dict, prefix: str = ""):
@@ -123,7 +127,7 @@ def shown_commands(ctx) -> list[str]:
     if ctx.recorded is not None:
         return list(ctx.recorded.commands)
     return ctx.derived("provenance.commands", lambda: list(dict.fromkeys(
-        c for d in ctx.runs_dirs for c in commands(d, shown_runs(ctx)))))
+        portable(c) for d in ctx.runs_dirs for c in commands(d, shown_runs(ctx)))))
 
 
 def shown_environment(ctx) -> pd.DataFrame:

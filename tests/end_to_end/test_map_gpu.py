@@ -16,6 +16,8 @@ import pandas as pd
 import pytest
 import yaml
 
+from posbench.store.records import unpack
+
 ROOT = Path(__file__).parents[2]
 
 
@@ -39,6 +41,8 @@ def test_the_base_stages_choose_rates_on_the_grid_and_train_the_line_at_them(tmp
     chosen = dict(zip(tuning.loc[tuning["chosen"], "encoding"], tuning.loc[tuning["chosen"], "lr"]))
     for encoding, g in tuning.groupby("encoding"):  # the line's rates never lie on the grid's edge
         assert min(g["lr"]) < chosen[encoding] < max(g["lr"])
+    for folder in ("map", "control"):  # the records files, unpacked as a study that continues would
+        unpack(kept / f"{folder}.parquet", kept / folder)
     line = [yaml.safe_load((d / "config.yaml").read_text()) for d in (kept / "map").iterdir() if d.is_dir() and not d.name.startswith(".")]
     assert sorted({(c["encoding"]["name"], c["seed"]) for c in line}) == sorted((e, s) for e in chosen for s in (0, 1))
     assert all(c["model"]["name"] == "base" and c["precision"] == "fp32" for c in line)

@@ -4,7 +4,6 @@ of old configs), and settings added since (new encodings, schedules, tokenizers)
 runs made without them alone."""
 
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -57,31 +56,41 @@ def test_byte_runs_keep_their_ids_and_bpe_runs_get_their_own(compose):
 
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
+MANIFESTS = sorted(RESULTS.rglob("manifest.json"))
 
 
-CONFIG_BLOCK = re.compile(r"<summary>config of (\S+)</summary>\s*```\n(.*?)```", re.S)
+def as_made(text: str) -> dict:
+    """A committed run config as its machine wrote it: the committed files name that machine's temporary
+    folder $TMPDIR (scripts/portable_paths.py), and a run id hashes ``data.path`` as it was (/tmp on
+    every machine the studies ran on)."""
+    return yaml.safe_load(text.replace("$TMPDIR/", "/tmp/"))
 
 
 def committed_configs() -> list[tuple[str, dict]]:
-    out = []
-    for report in sorted(RESULTS.glob("*/report.md")):
-        for rid, text in CONFIG_BLOCK.findall(report.read_text()):
-            out.append((rid, yaml.safe_load(text)))
-    return out
+    return [(rid, as_made(text)) for m in MANIFESTS for rid, text in json.loads(m.read_text())["configs"].items()]
 
 
 def test_the_committed_reports_hold_run_configs():
-    # 226 since the reference was regenerated at train_len 64 only (45 of its 90 runs)
-    assert len(committed_configs()) >= 200
+    # 226 since the reference was regenerated at train_len 64 only (45 of its 90 runs); the map's 280 since
+    assert len(committed_configs()) >= 500
 
 
-@pytest.mark.parametrize("folder", sorted(p.parent.name for p in RESULTS.glob("*/report.md")))
-def test_every_committed_run_keeps_its_id(folder):
-    report = RESULTS / folder / "report.md"
-    pairs = CONFIG_BLOCK.findall(report.read_text())
-    assert pairs, f"{report} has no run configs"
-    for rid, text in pairs:
-        saved = yaml.safe_load(text)
+@pytest.mark.parametrize("manifest", MANIFESTS, ids=lambda p: str(p.parent.relative_to(RESULTS)))
+def test_every_committed_run_keeps_its_id(manifest):
+    configs = json.loads(manifest.read_text())["configs"]
+    assert configs, f"{manifest} has no run configs"
+    for rid, text in configs.items():
+        saved = as_made(text)
         assert run_id(saved) == rid
         # and through the one conversion every reader of a run directory uses (old configs migrated)
         assert RunSpec.from_config(saved).run_id == rid
+
+
+@pytest.mark.parametrize("records", sorted(RESULTS.rglob("*.parquet")), ids=lambda p: str(p.relative_to(RESULTS)))
+def test_every_run_in_a_committed_records_file_is_named_by_its_id(records):
+    from posbench.store.records import read_records
+
+    runs = {folder: named["config.yaml"] for folder, named in read_records(records).items() if "config.yaml" in named}
+    assert runs
+    for folder, text in runs.items():
+        assert run_id(as_made(text.decode())) == Path(folder).name

@@ -89,7 +89,7 @@ def convergence(runs: pd.DataFrame, histories: Mapping[str, pd.DataFrame | None]
                  **recorded.get(r["run_id"], {})}
         rows.append({"run_id": r["run_id"], "encoding": r["encoding"], "model": r["model"], "train_len": r["train_len"],
                      "seed": r["seed"], "steps": r["train_steps"], "train_tokens": r["train_tokens"],
-                     "final_val_loss": r["final_val_loss"], "basis": WITHIN,
+                     "final_val_loss": r["final_val_loss"], "params": r.get("params"), "basis": WITHIN,
                      "trunk": r.get("trunk") if isinstance(r.get("trunk"), str) else None, **d})
     conv = pd.DataFrame(rows, columns=CONVERGENCE_COLUMNS + BRANCH_COLUMNS[:2])
     if recorded is None:
@@ -101,7 +101,9 @@ def convergence(runs: pd.DataFrame, histories: Mapping[str, pd.DataFrame | None]
 
 
 WITHIN, ANNEALED = "within the run", "annealed"
-CONVERGENCE_COLUMNS = RUN_KEY + ["steps", "train_tokens", "final_val_loss", "change", "from_step", "to_step", "estimated"]
+# params: the run's recorded parameter count, kept so that a report rebuilt from its records reads it (the map's size axis)
+CONVERGENCE_COLUMNS = RUN_KEY + ["steps", "train_tokens", "final_val_loss", "change", "from_step", "to_step", "estimated",
+                                 "params"]
 BRANCH_COLUMNS = ["basis", "trunk", "largest_budget"]  # only where some run is a budget branch
 
 

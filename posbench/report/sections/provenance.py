@@ -1,5 +1,7 @@
 """How these runs were made: the commands, the environment and corpus, the settings shared by
-every run and those that differ, and each run's full config (posbench/report/provenance.py)."""
+every run and one table of those that differ (posbench/report/provenance.py). Together they are each
+run's whole config, which manifest.json beside the report also keeps run by run: a listing of every
+run's config here made the map's report.md 0.8 MB."""
 
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ class Provenance(Section):
                    Para("Settings shared by every run (resolved config):"),
                    Code(nested_yaml(shared), "shared config")]
         if not differing.empty:
-            blocks += [Para("Settings that differ between runs (with the shared ones, each run's full config):"),
+            blocks += [Para("Settings that differ between runs (with the shared ones, each run's whole config; "
+                            "`manifest.json` keeps each run's config as written):"),
                        Table(differing)]
-        blocks += [Code(ctx.run_files(d).config_text, f"config of {rid}") for rid, d in zip(runs["run_id"], runs["run_dir"])]
         return blocks

@@ -1,0 +1,46 @@
+"""The committed studies' records files (posbench/store/records.py) give their committed reports: a report
+made from a records file has the committed tables, and every committed report rebuilt from its records
+(``--rebuild``: evaluations.csv and manifest.json) is itself again, tables and words."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.conftest import cli
+
+RESULTS = Path(__file__).resolve().parents[2] / "results"
+
+
+def same_tables(made: Path, committed: Path, names) -> None:
+    for name in names:
+        pd.testing.assert_frame_equal(pd.read_csv(made / name), pd.read_csv(committed / name), obj=name)
+
+
+def test_the_budget_study_s_records_give_its_committed_tables(tmp_path):
+    cli("posbench.cli.report", str(RESULTS / "budget" / "records.parquet"), "--out", str(tmp_path))
+    same_tables(tmp_path, RESULTS / "budget", ["table.csv", "budgets.csv", "budget_trends.csv", "evaluations.csv",
+                                               "pairs.csv"])
+
+
+@pytest.mark.slow  # ~35 s: 280 runs
+def test_the_map_s_records_give_its_committed_map(tmp_path):
+    cli("posbench.cli.report", str(RESULTS / "map" / "records" / "lines.parquet"), "--out", str(tmp_path))
+    same_tables(tmp_path, RESULTS / "map", ["table.csv", "evaluations.csv", "map_points.csv", "map_words.csv",
+                                            "map_changes.csv", "budgets.csv"])
+
+
+@pytest.mark.slow  # every committed report: about 6 minutes (scripts/rebuild_reports.sh does the same in place)
+@pytest.mark.parametrize("folder", sorted(p.parent.relative_to(RESULTS) for p in RESULTS.rglob("manifest.json")),
+                         ids=str)
+def test_every_committed_report_rebuilds_to_itself(folder, tmp_path):
+    committed = RESULTS / folder
+    joins = [a for j in json.loads((committed / "manifest.json").read_text()).get("joins") or []
+             for a in ("--with", str(RESULTS.parent / j["folder"]))]
+    cli("posbench.cli.report", str(committed), "--rebuild", *joins, "--out", str(tmp_path / "out"), cwd=RESULTS.parent)
+    made = tmp_path / "out"
+    same_tables(made, committed, sorted(p.name for p in committed.glob("*.csv")))
+    assert (made / "report.md").read_text() == (committed / "report.md").read_text()

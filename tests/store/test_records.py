@@ -1,0 +1,86 @@
+"""A study's records file (posbench/store/records.py): the ended runs of a runs folder, less their weights
+and resume state, restored bit for bit; a run still running or locked is left for later; a run kept
+once is replaced only when its files change; records that would write outside their folder are refused."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from posbench.core.errors import PosbenchError
+from posbench.store.lock import run_lock
+from posbench.store.records import LEFT_OUT, keep, listing, read_records, unpack
+from tests.conftest import tree
+
+
+def files_of(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def runs(sweep, tmp_path) -> Path:
+    copy = tmp_path / "runs"
+    shutil.copytree(sweep[0], copy)
+    return copy
+
+
+def run_dirs(runs: Path) -> list[Path]:
+    return sorted(p for p in runs.iterdir() if (p / "metrics.json").exists())
+
+
+def test_ended_runs_come_back_bit_for_bit_without_weights_and_a_locked_run_waits(runs, tmp_path):
+    dirs = run_dirs(runs)
+    assert any((p / "checkpoint.pt").exists() for p in dirs)
+    records = tmp_path / "kept.parquet"
+    with run_lock(dirs[0]):  # a run a process works on (posbench-eval adding records, say)
+        kept = keep(runs, records)
+    assert (kept.copied, kept.left) == (len(dirs) - 1, 1)
+    unpack(records, tmp_path / "back")
+    back = tmp_path / "back"
+    assert not (back / dirs[0].name).exists()
+    for d in dirs[1:]:
+        expected = {k: v for k, v in files_of(d).items() if k not in LEFT_OUT and not k.endswith(".tmp")}
+        assert files_of(back / d.name) == expected and expected  # every file kept, byte for byte
+    assert not [p for p in back.rglob("*") if p.name in LEFT_OUT]
+    assert list(back.glob(".hydra/*/multirun.yaml"))  # the sweep's command, which the report reads
+    # the lock is free now: only that run is added
+    again = keep(runs, records)
+    assert (again.copied, again.left) == (1, 0)
+    written = records.stat().st_mtime_ns
+    assert keep(runs, records).copied == 0 and records.stat().st_mtime_ns == written  # nothing changed: not rewritten
+
+
+def test_a_run_whose_records_grew_is_kept_again_and_one_already_unpacked_is_left(runs, tmp_path):
+    records = tmp_path / "kept.parquet"
+    keep(runs, records)
+    unpack(records, tmp_path / "back")
+    d = run_dirs(runs)[0]
+    (d / "metrics.json").write_text((d / "metrics.json").read_text() + "\n")  # posbench-eval added records, say
+    assert keep(runs, records).copied == 1
+    assert read_records(records)[d.name]["metrics.json"] == (d / "metrics.json").read_bytes()
+    # a folder the destination has is left whole, as it is (a study's own newer copy of the run)
+    written, left = unpack(records, tmp_path / "back")
+    assert written == 0 and left == len(read_records(records))
+    assert (tmp_path / "back" / d.name / "metrics.json").read_bytes() != (d / "metrics.json").read_bytes()
+
+
+@pytest.mark.parametrize("folder", ["../outside", "/etc/x", "a/../../b"])
+def test_records_that_would_write_outside_their_folder_are_refused_with_nothing_written(tmp_path, folder):
+    path = tmp_path / "evil.parquet"
+    pq.write_table(pa.table({"folder": ["ok", folder], "file": ["metrics.json", "metrics.json"],
+                             "data": [b"{}", b"{}"]}), path)
+    with pytest.raises(PosbenchError, match="outside their root"):
+        unpack(path, tmp_path / "dest")
+    assert tree(tmp_path / "dest") == []
+
+
+def test_a_file_that_is_not_records_is_one_error_naming_it(tmp_path):
+    (tmp_path / "notes.parquet").write_text("not parquet")
+    with pytest.raises(PosbenchError, match="cannot read records .*notes.parquet"):
+        read_records(tmp_path / "notes.parquet")
+    with pytest.raises(PosbenchError, match="is not a records file"):
+        listing(tmp_path / "missing.parquet")
