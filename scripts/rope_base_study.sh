@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# RoPE's base as an axis (conf/experiment/rope_base.yaml) on a CPU machine: every command in order, each
+# a posbench-train sweep that skips the runs it finds complete, so the same command resumes the study.
+#
+#   bash scripts/rope_base_study.sh ROOT [RECORDS]    # runs in ROOT/rope_base; RECORDS default
+#                                                     # results/rope_base/records.parquet
+#
+# First the runs already made: the study's own records (RECORDS, where it exists) and the map's RoPE runs
+# at base 10^4 (results/map/records/lines.parquet: small, stdlib, rate 2e-3, every train_len; the same
+# run ids), unpacked into ROOT/rope_base, so that nothing is trained twice. Then per train_len (64, 128,
+# 32, 256; tokens per step held at 2048) RoPE at the five bases and p-RoPE at two. Every KEEP_S seconds
+# (default 600) and after each sweep the ended runs are added to RECORDS (posbench-records keep), so that
+# a machine lost between sessions loses only unfinished runs: commit RECORDS as it grows.
+# Jobs: POSBENCH_JOBS (default 2) single-thread jobs side by side; POSBENCH_BIN the folder of the
+# posbench commands to use (default .venv/bin; run from a worktree of a fixed commit, docs/testing.md).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=${1:?usage: bash scripts/rope_base_study.sh ROOT [RECORDS]}
+RECORDS=${2:-results/rope_base/records.parquet}
+BIN=${POSBENCH_BIN:-.venv/bin}
+KEEP_S=${KEEP_S:-600}
+export POSBENCH_JOBS=${POSBENCH_JOBS:-2}
+RUNS=$ROOT/rope_base
+mkdir -p "$RUNS" "$(dirname "$RECORDS")"
+say() { echo "[rope_base_study $(date -u +%H:%M:%SZ)] $*"; }
+keep() { say "$("$BIN/posbench-records" keep "$RUNS" "$RECORDS")"; }
+
+[ -f "$RECORDS" ] && say "restore: $("$BIN/posbench-records" unpack "$RECORDS" "$RUNS")"
+map=$(mktemp -d)
+"$BIN/posbench-records" unpack results/map/records/lines.parquet "$map" >/dev/null
+"$BIN/python" - "$map" "$RUNS" <<'PY'
+import shutil, sys, yaml
+from pathlib import Path
+src, dst, n = Path(sys.argv[1]), Path(sys.argv[2]), 0
+for d in sorted(p for p in src.iterdir() if (p / "config.yaml").exists()):
+    c = yaml.safe_load((d / "config.yaml").read_text())
+    if (c["encoding"]["name"], c["model"]["name"], c["data"]["name"], c["train"]["lr"]) == ("rope", "small", "stdlib", 0.002) \
+            and not (dst / d.name).exists():
+        shutil.copytree(d, dst / d.name)
+        n += 1
+print(f"[rope_base_study] {n} runs of the map's RoPE at base 10^4 copied into {dst}")
+PY
+rm -rf "$map"
+
+(while sleep "$KEEP_S"; do keep; done) &
+keeper=$!
+trap 'kill $keeper 2>/dev/null' EXIT
+for pair in 64:32 128:16 32:64 256:8; do
+    L=${pair%%:*} B=${pair#*:}
+    say "train_len $L: RoPE at five bases"
+    "$BIN/posbench-train" -m experiment=rope_base "train_len=$L" "train.batch_size=$B" "runs_dir=$RUNS"
+    keep
+    say "train_len $L: p-RoPE at 500 and 10^4"
+    "$BIN/posbench-train" -m experiment=rope_base encoding=p_rope encoding.base=500.0,10000.0 "train_len=$L" \
+        "train.batch_size=$B" "runs_dir=$RUNS"
+    keep
+done
+say "done"
