@@ -5,9 +5,9 @@
 #   bash scripts/rope_base_study.sh ROOT [RECORDS]    # runs in ROOT/rope_base; RECORDS default
 #                                                     # results/rope_base/records.parquet
 #
-# First the runs already made: the study's own records (RECORDS, where it exists) and the map's RoPE runs
-# at base 10^4 (results/map/records/lines.parquet: small, stdlib, rate 2e-3, every train_len; the same
-# run ids), unpacked into ROOT/rope_base, so that nothing is trained twice. Then per train_len (64, 128,
+# First the runs already made (RECORDS, where it exists) are unpacked into ROOT/rope_base, so that nothing
+# is trained twice (the map's RoPE runs at base 10^4 have the same ids but neither weights nor 2x-8x
+# records: they are trained again, in ROOT/rope_base alone). Then per train_len (64, 128,
 # 32, 256; tokens per step held at 2048) RoPE at the five bases and p-RoPE at two. Every KEEP_S seconds
 # (default 600) and after each sweep the ended runs are added to RECORDS (posbench-records keep), so that
 # a machine lost between sessions loses only unfinished runs: commit RECORDS as it grows.
@@ -26,22 +26,6 @@ say() { echo "[rope_base_study $(date -u +%H:%M:%SZ)] $*"; }
 keep() { say "$("$BIN/posbench-records" keep "$RUNS" "$RECORDS")"; }
 
 [ -f "$RECORDS" ] && say "restore: $("$BIN/posbench-records" unpack "$RECORDS" "$RUNS")"
-map=$(mktemp -d)
-"$BIN/posbench-records" unpack results/map/records/lines.parquet "$map" >/dev/null
-"$BIN/python" - "$map" "$RUNS" <<'PY'
-import shutil, sys, yaml
-from pathlib import Path
-src, dst, n = Path(sys.argv[1]), Path(sys.argv[2]), 0
-for d in sorted(p for p in src.iterdir() if (p / "config.yaml").exists()):
-    c = yaml.safe_load((d / "config.yaml").read_text())
-    if (c["encoding"]["name"], c["model"]["name"], c["data"]["name"], c["train"]["lr"]) == ("rope", "small", "stdlib", 0.002) \
-            and not (dst / d.name).exists():
-        shutil.copytree(d, dst / d.name)
-        n += 1
-print(f"[rope_base_study] {n} runs of the map's RoPE at base 10^4 copied into {dst}")
-PY
-rm -rf "$map"
-
 (while sleep "$KEEP_S"; do keep; done) &
 keeper=$!
 trap 'kill $keeper 2>/dev/null' EXIT
