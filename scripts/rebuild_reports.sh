@@ -5,7 +5,8 @@
 #   bash scripts/rebuild_reports.sh                      # every report under results/
 #   bash scripts/rebuild_reports.sh results/budget ...   # these
 #
-# then `git diff --stat results/` says what changed. A rebuild never changes a perplexity (they are
+# then results/index.html and the table in results/README.md (scripts/results_index.py), and
+# `git diff --stat results/` says what changed. A rebuild never changes a perplexity (they are
 # records), only what the current code computes from them; rebuilding twice changes nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,3 +26,5 @@ for j in json.load(open(sys.argv[1])).get("joins") or []:
     echo "[rebuild_reports $(date -u +%H:%M:%SZ)] posbench-report $folder --rebuild ${args[*]}"
     "$BIN/posbench-report" "$folder" --rebuild "${args[@]}" >/dev/null
 done
+# the page over every study (results/index.html, the table in results/README.md) follows the reports it links
+"$BIN/python" scripts/results_index.py results

@@ -38,6 +38,9 @@ from posbench.mixers import ATTENTION, Mixer, MixerShape, build_mixer, mixer_cla
 from posbench.mixers.state import mix
 
 
+INITS = ("gpt2", "torch")  # ModelConfig.init
+
+
 @dataclass(frozen=True)
 class ModelConfig:
     """The model's shape (``model=`` in conf/model/: tiny, small, medium, base)."""
@@ -55,6 +58,12 @@ class ModelConfig:
     mixer_params: Dict[str, Any] = field(default_factory=dict)  # each mixer's Params: {gdn: {expand_v: 2}}; null: defaults
     # Canon layers (posbench/model/canon.py): the places inside each block, any of "ABCD"; "": none
     canon: str = ""
+    # the initial weights of the embedding and the blocks (the encoding keeps its own): "gpt2" draws every
+    # matrix from N(0, 0.02) (residual projections / sqrt(2 n_layers)), GPT-2's and Zoology's; "torch" keeps
+    # PyTorch's own (nn.Embedding N(0, 1), tied to the head; nn.Linear kaiming-uniform, std 1/sqrt(3 fan_in)).
+    # Measured (results/mqar_levers): the tiny RoPE model learns MQAR's binding from "torch" (query accuracy
+    # 0.995 after 1,500 steps) and not from "gpt2" (0.395, chance, after 3,000), all else equal
+    init: str = "gpt2"
 
     @property
     def vocab(self) -> int:
@@ -70,6 +79,8 @@ class ModelConfig:
             raise PosbenchError(f"model.vocab_size must be a positive integer (or null: the tokenizer's), got {self.vocab_size}")
         if not 0 <= self.dropout < 1:
             raise PosbenchError(f"model.dropout must be in [0, 1), got {self.dropout}")
+        if self.init not in INITS:
+            raise PosbenchError(f"model.init must be one of {', '.join(INITS)}, got {self.init!r}")
         if self.d_model % self.n_heads:
             raise PosbenchError(f"model.d_model={self.d_model} is not divisible by model.n_heads={self.n_heads}")
         if not self.mixers:
@@ -234,6 +245,8 @@ class LanguageModel(nn.Module):
         self.ln_f = nn.LayerNorm(cfg.d_model)
         self.head = nn.Linear(cfg.d_model, cfg.vocab, bias=False)
         self.head.weight = self.tok_emb.weight  # weight tying, as in GPT-2
+        if cfg.init == "torch":  # the layers' PyTorch defaults, as constructed above (ModelConfig.init)
+            return
         # GPT-2 init for the transformer; the encoding keeps its own (it knows what its parameters mean)
         nn.init.normal_(self.tok_emb.weight, std=0.02)
         for name, p in self.blocks.named_parameters():

@@ -73,6 +73,7 @@ def encoding_settings(settings: dict) -> dict:
 OLD_MODEL_BEHAVIOUR = {
     "mixers": ["attention"], "mixer_params": {},  # issue 55: every run before it was all attention
     "canon": "",  # issue 55: and had no Canon layers
+    "init": "gpt2",  # every run before the setting had GPT-2's initial weights
 }
 
 

@@ -105,15 +105,31 @@ class Table:
 
     ``keys``: numbers to sort by (same index, columns named like the frame's) where the text's
     leading number is not the order (a verdict, a rank); ``row_class``: a CSS class per row
-    (``control`` greys a control row); ``css``: extra classes of the table."""
+    (``control`` greys a control row); ``css``: extra classes of the table; ``links``: a link per cell
+    (same shape; empty: none); ``cell_class``: a CSS class per cell (a verdict's colour); ``titles``:
+    a tooltip per cell (what the cell was read at)."""
 
     frame: pd.DataFrame  # cells already formatted as text where it matters
     keys: pd.DataFrame | None = None
     row_class: list[str] | None = None
     css: str = ""
+    links: pd.DataFrame | None = None
+    cell_class: pd.DataFrame | None = None
+    titles: pd.DataFrame | None = None
+
+    def _at(self, frame: pd.DataFrame | None, i: int, c) -> str:
+        return _text(frame.iat[i, frame.columns.get_loc(c)]) if frame is not None and c in frame.columns else ""
 
     def md(self, _):
-        return self.frame.to_markdown(index=False, disable_numparse=True)
+        if self.links is None:
+            return self.frame.to_markdown(index=False, disable_numparse=True)
+        frame, links = self.frame.reset_index(drop=True), self.links.reset_index(drop=True)
+        shown = frame.copy()
+        for i in range(len(frame)):
+            for c in frame.columns:
+                if (href := self._at(links, i, c)) and (text := _text(frame.at[i, c])):
+                    shown.at[i, c] = f"[{text}]({href})"
+        return shown.to_markdown(index=False, disable_numparse=True)
 
     def html(self, _):
         frame = self.frame.reset_index(drop=True)
@@ -126,9 +142,15 @@ class Table:
                 text = _text(frame.at[i, c])
                 key = keys.at[i, c] if keys is not None and c in keys.columns else sort_key(text)
                 attr = f' data-v="{float(key):.12g}"' if _finite(key) else ""
-                if sort_key(text) is None:  # words, such as a verdict, read from the left; numbers line up on the right
-                    attr += ' class="t"'
-                cells.append(f"<td{attr}>{_bold(html.escape(text))}</td>")
+                classes = " ".join(x for x in ("t" if sort_key(text) is None else "",  # words read from the left
+                                               self._at(self.cell_class, i, c)) if x)
+                attr += f' class="{classes}"' if classes else ""
+                if title := self._at(self.titles, i, c):
+                    attr += f' title="{html.escape(title)}"'
+                inner = _bold(html.escape(text))
+                if (href := self._at(self.links, i, c)) and text:
+                    inner = f'<a href="{html.escape(href)}">{inner}</a>'
+                cells.append(f"<td{attr}>{inner}</td>")
             cls = f' class="{self.row_class[i]}"' if self.row_class and self.row_class[i] else ""
             rows.append(f"<tr{cls}>{''.join(cells)}</tr>")
         classes = f"tbl {self.css}".strip()

@@ -32,6 +32,7 @@ figure:target{position:fixed;inset:0;margin:0;z-index:10;background:rgba(255,255
 figure:target img{max-width:none;cursor:default}
 figure:target .close{display:block;position:fixed;top:.4em;right:1em;font-size:1.1em;background:#fff;padding:.1em .5em;border:1px solid #ccc;border-radius:3px}
 @media (max-width:600px){body{margin:.8em auto;padding:0 .6em}h1{font-size:1.5em}h2{font-size:1.25em}}
+td.v-flat{background:#e3f2e1}td.v-mild{background:#fdf3d6}td.v-undecided{background:#eeeeee}td.v-broken{background:#f8dcdc}
 code,pre{background:#f5f5f5;border-radius:3px}pre{padding:.6em;overflow-x:auto;font-size:.8em}details{margin:.3em 0}
 """
 

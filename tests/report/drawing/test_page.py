@@ -166,3 +166,31 @@ def test_at_a_phones_width_the_sticky_first_column_keeps_every_row_border_and_th
         edge = min(sum(shot.getpixel((x, y)) for y in range(int(bottom) - 20, int(bottom) - 6)) / 14
                    for x in range(int(right) - 2, int(right) + 2))
         assert edge < 235, f"no border right of the sticky cell ending at y={bottom} (mean grey {edge:.0f})"
+
+
+INDEX = Path(__file__).parents[3] / "results" / "index.html"
+
+
+def test_the_results_index_reads_in_a_browser_with_its_first_column_in_view(page):
+    """results/index.html (posbench/report/index.py): at a laptop's and a phone's width the page never
+    scrolls sideways, the wide table scrolls in its own box with the encodings' column held in view, a
+    cell's verdict shows as its colour and its link opens the report."""
+    page.goto(INDEX.as_uri())
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": HEIGHT})
+        wide, inner = page.evaluate("[document.scrollingElement.scrollWidth, innerWidth]")
+        assert wide <= inner, f"the index scrolls sideways at {width} px ({wide} > {inner})"
+        box = page.evaluate("""() => { const s = document.querySelector('div.scroll');
+            return [s.scrollWidth, s.clientWidth]; }""")
+        assert box[0] > box[1], f"at {width} px the index table should be wider than its box (it has a column per study)"
+        left = page.evaluate("""() => { const s = document.querySelector('div.scroll'); s.scrollLeft = s.scrollWidth;
+            const first = document.querySelector('table.headline tbody td');
+            return [first.getBoundingClientRect().left, s.getBoundingClientRect().left]; }""")
+        assert abs(left[0] - left[1]) < 2, f"the encodings' column left the view when the table scrolled at {width} px"
+    colours = page.evaluate("""() => ['v-flat', 'v-broken'].map(c =>
+        getComputedStyle(document.querySelector('td.' + c)).backgroundColor)""")
+    assert len(set(colours)) == 2 and "rgba(0, 0, 0, 0)" not in colours
+    href = page.evaluate("document.querySelector('table.headline tbody a').href")
+    page.goto(href)
+    assert page.evaluate("document.querySelector('table.headline') !== null")
+    assert page.errors == []
