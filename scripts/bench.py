@@ -12,7 +12,7 @@ positional code):
     16x the training length, each length in a fresh process on CPU (peak RSS growth), in this process
     with CUDA's peak-allocation counter on a GPU.
 ``--hybrids`` adds rows of conf/hybrid/ presets (a model's layer pattern and its attention layers'
-encoding: recurrent and hybrid models, issue 55), named ``+hybrid=<preset>``, each at the --model's
+encoding: recurrent and hybrid models), named ``+hybrid=<preset>``, each at the --model's
 size with the preset's pattern (its model keys: mixers, name) and encoding. Their FLOPs count is the same 6 N + 12 layers L d (a recurrent layer's state
 updates are not counted, so their MFU is a rough figure).
 ``--compile`` trains through regional torch.compile (each block compiled in place:

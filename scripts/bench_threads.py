@@ -7,7 +7,7 @@ Runs the same small sweep (``posbench-train -m``: 4 encodings, the small model a
 ``--steps`` steps each, evaluated at 1x and 16x) in two layouts:
 
   * ``sequential, threads=<cores>``: Hydra's basic launcher, one run at a time with torch's default
-    thread count (every core): what a bare ``posbench-train -m`` did before issue 56;
+    thread count (every core): what a bare ``posbench-train -m`` did before jobs were given one thread each;
   * ``parallel, threads=1``: ``hydra/launcher=local_parallel threads=1``, one single-thread run per core;
 
 each on idle cores and beside one other CPU-bound process (a busy-loop: what another user's job does

@@ -11,7 +11,7 @@ the second rate of each tie a grid left (its ``decision`` "tied: ... train both"
     python scripts/budget_commands.py --ties runs/map_lr/report/tuning.csv [--length 64] [--tokens 2048] \
         [extra overrides ...]
 
-and the map's (experiment=map, issue 53), one per point of the map and learning rate:
+and the map's (experiment=map), one per point of the map and learning rate:
 
     python scripts/budget_commands.py --map runs/map_lr/report/tuning.csv \
         [--rates MODEL:ENC=LR,ENC=LR,...] [--centre MODEL:LEN] [--lengths 32,64,128,256] [--tokens 2048] \
@@ -25,7 +25,7 @@ choice must rest on 2 seeds or more) or from ``--rates`` (given by hand: a commi
 results/budget_lr_seed1/rate_choice.md's, not checked here). ``--seeds MODEL=LIST`` trains a model at
 fewer seeds (default ``base=0,1``).
 
-Issue 36's protocol: each encoding's learning rate is chosen on 1x validation loss alone
+The budget study's protocol: each encoding's learning rate is chosen on 1x validation loss alone
 (``experiment=budget_lr``: one seed, the middle budget) and used at every budget of
 ``experiment=budget``. ``tuning.csv`` is what posbench-report writes for a learning-rate grid (the
 ``chosen`` row of each encoding). Prints one ``posbench-train -m experiment=budget`` line per
@@ -88,7 +88,7 @@ def map_encodings() -> list[str]:
 
 def grid_rates(tuning: pd.DataFrame) -> dict[tuple[str, str], float]:
     """{(model, encoding): chosen lr} of a grid report's tuning.csv, checked as ``commands`` checks a
-    choice, and refused where the chosen rate rests on fewer than 2 seeds (issue 52's words)."""
+    choice, and refused where the chosen rate rests on fewer than 2 seeds (the rate rule)."""
     out = {}
     for (model, encoding), g in tuning.groupby(["model", "encoding"]):
         tried, pick = sorted(set(g["lr"])), g[g["chosen"].astype(bool)]

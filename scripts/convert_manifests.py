@@ -1,4 +1,4 @@
-"""Convert committed reports written before manifest.json (issue 57 item 2): read back, once, what a
+"""Convert committed reports written before manifest.json: read back, once, what a
 rebuild needs from each report.md's words (each run's config block, the commands, the environment
 table, the joined folders' line, the rows that do not apply, the scored-text line) and write it as
 ``manifest.json`` beside it (posbench/report/manifest.py), which is all ``posbench-report FOLDER

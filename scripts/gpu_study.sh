@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 58's GPU study in one command, sized to a lent GPU's ~10 minutes: every stage has its own
+# The GPU study in one command, sized to a lent GPU's ~10 minutes: every stage has its own
 # time limit, so a run cut short still leaves what the finished stages wrote.
 #
 #   bash scripts/gpu_study.sh /tmp/gpu_study        # on a CUDA machine: writes everything there
@@ -54,7 +54,7 @@ corpus_pid=$!
 
 # 1. the benchmark, alone on the device (its timings are the study's figures)
 stage bench "$BENCH_S" "$PYTHON" scripts/bench.py --device "$DEVICE" $BENCH_ARGS --encodings "$BENCH_ENCODINGS" \
-    --out "$OUT_DIR/bench" --note "issue 58's GPU study (scripts/gpu_study.sh); on CUDA training is bf16 autocast with fused AdamW"
+    --out "$OUT_DIR/bench" --note "the GPU study (scripts/gpu_study.sh); on CUDA training is bf16 autocast with fused AdamW"
 bench_rc=$?
 if ! wait "$corpus_pid"; then say "cannot build the corpus (see $LOG)"; exit 2; fi
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The map's base size (issue 53) on a lent GPU in one command: scripts/map_study.sh's base stages
+# The map's base size on a lent GPU in one command: scripts/map_study.sh's base stages
 # (base_grid, base_edges, base_line: about 6 hours of the 2-core machine) with every run on CUDA in fp32
 # (precision=fp32: no bf16 autocast and no TF32, the CPU map's arithmetic, the kernels' order of sums
 # aside) on the CPU studies' own corpus (scripts/gpu_corpus.py's archive, read through data.path), and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The map's study (issue 53, conf/experiment/map.yaml) on a CPU machine: every command in order.
+# The map's study (conf/experiment/map.yaml) on a CPU machine: every command in order.
 # Each is a posbench-train sweep that skips the runs it finds complete, so the same command resumes
 # a study that stopped (a killed job continues from its resume state, bit for bit).
 #

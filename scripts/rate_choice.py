@@ -1,4 +1,4 @@
-"""The learning rate of each encoding chosen on evidence (issue 52): a one-seed grid's committed losses and
+"""The learning rate of each encoding chosen on evidence: a one-seed grid's committed losses and
 a second seed's runs at each encoding's two best rates, read together by the report's rule
 (posbench/report/tuning.py ``decide``: the best rate only where it beats the others by 2 seed SDs of the
 1x validation loss, else the common rate within that margin, else a tie: train both):

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Count the report wing's modules and import arrows (ast; module-level and function-local imports of
 posbench.report.*; an import of a package naming its submodule counts as the submodule), and the same
-graph with each sub-package as one node. Usage: python scripts/report_imports.py [REPO] [-v] [-u] (issue 57)."""
+graph with each sub-package as one node. Usage: python scripts/report_imports.py [REPO] [-v] [-u]."""
 import ast, sys
 from pathlib import Path
 root = Path(sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else ".") / "posbench" / "report"

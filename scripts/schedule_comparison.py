@@ -1,4 +1,4 @@
-"""Cosine against warmup-stable-decay at an equal budget (issue 36: which schedule the budget study uses),
+"""Cosine against warmup-stable-decay at an equal budget (which schedule the budget study uses),
 from two committed reports of the same configurations:
 
     python scripts/schedule_comparison.py results/budget_cosine results/budget [--steps 1200]

@@ -1,5 +1,5 @@
 """The table of a task-lever study (experiment=mqar_levers): one row per run below RUNS_DIR with the
-task settings it varied, its final validation loss and its token accuracy at each evaluated multiple,
+model's shape and initial weights (model.init), the task settings it varied, its final validation loss and its token accuracy at each evaluated multiple,
 as markdown. The runs vary task settings, so posbench-report (one row per encoding) would pool them.
 
     python scripts/task_levers_table.py /work/runs/mqar_levers > table.md
@@ -27,22 +27,23 @@ def rows(runs_dir: Path) -> list[dict]:
         acc = {e["multiple"]: e["token_accuracy"] for e in m.get("task_evaluations", [])}
         shape = cfg["model"]
         out.append({"model": f"{shape['name']} (d{shape.get('d_model')}, {shape.get('n_layers')}L, {shape.get('n_heads')}h)",
+                    "init": shape.get("init", "gpt2"),
                     "encoding": cfg["encoding"]["name"], "seed": cfg["seed"],
                     **{k: task.get(k) for k in LEVERS}, "steps": m["train_steps"], "lr": (cfg.get("train") or {}).get("lr"),
                     "val_loss": m["final_val_loss"],
                     "acc": acc, "train_s": m["train_wall_s"]})
     # the grid in reading order: model, then curriculum, then the alphabet from large to small, then placement
-    return sorted(out, key=lambda r: (r["model"], r["encoding"], r["steps"], str(r["curriculum"] or ""),
+    return sorted(out, key=lambda r: (r["model"], r["init"], r["encoding"], r["steps"], str(r["curriculum"] or ""),
                                       -(r["alphabet"] or 0), str(r["train_queries"]), r["seed"]))
 
 
 def markdown(table: list[dict]) -> str:
     multiples = sorted({k for r in table for k in r["acc"]})
-    head = ["model", "encoding", "seed", *LEVERS, "steps", "lr", "final val loss", *(f"{m:g}x token acc." for m in multiples),
+    head = ["model", "init", "encoding", "seed", *LEVERS, "steps", "lr", "final val loss", *(f"{m:g}x token acc." for m in multiples),
             "train s"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in table:
-        cells = [r["model"], r["encoding"], str(r["seed"]), *(str(r[k] if r[k] not in ([], None) else "-") for k in LEVERS),
+        cells = [r["model"], r["init"], r["encoding"], str(r["seed"]), *(str(r[k] if r[k] not in ([], None) else "-") for k in LEVERS),
                  str(r["steps"]), f"{r['lr']:g}" if r["lr"] is not None else "-", f"{r['val_loss']:.3f}", *(_acc(r["acc"], m) for m in multiples),
                  f"{r['train_s']:.0f}"]
         lines.append("| " + " | ".join(cells) + " |")

@@ -1,5 +1,5 @@
 """Steps or tokenizer? Every subword row of a committed tokenizers report beside both byte partners, from
-committed reports' records (issue 52):
+committed reports' records:
 
     python scripts/tokenizer_partners.py results/tokenizers results/tokenizers_steps
 

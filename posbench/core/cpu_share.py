@@ -3,7 +3,7 @@
 torch's OpenMP threads spin-wait for each other at every parallel region, so a run with 2 threads on a
 2-core machine that another process also uses waits for the busy core at every matrix product:
 measured on posbench's 2-core machine, the quickstart's first run fell from ~14,000 to 221-342 tokens/s
-beside other jobs, while a 1-thread run beside the same jobs kept ~1,000 (issue 56;
+beside other jobs, while a 1-thread run beside the same jobs kept ~1,000 (measured;
 results/bench/threads.md has the sweep-level figures). Two checks, both only on CPU:
 
 * :func:`threads_fit` at the start of a run: the processes other work has running now (sampled from

@@ -45,7 +45,7 @@ def load_training_corpus(cfg) -> Corpus:
 
 def warn_few_documents(val: np.ndarray, separator: str, val_fraction: float) -> int:
     """Warn, every time a run starts training, where its validation split holds fewer than FEW_DOCUMENTS
-    documents: the report resamples documents for its intervals over text (issue 56: a small own corpus
+    documents: the report resamples documents for its intervals over text (a small own corpus
     got one validation document without a word)."""
     n = validation_documents(val, separator)
     if n < FEW_DOCUMENTS:

@@ -13,7 +13,7 @@ reached in training. posbench's default max_distance is the largest training dis
 max_distance whose last bucket no training distance reaches is refused (its bias would stay at
 its initial value and be read at every long distance in evaluation).
 
-The bias's scale (``bias_scale``; issue 53). T5 computes ``logits = q'.k + b`` with no 1/sqrt(d)
+The bias's scale (``bias_scale``). T5 computes ``logits = q'.k + b`` with no 1/sqrt(d)
 (Mesh TensorFlow ``transformer/attention.py`` ``attention()``: ``logits = einsum(q, k); logits +=
 bias``; HF ``T5Attention``: ``self.scaling = 1.0``) and folds the 1/sqrt(d_head) into the query's
 initialisation instead (Mesh TF ``AttentionParams``: q ~ N(0, (d_model * d_kv)^-1/2), k and v

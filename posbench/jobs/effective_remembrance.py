@@ -1,4 +1,4 @@
-"""EffRem curves of trained runs (issue 54 item 1): ``scripts/effective_remembrance.py``'s job.
+"""EffRem curves of trained runs (the far-context study's remembrance curves): ``scripts/effective_remembrance.py``'s job.
 
 For each run directory: its checkpoint, windows of T = multiple x train_len validation tokens and a grid
 of cuts (posbench/evaluation/effective_remembrance.py); the curve EffRem_T(t) per window, one value per run, cut and window (the summary over seeds and windows

@@ -4,7 +4,7 @@ the default setting (one learning rate for every encoding), and a second table s
 encoding at the setting chosen for it on 1x validation loss alone (mean over seeds of the final
 validation loss at train_len; never on extrapolation), with the chosen values beside it.
 
-The choice is made on evidence (``decide``, issue 52): the rate moves verdicts (T5's 16x/1x at
+The choice is made on evidence (``decide``): the rate moves verdicts (T5's 16x/1x at
 1200 steps, seed 0: 2.64 at 2e-3, 2.03 at 4e-3), and on one seed most grids' margins were inside
 the seeds' spread. A grid is read on at least two seeds (``MIN_SEEDS``); the best setting is
 chosen only where it beats the others by at least ``MARGIN_SDS`` seed standard deviations (of the

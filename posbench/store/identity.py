@@ -56,8 +56,8 @@ def schedule_identity(train: dict) -> dict:
 
 # encoding settings added after runs were made, at the value those runs had: left out of the id
 OLD_ENCODING_BEHAVIOUR = {
-    "t5": {"bias_scale": "none"},  # issue 53: every T5 run before it had the unscaled table
-    "alibi": {"num_heads": None},  # issue 55: every ALiBi run before it had ALiBi on all heads
+    "t5": {"bias_scale": "none"},  # every T5 run before it had the unscaled table
+    "alibi": {"num_heads": None},  # every ALiBi run before it had ALiBi on all heads
 }
 
 
@@ -71,8 +71,8 @@ def encoding_settings(settings: dict) -> dict:
 
 # model settings added after runs were made, at the value those runs had: left out of the id
 OLD_MODEL_BEHAVIOUR = {
-    "mixers": ["attention"], "mixer_params": {},  # issue 55: every run before it was all attention
-    "canon": "",  # issue 55: and had no Canon layers
+    "mixers": ["attention"], "mixer_params": {},  # every run before mixers was all attention
+    "canon": "",  # and had no Canon layers
     "init": "gpt2",  # every run before the setting had GPT-2's initial weights
 }
 

@@ -1,5 +1,7 @@
 """A study's run directories kept as one compact records file: every file of every kept run (and the
-sweeps' ``.hydra/*/multirun.yaml``) as a row of one Parquet table, restored bit for bit.
+sweeps' ``.hydra/*/multirun.yaml``) as a row of one Parquet table, restored bit for bit as kept: the
+configs and records (.yaml, .json) with this machine's paths made portable (posbench/core/paths.py; a
+committed file names no folder of the machine that made it), every other file as it was.
 
     posbench-records keep RUNS_DIR RECORDS.parquet   # RUNS_DIR's ended runs added (less weights, resume state)
     posbench-records unpack RECORDS.parquet DEST     # the run directories again (a run already in DEST is left)
@@ -35,6 +37,7 @@ from typing import Iterator
 
 from posbench.core.errors import PosbenchError
 from posbench.core.files import atomic_write_bytes, make_dirs
+from posbench.core.paths import portable
 from posbench.store.lock import lock_is_free
 from posbench.store.rundir import CHECKPOINT, CONFIG, LOCK, METRICS, RESUME, TOKEN_LOSSES, find_runs, read_metrics
 
@@ -42,6 +45,7 @@ LEFT_OUT = frozenset({CHECKPOINT, RESUME, LOCK, TOKEN_LOSSES})
 ENDED = ("completed", "diverged")
 SUFFIX = ".parquet"
 COMPRESSION_LEVEL = 19  # zstd's strongest common level: records are written once a run and read rarely
+PORTABLE_SUFFIXES = (".yaml", ".json")  # text that names paths: configs, records with their commands
 SWEEPS = ".hydra"  # <runs_dir>/.hydra/<sweep>/multirun.yaml: each sweep's command, which the report reads
 
 Files = dict[str, dict[str, bytes]]  # folder (posix, relative) -> file name -> bytes
@@ -88,10 +92,23 @@ def write_records(files: Files, path: Path) -> None:
     atomic_write_bytes(Path(path), buf.getvalue())
 
 
+def kept_bytes(path: Path) -> bytes:
+    """A file as records keep it: a config or record (.yaml, .json) with this machine's paths portable
+    (posbench/core/paths.py: a runs folder, a corpus path or a command names no folder of this machine);
+    any other file as it is."""
+    data = path.read_bytes()
+    if path.suffix in PORTABLE_SUFFIXES:
+        try:
+            return portable(data.decode()).encode()
+        except UnicodeDecodeError:
+            return data
+    return data
+
+
 def run_files(run_dir: Path) -> dict[str, bytes]:
     """A run directory's files as records keep them (top level only: a run directory has no subfolders
     a reader needs)."""
-    return {p.name: p.read_bytes() for p in sorted(Path(run_dir).iterdir())
+    return {p.name: kept_bytes(p) for p in sorted(Path(run_dir).iterdir())
             if p.is_file() and p.name not in LEFT_OUT and not p.name.endswith(".tmp")}
 
 
@@ -118,7 +135,7 @@ def keep(runs: Path, records: Path) -> Kept:
         if files.get(folder) != now:
             files[folder], copied = now, copied + 1
     for sweep in sorted(runs.glob(f"{SWEEPS}/*/multirun.yaml")):
-        files.setdefault(sweep.parent.relative_to(runs).as_posix(), {})[sweep.name] = sweep.read_bytes()
+        files.setdefault(sweep.parent.relative_to(runs).as_posix(), {})[sweep.name] = kept_bytes(sweep)
     if files != before or not records.exists():
         write_records(files, records)
     return Kept(copied, left)

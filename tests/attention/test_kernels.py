@@ -218,7 +218,7 @@ def test_flex_attention_matches_the_chunked_float_mask_path(encoding):
 
 @pytest.mark.parametrize("block", [None, 4])
 def test_the_chunked_bias_path_gives_the_same_attention_with_and_without_grad(block):
-    """Issue 57 item 8: without grad the float mask is 4-D (CPU SDPA's flash kernel, not its math
+    """Without grad the float mask is 4-D (CPU SDPA's flash kernel, not its math
     kernel); the attention equals the grad path's to float32 tolerance, in query blocks too."""
     torch.manual_seed(0)
     B, H, L, D = 2, 3, 50, 8
@@ -235,7 +235,7 @@ def test_the_chunked_bias_path_gives_the_same_attention_with_and_without_grad(bl
 
 def old_stick_breaking_attention(q, k, v, scale=None, attend_current=False, remainder=True, block=None,
                                  max_elements=attention.MAX_SCORE_ELEMENTS, window=None):
-    """stick_breaking_attention before issue 57 item 8 (every block of queries against all its keys,
+    """stick_breaking_attention before the kernel rewrite (every block of queries against all its keys,
     flipped cumulative sums), kept to compare against."""
     import torch.nn.functional as F
 
@@ -265,7 +265,7 @@ def old_stick_breaking_attention(q, k, v, scale=None, attend_current=False, rema
     (8.0, {}),  # beta near 0 for some pairs: the band widens, here to the first key
 ])
 def test_stick_breaking_in_bands_equals_the_old_kernel(gain, kw):
-    """Issue 57 item 8: each block of queries scores only the keys its sticks reach (to e^STICK_CUT), in
+    """Each block of queries scores only the keys its sticks reach (to e^STICK_CUT), in
     reverse order; equal to the old kernel to 1e-12 in float64 and 2e-6 in float32, in blocks of 40
     queries and whole."""
     g = torch.Generator().manual_seed(int(gain * 10))
@@ -290,7 +290,7 @@ def test_stick_breaking_reads_no_key_past_the_broken_sticks():
 
 @pytest.mark.parametrize("value", [0.0, float("-inf")])
 def test_hide_is_masked_fill_for_finite_scores_gradient_included(value):
-    """hide (an add of 0/-inf or a multiply by the visible pairs, issue 57 item 8) gives masked_fill's
+    """hide (an add of 0/-inf or a multiply by the visible pairs) gives masked_fill's
     numbers bit for bit on finite scores, and its gradient; anything but 0 or -inf is refused."""
     g = torch.Generator().manual_seed(0)
     x = torch.randn(2, 3, 7, 9, generator=g, requires_grad=True)

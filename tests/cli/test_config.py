@@ -98,7 +98,7 @@ def test_the_map_s_lines_hold_tokens_per_step_and_its_grid_takes_each_model_s_ra
 
 
 def test_the_hybrids_preset_puts_each_layer_pattern_beside_the_attention_rows(cache_dir):
-    """experiment=hybrids (issue 55): pure recurrent and hybrid rows beside seven attention rows, each a
+    """experiment=hybrids: pure recurrent and hybrid rows beside seven attention rows, each a
     WSD trunk with two budgets and the window control; another model size keeps every row's pattern."""
     specs = [validate(c) for c in compose_jobs("config", ["experiment=hybrids"], multirun=True)]
     rows = {(s.model.name, tuple(s.model.layer_mixers()), s.encoding.name) for s in specs}

@@ -1,5 +1,5 @@
 """posbench/core/cpu_share.py: a CPU run whose threads spin-wait for a shared core says so, with the fix;
-the quickstart's sweep runs one single-thread job per core (issue 56 item 1; results/bench/threads.md)."""
+the quickstart's sweep runs one single-thread job per core (results/bench/threads.md)."""
 
 import logging
 

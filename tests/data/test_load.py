@@ -112,7 +112,7 @@ def test_a_folder_whose_only_file_hashes_to_validation_still_splits(tmp_path, ca
 
 
 def test_a_validation_split_of_few_documents_is_named_at_load_time(caplog):
-    """A small own corpus gave one validation document without a word (issue 56 item 9): now every load says so."""
+    """A small own corpus gave one validation document without a word: now every load says so."""
     import logging
 
     import numpy as np

@@ -61,7 +61,7 @@ def test_cope_positions_count_the_gates_that_open_between_key_and_query():
 
 
 def old_cope_logits(scores, q, pos_emb, hidden):
-    """cope_logits before issue 57 item 8 (floor and ceil, two gathers of q . E), kept to compare against."""
+    """cope_logits before the kernel rewrite (floor and ceil, two gathers of q . E), kept to compare against."""
     npos = pos_emb.shape[-1]
     gates = torch.sigmoid(scores).masked_fill(hidden, 0.0)
     positions = gates.flip(-1).cumsum(-1).flip(-1).clamp(max=npos - 1)
@@ -73,7 +73,7 @@ def old_cope_logits(scores, q, pos_emb, hidden):
 
 @pytest.mark.parametrize("dtype, tol", [(torch.float64, 1e-12), (torch.float32, 2e-6)])
 def test_cope_logits_equal_the_old_interpolation_and_its_gradient(dtype, tol):
-    """One index and the steps E[p + 1] - E[p] (issue 57 item 8) give the old floor/ceil interpolation's
+    """One index and the steps E[p + 1] - E[p] give the old floor/ceil interpolation's
     logits and gradients to float tolerance, clamped positions included (npos 5 < 12 keys)."""
     from posbench.encodings.cope import cope_logits
 
@@ -107,7 +107,7 @@ def explicit_cope(q, k, v, pos_emb, scale=None):
     (500, 33, 3.0, 0.1),  # gates near 0 or 1, another scale of q.k (a temperature): the band widens and shrinks
 ])
 def test_band_attention_equals_the_explicit_kernel(L, npos, gain, scale):
-    """CountedPositions.band_attention (issue 57 item 8: the keys past the band clamped, one SDPA call) gives
+    """CountedPositions.band_attention (the keys past the band clamped, one SDPA call) gives
     the explicit kernel's output to 1e-10 in float64 and 1e-4 in float32 (logits up to ~30)."""
     from posbench.attention.kernels import CPU_FLASH_LSE
     from posbench.encodings.cope import CountedPositions

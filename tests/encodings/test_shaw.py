@@ -54,7 +54,7 @@ def test_shaw_with_zero_relative_embeddings_is_plain_causal_attention():
 
 @pytest.mark.parametrize("length", [5, 17, 300])
 def test_evaluation_on_cpu_runs_the_band_and_one_sdpa_to_float_tolerance(length, monkeypatch):
-    """Issue 57 item 8: without grad on CPU, positions 0..L-1, Shaw's attention is the shifted SDPA
+    """Without grad on CPU, positions 0..L-1, Shaw's attention is the shifted SDPA
     over the keys past the clip plus a band of the nearer ones (clipped_relative_attention), equal to
     the distance-table path to 1e-5 in float32, with a temperature; other positions keep the table."""
     torch.manual_seed(0)

@@ -45,7 +45,7 @@ def test_transformer_xl_matches_the_paper_formula(grad):
 
 @pytest.mark.parametrize("positions", ["contiguous", "sorted", "unsorted"])
 def test_evaluation_splits_the_sinusoids_to_float_tolerance(positions, monkeypatch):
-    """Issue 57 item 8: without grad (evaluation) the logits are one SDPA over [q + u, Q'] . [k, K']
+    """Without grad (evaluation) the logits are one SDPA over [q + u, Q'] . [k, K']
     (split_attention), equal to the distance-table path to 1e-5 in float32 at 600 tokens, with a
     temperature; positions that go back (j < i, p_j > p_i) keep the table path, which clamps them."""
     torch.manual_seed(0)

@@ -77,7 +77,7 @@ def test_bench_profile_rejects_an_unknown_encoding(tmp_path):
 
 @pytest.mark.slow  # four evaluation processes (~40 s)
 def test_a_row_whose_training_fails_is_left_empty_and_the_others_are_measured(tmp_path):
-    """On a lent GPU one compiler error must not lose the other rows' minutes (issue 58's rerun lost all)."""
+    """On a lent GPU one compiler error must not lose the other rows' minutes (the GPU study's first rerun lost all)."""
     code = f"""
 import sys
 sys.path[:0] = [{str(ROOT / 'scripts')!r}, {str(ROOT)!r}]

@@ -1,4 +1,4 @@
-"""scripts/gpu_study.sh (issue 58): the GPU study's one command runs end to end on CPU at a tiny size,
+"""scripts/gpu_study.sh: the GPU study's one command runs end to end on CPU at a tiny size,
 so that the run on a lent GPU (minutes, once) cannot fail on a typo, and a stage cut by its time
 limit still leaves what the others wrote."""
 

@@ -1,4 +1,4 @@
-"""scripts/map_gpu.sh (issue 53): the map's base stages on a lent GPU run end to end on CPU at a tiny
+"""scripts/map_gpu.sh: the map's base stages on a lent GPU run end to end on CPU at a tiny
 size, so that the one GPU call cannot fail on a typo: the grid, its extension where a choice lies on the
 edge, the line at the rates the grid chose, the machine control beside the grid, every run in fp32,
 and the ended runs packed without weights."""

@@ -1,4 +1,4 @@
-"""scripts/map_study.sh (issue 53): the study's stages call posbench-train with the words the commands
+"""scripts/map_study.sh: the study's stages call posbench-train with the words the commands
 script prints, unquoted as a shell would, plus MAP_EXTRA's on every call; a grid whose choice stays on
 its edge after its extension stops the study with one line instead of training the line at an unread
 rate. Fast: posbench-train and posbench-report are stand-ins that record what they are given."""

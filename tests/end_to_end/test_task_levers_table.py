@@ -19,7 +19,8 @@ def test_a_row_per_completed_run_with_its_levers_and_accuracies(tmp_path):
     for i, (alphabet, status) in enumerate([(64, "completed"), (8, "completed"), (16, "failed")]):
         d = tmp_path / f"run{i}"
         d.mkdir()
-        cfg = {"model": {"name": "tiny", "d_model": 64, "n_layers": 2, "n_heads": 2}, "encoding": {"name": "rope"},
+        model = {"name": "tiny", "d_model": 64, "n_layers": 2, "n_heads": 2, **({"init": "torch"} if i else {})}
+        cfg = {"model": model, "encoding": {"name": "rope"},
                "seed": 0, "train": {"lr": 0.002},
                "task": {"name": "mqar", "alphabet": alphabet, "train_queries": "end", "curriculum": []}}
         (d / "config.yaml").write_text(yaml.safe_dump(cfg))
@@ -30,9 +31,10 @@ def test_a_row_per_completed_run_with_its_levers_and_accuracies(tmp_path):
     proc = run(tmp_path)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines[0].startswith("| model | encoding | seed | alphabet | train_queries | curriculum | steps | lr |")
+    assert lines[0].startswith("| model | init | encoding | seed | alphabet | train_queries | curriculum | steps | lr |")
     assert "1x token acc. | 2x token acc." in lines[0] and len(lines) == 4  # header, rule, two completed runs
-    assert "| tiny (d64, 2L, 2h) | rope | 0 | 8 | end | - | 3000 | 0.002 | 1.900 | 0.350 | n/d | 80 |" in lines
+    assert "| tiny (d64, 2L, 2h) | torch | rope | 0 | 8 | end | - | 3000 | 0.002 | 1.900 | 0.350 | n/d | 80 |" in lines
+    assert lines[2].startswith("| tiny (d64, 2L, 2h) | gpt2 | rope | 0 | 64 |")  # a config from before model.init: GPT-2's
 
 
 def test_a_folder_without_runs_is_one_line(tmp_path):

@@ -68,7 +68,7 @@ def test_each_layer_gets_the_kernel_of_the_first_rule_that_holds(name, options, 
     (AttentionOptions(recorder=AttentionRecorder(2, 2)), CPU, Kernel.SCORES),  # and gives no weights
 ])
 def test_cope_evaluates_through_its_band_where_nothing_else_shapes_the_scores(options, device, expected, monkeypatch):
-    """Issue 57 item 8: CoPE's band (content_has_band) in evaluation on CPU; training keeps the explicit kernel."""
+    """CoPE's band (content_has_band) in evaluation on CPU; training keeps the explicit kernel."""
     monkeypatch.setattr("posbench.model.kernel_choice.CPU_FLASH_LSE", True)
     with torch.no_grad():
         assert kernels_of("cope", options, True, device) == [expected] * 2
@@ -115,7 +115,7 @@ def test_a_flex_kernel_that_cannot_compile_runs_its_portable_step(name, options,
 @pytest.mark.parametrize("name, options", [("fox", AttentionOptions(kernel="flex")), ("sink", AttentionOptions(kernel="flex")),
                                            ("sink", AttentionOptions(kernel="flex", window=Window("chunked", 32)))])
 def test_fox_and_sinks_evaluate_through_flex_to_float_tolerance(name, options, monkeypatch):
-    """Issue 57 item 8: FoX's forget term and a sink logit through compiled flex attention on CPU
+    """FoX's forget term and a sink logit through compiled flex attention on CPU
     (evaluation) agree with the explicit kernel to 1e-5 (float32), and flex did run."""
     if not kernels.flex_supported():
         pytest.skip("flex attention not importable in this torch")

@@ -100,7 +100,7 @@ def test_the_runs_of_a_committed_report_are_its_records_with_the_manifests_confi
 
 
 def test_a_rebuild_reads_the_manifest_and_never_the_words_of_the_report(quick, tmp_path):
-    """Issue 57 item 2: the committed report.md reworded (or gone) rebuilds the same report; what the
+    """The committed report.md reworded (or gone) rebuilds the same report; what the
     rebuild shows of the provenance comes from manifest.json."""
     main([str(quick), "--rebuild", "--out", str(tmp_path / "first")])
     (quick / "report.md").write_text("# a report in other words\n\nCommands (elsewhere):\n\n```\nrm -rf /\n```\n")
@@ -231,7 +231,7 @@ def test_task_records_on_another_example_set_stay_left_out_in_a_rebuild(tmp_path
 ], ids=["column", "not-a-number", "negative", "nan", "inf", "duplicated"])
 def test_a_damaged_committed_csv_is_refused_in_one_line_and_the_report_is_not_rewritten(quick, capsys, damage, words):
     """NaN or inf perplexities would silently rewrite the verdicts; a missing column, a non-number or a
-    negative one would end in a traceback; a duplicated record would count twice (issue 56 item 5)."""
+    negative one would end in a traceback; a duplicated record would count twice."""
     csv = quick / "evaluations.csv"
     frame = pd.read_csv(csv)
     if damage is None:  # NaN on a record that has no reason it was not scored (row 3 is a scored one)

@@ -1,4 +1,4 @@
-"""Issue 56, what a researcher trips over in the first hour of reports: the verdict's multiple is one
+"""What a researcher trips over in the first hour of reports: the verdict's multiple is one
 every row has (a 32x evaluation of one seed does not cost every other row its verdict), several
 folders and a filter, smoke runs never read as a training budget, "rank" named apart, the headline
 by verdict class first, and no absolute path of the machine in a report."""

@@ -1,5 +1,5 @@
-"""posbench/report/manifest.py: what a report keeps for its rebuild, as data beside report.md (issue 57
-item 2); read back exactly as written, and refused in one line where damaged."""
+"""posbench/report/manifest.py: what a report keeps for its rebuild, as data beside report.md;
+read back exactly as written, and refused in one line where damaged."""
 
 import json
 from pathlib import Path

@@ -33,7 +33,7 @@ def test_run_ids_of_runs_without_the_new_keys_do_not_change(compose):
 
 
 def test_t5_runs_keep_their_ids_and_the_scaled_bias_gets_its_own(compose):
-    """encoding.bias_scale (issue 53) at ``none``, the bias every earlier T5 run had, is left out of
+    """encoding.bias_scale at ``none``, the bias every earlier T5 run had, is left out of
     the id: ids computed by the code before it existed; ``sqrt_dhead`` is another run."""
     assert compose("encoding=t5").run_id == "t5_small_L64_s0_9a55b2ee83"
     assert compose("encoding=t5", "encoding.bias_scale=none", "model=tiny", "train=smoke", "train_len=16",

@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from posbench.core.errors import PosbenchError
+from posbench.core.paths import portable
 from posbench.store.lock import run_lock
 from posbench.store.records import LEFT_OUT, keep, listing, read_records, unpack
 from tests.conftest import tree
@@ -43,8 +44,10 @@ def test_ended_runs_come_back_bit_for_bit_without_weights_and_a_locked_run_waits
     back = tmp_path / "back"
     assert not (back / dirs[0].name).exists()
     for d in dirs[1:]:
-        expected = {k: v for k, v in files_of(d).items() if k not in LEFT_OUT and not k.endswith(".tmp")}
-        assert files_of(back / d.name) == expected and expected  # every file kept, byte for byte
+        expected = {k: portable(v.decode()).encode() if k.endswith((".yaml", ".json")) else v
+                    for k, v in files_of(d).items() if k not in LEFT_OUT and not k.endswith(".tmp")}
+        assert files_of(back / d.name) == expected and expected  # every file kept, byte for byte, paths portable
+        assert str(runs) in (d / "config.yaml").read_text() and str(runs) not in (back / d.name / "config.yaml").read_text()
     assert not [p for p in back.rglob("*") if p.name in LEFT_OUT]
     assert list(back.glob(".hydra/*/multirun.yaml"))  # the sweep's command, which the report reads
     # the lock is free now: only that run is added
@@ -61,11 +64,11 @@ def test_a_run_whose_records_grew_is_kept_again_and_one_already_unpacked_is_left
     d = run_dirs(runs)[0]
     (d / "metrics.json").write_text((d / "metrics.json").read_text() + "\n")  # posbench-eval added records, say
     assert keep(runs, records).copied == 1
-    assert read_records(records)[d.name]["metrics.json"] == (d / "metrics.json").read_bytes()
+    assert read_records(records)[d.name]["metrics.json"] == portable((d / "metrics.json").read_text()).encode()
     # a folder the destination has is left whole, as it is (a study's own newer copy of the run)
     written, left = unpack(records, tmp_path / "back")
     assert written == 0 and left == len(read_records(records))
-    assert (tmp_path / "back" / d.name / "metrics.json").read_bytes() != (d / "metrics.json").read_bytes()
+    assert not (tmp_path / "back" / d.name / "metrics.json").read_text().endswith("\n\n")
 
 
 @pytest.mark.parametrize("folder", ["../outside", "/etc/x", "a/../../b"])

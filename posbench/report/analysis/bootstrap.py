@@ -20,7 +20,7 @@ combined analytically instead:
   (D documents), where u is the seed term ``s_y^2 / n`` taken at its one-sided 95% upper
   confidence limit ``u = (s_y^2 / n) (n - 1) / chi2_{0.05, n-1}``: with the plain plug-in, three
   seeds that happen to agree give a small seed term and so many degrees of freedom, and the test
-  rejected a true null in 7.5% of simulated trials. The limit was at 75% until issue 52: that
+  rejected a true null in 7.5% of simulated trials. The limit was at 75% before the statistics were checked by simulation: that
   held 5%, but not the tail Holm reads (with the noise structure of RoPE's committed 16x/1x, seed
   share 0.89, P(p < 0.001 | H0) was 0.0053 at 3 seeds); at 95% it is at most 0.002 on every
   structure estimated from the committed data (``tests/report/analysis/test_bootstrap.py``). The text

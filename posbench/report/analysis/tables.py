@@ -481,6 +481,47 @@ def latex_table(table: pd.DataFrame) -> str:
     return shown.to_latex(index=False, escape=False, column_format="l" * len(CELL_KEYS) + "r" * (len(shown.columns) - len(CELL_KEYS)))
 
 
+PAPER_COLUMNS = 7  # a table a two-column paper can print
+
+
+def paper_table(table: pd.DataFrame, ratio: str | None) -> str:
+    """The main table for a paper (``table_paper.tex``): booktabs, at most ``PAPER_COLUMNS`` columns, one
+    row per encoding without its controls on the first protocol: 1x perplexity, the longest length's, the
+    ratio, the ratio on equal context (where the report has the window control) and the verdict word, each
+    with its 95% interval as the report prints it; a ``setting`` column (model, train_len) where the table
+    holds more than one. The full table stays in table.tex."""
+    rows = table[~table["windowed"].astype(bool)]
+    if rows.empty or not ratio:
+        return "% no rows to print\n"
+    rows = rows[rows["protocol"] == rows["protocol"].iloc[0]]
+    longest = ratio.split("/")[0]
+    equal = "equal_ctx" in rows and rows["equal_ctx"].notna().any()
+
+    def cell(r, col, digits=2):
+        if pd.isna(r.get(col)):  # why there is no number (n/d: not defined past its table; n/e: not evaluated)
+            note = r.get(f"{longest}_note") if col != "1x" else None
+            return note if isinstance(note, str) else ""
+        lo, hi = r.get(f"{col}_lo"), r.get(f"{col}_hi")
+        interval = f" [{lo:.{digits}f}, {hi:.{digits}f}]" if pd.notna(lo) and pd.notna(hi) else ""
+        return f"{r[col]:.{digits}f}{interval}"
+
+    out = pd.DataFrame({"encoding": rows["variant"].astype(str)})
+    if rows[["model", "train_len"]].drop_duplicates().shape[0] > 1:
+        out["setting"] = [f"{m}, {int(t)}" for m, t in zip(rows["model"], rows["train_len"])]
+    out["1x ppl"] = [cell(r, "1x") for _, r in rows.iterrows()]
+    out[f"{longest} ppl"] = [cell(r, longest) if longest in rows else "" for _, r in rows.iterrows()]
+    out[ratio] = [cell(r, ratio) for _, r in rows.iterrows()]
+    if equal:
+        out[f"{longest}, equal context"] = [cell(r, "equal_ctx") for _, r in rows.iterrows()]
+    out["verdict"] = [str(r.get("verdict")) if isinstance(r.get("verdict"), str) else "" for _, r in rows.iterrows()]
+    out = out.iloc[:, :PAPER_COLUMNS]
+    out.columns = [str(c).replace("_", "\\_") for c in out.columns]
+    out = out.map(lambda v: str(v).replace("_", "\\_"))
+    source = f"% posbench: the main table at {longest} ({rows['protocol'].iloc[0]} windows; 95% intervals); needs \\usepackage{{booktabs}}\n"
+    return source + out.to_latex(index=False, escape=False, column_format="l" * (1 + ("setting" in out.columns))
+                                 + "r" * (len(out.columns) - 1 - ("setting" in out.columns)))
+
+
 def row_caveats(variants) -> list[str]:
     """What a reader must know about some rows before comparing them, for the rows present: each a
     sentence, for the table's legend and the decision guide."""

@@ -19,7 +19,7 @@ Per row (protocol, variant, model, train_len) and budget B (training steps):
   test decides; **moving** where the class differs between the last two budgets; **undecided**
   where one of them is undecided (**undecided, ratio moving** where the last step's 95% interval
   excludes no change all the same). Each word carries the last step's factor and interval. (Until
-  issue 52 the word was "settled since B": the same class and overlapping marginal intervals,
+  the evidence rule the word was "settled since B": the same class and overlapping marginal intervals,
   which is no test of a change and rewarded noisy rows.)
 * convergence between annealed models: the relative fall of the 1x perplexity's log (the 1x loss)
   from each budget to the next; with four or more budgets, a fit of ``L(T) = E + A T^-alpha`` to the

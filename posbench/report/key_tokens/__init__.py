@@ -1,4 +1,4 @@
-"""Key tokens (issue 54; Fang et al. 2024, LongPPL): the tokens whose loss falls when the keys past
+"""Key tokens (Fang et al. 2024, LongPPL): the tokens whose loss falls when the keys past
 train_len are added (each row's full pass against its window control ``+swaL``), their perplexity and
 the far-context gain on them.
 

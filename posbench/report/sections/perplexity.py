@@ -25,6 +25,7 @@ from posbench.report.analysis.tables import (
     comparisons,
     display_table,
     latex_table,
+    paper_table,
     multiple_columns,
     row_caveats,
     run_summary,
@@ -39,6 +40,7 @@ class Perplexity(Section):
         Output("table.csv", "the main table with std, intervals and p-values"),
         Output("table.md", "the main table as shown in this report"),
         Output("table.tex", "the main table for LaTeX"),
+        Output("table_paper.tex", "the main table for a paper: booktabs, at most 7 columns, the rows without controls"),
         Output("runs.csv", "summary metrics of every run (before averaging seeds)"),
         Output("pairs.csv", "the pre-declared comparisons (each row against the best of each column), Holm-corrected"),
         Output("evaluations.csv", "every evaluation record compared in the tables"),
@@ -59,6 +61,7 @@ class Perplexity(Section):
         shown = display_table(table)
         out.text("table.md", shown.to_markdown(index=False, disable_numparse=True) + "\n")
         out.text("table.tex", latex_table(table))
+        out.text("table_paper.tex", paper_table(table, ctx.ratio_column))
         out.figure("ppl_vs_length.png", plot_ppl_vs_length, table)
         ratio = ctx.ratio_column
         over = " and ".join(sorted(set(table["interval"])))

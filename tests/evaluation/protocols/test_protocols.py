@@ -104,7 +104,7 @@ def test_the_validation_split_must_hold_the_history_and_a_segment():
 
 
 def test_a_longer_multiple_is_refused_once_naming_every_key_it_needs():
-    """Issue 56: the first refusal named eval.first_scored, the second eval.segment; one names both."""
+    """The first refusal named eval.first_scored, the second eval.segment; one names both."""
     with pytest.raises(PosbenchError, match=r"longer than the history before the scored tokens \(eval.first_scored=128\) "
                                             r"and a scored segment \(eval.segment=128\).*; set eval.first_scored=256 "
                                             r"eval.segment=256 "):

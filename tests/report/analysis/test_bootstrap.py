@@ -182,7 +182,7 @@ def test_ranks_are_tied_where_no_test_separates_two_rows():
     assert ranks[:3] == [1, 1, 3] and math.isnan(ranks[3])
 
 
-# --- structures resampled from the committed per-document losses (issue 52) -------------------------
+# --- structures resampled from the committed per-document losses -------------------------
 
 BUDGET_RECORDS = Path(__file__).resolve().parents[3] / "results" / "budget" / "evaluations.csv"
 

@@ -36,7 +36,7 @@ def test_not_evaluated_is_not_called_not_defined(sweep, tmp_path):
     md = (out / "report.md").read_text()
     rows = {line.split("|")[2].strip(): line for line in md.splitlines() if line.startswith("| nonoverlapping")}
     cells = [c.strip() for c in rows["nope"].split("|")]
-    # issue 56: the verdict is read at 2x, the longest multiple every row has (n/d counts: it was evaluated);
+    # the verdict is read at 2x, the longest multiple every row has (n/d counts: it was evaluated);
     # 4x stays a column, "n/e" for nope
     assert cells[8] == "n/e" and "| 2x/1x " in md and "| 4x/1x" not in md
     learned = [c.strip() for c in rows["learned"].split("|")]
@@ -195,3 +195,25 @@ def test_an_undecided_verdict_on_two_seeds_says_what_a_third_would_need_to_show(
                         "rope+swaL": [[5.0, 5.2]] * 3})
     three["windowed"] = three["variant"].str.endswith("+swaL")
     assert main_table(three, 0.05).set_index("variant").loc["rope", "verdict"] == "broken"
+
+
+def test_the_paper_table_is_booktabs_with_at_most_seven_columns_and_no_control_rows():
+    """table_paper.tex: what a two-column paper prints (issue: the full table.tex has 15 columns); the
+    cells are the main table's own, a setting column only where the table spans several."""
+    from pathlib import Path
+
+    from posbench.report.analysis.tables import PAPER_COLUMNS, paper_table
+
+    results = Path(__file__).parents[3] / "results"
+    for name, settings in (("quick", 1), ("map", 5)):
+        table = pd.read_csv(results / name / "table.csv")
+        tex = paper_table(table, "16x/1x")
+        head = next(line for line in tex.splitlines() if line.startswith("encoding"))
+        assert "\\toprule" in tex and "\\midrule" in tex and "\\bottomrule" in tex
+        assert head.count("&") + 1 <= PAPER_COLUMNS and ("setting" in head) == (settings > 1)
+        body = tex.split("\\midrule")[1].split("\\bottomrule")[0].strip().splitlines()
+        unwindowed = table[~table["windowed"].astype(bool) & (table["protocol"] == table["protocol"].iloc[0])]
+        assert len(body) == len(unwindowed) and not any("+swaL" in line for line in body)
+    rope = next(line for line in paper_table(pd.read_csv(results / "quick" / "table.csv"), "16x/1x").splitlines()
+                if line.startswith("rope "))
+    assert "2.46 [2.36, 2.57]" in rope and rope.rstrip(" \\").endswith("broken")

@@ -140,7 +140,7 @@ def rebuilt_report(tmp_path_factory) -> Path:
 
 def test_at_a_phones_width_the_sticky_first_column_keeps_every_row_border_and_the_headline_is_high(rebuilt_report, page):
     """At 420 px and device scale 1, a collapsed table's sticky column lost its borders under scrolled
-    columns, and a rebuilt report's first screen was its rebuild paragraph (results/modern; issue 56 item 9)."""
+    columns, and a rebuilt report's first screen was its rebuild paragraph (results/modern)."""
     from io import BytesIO
 
     from PIL import Image

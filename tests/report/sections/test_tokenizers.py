@@ -108,7 +108,7 @@ def test_each_subword_row_stands_beside_its_equal_steps_and_equal_bytes_byte_par
     """Bytes at 1000 steps (equal bytes) read 2x/1x 1.8, bytes at 386 steps (equal steps) 1.3, BPE at 386
     steps 1.16: the contrast BPE / bytes-at-equal-bytes (0.644) splits into a steps part (1.3 / 1.8) and a
     tokenizer part (1.16 / 1.3), and steps carry log(1.3/1.8) / log(1.16/1.8) = 74% of the log-gap
-    (NoPE's case in issue 52: most of "does not carry over" was step count)."""
+    (NoPE's case: most of "does not carry over" was step count)."""
     from posbench.report.sections.tokenizers import partners_table
     from tests.helpers import records
 
