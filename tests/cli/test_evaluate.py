@@ -91,3 +91,34 @@ def test_posbench_eval_scores_an_fp32_run_in_fp32_unless_told_otherwise(compose,
     assert request.runtime.precision == "fp32" and "precision=fp32" in request.from_run
     told = to_eval_request(compose(f"run_dir={trained_run}", "precision=auto", config_name="evaluate"))
     assert told.runtime.precision == "auto" and "precision=fp32" not in told.from_run
+
+
+def test_a_folder_of_runs_is_scored_run_by_run_and_the_same_command_resumes(tmp_path, text_corpus, cache_dir):
+    """posbench-eval run_dir=FOLDER: every completed run below it gets the records asked for (a sweep, one
+    job per run); a second call adds nothing, so a sweep cut short continues where it stopped."""
+    import json
+
+    from posbench.cli.evaluate import expanded
+    from tests.conftest import cli
+
+    runs = tmp_path / "runs"
+    cli("posbench.cli.train", "-m", "encoding=nope,alibi", *NONOVERLAPPING_ONLY, f"data.path={text_corpus}",
+        f"runs_dir={runs}", cwd=tmp_path)
+    run_dirs = sorted(p.parent for p in runs.glob("*/metrics.json"))
+    assert len(run_dirs) == 2
+    args = expanded([f"run_dir={runs}", "eval.multiples=[1,2,4]"])
+    assert args[0] == "-m" and args[-1] == "run_dir=" + ",".join(f"'{d}'" for d in run_dirs)
+    assert expanded([f"run_dir={run_dirs[0]}"]) == [f"run_dir={run_dirs[0]}"]  # a run is a run
+    first = cli("posbench.cli.evaluate", f"run_dir={runs}", "eval.multiples=[1,2,4]", cwd=tmp_path)
+    for d in run_dirs:
+        records = json.loads((d / "metrics.json").read_text())["evaluations"]
+        assert {r["multiple"] for r in records if r["variant"] in ("nope", "alibi")} == {1.0, 2.0, 4.0}, first.stdout
+    before = [(d / "metrics.json").read_text() for d in run_dirs]
+    cli("posbench.cli.evaluate", f"run_dir={runs}", "eval.multiples=[1,2,4]", cwd=tmp_path)
+    assert [(d / "metrics.json").read_text() for d in run_dirs] == before
+
+
+def test_a_folder_without_a_completed_run_is_one_line(entry, tmp_path):
+    (tmp_path / "empty").mkdir()
+    status, err = entry("eval", f"run_dir={tmp_path / 'empty'}")
+    assert status == 2 and "holds no completed run" in err and len(err.strip().splitlines()) == 1
