@@ -121,7 +121,7 @@ def _compare(rows: list[dict], cells: dict, k: int) -> None:
         r["p_vs_best"], r["p_holm"], r["test"], r["unresolved"] = result.p, adjusted, result.test, result.note
 
 
-def verdict(panel: pd.DataFrame) -> str:
+def target_sentence(panel: pd.DataFrame) -> str:
     """The sentence of one (model, train_len, target): the best row where every comparison with it is
     significant after Holm's correction, else the rows not significantly different from it."""
     ranked = panel.sort_values("ppl_target")
@@ -193,5 +193,5 @@ class DecisionGuide(Section):
                                                          zip(panel["p_holm"], panel["unresolved"])],
                                   "seeds": panel["seeds"]})
             blocks += [Heading(f"{model}, trained at {L}, target {target}", level=3),
-                       Para(f"At {target}: {verdict(panel)}"), Table(shown.reset_index(drop=True))]
+                       Para(f"At {target}: {target_sentence(panel)}"), Table(shown.reset_index(drop=True))]
         return blocks

@@ -34,14 +34,14 @@ def elsewhere_label(run_dir: str, left_out: pd.DataFrame) -> str:
     Another corpus's set (its name starts with the corpus hash) cannot be scored on this corpus's;
     the same corpus's, under other evaluation settings, can."""
     scored, compared = str(left_out["token_set"].iloc[0]), str(left_out["compared_set"].iloc[0])
-    if corpus_of(scored) != corpus_of(compared):
+    if token_set_corpus(scored) != token_set_corpus(compared):
         return (f"evaluated on another corpus's token set ({scored}); trained on other text, it cannot be scored on "
                 "this one: report it with the runs of its corpus")
     return (f"evaluated on another token set ({scored}); to score it on this one ({compared}): posbench-eval "
             f"run_dir={run_dir} with the eval.* settings of the other runs")
 
 
-def corpus_of(token_set: str) -> str:
+def token_set_corpus(token_set: str) -> str:
     """The corpus hash a token set's name starts with (after a subword run's ``<tokenizer>:``, report/load.py)."""
     parts = token_set.split(":")
     first = next((i for i, part in enumerate(parts) if "[" in part), 1)  # the part naming the scored text

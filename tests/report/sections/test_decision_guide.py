@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from posbench.report.pipeline import build_report
-from posbench.report.sections.decision_guide import guide_frame, verdict
+from posbench.report.sections.decision_guide import guide_frame, target_sentence
 
 
 def evals_frame(rows):
@@ -47,13 +47,13 @@ def test_the_guide_table_and_its_verdicts():
     longer = guide_frame(evals_frame(rows + [(v, s, 256, 50.0) for v in ("rope", "rope+rerope") for s in range(3)]))
     assert list(dict.fromkeys(longer["target"])) == ["2x", "4x", "16x"]  # by length, not as strings
     assert math.isnan(ft["p_holm"]) and (four["p_holm"].iloc[1:] < 0.05).all()
-    assert verdict(four).startswith("best choice: **rope+yarn@4x+ft100** (6.00 [")
+    assert target_sentence(four).startswith("best choice: **rope+yarn@4x+ft100** (6.00 [")
     without = guide_frame(evals_frame([r for r in rows if r[0] not in ("rope+yarn@4x+ft100", "rope+pose@2x+ft100")]))
-    tied = verdict(without[without["target"] == "4x"])  # rerope against YaRN: 8.9 vs 9.0, seed differences (0, -0.3, 0)
+    tied = target_sentence(without[without["target"] == "4x"])  # rerope against YaRN: 8.9 vs 9.0, seed differences (0, -0.3, 0)
     assert tied.startswith("no significant difference between rope+rerope") and "rope+yarn@4x (p = " in tied
     one_seed = guide_frame(evals_frame([r for r in rows if r[1] == 0]))
     # rows without run ids are other weights: one seed cannot resolve them
-    assert "not resolvable with 1 seed" in verdict(one_seed[one_seed["target"] == "4x"])
+    assert "not resolvable with 1 seed" in target_sentence(one_seed[one_seed["target"] == "4x"])
 
 
 def test_controls_join_every_target_and_a_lone_row_makes_no_table():
@@ -90,7 +90,7 @@ def test_one_seed_gets_an_interval_over_text_from_per_document_losses():
     assert (frame["interval"] == "text only (1 seed)").all() and (frame["seeds"] == 1).all()  # not "text and seeds"
     assert set(frame["test"]) - {""} == {"paired over documents (same weights)"}
     assert (frame["ppl_target_lo"] < frame["ppl_target"]).all() and (frame["ppl_target"] < frame["ppl_target_hi"]).all()
-    assert frame.iloc[0]["row"] == "rope+yarn@4x" and verdict(frame).startswith("best choice: **rope+yarn@4x**")
+    assert frame.iloc[0]["row"] == "rope+yarn@4x" and target_sentence(frame).startswith("best choice: **rope+yarn@4x**")
 
 
 def test_the_report_shows_the_guide_from_run_directories(sweep, tmp_path):
@@ -138,7 +138,7 @@ def test_a_target_no_run_was_scored_at_and_a_missing_seed_break_nothing():
     frame = guide_frame(evals_frame(rows))
     assert set(frame["target"]) == {"2x"}
     two = frame[frame["target"] == "2x"]
-    assert verdict(two).startswith("best choice: **rope+rerope**") or "rope+rerope (" in verdict(two)
+    assert target_sentence(two).startswith("best choice: **rope+rerope**") or "rope+rerope (" in target_sentence(two)
     assert two.set_index("row").loc["rope+yarn@2x", "ppl_target"] != two["ppl_target"].min()
 
 
