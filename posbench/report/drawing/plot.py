@@ -74,7 +74,8 @@ def family_lines(ax, sub: pd.DataFrame, names, cols: list[str], lengths: np.ndar
                   alpha: float) -> pd.DataFrame:
     """One family's panel: a line per row of ``sub`` in ``names`` (``cols``: its value at each length,
     with ``_lo`` / ``_hi`` for the band, times ``scale``), no two lines alike in colour and style, and
-    nope, the baseline, dashed and without a band where it is not of the family. Returns the members."""
+    nope, the baseline, dashed and without a band where it is not of the family; a row measured at fewer
+    than three lengths is markers without a line. Returns the members."""
     members = sub[sub["variant"].isin(names)]
     baseline = sub[sub["variant"] == BASELINE] if BASELINE not in names else sub.iloc[0:0]
     drawn = pd.concat([members, baseline])
@@ -85,8 +86,11 @@ def family_lines(ax, sub: pd.DataFrame, names, cols: list[str], lengths: np.ndar
         hi = scale * row[[f"{m}_hi" for m in cols]].to_numpy(dtype=float)
         ok = ~np.isnan(mean)
         dashed = row["variant"] == BASELINE and BASELINE not in names
-        ax.plot(lengths[ok], mean[ok], marker="o", ms=3, color=colour(row["variant"]), label=row["variant"],
-                linestyle="--" if dashed else styles[row["variant"]][1], lw=1 if dashed else 1.5)
+        # a line says how perplexity goes between the lengths; through two measured points (the map's 1x and
+        # 16x) it would draw a course nobody measured: markers only there
+        style = "none" if ok.sum() < 3 else "--" if dashed else styles[row["variant"]][1]
+        ax.plot(lengths[ok], mean[ok], marker="o", ms=3 if ok.sum() >= 3 else 5, color=colour(row["variant"]),
+                label=row["variant"], linestyle=style, lw=1 if dashed else 1.5)
         band = ok & ~np.isnan(lo) & ~np.isnan(hi)
         if band.any() and not dashed:
             ax.fill_between(lengths[band], lo[band], hi[band], color=colour(row["variant"]), alpha=alpha, lw=0)

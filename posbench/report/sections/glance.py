@@ -82,6 +82,10 @@ def plot_ratio_heatmap(table: pd.DataFrame, tolerance: float, path: Path) -> str
         return None
     variants = sorted(table["variant"].unique(), key=row_order)
     grid = table.pivot_table(index="variant", columns=["protocol", *PANEL], values=ratio, dropna=False).reindex(variants)
+    # only the panels the table has: the product of every protocol, model and train_len (dropna=False) gave
+    # the map 9 empty columns of 16 (tiny and base were trained at 64 only)
+    present = set(map(tuple, table[["protocol", *PANEL]].drop_duplicates().itertuples(index=False)))
+    grid = grid[[c for c in grid.columns if tuple(c) in present]]
     values = grid.to_numpy(dtype=float)
     fig, ax = plt.subplots(figsize=(2.6 + 0.95 * grid.shape[1], 1.0 + 0.42 * grid.shape[0]))
     cmap, norm = verdict_norm(tolerance)

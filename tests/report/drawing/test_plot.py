@@ -27,3 +27,27 @@ def test_a_row_is_drawn_in_its_encoding_s_colour_and_a_variant_s_line_style():
     assert plot.colour("alibi") == ENCODINGS.get("alibi").colour and plot.family_of("alibi") == ENCODINGS.get("alibi").family
     assert plot.colour("xpos+bca") == plot.colour("xpos") and plot.linestyle("xpos+bca") != plot.linestyle("xpos")  # a window: its own line
     assert plot.linestyle("alibi+temp0.1") == ":"
+
+
+def test_a_row_measured_at_two_lengths_is_markers_and_one_at_three_is_a_line():
+    """The map scores 1x and 16x only: a line between them would draw a course nobody measured."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import pandas as pd
+
+    from posbench.report.drawing.plot import family_lines
+
+    cols = ["1x", "2x", "4x"]
+    sub = pd.DataFrame([{"variant": "rope", "1x": 5.0, "2x": np.nan, "4x": 9.0},
+                        {"variant": "alibi", "1x": 5.0, "2x": 5.1, "4x": 5.2}])
+    for c in cols:
+        sub[f"{c}_lo"], sub[f"{c}_hi"] = sub[c] * 0.9, sub[c] * 1.1
+    fig, ax = plt.subplots()
+    family_lines(ax, sub, ["rope", "alibi"], cols, np.array([64, 128, 256]), scale=1.0, alpha=0.2)
+    styles = {line.get_label(): line.get_linestyle() for line in ax.lines}
+    assert styles["rope"] == "None" and styles["alibi"] not in ("None", "")
+    assert list(next(line for line in ax.lines if line.get_label() == "rope").get_xdata()) == [64, 256]
+    plt.close(fig)

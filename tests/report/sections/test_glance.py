@@ -35,3 +35,20 @@ def test_the_heatmap_colours_are_anchored_at_the_verdict_borders_not_stretched_t
             assert paint(a) == paint(b)
         for v in (0.2, 0.96, 1 + tolerance, 1.09, MILD_LIMIT, 1.87, 4.30, 1e4):
             assert np.allclose(paint(v), to_rgba(VERDICT_COLOURS[verdict(v, tolerance)])), v  # the class's own colour
+
+
+def test_the_heatmap_has_a_column_per_panel_the_table_has_and_no_empty_one(monkeypatch, tmp_path):
+    """tiny at 64 beside small at 32 and 64: three columns, not the product of sizes and lengths (the map's
+    heatmap had 9 of 16 columns empty)."""
+    import pandas as pd
+
+    from posbench.report.sections import glance
+
+    rows = [{"protocol": "nonoverlapping", "variant": v, "model": m, "train_len": L, "4x/1x": 1.0 + i / 10,
+             "verdict": "flat"} for i, (m, L) in enumerate([("tiny", 64), ("small", 32), ("small", 64)])
+            for v in ("rope", "alibi")]
+    shown = {}
+    monkeypatch.setattr(glance, "save", lambda fig, path: shown.setdefault("labels", [t.get_text() for t in fig.axes[0].get_xticklabels()]))
+    glance.plot_ratio_heatmap(pd.DataFrame(rows), 0.05, tmp_path / "heat.png")
+    assert sorted(shown["labels"]) == sorted(["nonoverlapping\nsmall L=32", "nonoverlapping\nsmall L=64",
+                                              "nonoverlapping\ntiny L=64"])
