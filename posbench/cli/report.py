@@ -22,7 +22,7 @@ from posbench.report.comparison.frames import Request as ComparisonRequest
 from posbench.report.context import Options
 from posbench.report.key_tokens.frames import RULES
 from posbench.report.pipeline import DEFAULT_TOLERANCE, make_report
-from posbench.report.selection import Selection
+from posbench.report.selection import Selection, shown_folder
 from posbench.store import records
 
 
@@ -109,9 +109,11 @@ def main(argv: list[str] | None = None) -> None:
         protocols = [p for p in args.protocols.split(",") if p] if args.protocols else None
         compare = ComparisonRequest(tuple(r.strip() for r in (args.compare or "").split(",") if r.strip()),
                                     args.baseline or None)
+        # a records file is named by itself (as shown_folder names a folder), not by its temporary unpacking
+        shown_as = tuple(shown_folder(p, out or p.parent) if p.suffix == records.SUFFIX else "" for p in args.runs_dirs)
         options = Options(args.tolerance, args.improving, args.spread, args.threshold, protocols, args.rebuild,
                           tuple(args.with_folders), args.multiple, Selection(args.only, tuple(args.where)), compare,
-                          args.key_tokens)
+                          args.key_tokens, shown_as)
         with runs_folders(args.runs_dirs, args.out, args.rebuild) as folders:
             report = make_report(folders, out, options)
         if args.wandb:

@@ -49,6 +49,9 @@ class Options:
     selection: Selection = Selection()  # --only / --where (posbench/report/selection.py)
     comparison: ComparisonRequest = ComparisonRequest()  # --compare / --baseline (posbench/report/comparison/frames.py)
     key_tokens: str = "bytes"  # --key-tokens: the key-token rule (posbench/report/key_tokens/frames.py RULES)
+    # how to name each folder read, where it is not the folder given: a records file's unpacked runs are
+    # named by the file (posbench/cli/report.py); "" where the folder names itself
+    shown_as: tuple[str, ...] = ()
 
 
 class ReportContext:
@@ -61,7 +64,9 @@ class ReportContext:
         self.runs_dirs = [Path(runs_dir)] if isinstance(runs_dir, (str, Path)) else [Path(d) for d in runs_dir]
         self.runs_dir = self.runs_dirs[0]  # the first folder (sections that read one)
         # how the report names its folders: never the absolute path of the machine that made it
-        self.folder_names = [shown_folder(d, out_dir if out_dir is not None else d / "report") for d in self.runs_dirs]
+        shown_as = list(options.shown_as) + [""] * len(self.runs_dirs)
+        self.folder_names = [shown_as[i] or shown_folder(d, out_dir if out_dir is not None else d / "report")
+                             for i, d in enumerate(self.runs_dirs)]
         self.smoke_left_out = smoke_left_out  # train=smoke runs left out beside runs of a real budget
         self.options, self.files, self.skipped = options, loaded.files, loaded.skipped
         self.token_sets = loaded.token_sets

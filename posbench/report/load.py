@@ -142,6 +142,7 @@ def load_runs(roots: Path | Sequence[Path], selection: Selection | None = None) 
         log.warning("left out rows of variants that do not apply to their encoding (recorded by older code): %s",
                     ", ".join(sorted(dropped)))
     frame, evals = with_corpus_labels(frame, pd.DataFrame(evals))
+    frame, evals = with_base_labels(frame, evals, {d: f.config for d, f in files.items()})
     return LoadedRuns(frame, evals, skipped, files, token_sets, sorted(dropped))
 
 
@@ -168,6 +169,48 @@ def with_corpus_labels(runs: pd.DataFrame, evals: pd.DataFrame) -> tuple[pd.Data
     if names.dropna().nunique() < 2:
         return runs, evals
     label = {rid: with_corpus(m, n) if n else m for rid, m, n in zip(runs["run_id"], runs["model"], names)}
+    runs = runs.assign(model=runs["run_id"].map(label))
+    if not evals.empty:
+        evals = evals.assign(model=evals["run_id"].map(label).fillna(evals["model"]))
+    return runs, evals
+
+
+BASE_MARK = "|base="  # a model label's RoPE base: ``small|base=500@pydocs/bpe1024``
+
+
+def with_base(model: str, base: float) -> str:
+    """``<size>|base=<base>[@<corpus>][/<tokenizer>]``: the RoPE base beside the size, so that the corpus
+    (after ``@``) and the tokenizer (after ``/``) read as before."""
+    text = str(model)
+    cut = min([i for i in (text.find("@"), text.find("/")) if i >= 0], default=len(text))
+    base = float(base)
+    shown = f"{int(base)}" if base.is_integer() else f"{base:g}"  # 1000000, not 1e+06
+    return f"{text[:cut]}{BASE_MARK}{shown}{text[cut:]}"
+
+
+def base_of(model: str) -> tuple[str, float | None]:
+    """(the label without its RoPE base, the base; None where it names none)."""
+    text = str(model)
+    if BASE_MARK not in text:
+        return text, None
+    head, _, rest = text.partition(BASE_MARK)
+    digits = len(rest) - len(rest.lstrip("0123456789."))
+    return head + rest[digits:], float(rest[:digits])
+
+
+def with_base_labels(runs: pd.DataFrame, evals: pd.DataFrame, configs: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Where the runs were trained at more than one RoPE base (``encoding.base``: experiment=rope_base),
+    each run with a base named with it in its model (``with_base``): rows and panels are per model, so
+    runs of different bases are different panels (the check that refuses pooled settings would refuse them
+    otherwise), and the map reads the base as an axis (report/map/points.py). One base: unchanged."""
+    bases = {}
+    for rid, d in zip(runs["run_id"], runs.get("run_dir", [])):
+        enc = (configs.get(d) or {}).get("encoding") if configs.get(d) is not None else None
+        if enc is not None and enc.get("base") is not None:
+            bases[rid] = float(enc.get("base"))
+    if len(set(bases.values())) < 2:
+        return runs, evals
+    label = {rid: with_base(m, bases[rid]) if rid in bases else m for rid, m in zip(runs["run_id"], runs["model"])}
     runs = runs.assign(model=runs["run_id"].map(label))
     if not evals.empty:
         evals = evals.assign(model=evals["run_id"].map(label).fillna(evals["model"]))

@@ -22,7 +22,7 @@ MARKERS = "os^Dvp<>hX"
 
 
 def _x(pts: pd.DataFrame, axis_name: str, values, categories: list) -> np.ndarray:
-    if axis_name == P.TRAIN_LEN:
+    if axis_name in (P.TRAIN_LEN, P.ROPE_BASE):
         return np.asarray(values, float)
     if axis_name == P.SIZE:
         return np.asarray([P.axis_value(pts, axis_name, v) for v in values], float)
@@ -61,7 +61,7 @@ def _lines(ax, sub: pd.DataFrame, pts: pd.DataFrame, axis_name: str, categories:
         ticks = sorted(set(_x(pts, axis_name, sub[axis_name].unique(), categories)))
         ax.xaxis.set_major_locator(FixedLocator(ticks))
         ax.xaxis.set_major_formatter(FuncFormatter(
-            (lambda v, _: f"{v:g}") if axis_name == P.TRAIN_LEN else (lambda v, _: f"{v / 1e6:.2g}M")))
+            (lambda v, _: f"{v:g}") if axis_name in (P.TRAIN_LEN, P.ROPE_BASE) else (lambda v, _: f"{v / 1e6:.2g}M")))
         ax.xaxis.set_minor_formatter(NullFormatter())
     else:
         ax.set_xticks(range(len(categories)), [str(v) for v in categories])
@@ -73,6 +73,8 @@ def plot_axis(pts: pd.DataFrame, axis_name: str, tolerance: float, path: Path) -
     statistic that falls because its baseline rose is seen as such."""
     if P.PATTERN not in pts:  # points made before the layer pattern existed: attention in every layer
         pts = pts.assign(**{P.PATTERN: P.PLAIN})
+    if P.ROPE_BASE not in pts:  # points made before the base was a coordinate: none named
+        pts = pts.assign(**{P.ROPE_BASE: P.NO_BASE})
     keys = [k for k in P.line_keys(axis_name) if k != "variant"]
     on_line = pts[pts.groupby(P.line_keys(axis_name))[axis_name].transform("nunique") > 1]
     panels = sorted(on_line.groupby(keys).groups, key=lambda k: tuple(map(str, k)))
@@ -84,7 +86,7 @@ def plot_axis(pts: pd.DataFrame, axis_name: str, tolerance: float, path: Path) -
                              sharex="col")
     for c, panel in enumerate(panels):
         sub = on_line[(on_line[keys] == pd.Series(panel, index=keys)).all(axis=1)]
-        title = ", ".join(f"{k} {v}" for k, v in zip(keys, panel) if v not in (P.DEFAULT_CORPUS, P.PLAIN))
+        title = ", ".join(f"{k} {v}" for k, v in zip(keys, panel) if v not in (P.DEFAULT_CORPUS, P.PLAIN, P.NO_BASE))
         for r, (column, label) in enumerate(rows):
             ax = axes[r][c]
             _lines(ax, sub, pts, axis_name, categories, column, variants)

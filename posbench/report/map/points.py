@@ -4,7 +4,8 @@ one setting at a time.
 A main-table row (protocol, variant, model, train_len; report/analysis/tables.py) is a point with
 coordinates: its training length, its model's size (the size's name, ordered by its parameters),
 its corpus (the ``@<corpus>`` part of the model's name: report/load.py names the corpus where the
-runs hold more than one), its tokenizer (the ``/<tokenizer>`` part; bytes without) and its layer
+runs hold more than one), its tokenizer (the ``/<tokenizer>`` part; bytes without), its RoPE base (the
+``|base=<b>`` part, where the runs were trained at more than one: experiment=rope_base) and its layer
 pattern (``model.mixers``: ``attention``, or e.g. ``gdn-gdn-gdn-attention``), which every line holds
 fixed and which is no axis: a pure Gated DeltaNet model and a 3 : 1 hybrid of the same width are
 different architectures, not two sizes of one. A **line**
@@ -25,23 +26,37 @@ import pandas as pd
 from posbench.report.budget import sweep
 
 from posbench.report.analysis import axis, bootstrap
-from posbench.report.load import corpus_of
+from posbench.report.load import base_of, corpus_of
 from posbench.report.sections.tokenizers import BYTE
 from posbench.report.analysis.tables import EQUAL_CONTEXT
 
 TRAIN_LEN, SIZE, CORPUS, TOKENIZER, PATTERN = "train_len", "size", "corpus", "tokenizer", "pattern"
-AXES = (TRAIN_LEN, SIZE, CORPUS, TOKENIZER)
-NUMERIC = {TRAIN_LEN: "train_len", SIZE: "params"}  # an axis measured in a number: its changes are per doubling
-AXIS_NAMES = {TRAIN_LEN: "training length", SIZE: "model size (parameters)", CORPUS: "corpus", TOKENIZER: "tokenizer"}
-COORDS = ["protocol", "variant", SIZE, CORPUS, TOKENIZER, TRAIN_LEN, PATTERN]
+ROPE_BASE = "rope_base"
+AXES = (TRAIN_LEN, SIZE, CORPUS, TOKENIZER, ROPE_BASE)
+# an axis measured in a number: its changes are per doubling
+NUMERIC = {TRAIN_LEN: "train_len", SIZE: "params", ROPE_BASE: "rope_base"}
+AXIS_NAMES = {TRAIN_LEN: "training length", SIZE: "model size (parameters)", CORPUS: "corpus", TOKENIZER: "tokenizer",
+              ROPE_BASE: "RoPE base"}
+COORDS = ["protocol", "variant", SIZE, CORPUS, TOKENIZER, ROPE_BASE, TRAIN_LEN, PATTERN]
+NO_BASE = "-"  # a model label that names no RoPE base (report/load.py with_base_labels: one base, or none)
 PLAIN = "attention"  # the layer pattern of a model with attention in every layer (the default)
 DEFAULT_CORPUS = "-"  # the runs were trained on one corpus (its name is not in the model's)
 
 
 def coordinates(model: str) -> tuple[str, str, str]:
-    """(size, corpus, tokenizer) of a model's name ``<size>[@<corpus>][/<tokenizer>]``."""
-    base, _, tokenizer = str(model).partition("/")
-    return base.split("@", 1)[0], corpus_of(model) or DEFAULT_CORPUS, tokenizer or BYTE
+    """(size, corpus, tokenizer) of a model's name ``<size>[|base=<b>][@<corpus>][/<tokenizer>]``."""
+    plain, _ = base_of(model)
+    base, _, tokenizer = plain.partition("/")
+    return base.split("@", 1)[0], corpus_of(plain) or DEFAULT_CORPUS, tokenizer or BYTE
+
+
+def rope_base(model: str) -> str:
+    """The RoPE base a model's name carries, as text ("500", "1000000"), or NO_BASE: one column of text, so
+    that rows with and without a base group and sort together (axis_value reads the number)."""
+    _, base = base_of(model)
+    if base is None:
+        return NO_BASE
+    return f"{int(base)}" if float(base).is_integer() else f"{base:g}"
 
 
 def approx_params(model: dict) -> float:
@@ -88,7 +103,7 @@ def points(table: pd.DataFrame, runs: pd.DataFrame, ratio: str) -> pd.DataFrame:
         equal = r.get("verdict_basis") == EQUAL_CONTEXT and pd.notna(r.get("equal_ctx"))
         col = "equal_ctx" if equal else ratio
         rows.append({"protocol": r["protocol"], "variant": r["variant"], SIZE: size, CORPUS: corpus,
-                     TOKENIZER: tokenizer, TRAIN_LEN: int(r["train_len"]),
+                     TOKENIZER: tokenizer, ROPE_BASE: rope_base(r["model"]), TRAIN_LEN: int(r["train_len"]),
                      PATTERN: patterns.get((r["model"], r["train_len"]), PLAIN), "model": r["model"],
                      "params": float(params.get((r["model"], r["train_len"]), math.nan)),
                      **({sweep.BUDGET: r[sweep.BUDGET]} if sweep.BUDGET in r else {}),
@@ -101,10 +116,12 @@ def points(table: pd.DataFrame, runs: pd.DataFrame, ratio: str) -> pd.DataFrame:
 
 
 def shown(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` as written and shown: without the pattern column where every row is PLAIN (the
-    reports of attention models read as before the pattern existed)."""
+    """``frame`` as written and shown: without the pattern column where every row is PLAIN and without the
+    RoPE base where no row names one (the reports made before either read as they did)."""
     if PATTERN in frame and (frame[PATTERN] == PLAIN).all():
-        return frame.drop(columns=PATTERN)
+        frame = frame.drop(columns=PATTERN)
+    if ROPE_BASE in frame and (frame[ROPE_BASE] == NO_BASE).all():
+        frame = frame.drop(columns=ROPE_BASE)
     return frame
 
 
@@ -133,14 +150,16 @@ def size_order(pts: pd.DataFrame) -> dict[str, float]:
 
 
 def axis_value(pts: pd.DataFrame, axis_name: str, point) -> float:
-    """A point's number on a numeric axis: its training length, or its size's parameters."""
-    return float(point) if axis_name == TRAIN_LEN else float(size_order(pts).get(point, math.nan))
+    """A point's number on a numeric axis: its training length or RoPE base, or its size's parameters."""
+    return float(point) if axis_name in (TRAIN_LEN, ROPE_BASE) else float(size_order(pts).get(point, math.nan))
 
 
 def order_key(pts: pd.DataFrame, axis_name: str):
     """How a line's points are ordered: by training length, by parameters (then name), by name."""
     if axis_name == TRAIN_LEN:
         return lambda v: int(v)
+    if axis_name == ROPE_BASE:
+        return lambda v: float(v)
     if axis_name == SIZE:
         sizes = size_order(pts)
         return lambda v: (sizes.get(v, math.inf) if np.isfinite(sizes.get(v, math.nan)) else math.inf, str(v))

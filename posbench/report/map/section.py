@@ -111,7 +111,8 @@ class Map(Section):
             "statistic": [_with_interval(r, "stat", 3) for _, r in pts.iterrows()],
             "params": [f"{p / 1e6:.2f}M" if pd.notna(p) else "" for p in pts["params"]],
             "1x ppl": [_with_interval(r, "ppl_1x", 2) for _, r in pts.iterrows()]})
-        cols = ["protocol", "variant", P.SIZE, "params", P.CORPUS, P.TOKENIZER, P.TRAIN_LEN] + \
+        cols = ["protocol", "variant", P.SIZE, "params", P.CORPUS, P.TOKENIZER] + \
+            ([P.ROPE_BASE] if (pts[P.ROPE_BASE] != P.NO_BASE).any() else []) + [P.TRAIN_LEN] + \
             [c for c in [P.PATTERN] if c in P.shown(pts)] + \
             ([sweep.BUDGET] if sweep.BUDGET in shown else []) + ["seeds", "label", "basis", "statistic", "1x ppl"]
         if ctx.has_budgets and not ctx.budget_trends.empty:

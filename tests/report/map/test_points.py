@@ -31,7 +31,7 @@ def map_records(spec, seeds=3, noise=0.005, models=None, base=None, base_noise=0
                 out.append(dict(run_id=rid, encoding=variant, variant=variant, model=model, train_len=train_len,
                                 seed=seed, status="completed", protocol="nonoverlapping", length=int(train_len * mult),
                                 multiple=mult, ppl=ppl, token_set=f"t{train_len}", windowed=False))
-            runs.append(dict(run_id=rid, model=model, train_len=train_len, params=params[model.split("/")[0]], train_steps=600,
+            runs.append(dict(run_id=rid, model=model, train_len=train_len, params=params[model.split("/")[0].split("|")[0]], train_steps=600,
                              train_tokens=600 * 2048))
     runs = pd.DataFrame(runs)
     return sweep.with_budgets(pd.DataFrame(out), runs), runs
@@ -153,3 +153,18 @@ def test_layer_patterns_are_held_fixed_and_are_no_size_axis():
     plain = P.points(main_table(evals, 0.05), P.with_params(runs.drop(columns="pattern"), {}), "2x/1x")
     assert (plain[P.PATTERN] == P.PLAIN).all() and P.spanned(plain) == [P.SIZE]  # attention in every layer: sizes
     assert P.PATTERN not in P.shown(plain) and P.PATTERN in P.shown(pts)
+
+
+def test_the_rope_base_is_an_axis_whose_changes_are_per_doubling_of_the_base():
+    """Runs at several RoPE bases (model labels ``small|base=<b>``, report/load.py): the base is a numeric
+    axis of the map; a ratio that climbs from base 100 to 1600 (4 doublings) is a change of about
+    (1.6)^(1/4) per doubling, and the line holds train_len and everything else fixed."""
+    evals, runs = map_records({("rope", "small|base=100", 64): 1.00, ("rope", "small|base=1600", 64): 1.60})
+    table = main_table(evals, 0.05)
+    pts = P.points(table, runs, "2x/1x")
+    assert sorted(pts[P.ROPE_BASE]) == ["100", "1600"] and set(pts[P.SIZE]) == {"small"}
+    assert P.spanned(pts) == [P.ROPE_BASE]
+    changes = P.axis_changes(evals, pts, P.ROPE_BASE)
+    (step,) = changes.to_dict("records")  # two points: one step, the whole line
+    assert (step["from"], step["to"]) == ("100", "1600")
+    assert step["change"] == pytest.approx(1.6 ** 0.25, rel=0.02) and step["change_lo"] > 1
