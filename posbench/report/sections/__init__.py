@@ -13,7 +13,8 @@ section that is a topic of its own) and the ``section.py`` of each topic package
     budget (40)           budget/: how far each run got in learning (convergence.csv), the spread warnings
     during_training (41)  1x perplexity and ratio against training tokens (eval.during_training)
     budget_axis (42)      budget/: verdicts at every training budget, their trends, the 1x loss's floor (budgets.csv)
-    map (43)              map/: verdicts across training length, size, corpus, tokenizer: per axis holds / changes / cannot be told
+    map (43)              map/: verdicts across training length, size, corpus, tokenizer, RoPE base: per axis holds / changes / cannot be told
+    rope_base (44)        rope_base/: runs at several RoPE bases: the measured onset of the climb against Liu et al.'s and Men et al.'s predictions
     extension (50)        extension/: fine-tuned context extension against steps (extend runs)
     decision_guide (55)   which RoPE context extension to use, per target length
     tasks (60)            tasks/: synthetic tasks: accuracy, effective length, heatmaps
@@ -24,7 +25,7 @@ section that is a topic of its own) and the ``section.py`` of each topic package
     not_in_tables (100)   diverged, failed, unevaluated, unfinished and unreadable runs
     tuning (110)          the learning-rate grid's tuned table
     not_compared (120)    records scored on other tokens
-    provenance (130)      commands, environment and every run's config
+    provenance (130)      commands, environment, the settings shared and those that differ
 
 A section here draws its own figure in its module (perplexity.py's plot_ppl_vs_length); a topic with
 frames, a figure or words of its own is one folder, posbench/report/<topic>/, with its section in
