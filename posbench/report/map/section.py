@@ -6,11 +6,14 @@ budget section's trend at each point."""
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from posbench.report.budget import sweep
 from posbench.report.drawing.document import Heading, Image, Para, Table
-from posbench.report.headline import with_interval
+from posbench.report.drawing.style import row_order
+from posbench.report.headline import CLASS_ORDER, with_interval
 from posbench.report.map import points as P
 from posbench.report.map import words as W
 from posbench.report.map.figure import has_baseline, plot_axis
@@ -130,3 +133,63 @@ class Map(Section):
             blocks.append(Image(name, f"the verdict statistic against {P.AXIS_NAMES[a]}, one line per encoding with its "
                                       f"95% band; dotted: the classes' borders{below}"))
         return blocks
+
+
+def point_label(p) -> str:
+    """A point's column name in the map table: its size and train_len, then whatever else it does not share
+    with the house's centre (corpus, tokenizer, RoPE base, layer pattern)."""
+    parts = [str(p[P.SIZE]), str(int(p[P.TRAIN_LEN]))]
+    if p.get(P.CORPUS) not in (None, P.DEFAULT_CORPUS):
+        parts.append(str(p[P.CORPUS]))
+    if p.get(P.TOKENIZER) not in (None, "byte"):
+        parts.append(str(p[P.TOKENIZER]))
+    if p.get(P.ROPE_BASE) not in (None, P.NO_BASE):
+        parts.append(f"base {p[P.ROPE_BASE]}")
+    if p.get(P.PATTERN) not in (None, P.PLAIN):
+        parts.append(str(p[P.PATTERN]))
+    return " ".join(parts)
+
+
+def answer_table(pts: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The map as one table (the answer a map report opens with): one row per encoding, one column per
+    point (the first protocol; points ordered by size's parameters, then corpus, tokenizer, base, train_len),
+    each cell the verdict with its statistic [95%] and the 1x perplexity beside it; and the cells' verdict
+    classes (``v-<class>``: their colours in the HTML)."""
+    pts = pts[pts["protocol"] == pts["protocol"].iloc[0]].copy()
+    sizes = P.size_order(pts)
+    pts["column"] = [point_label(p) for _, p in pts.iterrows()]
+    corpus, tokenizer = P.order_key(pts, P.CORPUS), P.order_key(pts, P.TOKENIZER)  # the house's first
+
+    def place(p) -> tuple:
+        size = sizes.get(p[P.SIZE], math.inf)
+        base = p.get(P.ROPE_BASE, P.NO_BASE)
+        return (size if size == size else math.inf, corpus(p[P.CORPUS]), tokenizer(p[P.TOKENIZER]),
+                -1.0 if base == P.NO_BASE else float(base), int(p[P.TRAIN_LEN]))
+    columns = list(dict.fromkeys(p["column"] for _, p in sorted(pts.iterrows(), key=lambda ip: place(ip[1]))))
+    variants = sorted(pts["variant"].unique(), key=row_order)
+    text = pd.DataFrame("", index=variants, columns=columns)
+    classes = pd.DataFrame("", index=variants, columns=columns)
+    for _, p in pts.iterrows():
+        stat = with_interval(p.get("stat"), p.get("stat_lo"), p.get("stat_hi"), 2) or "n/e"
+        base = f"; 1x {p['ppl_1x']:.2f}" if pd.notna(p.get("ppl_1x")) else ""
+        word = str(p.get("label") or p["verdict"]).split(" (")[0]  # "flat, local", its gloss is the headline's
+        text.at[p["variant"], p["column"]] = f"{word} {stat}{base}"
+        classes.at[p["variant"], p["column"]] = f"v-{p['verdict']}" if p["verdict"] in CLASS_ORDER else ""
+    return text.rename_axis("encoding").reset_index(), classes.rename_axis("encoding").reset_index().assign(encoding="")
+
+
+@SECTIONS.register("map_answer")
+class MapAnswer(Section):
+    order = 3  # the answer first: before the headline (5), which lists every panel's rows one by one
+
+    def applies(self, ctx) -> bool:
+        return Map().applies(ctx)
+
+    def build(self, ctx, out) -> list:
+        shown, classes = answer_table(map_frames(ctx)["points"])
+        return [Heading("The map at a glance"),
+                Table(shown, css="headline", cell_class=classes),
+                Para("Each encoding's verdict at every point the runs span (at each row's largest budget): the verdict "
+                     "statistic [95% interval] (on equal context where the row has a window control, else "
+                     f"{ctx.ratio_column}) and the perplexity at 1x; the colour is the verdict's class. Along each axis "
+                     "whether it holds, changes or cannot be told: section The map, below.")]

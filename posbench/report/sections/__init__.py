@@ -3,6 +3,7 @@ section that is a topic of its own) and the ``section.py`` of each topic package
 (its folder named below), found by one registry (``SECTIONS``, posbench/report/section.py):
 
     intro (0)             title and one line on what the runs are
+    map_answer (3)        map/: where the runs span a map, the answer first: every encoding's verdict at every point in one table
     headline (5)          the answer first: every encoding's verdict and numbers in one table, then the contents
     summary (10)          how the numbers were scored, the training budget and each panel's verdicts, as lists
     perplexity (20)       the main table (table.csv/.md/.tex, runs.csv, pairs.csv, evaluations.csv) and its figure

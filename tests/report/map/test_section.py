@@ -43,3 +43,28 @@ def test_no_map_where_the_runs_differ_only_in_budget():
     evals, runs = map_records({("a", 64): 1.0, ("b", 64): 1.5})
     assert not Map().applies(context(evals, runs))
     assert sweep.BUDGET in evals  # records of one budget per row, as the report's main table reads
+
+
+def test_a_map_report_opens_with_the_map_as_one_table():
+    """The answer first: one row per encoding, one column per point (sizes by parameters, the house's corpus
+    and tokenizer first, then train_len), each cell the verdict word, statistic [95%] and 1x perplexity,
+    coloured by class."""
+    import pandas as pd
+
+    from posbench.report.map import points as P
+    from posbench.report.map.section import answer_table
+
+    def pt(variant, size, train_len, verdict, stat, corpus="-", params=8e5):
+        return {"protocol": "nonoverlapping", "variant": variant, P.SIZE: size, P.CORPUS: corpus, P.TOKENIZER: "byte",
+                P.ROPE_BASE: P.NO_BASE, P.TRAIN_LEN: train_len, P.PATTERN: P.PLAIN, "params": params,
+                "verdict": verdict, "label": "flat, local (gains nothing past train_len)" if verdict == "flat" else verdict,
+                "stat": stat, "stat_lo": stat * 0.9, "stat_hi": stat * 1.1, "ppl_1x": 5.0}
+
+    pts = pd.DataFrame([pt("rope", "small", 128, "broken", 4.0), pt("rope", "small", 64, "broken", 4.5),
+                        pt("rope", "tiny", 64, "broken", 6.0, params=1e5), pt("alibi", "small", 64, "flat", 1.0)])
+    shown, classes = answer_table(pts)
+    assert list(shown.columns) == ["encoding", "tiny 64", "small 64", "small 128"]
+    row = shown.set_index("encoding")
+    assert row.at["rope", "small 64"] == "broken 4.50 [4.05, 4.95]; 1x 5.00"
+    assert row.at["alibi", "small 64"] == "flat, local 1.00 [0.90, 1.10]; 1x 5.00" and row.at["alibi", "tiny 64"] == ""
+    assert classes.set_index(shown["encoding"]).at["rope", "tiny 64"] == "v-broken"
