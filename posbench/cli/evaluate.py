@@ -16,9 +16,9 @@ from pathlib import Path
 from posbench.cli.app import hydra_app
 from posbench.cli.config import to_eval_request
 from posbench.jobs.corpora import check_runs_corpora
-from posbench.core.errors import PosbenchError, user_errors
+from posbench.core.errors import user_errors
 from posbench.jobs.evaluate import run
-from posbench.store.rundir import METRICS, find_runs, read_metrics
+from posbench.store.rundir import CONFIG, METRICS, find_runs, read_metrics
 from posbench.spec import check_variant_rows
 
 
@@ -38,12 +38,11 @@ def expanded(argv: list[str]) -> list[str]:
     if len(found) != 1:
         return argv
     folder = Path(argv[found[0]].partition("=")[2]).expanduser()
-    if not folder.is_dir() or (folder / METRICS).exists():
-        return argv
+    if not folder.is_dir() or (folder / METRICS).exists() or (folder / CONFIG).exists():
+        return argv  # a run (finished or not: the request's own check says which)
     runs = [d for d in find_runs(folder) if (read_metrics(d, warn=False) or {}).get("status") == "completed"]
     if not runs:
-        raise PosbenchError(f"run_dir={str(folder)!r} is no run and holds no completed run; give a run's folder "
-                            "or a folder of runs (a runs_dir of posbench-train)")
+        return argv  # no run below it either: the request's check refuses it in one line
     quoted = ",".join("'" + str(d).replace("\\", "\\\\").replace("'", "\\'") + "'" for d in runs)
     rest = argv[:found[0]] + argv[found[0] + 1:]
     return (["-m"] if not {"-m", "--multirun"} & set(rest) else []) + rest + [f"run_dir={quoted}"]

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from posbench.core.errors import PosbenchError, user_errors
+from posbench.core.version import version_text
 from posbench.store import records
 
 
@@ -30,6 +31,9 @@ def ignored(path: Path) -> bool:
 
 
 def main(argv: list[str] | None = None) -> None:
+    if "--version" in (sys.argv[1:] if argv is None else argv):  # like the other commands', before a command is asked for
+        print(version_text())
+        sys.exit(0)
     parser = _Parser(prog="posbench-records", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True, metavar="{keep,unpack,list}")
     keep = commands.add_parser("keep", help="add RUNS_DIR's ended runs (less weights and resume state) to RECORDS")

@@ -56,7 +56,7 @@ N = len(available())  # the presets that sweep every encoding grow with the regi
 EXPECTED_JOBS = {"algorithmic": 144, "far_context_tasks": 96, "alibi_paper": 8, "all_encodings": N, "budget": 36, "budget_lr": 48,
                  "converged": 20, "extension": 240, "hybrids": 36, "lr_grid": 6 * N, "map": 21, "map_lr": 56,
                  "modern": 72, "quick": 5, "reference": 6 * N, "rope_extension": 1, "swan": 9, "tasks": 30,
-                 "tokenizers": 42, "mqar_levers": 6}
+                 "tokenizers": 42, "mqar_levers": 6, "rope_base": 15}
 
 
 # the largest sweeps compose hundreds of jobs (25-40 s each on 2 cores; modern's 72, 12 s): run with -m slow

@@ -65,10 +65,11 @@ def test_console_scripts_are_the_thin_entries():
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
         scripts = tomllib.load(f)["project"]["scripts"]
     assert scripts == {"posbench-train": "posbench.cli.console:train", "posbench-eval": "posbench.cli.console:evaluate",
-                       "posbench-report": "posbench.cli.console:report"}
+                       "posbench-report": "posbench.cli.console:report",
+                       "posbench-records": "posbench.cli.console:records"}
 
 
-@pytest.mark.parametrize("command", ["posbench-train", "posbench-eval", "posbench-report"])
+@pytest.mark.parametrize("command", ["posbench-train", "posbench-eval", "posbench-report", "posbench-records"])
 def test_the_installed_commands_run(command):
     """The scripts pip wrote for this interpreter still reach their entries (an install older than a
     moved module leaves scripts that fail on import: reinstall with scripts/setup.sh)."""

@@ -121,4 +121,4 @@ def test_a_folder_of_runs_is_scored_run_by_run_and_the_same_command_resumes(tmp_
 def test_a_folder_without_a_completed_run_is_one_line(entry, tmp_path):
     (tmp_path / "empty").mkdir()
     status, err = entry("eval", f"run_dir={tmp_path / 'empty'}")
-    assert status == 2 and "holds no completed run" in err and len(err.strip().splitlines()) == 1
+    assert status == 2 and "is not a run directory" in err and len(err.strip().splitlines()) == 1

@@ -110,22 +110,40 @@ def test_a_run_id_found_twice_with_different_records_is_one_error(runs, tmp_path
     assert f"run id {m['run_id']} is in" in err and "different records" in err
 
 
-def test_runs_of_one_row_with_different_encoding_settings_are_refused_not_pooled(runs, tmp_path, capsys):
-    """A second rope run of the same model, length and seed with another ``encoding.base`` (another run
-    id) would be read as a third seed of the rope row: the report refuses in one line naming the setting."""
+def _copy_with(runs, tmp_path, prefix: str, key: str, value) -> Path:
+    """A copy of one run of ``prefix`` (another run id) with ``encoding.<key>`` set to ``value``."""
     other = tmp_path / "other"
-    src = next(p.parent for p in runs.rglob("metrics.json") if p.parent.name.startswith("rope_"))
+    src = next(p.parent for p in runs.rglob("metrics.json") if p.parent.name.startswith(prefix))
     dst = other / (src.name + "b")
     shutil.copytree(src, dst)
     cfg = yaml.safe_load((dst / "config.yaml").read_text())
-    cfg["encoding"]["base"] = 500000.0
+    cfg["encoding"][key] = value
     (dst / "config.yaml").write_text(yaml.safe_dump(cfg))
     m = json.loads((dst / "metrics.json").read_text())
     m["run_id"] = m["run_id"] + "b"
     (dst / "metrics.json").write_text(json.dumps(m))
+    return other
+
+
+def test_runs_of_one_row_with_different_encoding_settings_are_refused_not_pooled(runs, tmp_path, capsys):
+    """A second alibi run of the same model, length and seed with another ``encoding.num_heads`` (another run
+    id) would be read as a third seed of the alibi row: the report refuses in one line naming the setting."""
+    other = _copy_with(runs, tmp_path, "alibi_", "num_heads", 1)
     err = _refused(capsys, runs, other, "--out", tmp_path / "rep")
-    assert "runs of one row (encoding rope," in err and "differ in encoding.base" in err and "--where encoding.base=" in err
+    assert "runs of one row (encoding alibi," in err and "differ in encoding.num_heads" in err
+    assert "--where encoding.num_heads=" in err
     assert not (tmp_path / "rep").exists()  # nothing half-written
+
+
+def test_runs_at_another_rope_base_are_a_panel_of_their_own(runs, tmp_path):
+    """RoPE's base is an axis (experiment=rope_base): a rope run at another base is no seed of the rope row
+    but a panel of its own, its model named with its base (report/load.py with_base_labels)."""
+    from posbench.report.context import Options, ReportContext
+
+    other = _copy_with(runs, tmp_path, "rope_", "base", 500000.0)
+    ctx = ReportContext.load([runs, other], Options(0.05, 0.02, 0.1, 0.8), tmp_path / "rep")
+    rope = ctx.completed[ctx.completed["encoding"] == "rope"]
+    assert "tiny|base=500000" in set(rope["model"]) and "tiny|base=10000" in set(rope["model"])
 
 
 def test_smoke_runs_beside_real_ones_are_left_out_and_never_a_budget(runs, tmp_path):

@@ -150,8 +150,8 @@ class RopeBase(Section):
                                      "Liu et al.'s and Men et al.'s predictions, with the words"),)
 
     def applies(self, ctx) -> bool:
-        return ctx.has_lm and ctx.ratio_column is not None and ctx.completed["model"].map(
-            lambda m: base_of(m)[1] is not None).any()
+        return bool(ctx.has_lm and ctx.ratio_column is not None and ctx.completed["model"].map(
+            lambda m: base_of(m)[1] is not None).any())
 
     def build(self, ctx, out) -> list:
         frame = theory_frame(ctx)
