@@ -71,9 +71,10 @@ class Recorded:
     not_compared: pd.DataFrame = field(default_factory=pd.DataFrame)  # not_compared.csv: records in no table
 
 
-def _number(v) -> float | None:
-    """A recorded number, None where the report kept none (an older convergence.csv has no such column)."""
-    return float(v) if v is not None and pd.notna(v) else None
+def _count(v) -> int | None:
+    """A recorded count (a run's parameters), None where the report kept none (an older convergence.csv
+    has no such column)."""
+    return int(v) if v is not None and pd.notna(v) else None
 
 
 def _csv(path: Path) -> pd.DataFrame:
@@ -252,7 +253,7 @@ def load_committed(folder: Path, extra: list[Path] = ()) -> LoadedRuns:
                    train_steps=known["steps"] if known is not None else (cfg.get("train") or {}).get("steps"),
                    train_tokens=known["train_tokens"] if known is not None else None,
                    final_val_loss=known["final_val_loss"] if known is not None else None,
-                   params=_number(known.get("params")) if known is not None else None,
+                   params=_count(known.get("params")) if known is not None else None,
                    task_evaluations=task_recs.get(r["run_id"]))
         rows.append(row)
     frame = pd.DataFrame(rows, columns=RUN_COLUMNS + CONTEXT_COLUMNS + ["run_dir"])
