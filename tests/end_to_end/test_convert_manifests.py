@@ -38,9 +38,19 @@ def test_a_joined_folders_line_reads_back_as_the_fields_that_write_it():
         joins(join.line().replace("4.7e-06 (alibi)", "about 4.7e-06 for alibi"))
 
 
+def as_before_the_manifest(folder: Path) -> None:
+    """A report as written before manifest.json: each shown run's config as a block of report.md (what
+    reports listed then; today manifest.json keeps them), read from the committed manifest."""
+    configs = json.loads((QUICK / "manifest.json").read_text())["configs"]
+    blocks = "".join(f"\n\n<details><summary>config of {rid}</summary>\n\n```\n{text.rstrip()}\n```\n\n</details>"
+                     for rid, text in configs.items())
+    (folder / "report.md").write_text((folder / "report.md").read_text().rstrip("\n") + blocks + "\n")
+
+
 def test_a_converted_report_rebuilds_as_from_the_manifest_its_report_writes(tmp_path, capsys):
     old, committed = tmp_path / "old" / "quick", tmp_path / "committed" / "quick"
     shutil.copytree(QUICK, old, ignore=shutil.ignore_patterns("screenshots", "manifest.json"))
+    as_before_the_manifest(old)
     shutil.copytree(QUICK, committed, ignore=shutil.ignore_patterns("screenshots"))
     assert main([str(old)]) == 0
     assert "wrote manifest.json (5 configs, 1 commands, 1 environment rows" in capsys.readouterr().out
@@ -57,6 +67,7 @@ def test_a_converted_report_rebuilds_as_from_the_manifest_its_report_writes(tmp_
 def test_a_folder_without_a_report_fails_in_one_line_and_the_others_are_converted(tmp_path, capsys):
     good = tmp_path / "good"
     shutil.copytree(QUICK, good, ignore=shutil.ignore_patterns("screenshots", "manifest.json"))
+    as_before_the_manifest(good)
     assert main([str(tmp_path / "none"), str(good)]) == 1
     assert capsys.readouterr().err.strip() == f"{tmp_path / 'none'}: cannot convert: no report.md"
     assert json.loads((good / "manifest.json").read_text())["format"] == 1

@@ -94,7 +94,7 @@ def test_report_html_shows_the_figures_beside_it_and_fetches_nothing_else(sweep_
     assert "base64," not in html
     assert not re.search(r'src="(?!\w+\.png")', html)  # nothing else fetched from disk or network
     assert not re.search(r'href="(?!#)', html)  # only anchors
-    assert '<h2 id="summary">Summary</h2>' in html and "<table" in html and "config of " in html
+    assert '<h2 id="summary">Summary</h2>' in html and "<table" in html and "Settings that differ between runs" in html
 
 
 def test_standalone_evaluation_adds_lengths(sweep, tmp_path):

@@ -3,6 +3,7 @@ settings every run shares and one table of those that differ, with no path of th
 
 import tempfile
 
+from posbench.core.paths import portable
 from posbench.report.provenance import config_split, shown_runs
 from posbench.report.sections.provenance import Provenance
 from tests.helpers import run_section
@@ -12,10 +13,9 @@ def test_the_provenance_names_the_sweep_s_command_with_portable_paths_and_every_
     runs_dir, overrides, _ = sweep
     md, written = run_section(Provenance, sweep_context, tmp_path)
     assert md.startswith("## How these runs were made") and written == {}
-    # the command as typed, its folders under the temporary folder as $TMPDIR (another machine has other folders)
-    tmp = tempfile.gettempdir().rstrip("/")
-    command = "posbench-train -m " + " ".join(o.replace(tmp + "/", "$TMPDIR/") for o in overrides if o != "-m")
-    assert command in md and str(runs_dir) not in md and "$TMPDIR/" in md
+    # the command as typed, its folders portable (another machine has other folders: posbench/core/paths.py)
+    command = "posbench-train -m " + " ".join(portable(o) for o in overrides if o != "-m")
+    assert command in md and str(runs_dir) not in md and tempfile.gettempdir().rstrip("/") + "/" not in md
     # each run one row of the settings that differ (its whole config with the shared block), no listing per run
     assert all(md.count(f"| {rid} ") == 1 for rid in sweep_context.completed["run_id"])
     assert "config of " not in md
