@@ -13,6 +13,7 @@ import pandas as pd
 
 from posbench.evaluation.protocols import PROTOCOLS
 from posbench.report.drawing.style import parse_row
+from posbench.report.load import base_of
 from posbench.report.analysis.tables import NOT_DEFINED, NOT_EVALUATED
 
 NOTES = {NOT_DEFINED: "not defined", NOT_EVALUATED: "not evaluated"}
@@ -107,7 +108,10 @@ def lm_headline(table: pd.DataFrame, conv: pd.DataFrame, windowed: bool = False,
     # the answer first: a panel's rows by verdict class, then by rank over lengths within a class (an undecided
     # row with a low mean log-perplexity is not listed above a flat one)
     rows = rows.assign(_v=[verdict_class_order(_label(r, ratio)) for _, r in rows.iterrows()])
-    rows = rows.sort_values(["model", "train_len", "_p", "_v", "rank_mean_log_ppl", "variant"], na_position="last")
+    # a model label that names a RoPE base (small|base=500) sorts by the base's number, not its text
+    bases = rows["model"].map(lambda m: base_of(m))
+    rows = rows.assign(_m=[b[0] for b in bases], _b=[b[1] if b[1] is not None else -1.0 for b in bases])
+    rows = rows.sort_values(["_m", "_b", "train_len", "_p", "_v", "rank_mean_log_ppl", "variant"], na_position="last")
     panel_of = panel_label(rows, ["protocol", "model", "train_len"])
     has_far = "far_gain" in rows and rows["far_gain"].notna().any()
     has_equal = "equal_ctx" in rows and rows["equal_ctx"].notna().any()

@@ -67,3 +67,12 @@ def test_several_panels_are_named_beside_the_encoding_by_what_differs():
     three = pd.concat([two, _main_table().assign(train_len=128)], ignore_index=True)
     shown, _, _ = lm_headline(three, pd.DataFrame())
     assert shown.columns[1] == "panel" and "sliding, L=64" in set(shown["panel"])
+
+
+def test_panels_of_rope_bases_follow_the_base_s_number():
+    """small|base=500 before small|base=10000 before small|base=1000000 (as text, 10000 came first)."""
+    bases = ("1000000", "10000", "500")
+    table = pd.concat([_main_table().assign(model=f"small|base={b}") for b in bases], ignore_index=True)
+    shown, _, _ = lm_headline(table, pd.DataFrame())
+    rope = [m for m, e in zip(shown["model"], shown["encoding"]) if e == "rope"]
+    assert rope == ["small|base=500", "small|base=10000", "small|base=1000000"]
