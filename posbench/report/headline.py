@@ -37,6 +37,11 @@ RANK_OVER_LENGTHS = "rank over lengths"  # by mean log-perplexity; the summary's
 CLASS_ORDER = ("flat", "mild", "undecided", "broken")  # then n/a: no verdict
 
 
+def verdict_css(verdict_class: str) -> str:
+    """The CSS class that colours a cell by its verdict class (page.py: ``v-flat`` ...); "" for none."""
+    return f"v-{verdict_class}" if verdict_class in CLASS_ORDER else ""
+
+
 def verdict_class_order(label: str) -> int:
     """Where a verdict's class sorts in the headline: flat, mild, undecided, broken, then none."""
     head = str(label).split(",")[0]

@@ -26,7 +26,7 @@ import pandas as pd
 from posbench.core.errors import PosbenchError
 from posbench.core.files import atomic_write_text
 from posbench.report.drawing.document import Heading, Para, Table, render
-from posbench.report.headline import verdict_class_order
+from posbench.report.headline import verdict_css
 
 INDEX = "index.html"
 README = "README.md"
@@ -41,7 +41,7 @@ class Cell:
     study: str  # the report's folder, relative to the results folder
     encoding: str
     text: str  # "flat 1.00 [1.00, 1.00]"
-    verdict_class: str  # flat, mild, undecided, broken, or "" (no verdict)
+    verdict_class: str  # flat, mild, undecided, broken, or another word (no verdict: no colour)
     setting: str  # what the cell was read at
     link: str
 
@@ -106,8 +106,7 @@ def study_cells(folder: Path, root: Path) -> list[Cell]:
         basis = "equal context" if r.get("verdict_basis") == EQUAL else "16x/1x, unequal context"
         setting = (f"{r['model']}, train_len {int(r['train_len'])}{seeds}; {basis}"
                    + (f"; {others} more setting{'s' if others > 1 else ''} in the report" if others else ""))
-        cells.append(Cell(name, str(variant), f"{label} {number}".strip(),
-                          head if verdict_class_order(head) < 4 else "", setting, f"{name}/report.html"))
+        cells.append(Cell(name, str(variant), f"{label} {number}".strip(), head, setting, f"{name}/report.html"))
     return cells
 
 
@@ -127,8 +126,7 @@ def index_frames(root: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, 
 
     links = pivot("link")
     links["encoding"] = ""
-    return pivot("text"), pivot("verdict_class").map(lambda v: f"v-{v}" if v in ("flat", "mild", "undecided", "broken")
-                                                     else ""), links, pivot("setting").assign(encoding="")
+    return pivot("text"), pivot("verdict_class").map(verdict_css), links, pivot("setting").assign(encoding="")
 
 
 def index_texts(root: Path) -> tuple[str, str]:

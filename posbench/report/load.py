@@ -178,14 +178,18 @@ def with_corpus_labels(runs: pd.DataFrame, evals: pd.DataFrame) -> tuple[pd.Data
 BASE_MARK = "|base="  # a model label's RoPE base: ``small|base=500@pydocs/bpe1024``
 
 
+def base_text(base: float) -> str:
+    """A RoPE base as labels and tables show it: 1000000, not 1e+06."""
+    base = float(base)
+    return f"{int(base)}" if base.is_integer() else f"{base:g}"
+
+
 def with_base(model: str, base: float) -> str:
     """``<size>|base=<base>[@<corpus>][/<tokenizer>]``: the RoPE base beside the size, so that the corpus
     (after ``@``) and the tokenizer (after ``/``) read as before."""
     text = str(model)
     cut = min([i for i in (text.find("@"), text.find("/")) if i >= 0], default=len(text))
-    base = float(base)
-    shown = f"{int(base)}" if base.is_integer() else f"{base:g}"  # 1000000, not 1e+06
-    return f"{text[:cut]}{BASE_MARK}{shown}{text[cut:]}"
+    return f"{text[:cut]}{BASE_MARK}{base_text(base)}{text[cut:]}"
 
 
 def base_of(model: str) -> tuple[str, float | None]:
@@ -205,7 +209,8 @@ def with_base_labels(runs: pd.DataFrame, evals: pd.DataFrame, configs: dict) -> 
     otherwise), and the map reads the base as an axis (report/map/points.py). One base: unchanged."""
     bases = {}
     for rid, d in zip(runs["run_id"], runs.get("run_dir", [])):
-        enc = (configs.get(d) or {}).get("encoding") if configs.get(d) is not None else None
+        cfg = configs.get(d)
+        enc = cfg.get("encoding") if cfg is not None else None
         if enc is not None and enc.get("base") is not None:
             bases[rid] = float(enc.get("base"))
     if len(set(bases.values())) < 2:

@@ -26,7 +26,7 @@ import pandas as pd
 from posbench.report.budget import sweep
 
 from posbench.report.analysis import axis, bootstrap
-from posbench.report.load import base_of, corpus_of
+from posbench.report.load import base_of, base_text, corpus_of
 from posbench.report.sections.tokenizers import BYTE
 from posbench.report.analysis.tables import EQUAL_CONTEXT
 
@@ -54,9 +54,7 @@ def rope_base(model: str) -> str:
     """The RoPE base a model's name carries, as text ("500", "1000000"), or NO_BASE: one column of text, so
     that rows with and without a base group and sort together (axis_value reads the number)."""
     _, base = base_of(model)
-    if base is None:
-        return NO_BASE
-    return f"{int(base)}" if float(base).is_integer() else f"{base:g}"
+    return NO_BASE if base is None else base_text(base)
 
 
 def approx_params(model: dict) -> float:

@@ -13,7 +13,7 @@ import pandas as pd
 from posbench.report.budget import sweep
 from posbench.report.drawing.document import Heading, Image, Para, Table
 from posbench.report.drawing.style import row_order
-from posbench.report.headline import CLASS_ORDER, with_interval
+from posbench.report.headline import verdict_css, with_interval
 from posbench.report.map import points as P
 from posbench.report.map import words as W
 from posbench.report.map.figure import has_baseline, plot_axis
@@ -174,7 +174,7 @@ def answer_table(pts: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         base = f"; 1x {p['ppl_1x']:.2f}" if pd.notna(p.get("ppl_1x")) else ""
         word = str(p.get("label") or p["verdict"]).split(" (")[0]  # "flat, local", its gloss is the headline's
         text.at[p["variant"], p["column"]] = f"{word} {stat}{base}"
-        classes.at[p["variant"], p["column"]] = f"v-{p['verdict']}" if p["verdict"] in CLASS_ORDER else ""
+        classes.at[p["variant"], p["column"]] = verdict_css(p["verdict"])
     return text.rename_axis("encoding").reset_index(), classes.rename_axis("encoding").reset_index().assign(encoding="")
 
 

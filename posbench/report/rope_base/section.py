@@ -31,7 +31,7 @@ import pandas as pd
 from posbench.report.analysis.tables import main_table
 from posbench.report.budget import sweep
 from posbench.report.drawing.document import Heading, Para, Table
-from posbench.report.load import base_of
+from posbench.report.load import base_of, base_text
 from posbench.report.rope_base.theory import liu_extrapolation_limit, men_supported_length
 from posbench.report.section import SECTIONS, Output, Section
 
@@ -50,7 +50,8 @@ def at_multiples(ctx) -> pd.DataFrame:
     else M/1x) and its class (``verdict``)."""
     rows = []
     for m in multiples_past_1x(ctx.evals):
-        table = main_table(ctx.evals, ctx.options.tolerance, ctx.token_sets, multiple=m)
+        # the verdict's own multiple is the report's main table, computed once for every section
+        table = ctx.table if m == ctx.multiple else main_table(ctx.evals, ctx.options.tolerance, ctx.token_sets, multiple=m)
         ratio = f"{m:g}x/1x"
         for _, r in table[~table["windowed"].astype(bool)].iterrows():
             plain, base = base_of(r["model"])
@@ -159,7 +160,7 @@ class RopeBase(Section):
             return []
         out.csv("rope_base.csv", frame)
         shown = pd.DataFrame({
-            "row": frame["variant"], "base": frame["rope_base"].map(lambda b: f"{int(b)}" if float(b).is_integer() else f"{b:g}"),
+            "row": frame["variant"], "base": frame["rope_base"].map(base_text),
             "train_len": frame["train_len"],
             "seeds": frame["seeds"], "measured onset": [_bracket(r) for _, r in frame.iterrows()],
             "Liu et al. T_extra": [f"{_multiple(r['liu_multiple'])} {r['liu_word']}".strip() for _, r in frame.iterrows()],

@@ -57,7 +57,7 @@ def test_each_row_is_placed_against_both_theories():
         run_dir=lambda f: f["run_id"])
     configs = {d: OmegaConf.create({"model": {"d_model": 128, "n_heads": 4}}) for d in completed["run_dir"]}
     ctx = SimpleNamespace(evals=evals, options=SimpleNamespace(tolerance=0.05), token_sets=None, completed=completed,
-                          configs=configs)
+                          configs=configs, multiple=None, table=None)  # no verdict multiple: every table computed here
     frame = S.theory_frame(ctx).set_index("rope_base")
     assert frame.loc[500.0, "last_flat"] == 2.0 and frame.loc[500.0, "onset"] == 4.0 and frame.loc[500.0, "d_head"] == 32
     assert frame.loc[1e6, "last_flat"] == 1.0 and frame.loc[1e6, "onset"] == 2.0
