@@ -20,6 +20,7 @@ from posbench.report.tasks import frames as task_frames
 from posbench.report.budget import convergence
 from posbench.report.comparison.frames import Request as ComparisonRequest
 from posbench.report.context import Options
+from posbench.report.forecast.section import parse_requests
 from posbench.report.key_tokens.frames import RULES
 from posbench.report.pipeline import DEFAULT_TOLERANCE, make_report
 from posbench.report.selection import Selection, shown_folder
@@ -89,6 +90,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--key-tokens", dest="key_tokens", choices=sorted(RULES), default="bytes",
                         help="the key-token thresholds: 'bytes' (Fang et al.'s alpha = 2, beta = -2 nats per Llama-3 "
                              "token scaled to nats per byte, the default) or 'paper' (their numbers on the stored tokens)")
+    parser.add_argument("--forecast", dest="forecasts", action="append", default=[], metavar="AXIS=VALUE",
+                        help="forecast each row's verdict past the data at this value of an axis (train_len, params, "
+                             "rope_base or budget_steps; repeatable), where the law's backtest passed (default: one "
+                             "doubling past each line's largest point)")
     parser.add_argument("--rebuild", action="store_true",
                         help="RUNS_DIR is a committed report's folder whose runs are gone: rebuild its report from the "
                              "records it kept (evaluations.csv, task_records.csv, convergence.csv, and the configs, "
@@ -113,7 +118,7 @@ def main(argv: list[str] | None = None) -> None:
         shown_as = tuple(shown_folder(p, out or p.parent) if p.suffix == records.SUFFIX else "" for p in args.runs_dirs)
         options = Options(args.tolerance, args.improving, args.spread, args.threshold, protocols, args.rebuild,
                           tuple(args.with_folders), args.multiple, Selection(args.only, tuple(args.where)), compare,
-                          args.key_tokens, shown_as)
+                          args.key_tokens, shown_as, parse_requests(args.forecasts))
         with runs_folders(args.runs_dirs, args.out, args.rebuild) as folders:
             report = make_report(folders, out, options)
         if args.wandb:

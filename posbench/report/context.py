@@ -52,6 +52,9 @@ class Options:
     # how to name each folder read, where it is not the folder given: a records file's unpacked runs are
     # named by the file (posbench/cli/report.py); "" where the folder names itself
     shown_as: tuple[str, ...] = ()
+    # --forecast AXIS=VALUE: forecasts past the data at these values (posbench/report/forecast/section.py);
+    # none: one doubling past each line's largest point
+    forecasts: tuple[tuple[str, float], ...] = ()
 
 
 class ReportContext:

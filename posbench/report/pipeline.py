@@ -27,6 +27,7 @@ from posbench.report.budget import convergence
 from posbench.report.context import Options, ReportContext
 from posbench.report.drawing.document import Heading, Image, Para, Table, render
 from posbench.report.drawing.png import keep_figure
+from posbench.report.forecast.section import check_requests
 from posbench.report.manifest import MANIFEST, manifest_of
 from posbench.report.prose import join_words
 from posbench.report.section import SECTIONS, Section, SectionOutput, write_or_fail
@@ -139,6 +140,7 @@ def make_report(runs_dir: Path | list[Path], out_dir: Path, options: Options) ->
     if out_dir.exists() and not out_dir.is_dir():
         raise PosbenchError(f"--out {str(out_dir)!r} is a file; give a folder for the report")
     ctx = ReportContext.load(dirs, options, out_dir)
+    check_requests(ctx)  # a forecast asked for where the runs cannot give one
     check_out_dir(out_dir)
     written: dict[str, str] = {}
     blocks, ran, every = [], [], sections()

@@ -94,3 +94,15 @@ def test_a_comparison_of_a_row_the_report_lacks_is_one_line_and_writes_nothing(c
     code, err = run_report(capsys, runs, "--out", tmp_path / "out", "--baseline", "ropee")
     assert code == 2 and err.startswith("posbench: error: --baseline: no row 'ropee' in this report (did you mean rope")
     assert tree(tmp_path / "out") == []
+
+
+def test_a_forecast_the_runs_cannot_give_is_one_line_and_writes_nothing(small_runs, tmp_path, capsys):
+    out = tmp_path / "rep"
+    code, err = run_report(capsys, small_runs, "--out", out, "--forecast", "size=2")
+    assert (code, err.splitlines()) == (2, ["posbench: error: --forecast 'size=2': give AXIS=VALUE with AXIS one of "
+                                            "train_len, params, rope_base, budget_steps (e.g. --forecast train_len=512)"])
+    code, err = run_report(capsys, small_runs, "--out", out, "--forecast", "train_len=1024")
+    assert code == 2 and err.splitlines() == ["posbench: error: --forecast train_len=1024: a forecast along the training "
+                                              "length needs a line of at least 3 points; these runs have 0 at most on "
+                                              "any line"]
+    assert tree(tmp_path) == []

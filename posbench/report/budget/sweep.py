@@ -125,6 +125,18 @@ def row_parts_and_levels(evals: pd.DataFrame, token_sets: dict | None = None, re
     return out, levels
 
 
+def parts_of(ctx) -> tuple[dict, dict]:
+    """``row_parts_and_levels`` of a report's records at its verdict's multiple, computed once per report
+    (ctx.derived) for every section that reads them (the map, the forecast)."""
+    return ctx.derived("row_parts_and_levels",
+                       lambda: row_parts_and_levels(ctx.evals, ctx.token_sets, multiple=ctx.multiple))
+
+
+def budget_parts_of(ctx) -> dict:
+    """``row_parts`` of a report's records at every budget (ctx.budget_evals), computed once per report."""
+    return ctx.derived("budget_row_parts", lambda: row_parts(ctx.budget_evals, ctx.token_sets, multiple=ctx.multiple))
+
+
 def paired_changes(evals: pd.DataFrame, token_sets: dict | None = None,
                    replicates: int = bootstrap.REPLICATES, multiple: float | None = None) -> pd.DataFrame:
     """Per main-table row and pair of consecutive budgets: the change of the verdict's statistic

@@ -30,7 +30,7 @@ def map_frames(ctx) -> dict:
         if not axes:
             return {"points": pts, "axes": [], "changes": pd.DataFrame(), "words": pd.DataFrame()}
         # the statistic's parts and the 1x perplexity's, from one pass over the panels' draws, once for every axis
-        parts, base = sweep.row_parts_and_levels(ctx.evals, ctx.token_sets, multiple=ctx.multiple)
+        parts, base = sweep.parts_of(ctx)
         changes = {a: P.axis_changes(ctx.evals, pts, a, ctx.token_sets, multiple=ctx.multiple, parts=parts, base_parts=base)
                    for a in axes}
         rows = []
