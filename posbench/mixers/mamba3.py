@@ -12,12 +12,12 @@ Per head (P channels, state N), with a scalar decay per head and step, Mamba-2's
   with lambda_t = sigmoid(W_lambda u_t) in (0, 1) per head (lambda = 1: Mamba-2's Euler rule;
   1/2: the trapezoid), and A_t = -max(f(W_A u_t), A_floor) data-dependent, f(a) = 1 + a for a >= 0,
   1 / (1 - a) below (the reference's ``heavy_tail_activation``);
-* a complex-valued state, realised as a data-dependent rotation of B and C (the paper's "RoPE
-  trick"): each head keeps angles phi_t = phi_{t-1} + dt_t pi tanh(W_theta u_t) (mod 2 pi; one set of
+* a complex-valued state, realised as a data-dependent rotation of B and C (the paper relates it to
+  data-dependent RoPE): each head keeps angles phi_t = phi_{t-1} + dt_t pi tanh(W_theta u_t) (mod 2 pi; one set of
   N rope_fraction / 2 angles shared by the heads, scaled by each head's dt), and B_t, C_t are rotated
   pairwise, (b_{2i}, b_{2i+1}) by phi_{t,i}, before the recurrence above. Then C_t . B_s is
   C_t^T R(phi_s - phi_t) B_s: the state h_t = sum_s (...) R(phi_s) B_s x_s^T, read in C_t's frame,
-  is a complex diagonal SSM whose transition rotates by the data-dependent angle dt_t theta_t each
+  is a complex diagonal SSM whose transition rotates by the step theta_t = dt_t pi tanh(W_theta u_t) each
   step (the tests check the two forms equal).
 
 B and C (one group shared by the heads) are RMS-normalised over N, then given a learned bias per head
