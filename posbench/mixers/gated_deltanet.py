@@ -118,16 +118,17 @@ class GatedDeltaNet(Mixer):
         super().__init__(shape, params)
         D, H = shape.d_model, shape.n_heads
         self.heads, self.key_dim, self.value_dim = H, D, D * params.expand_v
+        n = self.writes = self.writes_per_token(params)  # keys, values and betas per token (1; DeltaProduct: n_h)
         self.q_proj = nn.Linear(D, self.key_dim, bias=False)
-        self.k_proj = nn.Linear(D, self.key_dim, bias=False)
-        self.v_proj = nn.Linear(D, self.value_dim, bias=False)
+        self.k_proj = nn.Linear(D, n * self.key_dim, bias=False)
+        self.v_proj = nn.Linear(D, n * self.value_dim, bias=False)
         self.a_proj = nn.Linear(D, H, bias=False)  # decay: g = -exp(A_log) softplus(a + dt_bias)
-        self.b_proj = nn.Linear(D, H, bias=False)  # writing strength: beta = sigmoid(b)
+        self.b_proj = nn.Linear(D, n * H, bias=False)  # writing strength: beta = sigmoid(b)
         self.A_log = nn.Parameter(torch.empty(H).uniform_(0, 16).log())
         self.dt_bias = nn.Parameter(inverse_softplus_dt(H))
         self.q_conv = CausalConv(self.key_dim, params.conv_size, bias=False)
-        self.k_conv = CausalConv(self.key_dim, params.conv_size, bias=False)
-        self.v_conv = CausalConv(self.value_dim, params.conv_size, bias=False)
+        self.k_conv = CausalConv(n * self.key_dim, params.conv_size, bias=False)
+        self.v_conv = CausalConv(n * self.value_dim, params.conv_size, bias=False)
         self.g_proj = nn.Linear(D, self.value_dim, bias=False)  # the output gate
         self.o_norm = nn.Parameter(torch.ones(self.value_dim // H))
         self.out_proj = nn.Linear(self.value_dim, D, bias=False)
@@ -140,18 +141,26 @@ class GatedDeltaNet(Mixer):
         H = self.heads
         dtype = torch.promote_types(x.dtype, torch.float32)  # the kernels in float32 at least
 
-        def heads(t):  # [B, L, H * d] -> [B, H, L, d]
-            return t.view(B, L, H, -1).transpose(1, 2).to(dtype)
+        def heads(t, n=1):  # [B, L, n * H * d] -> [B, H, L * n, d]: token t's j-th write at t n + j
+            return t.view(B, L, n, H, -1).permute(0, 3, 1, 2, 4).reshape(B, H, L * n, -1).to(dtype)
 
+        n = self.writes
         q = F.normalize(heads(F.silu(self.q_conv(qx, q_tail))), dim=-1)
-        k = F.normalize(heads(F.silu(self.k_conv(kx, k_tail))), dim=-1)
-        v = heads(F.silu(self.v_conv(vx, v_tail)))
-        beta = self.b_proj(x).to(dtype).sigmoid().transpose(1, 2)  # [B, H, L]
+        k = F.normalize(heads(F.silu(self.k_conv(kx, k_tail)), n), dim=-1)
+        v = heads(F.silu(self.v_conv(vx, v_tail)), n)
+        beta = heads(self.b_proj(x).to(dtype).sigmoid()[..., None], n)[..., 0]  # [B, H, L * n]
         g = (-self.A_log.to(dtype).exp() * F.softplus(self.a_proj(x).to(dtype) + self.dt_bias)).transpose(1, 2)
-        if recurrent:
-            o, S = recurrent_gated_delta_rule(q, k, v, g, beta, initial_state=S0, output_final_state=True)
-        else:
-            o, S = chunk_gated_delta_rule(q, k, v, g, beta, self.params.chunk, initial_state=S0, output_final_state=True)
+        o, S = self.delta_rule(q, k, v, g, beta, S0, recurrent)
         o = rms_norm(o, self.o_norm, self.params.norm_eps) * F.silu(heads(self.g_proj(x)))  # [B, H, L, Dv]
         final = (self.q_conv.next_tail(qx, q_tail), self.k_conv.next_tail(kx, k_tail), self.v_conv.next_tail(vx, v_tail), S)
         return self.out_proj(o.transpose(1, 2).reshape(B, L, self.value_dim).to(x.dtype)), final
+
+    def writes_per_token(self, params) -> int:
+        """Keys, values and betas each token writes (one: the delta rule; DeltaProduct: n_h)."""
+        return 1
+
+    def delta_rule(self, q, k, v, g, beta, S0, recurrent):
+        """(o, final S) of the kernel, step by step (``recurrent``) or chunked."""
+        if recurrent:
+            return recurrent_gated_delta_rule(q, k, v, g, beta, initial_state=S0, output_final_state=True)
+        return chunk_gated_delta_rule(q, k, v, g, beta, self.params.chunk, initial_state=S0, output_final_state=True)

@@ -34,7 +34,7 @@ def here(tmp_path, cache_dir, monkeypatch):
      "(posbench-train -m model=tiny encoding=rope,alibi 'eval.multiples=[1,2]')"),
     ("eval", ["runs/abc"], "cannot parse override 'runs/abc': name the run as run_dir=runs/abc"),
     ("train", ["encoding=ALiBi"], "unknown encoding 'ALiBi' (did you mean alibi?); valid: "),
-    ("train", ["model=tny"], "unknown model 'tny' (did you mean tiny?); valid: base, medium, small, small_canon, small_gdn, small_hybrid, small_mamba2, tiny"),
+    ("train", ["model=tny"], "unknown model 'tny' (did you mean tiny?); valid: base, medium, small, small_canon, small_deltaproduct, small_gdn, small_hybrid, small_mamba2, small_mamba3, tiny"),
     ("train", ["encoding=zzz"], "unknown encoding 'zzz'; valid: alibi, "),
     # Hydra runs one mode at a time (its own message is a traceback)
     ("train", ["-m", "encoding=rope,alibi", "--cfg", "job"],

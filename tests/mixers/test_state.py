@@ -16,7 +16,7 @@ from posbench.mixers.state import StateCarry, mix, overlapping, windowed
 from tests.mixers.helpers import SHAPE, layer, max_diff
 
 TOL = 1e-12
-MIXERS = [("gdn", {"chunk": 8}), ("mamba2", {"chunk": 8})]
+MIXERS = [("gdn", {"chunk": 8}), ("mamba2", {"chunk": 8}), ("deltaproduct", {"chunk": 8}), ("mamba3", {"chunk": 8})]
 
 
 @pytest.mark.parametrize("name,params", MIXERS)
