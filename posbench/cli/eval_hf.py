@@ -48,8 +48,8 @@ def with_overrides(obj, prefix: str, overrides: dict):
 
 
 def parse(argv: list[str]):
-    from posbench.hf.checkpoint import BOS_POLICIES, DTYPES
-    from posbench.hf.row import CheckpointRequest
+    from posbench.hf.checkpoint import BOS_POLICIES, DTYPES  # torch loads inside user_errors (console.py's reason)
+    from posbench.hf.row import CheckpointRequest  # likewise
 
     parser = _Parser(prog="posbench-eval-hf", description=__doc__.splitlines()[0])
     parser.add_argument("checkpoint", help="local folder of a transformers causal LM with its tokenizer")
@@ -92,8 +92,9 @@ def parse(argv: list[str]):
 
 def _corpus(name: str, data: DataConfig) -> DataConfig:
     """``data=NAME``: the settings of conf/data/NAME.yaml (posbench's corpora), over the defaults."""
-    from posbench.cli.config import CONF_DIR
     from pathlib import Path
+
+    from posbench.cli.config import CONF_DIR  # Hydra's config store, only for data=NAME
 
     path = Path(CONF_DIR) / "data" / f"{name}.yaml"
     if not path.is_file():
@@ -119,7 +120,7 @@ def _log_to_stderr() -> None:
 def main(argv: list[str] | None = None) -> None:
     with user_errors():
         request = parse(sys.argv[1:] if argv is None else argv)
-        from posbench.hf.row import check_out, run
+        from posbench.hf.row import check_out, run  # torch and transformers load inside user_errors
 
         _log_to_stderr()
         check_out(request.out)

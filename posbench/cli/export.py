@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("out_dir", help="a new folder for the transformers checkpoint")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     with user_errors():
-        from posbench.hf.export import export
+        from posbench.hf.export import export  # torch and transformers load inside user_errors
 
         print(export(args.run_dir, args.out_dir))
 

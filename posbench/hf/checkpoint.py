@@ -183,6 +183,7 @@ class Inspected:
 def inspect(path: str | Path, *, dtype: str = "float32", device: str = "auto", bos: str = "auto",
             context_length: int | None = None, trust_remote_code: bool = False) -> Inspected:
     """Every input checked (one line each) and the config and tokenizer read; no weights loaded."""
+    require_transformers()
     path = Path(path).expanduser()
     raw = _read_config(path)
     model_type = check_architecture(raw, trust_remote_code)

@@ -37,6 +37,7 @@ from posbench import __version__
 from posbench.core.errors import PosbenchError
 from posbench.core.files import building_dir, make_dirs
 from posbench.data.corpus import DataConfig
+from posbench.data.load import load_corpus
 from posbench.hf import require_transformers
 from posbench.spec import RunSpec
 from posbench.store.rundir import METRICS, load_checkpoint
@@ -128,8 +129,6 @@ def run_tokenizer(data: DataConfig):
     if data.tokenizer.is_bytes:
         tok = byte_tokenizer()
     else:
-        from posbench.data.load import load_corpus
-
         tok = load_corpus(data).tokenizer  # the cached tokenizer of the run's corpus (trained once)
     return PreTrainedTokenizerFast(tokenizer_object=tok)
 
@@ -179,7 +178,9 @@ def export(run_dir: str | Path, out_dir: str | Path) -> Path:
     crash leaves nothing); an existing ``out_dir`` is refused."""
     require_transformers()
     from transformers import GPTNeoXForCausalLM
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()  # one line says what was written
     run_dir, out = Path(run_dir).expanduser(), Path(out_dir).expanduser()
     if out.exists():
         raise PosbenchError(f"{str(out)!r} exists; give a new folder for the export")

@@ -103,3 +103,14 @@ def test_an_existing_folder_is_not_overwritten(tmp_path, compose):
     (tmp_path / "export").mkdir()
     with pytest.raises(PosbenchError, match="exists"):
         export(tmp_path / "run", tmp_path / "export")
+
+
+def test_the_command_exports_and_refuses_in_one_line(tmp_path, compose, capsys):
+    from posbench.cli.export import main
+
+    posbench_run(compose, tmp_path / "run", "nope")
+    main([str(tmp_path / "run"), str(tmp_path / "export")])
+    assert (tmp_path / "export" / "config.json").is_file() and (tmp_path / "export" / "model.safetensors").is_file()
+    with pytest.raises(SystemExit) as exc:
+        main([str(tmp_path / "run"), str(tmp_path / "export")])
+    assert exc.value.code == 2 and capsys.readouterr().err.strip().splitlines()[-1].startswith("posbench: error:")
