@@ -63,6 +63,8 @@ def parse(argv: list[str]):
                         "(auto: when the tokenizer adds one to a text)")
     parser.add_argument("--rope-scaling", default="", help="comma-separated: linear, dynamic_ntk, yarn, llama3")
     parser.add_argument("--rope-factor", type=float, default=None, help="static scalings' factor (default: longest multiple)")
+    parser.add_argument("--window", action="store_true", help="add the far-context control <family>+swaL (every layer "
+                        "within a sliding window of context-length keys): the report's far-context gain and key tokens")
     parser.add_argument("--trust-remote-code", action="store_true", help="run the checkpoint's own modeling code")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_intermixed_args(argv)
@@ -85,7 +87,7 @@ def parse(argv: list[str]):
     return CheckpointRequest(
         checkpoint=args.checkpoint, out=args.out, context_length=args.context_length, dtype=args.dtype,
         device=args.device, bos=args.bos, trust_remote_code=args.trust_remote_code,
-        rope_scaling=tuple(n for n in args.rope_scaling.split(",") if n), rope_factor=args.rope_factor,
+        rope_scaling=tuple(n for n in args.rope_scaling.split(",") if n), rope_factor=args.rope_factor, window=args.window,
         eval=with_overrides(EvalConfig(), "eval", evals), data=with_overrides(data, "data", datas),
         progress=not args.no_progress)
 

@@ -73,6 +73,7 @@ class CheckpointRequest:
     trust_remote_code: bool = False
     rope_scaling: tuple[str, ...] = ()  # posbench's names (posbench/hf/scalings.py)
     rope_factor: float | None = None  # static scalings' s; None: the longest multiple
+    window: bool = False  # add the far-context control <family>+swaL (a sliding window of context_length keys)
     eval: EvalConfig = field(default_factory=EvalConfig)
     data: DataConfig = field(default_factory=lambda: DataConfig(cache_dir=os.environ.get("POSBENCH_CACHE", "~/.cache/posbench")))
     progress: bool = True
@@ -110,7 +111,7 @@ def run_config(ckpt, request: CheckpointRequest, data: DataConfig) -> dict:
         # not trained by posbench: no steps; lr 0 because the report reads every run's train.lr as a number
         "train": {"steps": 0, "lr": 0.0},
         "data": dataclasses.asdict(data), "eval": dataclasses.asdict(request.eval),
-        "rope_scaling": list(request.rope_scaling), "rope_factor": request.rope_factor,
+        "rope_scaling": list(request.rope_scaling), "rope_factor": request.rope_factor, "window": request.window,
     }
 
 
@@ -121,7 +122,8 @@ def run(request: CheckpointRequest) -> Path:
                                 context_length=request.context_length, trust_remote_code=request.trust_remote_code)
     request.eval.check(found.context_length)
     rows = checkpoint_rows(found.model_type, scalings(list(request.rope_scaling), request.rope_factor,
-                                                      max(request.eval.multiples), found.rotary, found.model_type))
+                                                      max(request.eval.multiples), found.rotary, found.model_type),
+                           found.context_length if request.window else None)
     ckpt = checkpoints.load(found)
     data = replace(request.data, tokenizer=TokenizerConfig(kind="file", path=str(tokenizer_file(ckpt, request.data.cache_dir))))
     data.check()

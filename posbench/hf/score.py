@@ -8,8 +8,9 @@ and predicts the very same targets (the first target is predicted from BOS alone
 token is in training), and each scored token sees one token of text less. Without one, the window
 starts with text, mid-document, as posbench's own models read it.
 
-Rows: the checkpoint as it is (named by its model type, e.g. ``llama``), and one per RoPE scaling
-asked for (posbench/hf/scalings.py). A length a learned position table cannot hold (GPT-2's
+Rows: the checkpoint as it is (named by its model type, e.g. ``llama``), one per RoPE scaling
+asked for (posbench/hf/scalings.py), and with ``--window`` the far-context control ``<family>+swaL``
+(posbench/hf/window.py). A length a learned position table cannot hold (GPT-2's
 n_positions) is recorded as not defined (``null``) with the reason, in the words posbench's
 ``learned`` encoding uses.
 """
@@ -34,6 +35,7 @@ from posbench.evaluation.protocols import PROTOCOLS
 from posbench.evaluation.resolved import ResolvedEval
 from posbench.hf.checkpoint import LoadedCheckpoint
 from posbench.hf.scalings import Scaling, scaled
+from posbench.hf.window import SUFFIX, check_called, windowed
 from posbench.store.rundir import per_position_key, token_loss_keys
 
 
@@ -44,13 +46,19 @@ class CheckpointRow:
     name: str
     encoding: str
     scaling: Scaling | None = None
+    window: int | None = None  # +swaL: a sliding window of this many keys (the context length)
 
     def record(self) -> dict:
-        return {"encoding": self.encoding, "tag": "", "variants": [self.scaling.record()] if self.scaling else []}
+        variants = [self.scaling.record()] if self.scaling else []
+        if self.window is not None:  # posbench's local variant at its defaults (size null: train_len)
+            variants.append({"variant": "local", "kind": "sliding", "size": None})
+        return {"encoding": self.encoding, "tag": "", "variants": variants}
 
 
-def checkpoint_rows(family: str, scalings: list[Scaling]) -> list[CheckpointRow]:
-    return [CheckpointRow(family, family)] + [CheckpointRow(family + s.suffix(), family, s) for s in scalings]
+def checkpoint_rows(family: str, scalings: list[Scaling], window: int | None = None) -> list[CheckpointRow]:
+    """The plain row, one per scaling, and with ``window`` (the context length) the control ``<family>+swaL``."""
+    rows = [CheckpointRow(family, family)] + [CheckpointRow(family + s.suffix(), family, s) for s in scalings]
+    return rows + ([CheckpointRow(family + SUFFIX, family, window=window)] if window is not None else [])
 
 
 def undefined_reason(ckpt: LoadedCheckpoint, length: int) -> str | None:
@@ -96,7 +104,7 @@ def evaluate_checkpoint(ckpt: LoadedCheckpoint, ev: ResolvedEval, rows: list[Che
     bar = progress_bar(total=total, unit="tok", desc="eval", enabled=progress)
     try:
         for row in rows:
-            with scaled(ckpt.model, row.scaling, train_len):
+            with scaled(ckpt.model, row.scaling, train_len), windowed(ckpt.model, row.window):
                 for L in ev.lengths:
                     bar.set_description(f"eval {row.name} L={L}")
                     bases = [{"variant": row.name, "protocol": p, "length": L, "multiple": L / train_len,
@@ -108,6 +116,8 @@ def evaluate_checkpoint(ckpt: LoadedCheckpoint, ev: ResolvedEval, rows: list[Che
                         continue
                     scores = score_plans(forward, stream, [plans[p, L] for p in ev.protocols], L,
                                          ev.settings.batch_tokens, ckpt.device, bar, per_token=keep_tokens)
+                    if row.window is not None:
+                        check_called()
                     for base, p, sc in zip(bases, ev.protocols, scores):
                         records.append(scored_record(base, sc, plans[p, L], contexts[p], L))
                         per_position[per_position_key(row.name, p, L)] = position_means(sc)

@@ -168,3 +168,39 @@ def test_the_command_refuses_in_one_line_and_writes_nothing(tiny_checkpoints, tm
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith("posbench: error: --rope-scaling yarn: a gpt2 checkpoint")
     assert not (tmp_path / "runs").exists()
+
+
+def test_the_window_control_is_transformers_own_sliding_window(tmp_path):
+    """+swaL through the AttentionInterface equals Mistral's native sliding window on the same weights, and
+    leaves the model as it was afterwards."""
+    import transformers
+
+    from posbench.hf.window import check_called, windowed
+
+    W, L = 4, 12
+    path = save_tiny("mistral", tmp_path / "m")
+    plain = transformers.AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=torch.float64).eval()
+    native = transformers.AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=torch.float64,
+                                                               sliding_window=W).eval()
+    x = torch.randint(3, 250, (2, L))
+    with torch.no_grad():
+        before = plain(input_ids=x).logits
+        with windowed(plain, W):
+            ours = plain(input_ids=x).logits
+            check_called()
+        after = plain(input_ids=x).logits
+        reference = native(input_ids=x).logits
+    assert torch.allclose(ours, reference, atol=1e-10)
+    assert not torch.allclose(ours, before, atol=1e-4)  # the window hid something
+    assert torch.equal(before, after)
+
+
+def test_the_window_control_gives_the_report_its_key_tokens(tiny_checkpoints, small_corpus, tmp_path, cache_dir):
+    from tests.conftest import cli
+
+    run_dir = score(tiny_checkpoints["llama"], tmp_path / "runs", small_corpus, "--window")
+    m = metrics_of(run_dir)
+    at_1x = {r["variant"]: r["loss"] for r in m["evaluations"] if r["multiple"] == 1 and r["protocol"] == "sliding"}
+    assert at_1x["llama+swaL"] == pytest.approx(at_1x["llama"], abs=1e-6)  # a window of L keys hides nothing at L
+    cli("posbench.cli.report", str(tmp_path / "runs"), "--out", str(tmp_path / "report"))
+    assert "## Key tokens" in (tmp_path / "report" / "report.md").read_text()

@@ -59,7 +59,7 @@ def test_export_log_probs_are_posbenchs_at_1x_and_16x(tmp_path, compose, encodin
     assert f"{encoding}_tiny_test" in card and "commit" in card
 
 
-@pytest.mark.parametrize("scaling,factor", [("linear", 16.0), ("yarn", 16.0), ("dynamic_ntk", None)])
+@pytest.mark.parametrize("scaling,factor", [("linear", 16.0), ("yarn", 16.0), ("llama3", 16.0), ("dynamic_ntk", None)])
 def test_a_rope_scaling_through_transformers_is_posbenchs_variant(tmp_path, compose, scaling, factor):
     from posbench.hf.scalings import Scaling, scaled
 
