@@ -15,6 +15,8 @@ CONTEXT = 16
 FAMILIES = {
     "llama": ("LlamaConfig", {"intermediate_size": 64, "num_key_value_heads": 2, "max_position_embeddings": CONTEXT}),
     "qwen2": ("Qwen2Config", {"intermediate_size": 64, "num_key_value_heads": 2, "max_position_embeddings": CONTEXT}),
+    "qwen3": ("Qwen3Config", {"intermediate_size": 64, "num_key_value_heads": 2, "max_position_embeddings": CONTEXT,
+                              "head_dim": 8}),
     "mistral": ("MistralConfig", {"intermediate_size": 64, "num_key_value_heads": 2, "max_position_embeddings": CONTEXT,
                                   "sliding_window": None}),
     "gpt_neox": ("GPTNeoXConfig", {"intermediate_size": 64, "max_position_embeddings": CONTEXT}),
