@@ -70,6 +70,7 @@ def test_the_report_reads_checkpoint_runs(scored, tmp_path):
     cli("posbench.cli.report", str(out), "--out", str(tmp_path / "report"))
     text = (tmp_path / "report" / "report.md").read_text()
     assert "Tokenizers (bits per byte)" in text and "tiny-llama" in text and "intervals over text only" in text
+    assert "## Checkpoints" in text and "hf-tiny-gpt2" in text
 
 
 def test_the_bos_policy_replaces_each_windows_first_input(tiny_checkpoints):
