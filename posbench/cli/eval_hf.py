@@ -36,11 +36,25 @@ def _value(text: str):
         return text
 
 
+# posbench's evaluation-time rows and diagnostics are its own models' (posbench/evaluation/variants/): a checkpoint's
+# rows are asked for with the flags
+NOT_FOR_CHECKPOINTS = {"rope_scaling": "--rope-scaling", "rope_factor": "--rope-factor", "variants": "--window",
+                       "temperature": "--rope-scaling or --window", "bca": "--rope-scaling or --window",
+                       "during_training": "nothing (a checkpoint is not trained here)",
+                       "attention_stats": "nothing (not recorded for checkpoints)",
+                       "attention_examples": "nothing (not recorded for checkpoints)"}
+
+
 def with_overrides(obj, prefix: str, overrides: dict):
     """The dataclass ``obj`` with ``prefix.KEY=VALUE`` overrides applied; an unknown key is one line."""
     names = {f.name for f in dataclasses.fields(obj)}
     changes = {}
     for key, value in overrides.items():
+        if prefix == "eval" and key in NOT_FOR_CHECKPOINTS:
+            raise PosbenchError(f"eval.{key} is a setting of posbench's own models; for a checkpoint use "
+                                f"{NOT_FOR_CHECKPOINTS[key]}")
+        if prefix == "data" and key == "tokenizer":
+            raise PosbenchError("data.tokenizer: a checkpoint is scored with its own tokenizer (the one in its folder)")
         if key not in names:
             raise PosbenchError(f"unknown setting {prefix}.{key}; valid: {', '.join(sorted(names))}")
         changes[key] = tuple(value) if isinstance(value, list) else value

@@ -206,7 +206,6 @@ def export(run_dir: str | Path, out_dir: str | Path) -> Path:
         (tmp / "posbench_run.json").write_text(json.dumps({"run_id": run_id, "encoding": spec.encoding.name,
                                                            "train_len": spec.train_len, "commit": posbench_commit(),
                                                            "posbench_version": __version__}, indent=1))
-        tmp.rename(out)
-        tmp.mkdir()
+        tmp.rename(out)  # building_dir's cleanup finds nothing left to remove
     log.info("exported %s (%s) to %s as GPTNeoXForCausalLM", run_id, spec.encoding.name, out)
     return out

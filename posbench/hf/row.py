@@ -160,8 +160,7 @@ def _write(run_dir: Path, config: dict, metrics: dict, per_pos, token_losses, to
     make_dirs(run_dir.parent)
     with building_dir(run_dir.parent, f".{run_dir.name}.") as tmp:
         _fill(tmp, config, metrics, per_pos, token_losses, tokenizer)
-        os.rename(tmp, run_dir)
-        tmp.mkdir()  # building_dir removes its folder when the block ends
+        os.rename(tmp, run_dir)  # building_dir's cleanup finds nothing left to remove
 
 
 def _fill(folder: Path, config, metrics, per_pos, token_losses, tokenizer: Path) -> None:

@@ -161,6 +161,17 @@ def test_refusals(tiny_checkpoints, tmp_path):
         scalings(["ntk"], None, 16, True, "llama")
 
 
+def test_posbench_only_settings_and_unknown_keys_are_refused(tiny_checkpoints):
+    from posbench.cli.eval_hf import parse
+
+    with pytest.raises(PosbenchError, match="eval.rope_scaling is a setting of posbench's own models; .* --rope-scaling"):
+        parse([str(tiny_checkpoints["llama"]), "eval.rope_scaling=[yarn]"])
+    with pytest.raises(PosbenchError, match="unknown setting eval.multiple; valid: "):
+        parse([str(tiny_checkpoints["llama"]), "eval.multiple=[1,2]"])
+    with pytest.raises(PosbenchError, match="unknown corpus data=nope; valid: .*stdlib"):
+        parse([str(tiny_checkpoints["llama"]), "data=nope"])
+
+
 def test_the_command_refuses_in_one_line_and_writes_nothing(tiny_checkpoints, tmp_path):
     from tests.conftest import cli
 
