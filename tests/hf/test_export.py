@@ -114,3 +114,24 @@ def test_the_command_exports_and_refuses_in_one_line(tmp_path, compose, capsys):
     with pytest.raises(SystemExit) as exc:
         main([str(tmp_path / "run"), str(tmp_path / "export")])
     assert exc.value.code == 2 and capsys.readouterr().err.strip().splitlines()[-1].startswith("posbench: error:")
+
+
+def test_a_bpe_run_exports_with_its_own_tokenizer(tmp_path, compose, small_corpus_for_export):
+    """A run of a subword tokenizer (data/tokenizer=bpe) exports that tokenizer: the ids posbench trained on."""
+    from posbench.data.load import load_corpus
+    from posbench.hf.export import export
+
+    _, spec = posbench_run(compose, tmp_path / "run", "rope", "data=local", f"data.path={small_corpus_for_export}",
+                           "data/tokenizer=bpe", "data.tokenizer.vocab_size=300")
+    out = export(tmp_path / "run", tmp_path / "export")
+    tok = transformers.AutoTokenizer.from_pretrained(out, local_files_only=True)
+    text = "alpha beta gamma 12. window"
+    assert tok(text, add_special_tokens=False)["input_ids"] == load_corpus(spec.data).tokenizer.encode(text).ids
+    assert json.loads((out / "config.json").read_text())["vocab_size"] == 300
+
+
+@pytest.fixture(scope="module")
+def small_corpus_for_export(tmp_path_factory):
+    from tests.conftest import write_text_corpus
+
+    return write_text_corpus(tmp_path_factory.mktemp("export-corpus") / "docs", n_docs=20, words_per_doc=200)
