@@ -134,6 +134,11 @@ def _log_to_stderr() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    if "--version" in (sys.argv[1:] if argv is None else argv):  # like the other commands': before CHECKPOINT is asked for
+        from posbench.core.version import version_text  # torch loads inside console.py's handlers
+
+        print(version_text())
+        sys.exit(0)
     with user_errors():
         request = parse(sys.argv[1:] if argv is None else argv)
         from posbench.hf.row import check_out, run  # torch and transformers load inside user_errors

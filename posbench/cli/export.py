@@ -20,6 +20,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv: list[str] | None = None) -> None:
+    if "--version" in (sys.argv[1:] if argv is None else argv):  # like the other commands': before RUN_DIR is asked for
+        from posbench.core.version import version_text  # torch loads inside console.py's handlers
+
+        print(version_text())
+        sys.exit(0)
     parser = _Parser(prog="posbench-export", description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", help="a completed posbench run (its checkpoint.pt)")
     parser.add_argument("out_dir", help="a new folder for the transformers checkpoint")
