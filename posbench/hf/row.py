@@ -42,7 +42,7 @@ from posbench.evaluation.scored_text import with_scored_text
 from posbench.evaluation.perplexity import token_sets_of
 from posbench.evaluation.settings import EvalConfig
 from posbench.hf import checkpoint as checkpoints
-from posbench.hf.scalings import scalings
+from posbench.hf.scalings import check_scalable, scalings
 from posbench.hf.score import checkpoint_rows, evaluate_checkpoint
 from posbench.jobs.records_table import records_table
 from posbench.store.rundir import (
@@ -121,9 +121,10 @@ def run(request: CheckpointRequest) -> Path:
     found = checkpoints.inspect(request.checkpoint, dtype=request.dtype, device=request.device, bos=request.bos,
                                 context_length=request.context_length, trust_remote_code=request.trust_remote_code)
     request.eval.check(found.context_length)
-    rows = checkpoint_rows(found.model_type, scalings(list(request.rope_scaling), request.rope_factor,
-                                                      max(request.eval.multiples), found.rotary, found.model_type),
-                           found.context_length if request.window else None)
+    asked = scalings(list(request.rope_scaling), request.rope_factor, max(request.eval.multiples), found.rotary,
+                     found.model_type)
+    check_scalable(found.config, asked)
+    rows = checkpoint_rows(found.model_type, asked, found.context_length if request.window else None)
     ckpt = checkpoints.load(found)
     data = replace(request.data, tokenizer=TokenizerConfig(kind="file", path=str(tokenizer_file(ckpt, request.data.cache_dir))))
     data.check()

@@ -81,6 +81,15 @@ def scalings(names: list[str], factor: float | None, longest_multiple: float, ro
     return out
 
 
+def check_scalable(config, rows: list[Scaling]) -> None:
+    """One set of RoPE parameters for every layer (not Gemma 3's per-layer-type ones), where a scaling is asked for."""
+    params = getattr(config, "rope_parameters", None) or {}
+    if rows and any(isinstance(v, dict) for v in params.values()):
+        raise PosbenchError(f"--rope-scaling {rows[0].name}: this checkpoint has RoPE parameters per layer type "
+                            f"({', '.join(k for k, v in params.items() if isinstance(v, dict))}); only a checkpoint with "
+                            "one set is rescaled here")
+
+
 def rotary_modules(model) -> list[tuple[object, str, object]]:
     """(parent, attribute, module) of every rotary embedding module of the model (``rotary_emb``)."""
     found = []

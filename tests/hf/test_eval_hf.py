@@ -157,6 +157,13 @@ def test_refusals(tiny_checkpoints, tmp_path):
     refused(tiny_checkpoints["llama"], "unknown BOS policy", bos="maybe")
     with pytest.raises(PosbenchError, match="gpt2 checkpoint has no rotary positions"):
         scalings(["yarn"], None, 16, False, "gpt2")
+    from types import SimpleNamespace
+
+    from posbench.hf.scalings import Scaling, check_scalable
+
+    gemma3 = SimpleNamespace(rope_parameters={"full_attention": {"rope_type": "default"}, "sliding_attention": {}})
+    with pytest.raises(PosbenchError, match="RoPE parameters per layer type"):
+        check_scalable(gemma3, [Scaling("yarn", 4.0)])
     with pytest.raises(PosbenchError, match="ntk: not available through transformers.*valid: linear, dynamic_ntk, yarn, llama3"):
         scalings(["ntk"], None, 16, True, "llama")
 
