@@ -73,6 +73,15 @@ def test_the_report_reads_checkpoint_runs(scored, tmp_path):
     assert "## Checkpoints" in text and "hf-tiny-gpt2" in text
 
 
+def test_posbench_eval_leaves_checkpoint_runs_to_posbench_eval_hf(scored, entry):
+    from posbench.cli.evaluate import expanded
+
+    out, dirs = scored
+    assert expanded([f"run_dir={out}"]) == [f"run_dir={out}"]  # no posbench run below it: not a sweep over these
+    code, err = entry("eval", f"run_dir={dirs['llama']}")
+    assert code == 2 and "was made by posbench-eval-hf from a Hugging Face checkpoint" in err.strip().splitlines()[-1]
+
+
 def test_the_bos_policy_replaces_each_windows_first_input(tiny_checkpoints):
     from posbench.hf import checkpoint as checkpoints
     from posbench.hf.score import WindowForward
