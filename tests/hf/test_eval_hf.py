@@ -232,3 +232,18 @@ def test_the_window_control_gives_the_report_its_key_tokens(tiny_checkpoints, sm
     assert at_1x["llama+swaL"] == pytest.approx(at_1x["llama"], abs=1e-6)  # a window of L keys hides nothing at L
     cli("posbench.cli.report", str(tmp_path / "runs"), "--out", str(tmp_path / "report"))
     assert "## Key tokens" in (tmp_path / "report" / "report.md").read_text()
+
+
+def test_a_dtype_the_device_cannot_run_is_refused_in_one_line(monkeypatch):
+    """The device's own answer decides: a dtype whose test product raises (as float16 did on CPU in older
+    torch) is refused, naming the device and float32."""
+    from posbench.hf.checkpoint import check_dtype
+
+    assert check_dtype("bfloat16", torch.device("cpu")) == torch.bfloat16
+
+    def no_half(*args, dtype=None, **kw):
+        raise RuntimeError(f'"addmm_impl_cpu_" not implemented for {dtype}')
+
+    monkeypatch.setattr(torch, "ones", no_half)
+    with pytest.raises(PosbenchError, match=r"dtype float16 cannot run on cpu \(.*not implemented.*\); use float32"):
+        check_dtype("float16", torch.device("cpu"))
