@@ -43,6 +43,8 @@ runs' saved `config.yaml` and `metrics.json`.
 LAYER_ROLES = {
     "posbench.cli": "the command lines: Hydra composition, every job checked before the first starts, one-line "
                     "errors, --help and --version",
+    "posbench.hf": "Hugging Face checkpoints (optional transformers): a local causal LM scored into a run directory "
+                   "(posbench-eval-hf), posbench's rope/nope runs exported as GPT-NeoX (posbench-export)",
     "posbench.jobs": "what a command does with runs: train (with budget branches), evaluate, the corpus a run was "
                      "made from, the line each run prints, the LongRoPE factor search",
     "posbench.report": "posbench-report: the runs read once, the statistics, the sections with their tables and "

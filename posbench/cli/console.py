@@ -32,3 +32,11 @@ def report() -> None:
 
 def records() -> None:
     _run("posbench.cli.records")
+
+
+def eval_hf() -> None:
+    _run("posbench.cli.eval_hf")
+
+
+def export() -> None:
+    _run("posbench.cli.export")

@@ -18,7 +18,7 @@ from posbench.cli.config import to_eval_request
 from posbench.jobs.corpora import check_runs_corpora
 from posbench.core.errors import user_errors
 from posbench.jobs.evaluate import run
-from posbench.store.rundir import CONFIG, METRICS, find_runs, read_metrics
+from posbench.store.rundir import CONFIG, METRICS, find_runs, is_checkpoint_run, read_metrics
 from posbench.spec import check_variant_rows
 
 
@@ -40,7 +40,9 @@ def expanded(argv: list[str]) -> list[str]:
     folder = Path(argv[found[0]].partition("=")[2]).expanduser()
     if not folder.is_dir() or (folder / METRICS).exists() or (folder / CONFIG).exists():
         return argv  # a run (finished or not: the request's own check says which)
-    runs = [d for d in find_runs(folder) if (read_metrics(d, warn=False) or {}).get("status") == "completed"]
+    # a Hugging Face checkpoint's run (posbench-eval-hf) beside posbench's own is left to posbench-eval-hf
+    runs = [d for d in find_runs(folder) if (read_metrics(d, warn=False) or {}).get("status") == "completed"
+            and not is_checkpoint_run(d)]
     if not runs:
         return argv  # no run below it either: the request's check refuses it in one line
     quoted = ",".join("'" + str(d).replace("\\", "\\\\").replace("'", "\\'") + "'" for d in runs)

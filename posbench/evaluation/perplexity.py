@@ -129,23 +129,14 @@ def evaluate_model(model: LanguageModel, ev: ResolvedEval, device: torch.device,
                       "row": row.record()} for c in cells]
             if (reason := row.undefined_reason(enc, L)) is not None:
                 bar.update(len(np.unique(np.concatenate([plans[c.protocol, L].ends for c in cells]))) * L)
-                records += [{**base, "tokens_scored": 0, "bytes_scored": 0, "loss": None, "ppl": None, "bpb": None,
-                             "length_bytes": None, "reason": reason} for base in bases]
+                records += [undefined_record(base, reason) for base in bases]
                 continue
             keep = row.name in paired
             scores = score_plans(model, stream, [plans[c.protocol, L] for c in cells], L, eval_cfg.batch_tokens,
                                  device, bar, row, row.options(ev.options, L, train_len), per_token=keep)
             for base, c, sc in zip(bases, cells, scores):
-                mean = float(sc.pos_sum.sum() / sc.pos_count.sum())
-                n_tokens = plans[c.protocol, L].tokens_scored
-                n_bytes = contexts[c.protocol].bytes if isinstance(contexts[c.protocol], Segments) else n_tokens
-                # bits per byte = summed nats / (ln 2 x bytes scored); for bytes n_tokens / n_bytes is exactly 1
-                records.append({**base, "tokens_scored": n_tokens, "bytes_scored": n_bytes, "loss": mean,
-                                "ppl": math.exp(mean), "bpb": mean / math.log(2) * (n_tokens / n_bytes),
-                                "length_bytes": round(L * n_bytes / n_tokens, 1), "reason": None,
-                                "doc_nats": [round(float(x), 4) for x in sc.doc_nats]})
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    per_position[per_position_key(row.name, c.protocol, L)] = (sc.pos_sum / sc.pos_count).astype(np.float32)
+                records.append(scored_record(base, sc, plans[c.protocol, L], contexts[c.protocol], L))
+                per_position[per_position_key(row.name, c.protocol, L)] = position_means(sc)
                 if keep:
                     loss_key, doc_key, pos_key = token_loss_keys(row.name, c.protocol, L)
                     token_losses[loss_key] = sc.token_loss.astype(np.float16)
@@ -153,6 +144,30 @@ def evaluate_model(model: LanguageModel, ev: ResolvedEval, device: torch.device,
     finally:
         bar.close()
     return records, per_position
+
+
+def undefined_record(base: dict, reason: str) -> dict:
+    """The record of a row that cannot be scored at its length, with the reason."""
+    return {**base, "tokens_scored": 0, "bytes_scored": 0, "loss": None, "ppl": None, "bpb": None,
+            "length_bytes": None, "reason": reason}
+
+
+def scored_record(base: dict, sc: Scores, plan: WindowPlan, context, L: int) -> dict:
+    """The record of one plan's scores: mean loss, perplexity, bits per byte, bytes, per-document nats."""
+    mean = float(sc.pos_sum.sum() / sc.pos_count.sum())
+    n_tokens = plan.tokens_scored
+    n_bytes = context.bytes if isinstance(context, Segments) else n_tokens
+    # bits per byte = summed nats / (ln 2 x bytes scored); for bytes n_tokens / n_bytes is exactly 1
+    return {**base, "tokens_scored": n_tokens, "bytes_scored": n_bytes, "loss": mean,
+            "ppl": math.exp(mean), "bpb": mean / math.log(2) * (n_tokens / n_bytes),
+            "length_bytes": round(L * n_bytes / n_tokens, 1), "reason": None,
+            "doc_nats": [round(float(x), 4) for x in sc.doc_nats]}
+
+
+def position_means(sc: Scores) -> np.ndarray:
+    """Mean loss at each window position (NaN where nothing is scored): the per_position.npz curve."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (sc.pos_sum / sc.pos_count).astype(np.float32)
 
 
 def protocol_contexts(ev: ResolvedEval) -> dict:

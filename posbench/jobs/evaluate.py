@@ -29,6 +29,7 @@ from posbench.store.rundir import (
     CONFIG,
     METRICS,
     load_checkpoint,
+    is_checkpoint_run,
     load_metrics,
     read_run_config,
     write_metrics,
@@ -65,6 +66,9 @@ class EvalRequest:
         if not (run_dir / CONFIG).is_file():
             raise PosbenchError(f"run_dir={self.run_dir} is not a run directory (no {CONFIG}); give a folder that "
                                 "posbench-train made, e.g. runs/<run_id>")
+        if is_checkpoint_run(run_dir):
+            raise PosbenchError(f"run_dir={self.run_dir} was made by posbench-eval-hf from a Hugging Face checkpoint; "
+                                "score it again with posbench-eval-hf CHECKPOINT --out <its folder> (docs/checkpoints.md)")
         try:
             spec = RunSpec.from_config(read_run_config(run_dir))
         except (ValueError, PosbenchError) as e:  # unreadable YAML, no train_len, a plug-in not installed here

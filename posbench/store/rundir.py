@@ -280,6 +280,15 @@ def read_run_config(run_dir: Path) -> dict:
     return OmegaConf.to_container(read_config(run_dir), resolve=True)
 
 
+def is_checkpoint_run(run_dir: Path) -> bool:
+    """A run ``posbench-eval-hf`` made from a Hugging Face checkpoint (its config.yaml has a ``checkpoint``
+    block): it has no posbench checkpoint.pt, and posbench-eval-hf, not posbench-eval, scores it again."""
+    try:
+        return read_config(run_dir).get("checkpoint") is not None
+    except ValueError:
+        return False
+
+
 def read_config(run_dir: Path) -> DictConfig:
     """The run's resolved config; ValueError when missing or not a mapping."""
     path = Path(run_dir) / CONFIG

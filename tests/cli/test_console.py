@@ -47,7 +47,7 @@ def test_ctrl_c_exits_130_with_one_line_and_the_run_resumes(tmp_path, text_corpu
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-@pytest.mark.parametrize("entry_point", ["train", "evaluate", "report"])
+@pytest.mark.parametrize("entry_point", ["train", "evaluate", "report", "eval_hf", "export"])
 def test_every_command_has_version(entry_point, monkeypatch, capsys):
     from posbench import __version__
     from posbench.cli import console
@@ -66,10 +66,12 @@ def test_console_scripts_are_the_thin_entries():
         scripts = tomllib.load(f)["project"]["scripts"]
     assert scripts == {"posbench-train": "posbench.cli.console:train", "posbench-eval": "posbench.cli.console:evaluate",
                        "posbench-report": "posbench.cli.console:report",
-                       "posbench-records": "posbench.cli.console:records"}
+                       "posbench-records": "posbench.cli.console:records",
+                       "posbench-eval-hf": "posbench.cli.console:eval_hf", "posbench-export": "posbench.cli.console:export"}
 
 
-@pytest.mark.parametrize("command", ["posbench-train", "posbench-eval", "posbench-report", "posbench-records"])
+@pytest.mark.parametrize("command", ["posbench-train", "posbench-eval", "posbench-report", "posbench-records",
+                                     "posbench-eval-hf", "posbench-export"])
 def test_the_installed_commands_run(command):
     """The scripts pip wrote for this interpreter still reach their entries (an install older than a
     moved module leaves scripts that fail on import: reinstall with scripts/setup.sh)."""

@@ -1,0 +1,83 @@
+"""The far-context control ``<family>+swaL`` on a checkpoint: every layer attends within a sliding window of
+L keys (L: the checkpoint's context length), by index, as posbench's ``local`` variant does for its own
+models (posbench/evaluation/variants/local.py; posbench/attention/kernels.py ``Window``: query i sees keys
+i - L < j <= i, HF's ``sliding_window`` convention). The report pairs each row ``x`` with ``x+swaL``: the
+far-context gain and the key tokens (posbench/report/key_tokens/).
+
+It goes through transformers' own attention-function registry (``AttentionInterface``), not a copied
+modeling file: an attention function named ``posbench_window`` is registered once and the model is
+switched to it (``set_attn_implementation``) for the row, then back. transformers builds no mask for an
+implementation without a registered mask function, so the function builds its own (causal and the
+window; posbench's windows hold no padding). A layer with a sliding window of its own (Mistral's, Gemma's)
+keeps the narrower of the two, as posbench's variant leaves a layer's own window alone. A family whose
+attention does not call the registry is refused in one line after its first forward; so is one with
+logit soft-capping or attention sinks, which this function does not compute.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import torch
+import torch.nn.functional as F
+
+from posbench.core.errors import PosbenchError
+
+NAME = "posbench_window"
+SUFFIX = "+swaL"  # posbench's WINDOW_CONTROL (evaluation/variants/local.py): the report pairs rows by it
+
+_state = {"size": None, "calls": 0}
+
+
+def window_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+    """transformers' attention-function signature: q [B, H, Lq, D], k/v [B, Hkv, Lk, D] -> ([B, Lq, H, D], None)."""
+    if kwargs.get("softcap") is not None or getattr(module, "sinks", None) is not None:
+        raise PosbenchError(f"{type(module).__name__}: +swaL does not compute logit soft-capping or attention sinks")
+    _state["calls"] += 1
+    size = _state["size"]
+    own = kwargs.get("sliding_window") or getattr(module, "sliding_window", None)
+    if isinstance(own, int) and own > 0:
+        size = min(size, own)
+    if key.shape[1] != query.shape[1]:  # grouped-query attention: each key head serves a group of query heads
+        key = key.repeat_interleave(query.shape[1] // key.shape[1], dim=1)
+        value = value.repeat_interleave(query.shape[1] // value.shape[1], dim=1)
+    lq, lk = query.shape[2], key.shape[2]
+    q = torch.arange(lk - lq, lk, device=query.device)[:, None]
+    k = torch.arange(lk, device=query.device)[None, :]
+    visible = (k <= q) & (k > q - size)
+    out = F.scaled_dot_product_attention(query, key, value, attn_mask=visible, scale=scaling)
+    return out.transpose(1, 2).contiguous(), None
+
+
+def _register() -> None:
+    from transformers import AttentionInterface
+
+    AttentionInterface.register(NAME, window_attention)
+
+
+@contextmanager
+def windowed(model, size: int | None):
+    """The model attending within ``size`` keys for the block (None: unchanged)."""
+    if size is None:
+        yield model
+        return
+    _register()
+    before = model.config._attn_implementation
+    try:
+        model.set_attn_implementation(NAME)
+    except (ValueError, NotImplementedError) as e:
+        raise PosbenchError(f"{type(model).__name__} cannot take +swaL through transformers' AttentionInterface "
+                            f"({str(e).splitlines()[0][:120]})") from None
+    _state["size"], _state["calls"] = int(size), 0
+    try:
+        yield model
+    finally:
+        model.set_attn_implementation(before)
+        _state["size"] = None
+
+
+def check_called() -> None:
+    """After a forward under ``windowed``: the model's attention went through the registry."""
+    if _state["calls"] == 0:
+        raise PosbenchError("this family's attention does not go through transformers' AttentionInterface: "
+                            "+swaL cannot be applied to it")
