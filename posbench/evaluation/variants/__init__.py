@@ -140,7 +140,7 @@ def rows(encoding, eval_cfg, tag: str = "") -> list[Row]:
     # (``+logn+swaL`` beside ``+logn``), so that the report can say whether that row uses far context
     windows = [v for v in applying if getattr(v, "window", False)]
     out += [Row(encoding.name, (v, w), tag) for v in applying if isinstance(v, RowTemperature) for w in windows]
-    randpos = make_variant("randpos")
+    randpos = make_variant("randpos", {"continuous": encoding.shape.continuous_positions})
     if randpos.applies_to(encoding):
         out.append(Row(encoding.name, (randpos,), tag))
     return list({row.name: row for row in reversed(out)}.values())[::-1]  # the first of equal names
