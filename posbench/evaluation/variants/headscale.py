@@ -63,6 +63,19 @@ class HeadScales:
         return self.scales[layer][:, None].to(positions.device)
 
 
+@dataclass(frozen=True)
+class Unfitted:
+    """The row temperature of a length nothing was fitted at: a forward with it is refused (one line),
+    never scored as if the scales were 1."""
+
+    length: int
+    per_layer = True
+
+    def __call__(self, positions, keys_seen, layer):
+        raise PosbenchError(f"+headscale has no scales fitted at {self.length} tokens: it is a perplexity row, "
+                            "fitted before it is scored (posbench.evaluation.perplexity)")
+
+
 @register("headscale")
 class HeadScale(RowTemperature):
     linestyle = "--"
@@ -92,10 +105,8 @@ class HeadScale(RowTemperature):
     def options(self, opts: AttentionOptions, length: int, train_len: int) -> AttentionOptions:
         if length <= train_len:
             return opts
-        if length not in self.fitted:
-            raise PosbenchError(f"+headscale has no scales fitted at {length} tokens: it is a perplexity row, "
-                                "fitted before it is scored (posbench.evaluation.perplexity)")
-        return opts.replace(query_scale=HeadScales(self.fitted[length]))
+        scales = self.fitted.get(length)
+        return opts.replace(query_scale=HeadScales(scales) if scales is not None else Unfitted(length))
 
 
 def fit_head_scales(model, tokens: np.ndarray, length: int, p, options: AttentionOptions, device) -> torch.Tensor:

@@ -69,7 +69,7 @@ def test_at_the_training_length_the_row_is_the_model_as_trained():
 def test_scoring_before_fitting_or_without_a_training_split_is_one_line():
     v = make_variant("headscale")
     with pytest.raises(PosbenchError, match=r"^\+headscale has no scales fitted at 64 tokens"):
-        v.options(AttentionOptions(), 64, 16)
+        model_of("nope")(torch.randint(0, 256, (1, 64)), None, v.options(AttentionOptions(), 64, 16))
     with pytest.raises(PosbenchError, match=r"^\+headscale fits its scales at 64 tokens on the training split, which has 0 tokens"):
         v.fit(model_of("nope"), fit_eval(None), 64, torch.device("cpu"))
 
