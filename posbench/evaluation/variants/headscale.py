@@ -127,19 +127,19 @@ def _fit(model, tokens: np.ndarray, length: int, p, options: AttentionOptions, d
 
     def factor(step: int) -> float:  # HF get_cosine_schedule_with_warmup
         if step < warmup:
-            return (step + 1) / warmup
+            return step / warmup
         return 0.5 * (1.0 + math.cos(math.pi * (step - warmup) / max(1, p.steps - warmup)))
 
     frozen = [(q, q.requires_grad) for q in model.parameters()]
     for q, _ in frozen:
         q.requires_grad_(False)
-    stream = torch.from_numpy(tokens.astype(np.int64))
     try:
         for step in range(p.steps):
             rng = np.random.default_rng([FIT_SEED, length, step])
-            starts = torch.from_numpy(rng.integers(0, len(tokens) - length - 1, size=p.batch))
-            idx = starts[:, None] + torch.arange(length)[None, :]
-            x, y = stream[idx].to(device), stream[idx + 1].to(device)
+            starts = rng.integers(0, len(tokens) - length - 1, size=p.batch)
+            idx = starts[:, None] + np.arange(length)[None, :]  # [batch, L], read from the split in place
+            x = torch.from_numpy(tokens[idx].astype(np.int64)).to(device)
+            y = torch.from_numpy(tokens[idx + 1].astype(np.int64)).to(device)
             for group in optimiser.param_groups:
                 group["lr"] = p.lr * factor(step)
             logits = model(x, None, options.replace(query_scale=HeadScales(scales)))
