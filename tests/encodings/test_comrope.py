@@ -49,6 +49,8 @@ def test_the_generator_commutes_so_rotations_satisfy_the_rope_equation(variant):
     pos = torch.tensor([0.0, 3.0, 5.5, 8.5, 40.0])
     R = block_rotations(A, pos)  # [H, 5, nb, 4, 4]
     torch.testing.assert_close(R[:, 1] @ R[:, 2], R[:, 3])  # 3 + 5.5 = 8.5
+    torch.testing.assert_close(R[:, 1] @ R[:, 4], R[:, 4] @ R[:, 1])  # the rotations commute
+    torch.testing.assert_close(A @ R[:, 2], R[:, 2] @ A)  # and commute with the generator
     torch.testing.assert_close(R[:, 1].transpose(-1, -2) @ R[:, 3], R[:, 2])  # R(3)^T R(8.5) = R(5.5)
     eye = torch.eye(4, dtype=torch.float64).expand_as(R[:, 0])
     torch.testing.assert_close(R[:, 0], eye)
