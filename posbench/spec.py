@@ -211,6 +211,11 @@ class RunSpec:
         self.logger.check()
         self.runtime.check()
         self.train.check(self.train_len)
+        if self.train.random_positions_kind == "float" and (
+                encoding.integer_positions or any(encoding.at(i).integer_positions for i in self.model.attention_layers)):
+            raise PosbenchError(f"train.random_positions_kind=float gives real-valued positions, and encoding="
+                                f"{self.encoding.name} indexes a table by position or distance; use "
+                                "train.random_positions_kind=integer, or an encoding that computes from positions (rope, alibi, sinusoidal, ...)")
         if self.train.budgets and self.is_extension:
             raise PosbenchError(f"train.budgets={list(self.train.budgets)} trains from scratch: set train.budgets=[] "
                                 f"for an extension run (extend.length={self.extend.length})")
@@ -270,7 +275,8 @@ class RunSpec:
     @property
     def shape(self) -> ModelShape:
         m = self.model
-        return ModelShape(m.d_model, m.n_heads, m.n_layers, self.train_len, self.max_position)
+        return ModelShape(m.d_model, m.n_heads, m.n_layers, self.train_len, self.max_position,
+                          self.train.random_positions_kind == "float" and self.train.random_positions is not None)
 
     @property
     def is_extension(self) -> bool:

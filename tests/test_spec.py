@@ -67,6 +67,19 @@ def test_an_unknown_saved_key_is_one_line():
         RunSpec.from_config({"encoding": {"name": "nope"}, "train": {"stpes": 5}})
 
 
+@pytest.mark.parametrize("encoding", ["learned", "t5", "shaw", "sandwich"])
+def test_real_valued_random_positions_are_refused_for_an_encoding_that_indexes_a_table(compose, tmp_path, encoding):
+    """train.random_positions_kind=float (Random Float Sampling) gives positions no table row has."""
+    from posbench.core.errors import PosbenchError
+
+    with pytest.raises(PosbenchError, match=rf"^train.random_positions_kind=float gives real-valued positions, and "
+                                            rf"encoding={encoding} indexes a table by position or distance; use"):
+        compose(f"encoding={encoding}", "model=tiny", "train=smoke", "train_len=16", "train.random_positions=64",
+                "train.random_positions_kind=float", f"runs_dir={tmp_path}").check()
+    compose("encoding=alibi", "model=tiny", "train=smoke", "train_len=16", "train.random_positions=64",
+            "train.random_positions_kind=float", f"runs_dir={tmp_path}").check()  # computes from positions: accepted
+
+
 def test_posbench_eval_of_an_extension_run_refuses_a_rope_scaling(compose, tmp_path):
     """posbench-train refuses eval.rope_scaling on an extension run; so does posbench-eval."""
     from posbench.core.errors import PosbenchError

@@ -37,7 +37,9 @@ class AttentionOptions:
                  with ``block``, a query sees the keys both leave it
     query_scale  a temperature by position: ``f(positions [L], keys_seen [L]) -> [L]`` multiplying
                  the queries (after rotation) of every layer without a window or temperature of its own (Qwen's
-                 logn, Llama 4's floor-log rows; with RNoPE-SWA, logn on its global layers is SWAN-GPT's)
+                 logn, Llama 4's floor-log rows; with RNoPE-SWA, logn on its global layers is SWAN-GPT's);
+                 one with ``per_layer = True`` is called ``f(positions, keys_seen, layer) -> [L] or [H, 1]``
+                 (+headscale's temperatures per layer and head)
 
     Made, a combination no kernel honours is refused (PosbenchError, one line): an extender
     (``attention``) beside ``block``, ``window``, ``query_scale`` or ``recorder`` (its kernel has none

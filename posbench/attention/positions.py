@@ -7,6 +7,15 @@ a window of L tokens gets a sorted sample of L distinct positions from [0, M) wi
 encoding sees positions up to M - 1 while training on short windows. The authors' code samples at
 evaluation too; posbench evaluates such a model both ways (plain 0..L-1, and ``+randpos``).
 
+Random Float Sampling (Shimizu, Taniguchi & Matsuo, EACL 2026 Findings, arXiv 2602.14050;
+``train.random_positions_kind=float``): the same, with real-valued positions, a sorted sample of L
+reals drawn uniformly from [0, M), in training and for the ``+randpos`` row at evaluation ("continuous
+indices from a shared range during both training and inference"). Only the paper's abstract and
+summaries of it could be read here (no code found): the uniform draw from [0, M) with M = the
+integer scheme's bound is this harness's reading, so that the two schemes differ only in integer
+versus real positions. Encodings that index a table by position or distance (learned, T5, Shaw,
+Sandwich: ``PositionalEncoding.integer_positions``) refuse it.
+
 PoSE's skip-wise position ids (Zhu et al. 2024, "PoSE: Efficient Context Window Extension of LLMs via
 Positional Skip-wise Training"; dwzhu-pku/PoSE ``src/train_pose.py``, ``train_preprocess_function_pose``).
 
@@ -30,11 +39,18 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+# train.random_positions_kind: Ruoss et al.'s distinct integers, or Random Float Sampling's reals
+RANDOM_POSITION_KINDS = ("integer", "float")
 
-def sample_positions(max_position: int, length: int, seed: int, step: int) -> torch.Tensor:
+
+def sample_positions(max_position: int, length: int, seed: int, step: int, continuous: bool = False) -> torch.Tensor:
     """A sorted sample of ``length`` distinct positions from [0, max_position), reproducible from
-    (seed, step): one per training step (shared by the batch), or per batch of evaluation windows."""
+    (seed, step): one per training step (shared by the batch), or per batch of evaluation windows.
+    ``continuous``: real numbers drawn uniformly from [0, max_position) and sorted (float32), Random
+    Float Sampling's positions; else integers without replacement (Ruoss et al.)."""
     rng = np.random.default_rng([seed, step, 1])
+    if continuous:
+        return torch.from_numpy(np.sort(rng.uniform(0.0, max_position, size=length))).float()
     return torch.from_numpy(np.sort(rng.choice(max_position, size=length, replace=False)))
 
 

@@ -68,6 +68,7 @@ class ModelShape:
     n_layers: int
     train_len: int
     max_position: int = 0  # largest training position + 1 (> train_len with randomized positions)
+    continuous_positions: bool = False  # randomized positions were real numbers (train.random_positions_kind=float)
 
     @property
     def head_dim(self) -> int:
@@ -101,6 +102,9 @@ class PositionalEncoding(nn.Module):
     # content_bias returns a term with ``band_attention(k, v, scale)``, the whole attention for evaluation on
     # CPU without a window, sink, block, bias or recorder (CoPE's CountedPositions: a band of keys, the rest one SDPA call)
     content_has_band: bool = False
+    # reads positions as indices of a table (of positions or distances): real-valued positions
+    # (train.random_positions_kind=float) are refused for it
+    integer_positions: bool = False
     # rotary frequencies that the RoPE scalings (posbench/attention/rope_scalings.py) can rescale
     rope_scalable: bool = False
     # what the initialisation does to attention over distance, where it decides what a short budget can

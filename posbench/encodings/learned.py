@@ -19,6 +19,7 @@ from posbench.encodings.base import PositionalEncoding
 @register("learned")
 class Learned(PositionalEncoding):
     family, colour, order = "absolute / none", "#e377c2", 3  # the report's column, line colour and place in it
+    integer_positions = True  # a table indexed by position or distance: real-valued positions are refused
 
     @dataclass
     class Params:

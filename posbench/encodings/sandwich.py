@@ -35,6 +35,7 @@ def sandwich_table(max_distance: int, n_heads: int, d: int, base: float = 10000.
 @register("sandwich")
 class Sandwich(PositionalEncoding):
     family, colour, order = "score bias", "#ff9896", 1  # the report's column, line colour and place in it
+    integer_positions = True  # a table indexed by position or distance: real-valued positions are refused
     translation_invariant = True
 
     @dataclass

@@ -23,6 +23,7 @@ from posbench.encodings.base import PositionalEncoding
 @register("shaw")
 class Shaw(PositionalEncoding):
     family, colour, order = "relative (content)", "#bcbd22", 0  # the report's column, line colour and place in it
+    integer_positions = True  # a table indexed by position or distance: real-valued positions are refused
     translation_invariant = True
 
     @dataclass

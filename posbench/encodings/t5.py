@@ -76,6 +76,7 @@ def relative_position_bucket(
 @register("t5")
 class T5Bias(PositionalEncoding):
     family, colour, order = "score bias", "#9467bd", 4  # the report's column, line colour and place in it
+    integer_positions = True  # a table indexed by position or distance: real-valued positions are refused
     translation_invariant = True
 
     @dataclass

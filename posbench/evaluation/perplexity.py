@@ -132,6 +132,7 @@ def evaluate_model(model: LanguageModel, ev: ResolvedEval, device: torch.device,
                 records += [undefined_record(base, reason) for base in bases]
                 continue
             keep = row.name in paired
+            row.fit(model, ev, L, device)  # what a variant learns at L (HeadScale), on the training split
             scores = score_plans(model, stream, [plans[c.protocol, L] for c in cells], L, eval_cfg.batch_tokens,
                                  device, bar, row, row.options(ev.options, L, train_len), per_token=keep)
             for base, c, sc in zip(bases, cells, scores):

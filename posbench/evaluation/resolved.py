@@ -52,6 +52,7 @@ class ResolvedEval:
     text: np.ndarray | None = None  # the validation tokens scored (scored_text.with_scored_text)
     segments: Segments | None = None  # a subword tokenizer's scored segments, chosen in bytes; None: bytes
     val_tokens: int = 0  # the validation split's tokens, for a plan without ``text`` (the run's corpus stats)
+    calibration: np.ndarray | None = None  # the training split: what a variant fits on (+headscale), never scored
 
     @property
     def lengths(self) -> list[int]:

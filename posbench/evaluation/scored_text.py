@@ -40,9 +40,10 @@ def check_corpus_fits(corpus: Corpus, train_len: int, eval_cfg=None, separator: 
 
 
 def with_scored_text(ev: ResolvedEval, corpus: Corpus) -> ResolvedEval:
-    """``ev`` with the validation text it scores (``scored_validation``): what scoring needs."""
+    """``ev`` with the validation text it scores (``scored_validation``): what scoring needs; and the
+    training split, which a variant that fits something (+headscale) reads instead of the scored text."""
     text, segments = scored_validation(corpus, ev)
-    return replace(ev, text=text, segments=segments)
+    return replace(ev, text=text, segments=segments, calibration=corpus.train)
 
 
 def _char_start(text: np.ndarray, i: int) -> int:

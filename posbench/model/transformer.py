@@ -174,8 +174,8 @@ def temper(q, enc: PositionalEncoding, positions, window, layer: int, row_scale=
     each query sees."""
     keys = window.keys_seen(len(positions), q.device) if window is not None else torch.arange(1, len(positions) + 1, device=q.device)
     scale = enc.query_scale(positions, keys, layer)
-    if scale is None and row_scale is not None:
-        scale = row_scale(positions, keys)
+    if scale is None and row_scale is not None:  # a per-layer one (+headscale's HeadScales) is told the layer
+        scale = row_scale(positions, keys, layer) if getattr(row_scale, "per_layer", False) else row_scale(positions, keys)
     return q if scale is None else (q * scale.to(q.dtype)[..., None]).to(q.dtype)
 
 

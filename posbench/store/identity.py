@@ -28,7 +28,7 @@ def run_identity(config: Mapping[str, Any]) -> dict:
         "encoding": encoding_settings(c["encoding"]),
         "model": model_settings(c["model"]),
         "data": data,
-        "train": schedule_identity({k: v for k, v in c["train"].items() if k not in NON_IDENTITY_TRAIN_KEYS}),
+        "train": schedule_identity(train_settings({k: v for k, v in c["train"].items() if k not in NON_IDENTITY_TRAIN_KEYS})),
         "train_len": c["train_len"],
         "seed": c["seed"],
     }
@@ -38,6 +38,17 @@ def run_identity(config: Mapping[str, Any]) -> dict:
     if task["name"] != "lm":  # language models keep their ids; the evaluation grid (eval_*) trains nothing
         identity["task"] = task_settings({k: v for k, v in task.items() if not k.startswith("eval_")})
     return identity
+
+
+# train settings added after runs were made, at the value those runs had: left out of the id
+OLD_TRAIN_BEHAVIOUR = {
+    "random_positions_kind": "integer",  # every randomized-position run before it drew integers
+}
+
+
+def train_settings(settings: dict) -> dict:
+    """The ``train`` section without the settings added later at the value every run before them had."""
+    return {k: v for k, v in settings.items() if k not in OLD_TRAIN_BEHAVIOUR or OLD_TRAIN_BEHAVIOUR[k] != v}
 
 
 # the schedule keys that came with warmup-stable-decay; a cosine run's weights do not depend on them

@@ -63,7 +63,8 @@ class TrainingData:
         if self.positions_at is not None:
             positions = self.positions_at(step).to(device)
         elif tc.random_positions:
-            positions = sample_positions(tc.random_positions, self.length, self.seed, step).to(device)
+            positions = sample_positions(tc.random_positions, self.length, self.seed, step,
+                                         continuous=tc.random_positions_kind == "float").to(device)
         else:
             positions = torch.arange(self.length, device=device)
         return x, y, scored, positions

@@ -29,6 +29,7 @@ from typing import List, Optional
 import torch
 
 from posbench.attention.options import AttentionOptions
+from posbench.attention.positions import RANDOM_POSITION_KINDS
 from posbench.core.device import autocast
 from posbench.core.errors import PosbenchError
 from posbench.core.settings import check_count
@@ -71,6 +72,9 @@ class TrainConfig:
     # Ruoss et al. 2023: train on sorted positions sampled from [0, random_positions) instead of
     # 0..train_len-1 (None: off). Works with every encoding that reads the position tensor.
     random_positions: Optional[int] = None
+    # how those positions are drawn: integer (Ruoss et al., distinct integers) | float (Random Float
+    # Sampling, Shimizu et al. 2026: sorted reals from [0, random_positions)); left out of run ids at integer
+    random_positions_kind: str = "integer"
     val_every: int = 200  # steps between validation losses (and at the last step)
     checkpoint_every: int = 100  # steps between resume states (a killed run continues from the last)
     val_batches: int = 8
@@ -80,6 +84,12 @@ class TrainConfig:
         rp = self.random_positions
         if rp is not None and rp < train_len:
             raise PosbenchError(f"train.random_positions={rp} must be at least train_len={train_len} (or null)")
+        if self.random_positions_kind not in RANDOM_POSITION_KINDS:
+            raise PosbenchError(f"train.random_positions_kind={self.random_positions_kind!r}; valid: "
+                                f"{', '.join(RANDOM_POSITION_KINDS)}")
+        if self.random_positions_kind != "integer" and rp is None:
+            raise PosbenchError(f"train.random_positions_kind={self.random_positions_kind} draws positions from "
+                                f"[0, train.random_positions): set train.random_positions (at least train_len={train_len})")
         for key in ("steps", "batch_size", "val_every", "val_batches", "log_every", "checkpoint_every"):
             if getattr(self, key) < 1:
                 raise PosbenchError(f"train.{key} must be a positive integer, got {getattr(self, key)}")

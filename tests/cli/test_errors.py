@@ -69,7 +69,7 @@ def assert_refused(entry_result, expected, places, program_dir=None):
 TRAIN_CASES = [
     # typos that Hydra's own hint (+key=...) would let through silently
     ("+train.stpes=5", "unknown config key 'train.stpes' (did you mean steps?); valid keys of train: batch_size, beta1, beta2, budgets, checkpoint_every, "
-     "cooldown, cooldown_shape, grad_clip, log_every, lr, min_lr_ratio, random_positions, schedule, steps, val_batches, "
+     "cooldown, cooldown_shape, grad_clip, log_every, lr, min_lr_ratio, random_positions, random_positions_kind, schedule, steps, val_batches, "
      "val_every, warmup_steps, weight_decay"),
     ("+trainlen=32", "unknown config key 'trainlen' (did you mean train_len or train?); valid keys at the top level: attention, compile, data, device, "
      "encoding, eval, evaluate_after_training, extend, logger, model, precision, retry_diverged, runs_dir, seed, task, threads, train, train_len"),
@@ -77,7 +77,7 @@ TRAIN_CASES = [
      "multiples, press_stride, protocols, rope_factor, rope_scaling, scored_tokens, segment, stride, target_docs, target_tokens, temperature, variants"),
     # Hydra's and OmegaConf's multi-line errors
     ("train.stpes=5", "unknown config key 'train.stpes' (did you mean steps?); valid keys of train: batch_size, beta1, beta2, budgets, checkpoint_every, "
-     "cooldown, cooldown_shape, grad_clip, log_every, lr, min_lr_ratio, random_positions, schedule, steps, val_batches, "
+     "cooldown, cooldown_shape, grad_clip, log_every, lr, min_lr_ratio, random_positions, random_positions_kind, schedule, steps, val_batches, "
      "val_every, warmup_steps, weight_decay"),
     ("trian.steps=10", "unknown config key 'trian' (did you mean train?); valid keys at the top level: attention, compile, "
      "data, device, encoding, eval, evaluate_after_training, extend, logger, model, precision, retry_diverged, runs_dir, seed, task, "

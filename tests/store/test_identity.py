@@ -48,6 +48,17 @@ def test_t5_runs_keep_their_ids_and_the_scaled_bias_gets_its_own(compose):
     assert spec.encoding.params.bias_scale == "none" and spec.run_id == run_id(saved) == "t5_small_L64_s0_9a55b2ee83"
 
 
+def test_randomized_position_runs_keep_their_ids_and_real_positions_get_their_own(compose):
+    """train.random_positions_kind at ``integer`` (what every randomized-position run drew) is left out of
+    the id, given or not; ``float`` (Random Float Sampling) is another run."""
+    base = ("encoding=rope", "model=tiny", "train=smoke", "train_len=16", "train.random_positions=64")
+    plain = compose(*base).run_id
+    assert compose(*base, "train.random_positions_kind=integer").run_id == plain
+    assert "random_positions_kind" not in run_identity(compose(*base, "train.random_positions_kind=integer").resolved())["train"]
+    real = compose(*base, "train.random_positions_kind=float")
+    assert real.run_id != plain and real.shape.continuous_positions and not compose(*base).shape.continuous_positions
+
+
 def test_byte_runs_keep_their_ids_and_bpe_runs_get_their_own(compose):
     byte, bpe = compose("model=tiny"), compose("model=tiny", "data/tokenizer=bpe")
     assert "tokenizer" not in json.dumps(run_identity(byte.resolved())["data"])

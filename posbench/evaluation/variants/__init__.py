@@ -10,8 +10,8 @@ made before rows were recorded.
 
 Built-ins (one module each, registered with ``@register``): ``rope_scaling`` (rope+yarn@16x),
 ``bca`` (+bca), ``temperature`` (+temp0.1), ``randpos`` (+randpos), and through ``eval.variants``
-``rerope``, ``selfextend``, ``dca``, ``streaming`` (StreamingLLM), ``local`` (+swaL), ``logn`` and
-``floorlog``. Another package's come through
+``rerope``, ``selfextend``, ``dca``, ``streaming`` (StreamingLLM), ``local`` (+swaL), ``logn``,
+``floorlog`` and ``headscale`` (per-head temperatures fitted at each length with the model frozen). Another package's come through
 the entry-point group ``posbench.variants`` or a ``module:attr`` path in ``eval.variants``.
 """
 
@@ -67,6 +67,11 @@ class Row:
             if (p := v.positions(length, max_position, batch)) is not None:
                 return p
         return None
+
+    def fit(self, model, ev, length: int, device) -> None:
+        """Let each variant fit what it learns at ``length`` (HeadScale), before the row is scored there."""
+        for v in self.variants:
+            v.fit(model, ev, length, device)
 
     def undefined_reason(self, encoding, length: int) -> str | None:
         """Why this row has no score at ``length``: a variant's reason (it changes what the
@@ -140,7 +145,7 @@ def rows(encoding, eval_cfg, tag: str = "") -> list[Row]:
     # (``+logn+swaL`` beside ``+logn``), so that the report can say whether that row uses far context
     windows = [v for v in applying if getattr(v, "window", False)]
     out += [Row(encoding.name, (v, w), tag) for v in applying if isinstance(v, RowTemperature) for w in windows]
-    randpos = make_variant("randpos")
+    randpos = make_variant("randpos", {"continuous": encoding.shape.continuous_positions})
     if randpos.applies_to(encoding):
         out.append(Row(encoding.name, (randpos,), tag))
     return list({row.name: row for row in reversed(out)}.values())[::-1]  # the first of equal names

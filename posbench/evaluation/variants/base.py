@@ -25,6 +25,7 @@ class Variant:
       that would equal the encoding's own row by construction does not apply
     * ``options(opts, length, train_len)`` the forward's AttentionOptions at windows of ``length``
     * ``positions(length, max_position, batch)`` explicit positions, or None for 0..L-1
+    * ``fit(model, ev, length, device)`` what it learns at ``length`` before the row is scored there
 
     and, for the report, ``linestyle`` (a matplotlib line style; the row keeps its encoding's
     colour) or ``colour`` (a colour of its own, e.g. each RoPE scaling), and ``window`` (True for a
@@ -60,6 +61,12 @@ class Variant:
 
     def undefined_reason(self, length: int, max_position: int) -> str | None:
         """Why this row cannot be scored at ``length`` (beyond the encoding's own reasons)."""
+        return None
+
+    def fit(self, model, ev, length: int, device) -> None:
+        """Before the row is scored at ``length``: fit what the variant learns there with the model
+        frozen (HeadScale's per-head temperatures), on ``ev.calibration`` (the training split, never
+        the scored text). Default: nothing to fit."""
         return None
 
     def undefined_for(self, encoding, length: int) -> str | None:
