@@ -22,6 +22,8 @@ SKIPPED = {  # line (without its comment) -> why it is not run here
     "python3 -m venv .venv": "installation",
     ".venv/bin/pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128": "a CUDA build of torch (GPU)",
     "bash scripts/setup.sh": "installation",
+    "posbench-eval-hf ~/models/my-llama --out runs/hf --rope-scaling yarn --window && posbench-report runs/hf":
+        "a checkpoint of the user's (tests/hf scores tiny made-up checkpoints of each family with these flags)",
     "posbench-train encoding=mypkg.encodings:LogDistanceBias 'eval.variants=[mypkg.variants:WideWindow]'":
         "the user's own package (tests/end_to_end/test_plugins.py runs plug-ins named by module:attr)",
 }
