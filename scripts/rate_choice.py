@@ -24,7 +24,7 @@ import pandas as pd
 from posbench.report.headline import with_interval
 from posbench.report.load import load_runs
 from posbench.report.analysis.tables import completed, main_table
-from posbench.report.tuning import DEFAULT, GROUP, decide, run_settings
+from posbench.report.tuning import DEFAULT, GROUP, decide, run_settings_frame
 
 TOLERANCE = 0.05
 
@@ -34,7 +34,7 @@ def second_seed(runs_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     loaded = load_runs(runs_dir)
     runs = loaded.runs[loaded.runs["status"] == "completed"]
     configs = {d: f.config for d, f in loaded.files.items()}
-    runs = runs.merge(run_settings(runs, configs), on="run_id")
+    runs = runs.merge(run_settings_frame(runs, configs), on="run_id")
     return runs, loaded.evals, loaded.token_sets
 
 

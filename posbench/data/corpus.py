@@ -347,8 +347,3 @@ def corpus_change(recorded: dict, now: dict) -> str | None:
 
 def corpus_stats(corpus: Corpus) -> dict:
     return {**corpus.fingerprint, "train_tokens": int(len(corpus.train)), "val_tokens": int(len(corpus.val))}
-
-
-def tokenizer_label(fingerprint: dict | None) -> str:
-    """``byte`` or the recorded subword tokenizer's name (``bpe1024``), from a corpus fingerprint."""
-    return ((fingerprint or {}).get("tokenizer") or {}).get("name", "byte")

@@ -313,7 +313,7 @@ def _train_and_evaluate(spec: RunSpec, rid: str, run_dir: Path, corpus, parent: 
                 word.give(True)  # the other processes of a data-parallel run train with this one
             desc = f"train {spec.row}{spec.extend.tag(spec.train_len)}{'' if spec.task.is_lm else ' ' + task.name} L={window}"
             data = TrainingData(corpus.train, corpus.val, window, spec.seed,
-                                extension.training_task(spec.extend, spec.train_len, task) if parent else task,  # state passing: a stream
+                                extension.extension_task(spec.extend, spec.train_len, task) if parent else task,  # state passing: a stream
                                 extension.training_positions(spec.extend, spec.train_len, spec.seed) if parent else None)
             result = _train(spec, model, data, device, train_cfg, Hooks(desc=desc, tracker=tracker, resume_dir=run_dir, probe=probe))
         else:  # an extension run of 0 steps: the parent's weights with the method, evaluated as they are

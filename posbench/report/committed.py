@@ -57,7 +57,7 @@ TASK_FIELDS = ["variant", "task", "length", "multiple", "condition", "example_se
 
 
 @dataclass(frozen=True)
-class Recorded:
+class RecordedReport:
     """What a committed report kept of its runs besides their records: frames the report would
     otherwise compute from the runs' files, and where they came from."""
 
@@ -257,6 +257,6 @@ def load_committed(folder: Path, extra: list[Path] = ()) -> LoadedRuns:
                    task_evaluations=task_recs.get(r["run_id"]))
         rows.append(row)
     frame = pd.DataFrame(rows, columns=RUN_COLUMNS + CONTEXT_COLUMNS + ["run_dir"])
-    recorded = Recorded(folder, conv, list(manifest.commands), manifest.environment, _csv(folder / DURING_TRAINING),
+    recorded = RecordedReport(folder, conv, list(manifest.commands), manifest.environment, _csv(folder / DURING_TRAINING),
                         _csv(folder / ATTENTION), joins, _csv(folder / NOT_COMPARED))
     return LoadedRuns(frame, evals, [], files, sets, list(manifest.not_applicable), recorded)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pandas as pd
 
 from posbench.evaluation.protocols import PROTOCOLS
-from posbench.report.drawing.style import parse_row
+from posbench.report.drawing.style import parse_row_name
 from posbench.report.load import base_of
 from posbench.report.analysis.tables import NOT_DEFINED, NOT_EVALUATED
 
@@ -146,7 +146,7 @@ def lm_headline(table: pd.DataFrame, conv: pd.DataFrame, windowed: bool = False,
         if has_far:
             s["window / full"] = with_interval(r["far_gain"], r["far_gain_lo"], r["far_gain_hi"], 3)
             k["window / full"] = r["far_gain"]
-        text, tokens = budget.get((parse_row(r["variant"]).encoding, r["model"], r["train_len"]), ("", float("nan")))
+        text, tokens = budget.get((parse_row_name(r["variant"]).encoding, r["model"], r["train_len"]), ("", float("nan")))
         s["budget"], k["budget"] = text, tokens
         if trend_of is not None:
             s["trend"] = k["trend"] = trend_of.get((r["protocol"], r["variant"], r["model"], r["train_len"]), "")
@@ -166,7 +166,7 @@ def task_headline(table: pd.DataFrame, conv: pd.DataFrame):
     at_1x, at_long = "1x accuracy % [95%]", f"{longest} accuracy % [95%]"
     for (task, model, train_len), g in table.groupby(["task", "model", "train_len"], sort=True):
         for _, r in g.sort_values("beyond train_len", ascending=False).iterrows():
-            text, tokens = budget.get((task, parse_row(r["variant"]).encoding, model, train_len), ("", float("nan")))
+            text, tokens = budget.get((task, parse_row_name(r["variant"]).encoding, model, train_len), ("", float("nan")))
             shown.append({"task": task, "encoding": r["variant"], **({panel_of[0]: panel_of[1](r)} if panel_of else {}),
                           at_1x: with_interval(r.get("1x"), r.get("1x_lo"), r.get("1x_hi"), 0, 100),
                           at_long: with_interval(r[longest], r[f"{longest}_lo"], r[f"{longest}_hi"], 0, 100),

@@ -32,7 +32,7 @@ DEFAULT = (TrainConfig().lr, 1.0)  # (train.lr, encoding.lr_mult) of a run with 
 GROUP = ["encoding", "model", "train_len"]
 
 
-def run_settings(runs: pd.DataFrame, configs: Mapping[str, DictConfig]) -> pd.DataFrame:
+def run_settings_frame(runs: pd.DataFrame, configs: Mapping[str, DictConfig]) -> pd.DataFrame:
     """run_id, lr, lr_mult of every run (from its config, ``configs`` by run directory)."""
     rows = []
     for rid, d in zip(runs["run_id"], runs["run_dir"]):
@@ -87,7 +87,7 @@ def choose_settings(runs: pd.DataFrame, configs: Mapping[str, DictConfig]) -> pd
     """Per (encoding, model, train_len): every setting's mean 1x validation loss and the chosen one
     (``decide``); None when every run shares one setting (nothing was tuned)."""
     done = runs[runs["status"] == "completed"]
-    done = done.merge(run_settings(done, configs), on="run_id")
+    done = done.merge(run_settings_frame(done, configs), on="run_id")
     if done.empty or len(done[["lr", "lr_mult"]].drop_duplicates()) < 2:
         return None
     if done.groupby(GROUP)[["lr", "lr_mult"]].apply(lambda g: len(g.drop_duplicates())).max() < 2:
@@ -97,7 +97,7 @@ def choose_settings(runs: pd.DataFrame, configs: Mapping[str, DictConfig]) -> pd
 
 def split_runs(runs: pd.DataFrame, choices: pd.DataFrame, configs: Mapping[str, DictConfig]) -> tuple[set, set]:
     """(run ids at the default setting, run ids at each encoding's chosen setting)."""
-    settings = runs.merge(run_settings(runs, configs), on="run_id")
+    settings = runs.merge(run_settings_frame(runs, configs), on="run_id")
     default = settings[(settings["lr"] == DEFAULT[0]) & (settings["lr_mult"] == DEFAULT[1])]
     chosen = settings.merge(choices[choices["chosen"]][GROUP + ["lr", "lr_mult"]], on=GROUP + ["lr", "lr_mult"])
     return set(default["run_id"]), set(chosen["run_id"])

@@ -139,9 +139,9 @@ def finetune_window(x: ExtendConfig, train_len: int) -> int:
     return train_len if _passes_state(x) or (kind is not None and kind.finetune_at_train_len) else x.length
 
 
-def training_task(x: ExtendConfig, train_len: int, task):
+def extension_task(x: ExtendConfig, train_len: int, task):
     """The fine-tune's task: ``task``, or for state passing language modelling on consecutive windows."""
-    return state_passing.training_task(task, state_passing.segments(x.length, train_len)) if _passes_state(x) else task
+    return state_passing.stream_task(task, state_passing.segments(x.length, train_len)) if _passes_state(x) else task
 
 
 def training_positions(x: ExtendConfig, train_len: int, seed: int):

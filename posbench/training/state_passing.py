@@ -87,6 +87,6 @@ class StreamedLanguageModelling(LanguageModelling):
         return (*stream_batch(tokens, batch_size, length, self.segments, seed, step), None)
 
 
-def training_task(task, k: int):
+def stream_task(task, k: int):
     """The fine-tune's task: language modelling on the stream of ``k`` consecutive windows."""
     return StreamedLanguageModelling(task.params, k)

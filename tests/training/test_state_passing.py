@@ -26,7 +26,7 @@ def test_an_extension_run_fine_tunes_on_a_stream_with_the_state_passed(compose, 
     args = [*BASE, f"data.path={text_corpus}", f"runs_dir={tmp_path}"]
     spec = compose(*args, "extend.length=64", "extend.method=state_passing", "extend.steps=4", "extend.lr=1e-3")
     assert extend.finetune_window(spec.extend, 16) == 16 and state_passing.segments(spec.extend.length, 16) == 4
-    task = extend.training_task(spec.extend, 16, LanguageModelling())
+    task = extend.extension_task(spec.extend, 16, LanguageModelling())
     x0, x1 = task.training_batch(TEXT, 2, 16, 0, 0)[0], task.training_batch(TEXT, 2, 16, 0, 1)[0]
     assert torch.equal(torch.from_numpy(TEXT.astype(np.int64))[_starts(x0, 2) + 16], x1[:, 0])  # consecutive
     plain = LanguageModelling().training_batch(TEXT, 2, 16, VALIDATION_SEED, 3)

@@ -245,7 +245,7 @@ def label(a: str, b: str) -> str:
     return f"{a} - {b}"
 
 
-def describe(frame: pd.DataFrame) -> str:
+def describe_reference(frame: pd.DataFrame) -> str:
     """The pairs drawn, in words: "alibi - rope, nope - rope at 1x to 16x"."""
     pairs = list(dict.fromkeys(label(a, b) for a, b in zip(frame["a"], frame["b"])))
     ms = sorted(frame["multiple"].unique())

@@ -11,7 +11,7 @@ import pandas as pd
 from posbench.report.analysis.bootstrap import range_words
 from posbench.report.comparison.frames import (
     NOT_SEPARABLE,
-    describe,
+    describe_reference,
     extrapolation_tests,
     paired_differences,
     refused_pairs,
@@ -28,7 +28,7 @@ EXTRAPOLATION = Output("comparison_extrapolation.csv", "each pair's test of extr
 
 
 @SECTIONS.register("comparison")
-class Comparison(Section):
+class ComparisonSection(Section):
     order = 25  # right after the main table, whose rows it compares
     files = (FIGURE, DATA, EXTRAPOLATION)
 
@@ -52,7 +52,7 @@ class Comparison(Section):
         left_out = [Para("Left out (they cannot be compared): " + "; ".join(
             f"`{a}` against `{b}` ({', '.join(map(str, panel))}): {why}" for panel, a, b, why in left) + ".")] if left else []
         return [Heading("Comparison"), *extrapolation_blocks(tests, ctx.multiple), *left_out,
-                Para(f"The rows asked for, against their reference ({describe(frame)}): at each evaluation length, the "
+                Para(f"The rows asked for, against their reference ({describe_reference(frame)}): at each evaluation length, the "
                      "difference of log-perplexity (row minus reference, nats per token; below 0 the row is better), "
                      "paired by seed id and averaged over the seeds both rows have, with its 95% interval over "
                      f"{over}: the report's own paired interval (Student's t on the per-seed differences with the "

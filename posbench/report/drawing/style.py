@@ -9,7 +9,7 @@ in every report, distinct from the built-ins'. Families keep FAMILY_ORDER, then 
 alphabetically, then "other" (rows whose encoding is unknown here).
 
 A row name packs the encoding with how it was evaluated (``rope+yarn@4x+ft100``, ``alibi+temp0.1``,
-``xpos+bca``). Reading it back is ``parse_row``'s job alone, so that when records carry these as
+``xpos+bca``). Reading it back is ``parse_row_name``'s job alone, so that when records carry these as
 fields, one function changes.
 """
 
@@ -64,7 +64,7 @@ EXTENSION = re.compile(r"^(?P<encoding>.+?)(?:\+(?P<method>[A-Za-z0-9_]+))?@(?P<
 
 
 @dataclass(frozen=True)
-class Extension:
+class ExtensionName:
     """What an extension run's row name says: the encoding continued at ``factor`` x train_len for
     ``steps`` steps with ``method`` ("plain": no RoPE method)."""
 
@@ -75,7 +75,7 @@ class Extension:
 
 
 @dataclass(frozen=True)
-class Row:
+class RowName:
     """A report row's name, read back. ``key``: the encoding with its RoPE scaling (``rope+yarn``),
     what its colour belongs to; ``window``: an evaluation-only window (bca, randpos);
     ``temperature``: c of an attention-temperature row; ``extension``: set for extension runs."""
@@ -85,18 +85,18 @@ class Row:
     key: str
     window: str | None
     temperature: float | None
-    extension: Extension | None
+    extension: ExtensionName | None
 
 
-def parse_row(name: str) -> Row:
+def parse_row_name(name: str) -> RowName:
     """The one place that reads a row name (see the module doc)."""
     key = base_variant(name).split("@")[0]
     window = next((s.lstrip("+") for s in (BCA_SUFFIX, RANDPOS_SUFFIX) if name.endswith(s)), None)
     m = EXTENSION.match(name)
     ext = None
     if m is not None and m["factor"].count(".") <= 1 and m["factor"] != ".":  # "1.5", not "1.2.3"
-        ext = Extension(m["encoding"], m["method"] or "plain", float(m["factor"]), int(m["steps"]))
-    return Row(name, key.split("+")[0], key, window, temperature_of(name), ext)
+        ext = ExtensionName(m["encoding"], m["method"] or "plain", float(m["factor"]), int(m["steps"]))
+    return RowName(name, key.split("+")[0], key, window, temperature_of(name), ext)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from posbench.report.analysis import bootstrap
-from posbench.report.drawing.style import parse_row
+from posbench.report.drawing.style import parse_row_name
 
 KEYS = ["encoding", "method", "model", "train_len", "target"]
 CONTROL = "continued at train_len"
@@ -37,7 +37,7 @@ def extension_frame(evals: pd.DataFrame) -> pd.DataFrame:
     each target length of the other extension runs of its model and train_len."""
     rows, controls = [], []
     for r in evals[evals["ppl"].notna()].itertuples():
-        ext = parse_row(str(r.variant)).extension
+        ext = parse_row_name(str(r.variant)).extension
         if ext is None:
             continue
         row = {"encoding": ext.encoding, "method": ext.method, "steps": ext.steps, "model": r.model,

@@ -14,7 +14,7 @@ def _rows(ctx):
 
 
 @SECTIONS.register("extension")
-class Extension(Section):
+class ExtensionSection(Section):
     order = 50
     files = (Output("extension.csv", "perplexity at the target length after each number of fine-tuning steps"),
              Output("extension.png", "perplexity at the target length against fine-tuning steps"))

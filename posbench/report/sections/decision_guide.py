@@ -28,7 +28,7 @@ from posbench.report.analysis import bootstrap
 from posbench.report.drawing.document import Heading, Para, Table
 from posbench.report.section import SECTIONS, Output, Section
 from posbench.report.analysis.stats import ALPHA, format_p, p_phrase
-from posbench.report.drawing.style import parse_row
+from posbench.report.drawing.style import parse_row_name
 from posbench.report.analysis.tables import interval_kind, row_caveats
 
 ENCODING = "rope"
@@ -38,7 +38,7 @@ COLUMNS = ["model", "train_len", "target", "method", "factor", "steps", "seeds",
 
 def _describe(row: str) -> tuple[str, str, int | None]:
     """(method, factor, fine-tuning steps; None: zero-shot at evaluation) of a RoPE row's name."""
-    parsed = parse_row(row)
+    parsed = parse_row_name(row)
     if parsed.extension is not None:
         ext = parsed.extension
         if ext.method == "plain":  # fine-tuned without a scaling: at the target, or the control at train_len
@@ -59,7 +59,7 @@ def _rope_rows(evals: pd.DataFrame) -> pd.DataFrame:
     rope = evals[(evals["encoding"] == ENCODING) & evals["ppl"].notna()]
     protocols = sorted(rope["protocol"].unique(), key=lambda p: (p != "nonoverlapping", p))
     rope = rope[rope["protocol"] == protocols[0]] if protocols else rope
-    plain = [parse_row(str(v)).window is None and parse_row(str(v)).temperature is None for v in rope["variant"]]
+    plain = [parse_row_name(str(v)).window is None and parse_row_name(str(v)).temperature is None for v in rope["variant"]]
     keep = pd.Series(plain, index=rope.index, dtype=bool)
     if "windowed" in rope:  # what the record says of its row: every window variant (+bca, +swaL, ...)
         keep &= ~rope["windowed"].fillna(False).astype(bool)
@@ -76,7 +76,7 @@ def guide_frame(evals: pd.DataFrame, token_sets: dict | None = None,
     rope, out = _rope_rows(evals), []
     for (model, L), panel in rope.groupby(["model", "train_len"]):
         targets = {int(round(ext.factor * L)) for v in panel["variant"].unique()
-                   if (ext := parse_row(str(v)).extension) is not None and ext.factor > 1}
+                   if (ext := parse_row_name(str(v)).extension) is not None and ext.factor > 1}
         lengths = sorted(int(x) for x in panel["length"].unique())
         targets |= {lengths[-1]} if lengths[-1] > L else set()
         doc_tokens, draws = bootstrap.panel_text(panel, token_sets, replicates)
@@ -86,7 +86,7 @@ def guide_frame(evals: pd.DataFrame, token_sets: dict | None = None,
             k, k1 = lengths.index(target), (lengths.index(L) if L in lengths else None)
             rows = []
             for row, c in cells.items():
-                ext = parse_row(str(row)).extension
+                ext = parse_row_name(str(row)).extension
                 if (ext is not None and int(round(ext.factor * L)) > target) or not np.isfinite(c.observed[:, k]).any():
                     continue  # a fine-tune for a longer target, or a row not evaluated at this one
                 method, factor, steps = _describe(str(row))

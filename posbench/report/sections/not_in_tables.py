@@ -55,7 +55,7 @@ def _whole(v) -> str:
     return str(int(v)) if isinstance(v, numbers.Real) and float(v).is_integer() else str(v)
 
 
-def rows(ctx) -> pd.DataFrame:
+def left_out_runs(ctx) -> pd.DataFrame:
     runs = ctx.runs
     other = runs[runs["status"] != "completed"][COLUMNS]
     unevaluated = ctx.unevaluated[[c for c in COLUMNS if c != "status"] + ["run_dir"]]
@@ -81,11 +81,11 @@ class NotInTables(Section):
     order = 100
 
     def applies(self, ctx) -> bool:
-        return not ctx.derived("not_in_tables", lambda: rows(ctx)).empty
+        return not ctx.derived("not_in_tables", lambda: left_out_runs(ctx)).empty
 
     def build(self, ctx, out) -> list:
         return [Heading("Runs not in the table"),
                 Para("Diverged or failed runs, incomplete ones (started, no metrics yet: running or killed; "
                      "re-running the sweep resumes them) and unreadable ones (a file missing or corrupt). None of "
                      "their numbers are in the tables above."),
-                Table(ctx.derived("not_in_tables", lambda: rows(ctx)))]
+                Table(ctx.derived("not_in_tables", lambda: left_out_runs(ctx)))]

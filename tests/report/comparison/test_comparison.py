@@ -12,7 +12,7 @@ from posbench.core.errors import PosbenchError
 from posbench.report.comparison.frames import Request, paired_differences
 from posbench.report.comparison.figure import plot_comparison
 from posbench.report.context import ReportContext
-from posbench.report.comparison.section import DATA, EXTRAPOLATION, FIGURE, Comparison
+from posbench.report.comparison.section import DATA, EXTRAPOLATION, FIGURE, ComparisonSection
 from posbench.report.analysis.stats import ALPHA, format_p
 from posbench.report.analysis.tables import PANEL_KEYS, comparisons
 from tests.helpers import run_section
@@ -59,12 +59,12 @@ def test_a_bad_row_name_is_one_line_with_the_valid_ones():
 
 
 def test_the_section_is_written_only_when_asked(sweep, sweep_context, sweep_report, tmp_path):
-    assert not Comparison().applies(sweep_context)
+    assert not ComparisonSection().applies(sweep_context)
     assert not (sweep_report / FIGURE.name).exists() and "## Comparison" not in (sweep_report / "report.md").read_text()
     runs, _, _ = sweep
     ctx = ReportContext.load(runs, replace(sweep_context.options, comparison=Request(baseline="rope")))
-    assert Comparison().applies(ctx)
-    md, written = run_section(Comparison, ctx, tmp_path)
+    assert ComparisonSection().applies(ctx)
+    md, written = run_section(ComparisonSection, ctx, tmp_path)
     assert list(written) == [DATA.name, EXTRAPOLATION.name, FIGURE.name]
     assert f"![{FIGURE.description}]({FIGURE.name})" in md and "Does the row extrapolate better" in md
     assert "95% interval over text and seeds" in md and np.isfinite(ctx.derived("comparison", None)["lo"]).all()

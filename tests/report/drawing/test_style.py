@@ -74,11 +74,11 @@ def test_encodings_not_known_here_get_their_own_colour_and_column(monkeypatch):
 
 
 def test_row_names_are_read_in_one_place():
-    from posbench.report.drawing.style import Extension, parse_row
+    from posbench.report.drawing.style import ExtensionName, parse_row_name
 
-    row = parse_row("rope+yarn@4x+ft100")
-    assert (row.encoding, row.key, row.extension) == ("rope", "rope+yarn", Extension("rope", "yarn", 4.0, 100))
-    assert parse_row("alibi@2.5x+ft0").extension == Extension("alibi", "plain", 2.5, 0)
-    assert parse_row("xpos@4x+ft100+bca").extension is None  # an extension run's window variant: not its target row
-    assert (parse_row("alibi+temp0.1").temperature, parse_row("xpos+bca").window) == (0.1, "bca")
-    assert parse_row("rope@1.2.3x+ft1").extension is None
+    row = parse_row_name("rope+yarn@4x+ft100")
+    assert (row.encoding, row.key, row.extension) == ("rope", "rope+yarn", ExtensionName("rope", "yarn", 4.0, 100))
+    assert parse_row_name("alibi@2.5x+ft0").extension == ExtensionName("alibi", "plain", 2.5, 0)
+    assert parse_row_name("xpos@4x+ft100+bca").extension is None  # an extension run's window variant: not its target row
+    assert (parse_row_name("alibi+temp0.1").temperature, parse_row_name("xpos+bca").window) == (0.1, "bca")
+    assert parse_row_name("rope@1.2.3x+ft1").extension is None

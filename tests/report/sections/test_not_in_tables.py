@@ -28,7 +28,7 @@ def test_a_run_scored_only_on_another_token_set_is_not_called_unevaluated(tmp_pa
     (or whether) it can be scored on the set this report compares."""
     from types import SimpleNamespace
 
-    from posbench.report.sections.not_in_tables import NOT_EVALUATED, rows
+    from posbench.report.sections.not_in_tables import NOT_EVALUATED, left_out_runs
 
     runs = pd.DataFrame([{"run_id": r, "status": "completed", "encoding": "rope", "train_len": 16, "seed": 0,
                           "run_dir": f"runs/{r}"} for r in ("other_corpus", "other_settings", "killed")])
@@ -38,7 +38,7 @@ def test_a_run_scored_only_on_another_token_set_is_not_called_unevaluated(tmp_pa
         {"run_id": "other_settings", "variant": "rope", "protocol": "nonoverlapping", "token_set": "aaaa:segments[512]",
          "compared_set": "aaaa:segments[256]", "lengths": "16, 32"}])
     ctx = SimpleNamespace(runs=runs, unevaluated=runs, left_out=left_out, runs_dir=tmp_path, runs_dirs=[tmp_path], skipped=[])
-    status = dict(zip(rows(ctx)["run_id"], rows(ctx)["status"]))
+    status = dict(zip(left_out_runs(ctx)["run_id"], left_out_runs(ctx)["status"]))
     assert status == {
         "other_corpus": "evaluated on another corpus's token set (bbbb:segments[256]); trained on other text, it cannot "
                         "be scored on this one: report it with the runs of its corpus",
