@@ -1,0 +1,127 @@
+"""A needle without literal match (NoLiMa: Modarressi et al. 2025, "NoLiMa: Long-Context Evaluation Beyond
+Literal Matching", arXiv 2502.05167; reference adobe-research/NoLiMa, whose needle set is on the Hugging
+Face hub, not readable here: the design below is the paper's).
+
+NoLiMa's needle and question share no content word: the needle ``Actually, Yuki lives next to the Semper
+Opera House.`` is found by the question ``Which character has been to Dresden?`` only through what the
+model knows (the opera house is in Dresden), and the answer is the character, Yuki. A model trained from
+scratch knows nothing of the world, so here the world is a fixed table of ``pairs`` landmark-city pairs
+(drawn once from ``WORLD_SEED``, the same in every example and every run), which training teaches as
+pretraining teaches a language model that the Semper Opera House is in Dresden::
+
+    <text> |amy lives by qe. <text> |ben lives by ko. <text> |WHO SAW RT?amy
+                                                                        ^^^ scored: the name
+
+Landmarks are ``word_len`` lowercase letters, cities ``word_len`` capitals (each city is not its
+landmark in capitals, so no case-folding match either), names lowercase, the needle's words lowercase
+and the question's capitals: the needle and the question share no byte but the separators ``|`` and
+space (tests/tasks/test_nolima.py checks it on every example). ``needles`` needles per window, names and
+landmarks distinct, at sorted random places of real text (the corpus's, as passkey's filler); the
+question asks for the city of one of them. A model that finds the needles but not the association names
+one of them: ``chance`` 1 / needles.
+
+``literal: true`` is NoLiMa's literal-match control: the question names the landmark itself
+(``|WHO SAW qe?``), the needle found by matching its bytes, as in a plain needle-in-a-haystack test.
+
+Deviations from NoLiMa: the latent association is learned from the task's own training examples, not
+world knowledge (the fixed table); one hop (NoLiMa also has two-hop needles); needles and questions from
+one template each (NoLiMa: several templates and keyword pairs); distractor needles (NoLiMa's base set
+has one needle; its distractor variant adds a literal-match distractor) so that a model that does not
+use the association is at 1 / needles, not at 1.
+"""
+
+from __future__ import annotations
+
+import functools
+import string
+from dataclasses import dataclass
+
+import numpy as np
+
+from posbench.core.errors import PosbenchError
+from posbench.core.params import param, positive
+from posbench.tasks import register
+from posbench.tasks.base import Task, text_window
+
+WORLD_SEED = 2025  # the landmark-city table: one world for every example and run
+NAMES = (b"amy", b"ben", b"cat", b"dev", b"eli", b"fin", b"gus", b"ida")
+LOWER = np.frombuffer(string.ascii_lowercase.encode(), np.uint8)
+SEPARATORS = frozenset(b"| ")  # the only bytes a needle and its question share
+
+
+def needle(name: bytes, landmark: bytes) -> bytes:
+    return b"|" + name + b" lives by " + landmark + b"."
+
+
+def question(place: bytes) -> bytes:
+    return b"|WHO SAW " + place + b"?"
+
+
+@functools.cache
+def world(pairs: int, word_len: int) -> tuple[tuple[bytes, bytes], ...]:
+    """The fixed (landmark, city) table: distinct lowercase landmarks, distinct capital cities, no city its
+    own landmark in capitals."""
+    rng = np.random.default_rng([WORLD_SEED, pairs, word_len])
+    landmarks: list[bytes] = []
+    cities: list[bytes] = []
+    while len(landmarks) < pairs:
+        landmark = bytes(rng.choice(LOWER, size=word_len))
+        city = bytes(rng.choice(LOWER, size=word_len)).upper()
+        if landmark not in landmarks and city not in cities and city != landmark.upper():
+            landmarks.append(landmark)
+            cities.append(city)
+    return tuple(zip(landmarks, cities))
+
+
+@register("nolima")
+class NoLiMa(Task):
+
+    @dataclass
+    class Params(Task.Params):
+        pairs: int = param(8, positive)  # landmark-city pairs of the world
+        word_len: int = param(2, positive)  # letters of a landmark and of a city
+        needles: int = param(2, positive)  # needles per window: the asked one and needles - 1 distractors
+        literal: bool = False  # NoLiMa's control: the question names the landmark itself
+        loss: str = "mixed"  # as passkey: the language-model loss on the text trains the induction lookups need
+
+        def check(self) -> None:
+            super().check()
+            if not 1 <= self.needles <= min(self.pairs, len(NAMES)):
+                raise PosbenchError(f"task.needles must be in 1..{min(self.pairs, len(NAMES))} (distinct landmarks of "
+                                    f"task.pairs={self.pairs} and names), got {self.needles}")
+            if 26 ** self.word_len < 2 * self.pairs:
+                raise PosbenchError(f"task.word_len={self.word_len} is too short for {self.pairs} distinct pairs")
+
+    def chance(self, condition) -> float:
+        return 1 / self.params.needles
+
+    def min_length(self) -> int:
+        p = self.params
+        return p.needles * len(needle(NAMES[0], b"x" * p.word_len)) + len(question(b"X" * p.word_len)) + len(NAMES[0]) - 1
+
+    def parts(self, rng) -> tuple[list[bytes], bytes, bytes]:
+        """(the needles, the question, the answer) of one example."""
+        p = self.params
+        table = world(p.pairs, p.word_len)
+        chosen = rng.choice(p.pairs, size=p.needles, replace=False)
+        names = [NAMES[i] for i in rng.choice(len(NAMES), size=p.needles, replace=False)]
+        needles = [needle(n, table[i][0]) for n, i in zip(names, chosen)]
+        asked = int(rng.integers(p.needles))
+        landmark, city = table[chosen[asked]]
+        return needles, question(landmark if p.literal else city), names[asked]
+
+    def example(self, rng, length, condition, text):
+        needles, q, name = self.parts(rng)
+        tail = q + name
+        n_filler = length + 1 - sum(map(len, needles)) - len(tail)
+        filler = text_window(rng, text, n_filler)
+        cuts = np.sort(rng.integers(0, n_filler + 1, size=len(needles)))
+        pieces, start = [], 0
+        for cut, n in zip(cuts, needles):
+            pieces += [filler[start:cut], np.frombuffer(n, np.uint8)]
+            start = cut
+        pieces += [filler[start:], np.frombuffer(tail, np.uint8)]
+        tokens = np.concatenate(pieces).astype(np.uint8)
+        answer = np.zeros(length, dtype=bool)
+        answer[-len(name):] = True
+        return tokens, answer
