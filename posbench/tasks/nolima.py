@@ -14,11 +14,18 @@ pretraining teaches a language model that the Semper Opera House is in Dresden::
 
 Landmarks are ``word_len`` lowercase letters, cities ``word_len`` capitals (each city is not its
 landmark in capitals, so no case-folding match either), names lowercase, the needle's words lowercase
-and the question's capitals: the needle and the question share no byte but the separators ``|`` and
-space (tests/tasks/test_nolima.py checks it on every example). ``needles`` needles per window, names and
+and the question's capitals: the needle and the question share no byte but the separators ``|``, space
+and ``:`` (tests/tasks/test_nolima.py checks it on every example). ``needles`` needles per window, names and
 landmarks distinct, at sorted random places of real text (the corpus's, as passkey's filler); the
 question asks for the city of one of them. A model that finds the needles but not the association names
 one of them: ``chance`` 1 / needles.
+
+``order``: ``name_first`` is NoLiMa's needle, the name before the landmark; ``name_last`` puts it after
+(``|by qe: amy.``, asked ``|WHO SAW RT: amy``). The order matters to a causal model: a name before the
+landmark is read by no position that also knows the landmark unless a layer first carries it forward,
+while a name after it is found as an induction head finds a value after its key (MQAR's layout), the
+key matched through the learned table. Measured (tiny RoPE model, one seed): ``name_first`` stayed at
+chance at 1x (exact 0.59 after 1,500 steps at ``word_len`` 2; 0.47 after 3,000 at ``word_len`` 1).
 
 ``literal: true`` is NoLiMa's literal-match control: the question names the landmark itself
 (``|WHO SAW qe?``), the needle found by matching its bytes, as in a plain needle-in-a-haystack test.
@@ -46,15 +53,22 @@ from posbench.tasks.base import Task, text_window
 WORLD_SEED = 2025  # the landmark-city table: one world for every example and run
 NAMES = (b"amy", b"ben", b"cat", b"dev", b"eli", b"fin", b"gus", b"ida")
 LOWER = np.frombuffer(string.ascii_lowercase.encode(), np.uint8)
-SEPARATORS = frozenset(b"| ")  # the only bytes a needle and its question share
 
 
-def needle(name: bytes, landmark: bytes) -> bytes:
-    return b"|" + name + b" lives by " + landmark + b"."
+ORDERS = ("name_first", "name_last")
+SEPARATORS = frozenset(b"| :")  # the only bytes a needle and its question share
 
 
-def question(place: bytes) -> bytes:
-    return b"|WHO SAW " + place + b"?"
+def needle(name: bytes, landmark: bytes, order: str = "name_first") -> bytes:
+    """NoLiMa's order (``name_first``: ``|amy lives by qe.``) or the name after the landmark (``name_last``:
+    ``|by qe: amy.``)."""
+    return b"|" + name + b" lives by " + landmark + b"." if order == "name_first" else b"|by " + landmark + b": " + name + b"."
+
+
+def question(place: bytes, order: str = "name_first") -> bytes:
+    """``|WHO SAW RT?`` (``name_first``) or ``|WHO SAW RT: `` (``name_last``: the answer after the same
+    separators as the needle's name)."""
+    return b"|WHO SAW " + place + (b"?" if order == "name_first" else b": ")
 
 
 @functools.cache
@@ -82,6 +96,7 @@ class NoLiMa(Task):
         word_len: int = param(2, positive)  # letters of a landmark and of a city
         needles: int = param(2, positive)  # needles per window: the asked one and needles - 1 distractors
         literal: bool = False  # NoLiMa's control: the question names the landmark itself
+        order: str = "name_first"  # name_first: NoLiMa's |amy lives by qe.; name_last: |by qe: amy.
         loss: str = "mixed"  # as passkey: the language-model loss on the text trains the induction lookups need
 
         def check(self) -> None:
@@ -89,6 +104,8 @@ class NoLiMa(Task):
             if not 1 <= self.needles <= min(self.pairs, len(NAMES)):
                 raise PosbenchError(f"task.needles must be in 1..{min(self.pairs, len(NAMES))} (distinct landmarks of "
                                     f"task.pairs={self.pairs} and names), got {self.needles}")
+            if self.order not in ORDERS:
+                raise PosbenchError(f"task.order must be one of {', '.join(ORDERS)}, got {self.order!r}")
             if 26 ** self.word_len < 2 * self.pairs:
                 raise PosbenchError(f"task.word_len={self.word_len} is too short for {self.pairs} distinct pairs")
 
@@ -97,7 +114,8 @@ class NoLiMa(Task):
 
     def min_length(self) -> int:
         p = self.params
-        return p.needles * len(needle(NAMES[0], b"x" * p.word_len)) + len(question(b"X" * p.word_len)) + len(NAMES[0]) - 1
+        return (p.needles * len(needle(NAMES[0], b"x" * p.word_len, p.order)) + len(question(b"X" * p.word_len, p.order))
+                + len(NAMES[0]) - 1)
 
     def parts(self, rng) -> tuple[list[bytes], bytes, bytes]:
         """(the needles, the question, the answer) of one example."""
@@ -105,10 +123,10 @@ class NoLiMa(Task):
         table = world(p.pairs, p.word_len)
         chosen = rng.choice(p.pairs, size=p.needles, replace=False)
         names = [NAMES[i] for i in rng.choice(len(NAMES), size=p.needles, replace=False)]
-        needles = [needle(n, table[i][0]) for n, i in zip(names, chosen)]
+        needles = [needle(n, table[i][0], p.order) for n, i in zip(names, chosen)]
         asked = int(rng.integers(p.needles))
         landmark, city = table[chosen[asked]]
-        return needles, question(landmark if p.literal else city), names[asked]
+        return needles, question(landmark if p.literal else city, p.order), names[asked]
 
     def example(self, rng, length, condition, text):
         needles, q, name = self.parts(rng)

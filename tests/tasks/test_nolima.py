@@ -8,20 +8,26 @@ import pytest
 
 from posbench.core.errors import PosbenchError
 from posbench.tasks import build_task
-from posbench.tasks.nolima import SEPARATORS, world
+from posbench.tasks.nolima import SEPARATORS, needle, world
 from tests.tasks.scoring import TEXT, perfect, scores
 
-NEEDLE = re.compile(rb"\|([a-z]{3}) lives by ([a-z]+)\.")
+NEEDLES = {"name_first": re.compile(rb"\|([a-z]{3}) lives by ([a-z]+)\."),
+           "name_last": re.compile(rb"\|by ([a-z]+): ([a-z]{3})\.")}
+ENDS = {"name_first": b"?", "name_last": b": "}
 
 
-def parse(s: bytes, word_len: int):
+def parse(s: bytes, word_len: int, order: str = "name_first"):
+    """(the needles as (name, landmark), the question, the city, the answer) of a window."""
     body, asked = s.rsplit(b"|WHO SAW ", 1)
-    needles = NEEDLE.findall(body)
-    city, name = asked[:word_len], asked[word_len + 1:]
-    return needles, b"|WHO SAW " + city + b"?", city, name
+    needles = NEEDLES[order].findall(body)
+    if order == "name_last":
+        needles = [(n, lm) for lm, n in needles]
+    city, name = asked[:word_len], asked[word_len + len(ENDS[order]):]
+    return needles, b"|WHO SAW " + city + ENDS[order], city, name
 
 
-@pytest.mark.parametrize("params", [{}, {"needles": 4, "pairs": 12, "word_len": 3}])
+@pytest.mark.parametrize("params", [{}, {"needles": 4, "pairs": 12, "word_len": 3},
+                                    {"order": "name_last", "word_len": 1}, {"order": "name_last", "needles": 3}])
 def test_needle_and_question_share_no_token_but_the_separators(params):
     task = build_task("nolima", params)
     p = task.params
@@ -29,12 +35,12 @@ def test_needle_and_question_share_no_token_but_the_separators(params):
     rng = np.random.default_rng(0)
     for i in range(300):
         tokens, answer = task.example(rng, task.min_length() + i % 50, None, TEXT)
-        needles, question, city, name = parse(bytes(tokens), p.word_len)
+        needles, question, city, name = parse(bytes(tokens), p.word_len, p.order)
         assert len(needles) == p.needles and bytes(tokens[1:][answer]) == name
         (asked,) = [(n, lm) for n, lm in needles if city_of[lm] == city]  # the association finds one needle
         assert asked[0] == name
-        needle = b"|" + asked[0] + b" lives by " + asked[1] + b"."
-        assert not (set(needle) & set(question)) - SEPARATORS, (needle, question)
+        text = needle(asked[0], asked[1], p.order)
+        assert text in bytes(tokens) and not (set(text) & set(question)) - SEPARATORS, (text, question)
 
 
 def test_the_world_is_fixed_and_no_city_is_its_landmark_in_capitals():
@@ -59,6 +65,7 @@ def test_a_perfect_model_scores_one_and_chance_is_one_in_needles():
     ({"needles": 9}, "task.needles must be in 1..8"),
     ({"pairs": 3, "needles": 4}, "task.needles must be in 1..3"),
     ({"word_len": 1, "pairs": 20}, "task.word_len=1 is too short for 20 distinct pairs"),
+    ({"order": "last"}, "task.order must be one of name_first, name_last, got 'last'"),
 ])
 def test_bad_settings_are_refused(params, message):
     with pytest.raises(PosbenchError, match=re.escape(message)):
