@@ -14,18 +14,20 @@ pretraining teaches a language model that the Semper Opera House is in Dresden::
 
 Landmarks are ``word_len`` lowercase letters, cities ``word_len`` capitals (each city is not its
 landmark in capitals, so no case-folding match either), names lowercase, the needle's words lowercase
-and the question's capitals: the needle and the question share no byte but the separators ``|``, space
-and ``:`` (tests/tasks/test_nolima.py checks it on every example). ``needles`` needles per window, names and
+and the question's capitals: the needle and the question share no byte but the separators ``|`` and
+space (tests/tasks/test_nolima.py checks it on every example). ``needles`` needles per window, names and
 landmarks distinct, at sorted random places of real text (the corpus's, as passkey's filler); the
 question asks for the city of one of them. A model that finds the needles but not the association names
 one of them: ``chance`` 1 / needles.
 
-``order``: ``name_first`` is NoLiMa's needle, the name before the landmark; ``name_last`` puts it after
-(``|by qe: amy.``, asked ``|WHO SAW RT: amy``). The order matters to a causal model: a name before the
-landmark is read by no position that also knows the landmark unless a layer first carries it forward,
-while a name after it is found as an induction head finds a value after its key (MQAR's layout), the
-key matched through the learned table. Measured (tiny RoPE model, one seed): ``name_first`` stayed at
-chance at 1x (exact 0.59 after 1,500 steps at ``word_len`` 2; 0.47 after 3,000 at ``word_len`` 1).
+``order``: ``name_first`` is NoLiMa's needle, the name before the landmark; ``name_last`` puts it right
+after (``|by qeamy.``, asked ``|WHO SAW RTamy``: the city, then the answer). The order matters to a causal
+model: a name before the landmark is read by no position that also knows the landmark unless a layer
+first carries it forward, while a name right after it is found as an induction head finds a value
+right after its key (MQAR's layout), the key matched through the learned table. Measured (tiny RoPE
+model, PyTorch's initial weights, one seed): ``name_first`` stayed at chance at 1x (exact 0.59 after
+1,500 steps at ``word_len`` 2; 0.47 after 3,000 at ``word_len`` 1), and so did a name three bytes after
+the landmark (``|by q: amy.`` asked ``|WHO SAW R: ``; 0.48, and 0.48 with the literal question too).
 
 ``literal: true`` is NoLiMa's literal-match control: the question names the landmark itself
 (``|WHO SAW qe?``), the needle found by matching its bytes, as in a plain needle-in-a-haystack test.
@@ -56,19 +58,19 @@ LOWER = np.frombuffer(string.ascii_lowercase.encode(), np.uint8)
 
 
 ORDERS = ("name_first", "name_last")
-SEPARATORS = frozenset(b"| :")  # the only bytes a needle and its question share
+SEPARATORS = frozenset(b"| ")  # the only bytes a needle and its question share
 
 
 def needle(name: bytes, landmark: bytes, order: str = "name_first") -> bytes:
-    """NoLiMa's order (``name_first``: ``|amy lives by qe.``) or the name after the landmark (``name_last``:
-    ``|by qe: amy.``)."""
-    return b"|" + name + b" lives by " + landmark + b"." if order == "name_first" else b"|by " + landmark + b": " + name + b"."
+    """NoLiMa's order (``name_first``: ``|amy lives by qe.``) or the name right after the landmark
+    (``name_last``: ``|by qeamy.``)."""
+    return b"|" + name + b" lives by " + landmark + b"." if order == "name_first" else b"|by " + landmark + name + b"."
 
 
 def question(place: bytes, order: str = "name_first") -> bytes:
-    """``|WHO SAW RT?`` (``name_first``) or ``|WHO SAW RT: `` (``name_last``: the answer after the same
-    separators as the needle's name)."""
-    return b"|WHO SAW " + place + (b"?" if order == "name_first" else b": ")
+    """``|WHO SAW RT?`` (``name_first``) or ``|WHO SAW RT`` (``name_last``: the answer right after the city,
+    as the needle's name right after its landmark)."""
+    return b"|WHO SAW " + place + (b"?" if order == "name_first" else b"")
 
 
 @functools.cache

@@ -12,8 +12,8 @@ from posbench.tasks.nolima import SEPARATORS, needle, world
 from tests.tasks.scoring import TEXT, perfect, scores
 
 NEEDLES = {"name_first": re.compile(rb"\|([a-z]{3}) lives by ([a-z]+)\."),
-           "name_last": re.compile(rb"\|by ([a-z]+): ([a-z]{3})\.")}
-ENDS = {"name_first": b"?", "name_last": b": "}
+           "name_last": re.compile(rb"\|by ([a-z]+)([a-z]{3})\.")}
+ENDS = {"name_first": b"?", "name_last": b""}
 
 
 def parse(s: bytes, word_len: int, order: str = "name_first"):
