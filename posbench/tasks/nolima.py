@@ -27,7 +27,15 @@ first carries it forward, while a name right after it is found as an induction h
 right after its key (MQAR's layout), the key matched through the learned table. Measured (tiny RoPE
 model, PyTorch's initial weights, one seed): ``name_first`` stayed at chance at 1x (exact 0.59 after
 1,500 steps at ``word_len`` 2; 0.47 after 3,000 at ``word_len`` 1), and so did a name three bytes after
-the landmark (``|by q: amy.`` asked ``|WHO SAW R: ``; 0.48, and 0.48 with the literal question too).
+the landmark (``|by q: amy.`` asked ``|WHO SAW R: ``; 0.48, and 0.48 with the literal question too),
+and the name right after it in letters (0.45). Learned with both levers: ``order: name_last`` and
+``symbols: bytes`` read 1.00 at 1x after 2,500 steps (0.41 at 2x), where NoLiMa's order with bytes read
+0.52 (conf/learned/nolima.yaml).
+
+``symbols: bytes`` (with ``word_len: 1``): landmark and city are single bytes of 128..255, which no text
+holds, as MQAR's keys and values are (posbench/tasks/mqar.py): the needle's key and the question's key
+are different tokens that map to each other through the fixed pairing. ``letters`` (the default) write
+them in letters, as the text around them is written.
 
 ``literal: true`` is NoLiMa's literal-match control: the question names the landmark itself
 (``|WHO SAW qe?``), the needle found by matching its bytes, as in a plain needle-in-a-haystack test.
@@ -73,10 +81,18 @@ def question(place: bytes, order: str = "name_first") -> bytes:
     return b"|WHO SAW " + place + (b"?" if order == "name_first" else b"")
 
 
+SYMBOLS = ("letters", "bytes")
+LANDMARK_BYTES, CITY_BYTES = 128, 192  # symbols: bytes: landmarks 128..191, cities 192..255 (as MQAR's keys, values)
+
+
 @functools.cache
-def world(pairs: int, word_len: int) -> tuple[tuple[bytes, bytes], ...]:
+def world(pairs: int, word_len: int, symbols: str = "letters") -> tuple[tuple[bytes, bytes], ...]:
     """The fixed (landmark, city) table: distinct lowercase landmarks, distinct capital cities, no city its
-    own landmark in capitals."""
+    own landmark in capitals; or (``symbols: bytes``) landmark i the byte 128 + i and its city a byte of
+    192..255 by a fixed permutation (bytes no text holds, as MQAR's keys and values)."""
+    if symbols == "bytes":
+        cities = np.random.default_rng([WORLD_SEED, pairs]).permutation(64)[:pairs]
+        return tuple((bytes([LANDMARK_BYTES + i]), bytes([CITY_BYTES + int(c)])) for i, c in enumerate(cities))
     rng = np.random.default_rng([WORLD_SEED, pairs, word_len])
     landmarks: list[bytes] = []
     cities: list[bytes] = []
@@ -98,7 +114,8 @@ class NoLiMa(Task):
         word_len: int = param(2, positive)  # letters of a landmark and of a city
         needles: int = param(2, positive)  # needles per window: the asked one and needles - 1 distractors
         literal: bool = False  # NoLiMa's control: the question names the landmark itself
-        order: str = "name_first"  # name_first: NoLiMa's |amy lives by qe.; name_last: |by qe: amy.
+        order: str = "name_first"  # name_first: NoLiMa's |amy lives by qe.; name_last: |by qeamy.
+        symbols: str = "letters"  # letters: landmarks and cities of word_len letters; bytes: one byte each, 128-255
         loss: str = "mixed"  # as passkey: the language-model loss on the text trains the induction lookups need
 
         def check(self) -> None:
@@ -108,6 +125,11 @@ class NoLiMa(Task):
                                     f"task.pairs={self.pairs} and names), got {self.needles}")
             if self.order not in ORDERS:
                 raise PosbenchError(f"task.order must be one of {', '.join(ORDERS)}, got {self.order!r}")
+            if self.symbols not in SYMBOLS:
+                raise PosbenchError(f"task.symbols must be one of {', '.join(SYMBOLS)}, got {self.symbols!r}")
+            if self.symbols == "bytes" and (self.pairs > 64 or self.word_len != 1):
+                raise PosbenchError(f"task.symbols=bytes takes one byte per landmark and city (word_len 1) and at most "
+                                    f"64 pairs, got word_len={self.word_len}, pairs={self.pairs}")
             if 26 ** self.word_len < 2 * self.pairs:
                 raise PosbenchError(f"task.word_len={self.word_len} is too short for {self.pairs} distinct pairs")
 
@@ -122,7 +144,7 @@ class NoLiMa(Task):
     def parts(self, rng) -> tuple[list[bytes], bytes, bytes]:
         """(the needles, the question, the answer) of one example."""
         p = self.params
-        table = world(p.pairs, p.word_len)
+        table = world(p.pairs, p.word_len, p.symbols)
         chosen = rng.choice(p.pairs, size=p.needles, replace=False)
         names = [NAMES[i] for i in rng.choice(len(NAMES), size=p.needles, replace=False)]
         needles = [needle(n, table[i][0], p.order) for n, i in zip(names, chosen)]

@@ -11,8 +11,8 @@ from posbench.tasks import build_task
 from posbench.tasks.nolima import SEPARATORS, needle, world
 from tests.tasks.scoring import TEXT, perfect, scores
 
-NEEDLES = {"name_first": re.compile(rb"\|([a-z]{3}) lives by ([a-z]+)\."),
-           "name_last": re.compile(rb"\|by ([a-z]+)([a-z]{3})\.")}
+NEEDLES = {"name_first": re.compile(rb"\|([a-z]{3}) lives by ([a-z]+|[\x80-\xbf])\."),
+           "name_last": re.compile(rb"\|by ([a-z]+|[\x80-\xbf])([a-z]{3})\.")}
 ENDS = {"name_first": b"?", "name_last": b""}
 
 
@@ -27,11 +27,12 @@ def parse(s: bytes, word_len: int, order: str = "name_first"):
 
 
 @pytest.mark.parametrize("params", [{}, {"needles": 4, "pairs": 12, "word_len": 3},
-                                    {"order": "name_last", "word_len": 1}, {"order": "name_last", "needles": 3}])
+                                    {"order": "name_last", "word_len": 1}, {"order": "name_last", "needles": 3},
+                                    {"order": "name_last", "word_len": 1, "symbols": "bytes"}])
 def test_needle_and_question_share_no_token_but_the_separators(params):
     task = build_task("nolima", params)
     p = task.params
-    city_of = dict(world(p.pairs, p.word_len))
+    city_of = dict(world(p.pairs, p.word_len, p.symbols))
     rng = np.random.default_rng(0)
     for i in range(300):
         tokens, answer = task.example(rng, task.min_length() + i % 50, None, TEXT)
@@ -66,6 +67,7 @@ def test_a_perfect_model_scores_one_and_chance_is_one_in_needles():
     ({"pairs": 3, "needles": 4}, "task.needles must be in 1..3"),
     ({"word_len": 1, "pairs": 20}, "task.word_len=1 is too short for 20 distinct pairs"),
     ({"order": "last"}, "task.order must be one of name_first, name_last, got 'last'"),
+    ({"symbols": "bytes"}, "task.symbols=bytes takes one byte per landmark and city (word_len 1)"),
 ])
 def test_bad_settings_are_refused(params, message):
     with pytest.raises(PosbenchError, match=re.escape(message)):
