@@ -19,6 +19,7 @@ import pandas as pd
 
 # drawing/plot.py first: it sets matplotlib up (a writable config dir, Agg) before matplotlib is imported
 from posbench.report.drawing.plot import plt, save
+from matplotlib.ticker import NullFormatter
 
 TASK = "flip_flop"
 REGIMES = ("in-distribution", "sparse", "dense")
@@ -76,6 +77,7 @@ def plot_errors(table: pd.DataFrame, path) -> None:
         ax.set_yscale("log")
         ax.set_ylim(FLOOR / 2, 1)
         ax.set_xticks(lengths, [str(x) for x in lengths])
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_title(f"flip-flop, {reg}\n{model}, trained at {train_len}", fontsize=9)
         ax.set_xlabel("evaluation length (tokens)")
         ax.set_ylabel(f"read error (log; 0 drawn at {FLOOR:g})")
