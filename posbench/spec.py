@@ -247,6 +247,7 @@ class RunSpec:
         if self.train_len < task.min_length():
             raise PosbenchError(f"task {task.name} needs windows of at least {task.min_length()} tokens, got "
                                 f"train_len={self.train_len}")
+        task.check_window(self.train_len)
         if self.eval.during_training:
             raise PosbenchError("eval.during_training scores perplexity: set eval.during_training=[] for a task run "
                                 f"(task={task.name})")

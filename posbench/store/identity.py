@@ -116,7 +116,8 @@ def mixers_label(model: Mapping[str, Any]) -> str:
 
 # task settings added after runs were made, at the value those runs had: left out of the id
 OLD_TASK_BEHAVIOUR = {
-    "*": {"loss": "answer"},  # every task run trained before ``task.loss`` existed
+    "*": {"loss": "answer",  # every task run trained before ``task.loss`` existed
+          "curriculum": [], "stage_steps": 1000},  # and before curricula (posbench/tasks/curriculum.py): none
     # MQAR's levers: the generator every earlier MQAR run trained on
     "mqar": {"alphabet": 64, "train_queries": "end", "power_a": 0.01, "curriculum": [], "stage_steps": 1000},
 }

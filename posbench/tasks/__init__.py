@@ -13,6 +13,10 @@ at ``train_len`` and scored by accuracy at multiples of it (posbench/evaluation/
                         the Chomsky-hierarchy tasks (Deletang et al. 2023; Ruoss et al. 2023), decoder
                         layout: posbench/tasks/algorithmic.py
     flip_flop           the last written bit at every read (Liu et al. 2023)
+    babi                bAbI tasks 1-3, the facts hidden in text (Weston et al. 2015; BABILong, Kuratov et al. 2024)
+    nolima              a needle found only through an association learned in training (NoLiMa, Modarressi et al. 2025)
+
+Some tasks take a curriculum over training steps (``task.curriculum``, posbench/tasks/curriculum.py).
 
 A built-in task is one module here decorated with ``@register("name")``; another package's comes
 through the entry-point group ``posbench.tasks`` or a ``module:attr`` path (posbench/core/registry.py).

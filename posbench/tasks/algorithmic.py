@@ -23,6 +23,10 @@ right (their ``accuracy_fn``: the masked mean over output tokens), and ``exact``
 right). Ruoss et al.'s headline is that accuracy averaged uniformly over the test lengths beyond
 training (posbench/report/tasks/algorithmic.py weights each band by the lengths it holds).
 
+Curriculum (posbench/tasks/curriculum.py): ``curriculum: [4, 8]`` draws training inputs of 1..4 tokens for
+``stage_steps`` steps, then 1..8, then 1..N; every stage below N (refused at the spec's check otherwise:
+``check_window``). Validation and evaluation are the task without stages.
+
 Deviation: the references encode tokens one-hot over the task's own alphabet; here they are bytes
 ('0', '1', ...) of the byte vocabulary every encoding runs on.
 """
@@ -33,7 +37,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from posbench.tasks.base import PAD, Task
+from posbench.core.errors import PosbenchError
+from posbench.tasks.base import PAD
+from posbench.tasks.curriculum import StagedParams, StagedTask
 
 SEPARATOR = ord("|")
 LEVELS = ("regular", "context-free", "context-sensitive")  # Deletang et al.'s Table 1 (dcf: context-free here)
@@ -44,7 +50,7 @@ def digits(values) -> np.ndarray:
     return (np.asarray(values, dtype=np.int64) + ord("0")).astype(np.uint8)
 
 
-class AlgorithmicTask(Task):
+class AlgorithmicTask(StagedTask):
     """An input -> output transduction laid out as input, separator, target. Subclasses set ``level``,
     ``output_length(n)`` (at most, for the fit) and ``transduce``."""
 
@@ -54,8 +60,23 @@ class AlgorithmicTask(Task):
     symbols = 2  # the size of the output alphabet a constant model guesses among (chance = 1 / symbols)
 
     @dataclass
-    class Params(Task.Params):
-        pass
+    class Params(StagedParams):
+        pass  # curriculum (StagedParams): the longest training input of each stage, rising; stage_steps per stage
+
+    longest: int | None = None  # a curriculum stage's copy: the longest training input (None: max_input(train_len))
+
+    def at_value(self, longest: int) -> "AlgorithmicTask":
+        staged = type(self)(self.params)
+        staged.longest = longest
+        return staged
+
+    def check_window(self, train_len: int) -> None:
+        """A curriculum's stages are input lengths below the longest that fits ``train_len`` (the task's own
+        value, which the stages rise to) and at least the shortest input."""
+        top = self.max_input(train_len)
+        if bad := [n for n in self.params.curriculum if not self.min_input <= n < top]:
+            raise PosbenchError(f"task.curriculum stage {bad[0]} of {self.name}: a stage is a longest input in "
+                                f"{self.min_input}..{top - 1}, below the longest that fits train_len={train_len} ({top})")
 
     def output_length(self, n: int) -> int:
         raise NotImplementedError
@@ -83,7 +104,8 @@ class AlgorithmicTask(Task):
         return 1 / self.symbols
 
     def train_condition(self, rng, length):
-        return int(rng.integers(self.min_input, self.max_input(length) + 1))
+        top = self.max_input(length) if self.longest is None else min(self.longest, self.max_input(length))
+        return int(rng.integers(self.min_input, top + 1))
 
     def example(self, rng, length, n, text):
         if n is None:

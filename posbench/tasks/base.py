@@ -81,15 +81,22 @@ class Task:
                        step: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """(inputs, targets, scored) of one training step, from (seed, step) alone: examples with
         their filler from ``tokens`` (``scored``: the answers)."""
-        b = self.batch(np.random.default_rng([seed, step]), batch_size, length, tokens, train=True)
+        b = self.at_step(step).batch(np.random.default_rng([seed, step]), batch_size, length, tokens, train=True)
         return b.x, b.y, b.answer
 
     def validation_batch(self, tokens: np.ndarray, batch_size: int, length: int, seed: int,
                          i: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """The trainer's ``i``-th fixed validation batch: a training batch (from the validation split) of
         the task as it is evaluated; a task whose training examples change with the step (a curriculum)
-        validates on the examples it is trained towards."""
+        validates on the examples it is trained towards (posbench/tasks/curriculum.py: the task itself,
+        not a stage)."""
         return self.training_batch(tokens, batch_size, length, seed, i)
+
+    def at_step(self, step: int) -> "Task":
+        """The task whose training examples ``step`` draws: itself, or a copy at the stage of its
+        curriculum (posbench/tasks/curriculum.py); depends on the step alone, so a resumed run draws
+        the same batches."""
+        return self
 
     def loss(self, logits: torch.Tensor, y: torch.Tensor, scored: torch.Tensor | None) -> torch.Tensor:
         """The training objective (``loss``: the answers, or ``mixed``: plus every token)."""
@@ -119,6 +126,10 @@ class Task:
     def min_length(self) -> int:
         """The shortest window an example fits in."""
         return 2
+
+    def check_window(self, train_len: int) -> None:
+        """Refuse settings that do not fit training windows of ``train_len`` beyond ``min_length`` (a
+        curriculum stage of an algorithmic task: an input longer than fits); PosbenchError, one line."""
 
     def answer_distance(self, length: int, condition) -> int | None:
         """How many tokens back from the first scored answer position the content it must retrieve lies

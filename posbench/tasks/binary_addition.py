@@ -11,7 +11,17 @@ accuracy (its ``accuracy_mask``: up to and including the termination token); a d
 output slots, so the target stops at the termination token and every target token is scored, which is
 the same set. Chance 1/2 per token: a constant '1' is right at the sum's top bit (always 1) and at
 about half of its other bits, and misses the termination token: (1 + (k - 1)/2) / (k + 1) = 1/2 for a
-k-bit sum. Inputs of at least 3 tokens (two numbers). Decoder layout and scoring: posbench/tasks/algorithmic.py."""
+k-bit sum. Inputs of at least 3 tokens (two numbers). Decoder layout and scoring: posbench/tasks/algorithmic.py.
+
+Not in the learned-task study (``experiment=learned_tasks``): no CPU-trained tiny model learned it at
+train_len (results/mqar_levers/COMMAND.md: RoPE, 1000 steps, 0.59 per-token accuracy with GPT-2's
+initial weights and 0.62 with PyTorch's, chance 0.5; exact match 0). Transformers learn and extrapolate
+addition with scratchpads or index hints (Anil et al. 2022, arXiv 2207.04901; Zhou et al. 2024, "What
+Algorithms can Transformers Learn?", arXiv 2310.16028, and "Transformers Can Achieve Length
+Generalization But Not Robustly", arXiv 2402.09371: index hints and reversed digits); those change the
+input format, and what extrapolates then is the hint lookup, so the task would need its own design and
+validation at this scale. It stays as the references define it, for the algorithmic preset.
+"""
 
 from __future__ import annotations
 

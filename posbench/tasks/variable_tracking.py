@@ -20,20 +20,26 @@ asks the reverse question (every variable that holds a value) with one chain; th
 in the window answers it without following a hop. So ``chains`` >= 2 and the baseline is 1/chains: a
 model that finds the values of the window but does not follow the chain picks one of them
 (``no_tracking_accuracy`` simulates it).
+
+Curriculum (posbench/tasks/curriculum.py): ``curriculum: [1, 2]`` with ``hops: 4`` trains chains of 1 hop
+for ``stage_steps`` steps, then 2, then 4, RULER's setting (NVIDIA/RULER ``scripts/synthetic.yaml``, task
+``vt``: ``num_chains: 1``, ``num_hops: 4``; two chains here, as said above). A stage's windows hold shorter
+chains and more filler; validation and evaluation are at ``hops``.
 """
 
 from __future__ import annotations
 
 import re
 import string
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from posbench.core.errors import PosbenchError
 from posbench.core.params import param, positive
 from posbench.tasks import register
-from posbench.tasks.base import Task, text_window
+from posbench.tasks.base import text_window
+from posbench.tasks.curriculum import StagedParams, StagedTask, check_rising
 
 LETTERS = np.frombuffer(string.ascii_uppercase.encode(), np.uint8)
 DIGITS = np.frombuffer(string.digits.encode(), np.uint8)
@@ -41,18 +47,20 @@ MARK, ASSIGN, QUESTION = b"|", b"=", b"|?"
 
 
 @register("variable_tracking")
-class VariableTracking(Task):
+class VariableTracking(StagedTask):
 
     @dataclass
-    class Params(Task.Params):
+    class Params(StagedParams):
         chains: int = param(2, positive)  # chains in the window: the queried one and chains - 1 distractors
         hops: int = param(2, positive)  # assignments after the value (RULER: 4)
         name_len: int = param(2, positive)  # letters of a variable name (RULER: 5)
         digits: int = param(3, positive)  # digits of a value (RULER: 5)
         loss: str = "mixed"  # as passkey: the language-model loss on the text trains the induction the lookups need
+        # curriculum (StagedParams): the hops of the stages before `hops`, rising; stage_steps: steps per stage
 
         def check(self) -> None:
             super().check()
+            check_rising(self.curriculum, self.hops, "task.hops")
             if self.chains < 2:
                 raise PosbenchError(f"task.chains must be at least 2 (one chain's value answers without tracking), got {self.chains}")
             if 26 ** self.name_len < self.chains * (self.hops + 1) or 10 ** self.digits < self.chains:
@@ -61,6 +69,9 @@ class VariableTracking(Task):
 
     def chance(self, condition) -> float:
         return 1 / self.params.chains
+
+    def at_value(self, hops: int) -> "VariableTracking":
+        return type(self)(replace(self.params, hops=hops))
 
     def _statement_bytes(self) -> int:
         p = self.params

@@ -56,11 +56,11 @@ N = len(available())  # the presets that sweep every encoding grow with the regi
 EXPECTED_JOBS = {"algorithmic": 144, "far_context_tasks": 96, "alibi_paper": 8, "all_encodings": N, "budget": 36, "budget_lr": 48,
                  "converged": 20, "extension": 240, "hybrids": 36, "lr_grid": 6 * N, "map": 21, "map_lr": 56,
                  "modern": 72, "quick": 5, "reference": 6 * N, "rope_extension": 1, "swan": 9, "tasks": 30,
-                 "tokenizers": 42, "mqar_levers": 6, "rope_base": 15}
+                 "tokenizers": 42, "mqar_levers": 6, "rope_base": 15, "learned_tasks": 147}
 
 
 # the largest sweeps compose hundreds of jobs (25-40 s each on 2 cores; modern's 72, 12 s): run with -m slow
-LARGE = {"extension", "reference", "lr_grid", "modern", "algorithmic", "far_context_tasks"}
+LARGE = {"extension", "reference", "lr_grid", "modern", "algorithmic", "far_context_tasks", "learned_tasks"}
 
 
 @pytest.mark.parametrize("preset", [pytest.param(p, marks=pytest.mark.slow) if p in LARGE else p for p in PRESETS])
@@ -114,6 +114,23 @@ def test_the_hybrids_preset_puts_each_layer_pattern_beside_the_attention_rows(ca
         {(0.25, "neox")}
     tiny = compose_jobs("config", ["experiment=hybrids", "+hybrid=gdn", "seed=0", "model=tiny"], multirun=True)
     assert [(c.model.d_model, list(c.model.mixers)) for c in tiny] == [(64, ["gdn"])]
+
+
+def test_the_learned_tasks_preset_trains_each_task_at_its_own_setting(cache_dir):
+    """experiment=learned_tasks: each task at the window, budget, initial weights and curriculum of its
+    conf/learned/ file, the same for every row; one row composed here (the whole sweep: the slow test above)."""
+    specs = [validate(c) for c in compose_jobs("config", ["experiment=learned_tasks", "+hybrid=rope", "seed=0"], multirun=True)]
+    got = {s.task.name: (s.train_len, s.train.steps, s.model.init, list(getattr(s.task.params, "curriculum", []))) for s in specs}
+    assert got == {"mqar": (64, 2000, "torch", [4, 8]), "variable_tracking": (128, 1500, "torch", [1, 2]),
+                   "reverse_string": (64, 3000, "torch", [4, 8, 16]), "duplicate_string": (64, 1000, "torch", []),
+                   "flip_flop": (64, 1000, "torch", []), "babi": (128, 1500, "torch", []), "nolima": (64, 2500, "torch", [])}
+    assert all(s.encoding.name == "rope" and s.model.name == "tiny" and s.task.params.eval_examples == 32 for s in specs)
+    mqar = next(s for s in specs if s.task.name == "mqar").task.params
+    assert (mqar.pairs, mqar.alphabet, mqar.eval_pairs, mqar.stage_steps) == (16, 16, [4, 8, 16], 500)
+    rows = compose_jobs("config", ["experiment=learned_tasks", "+learned=flip_flop", "seed=0"], multirun=True)
+    assert sorted((c.encoding.name, tuple(validate(c).model.layer_mixers())) for c in rows) == sorted(
+        [(e, ("attention", "attention")) for e in ("nope", "rope", "alibi", "t5", "fox")]
+        + [("nope", ("gdn", "gdn")), ("nope", ("gdn", "attention"))])
 
 
 def test_presets_are_all_known():

@@ -140,11 +140,13 @@ PRESETS = sorted(p.stem for p in (__import__("pathlib").Path(__file__).parents[2
 # its 20 kinds are cut to one of each sort (a RoPE scaling, llama3, PoSE, DroPE, plain continuation, the
 # control, a from-scratch run), its fine-tunes to 0 and 2 steps, one seed, and its scored segment to what
 # the test corpus's documents hold
-TRAIN_LEN = {"modern": 32, "tasks": 32, "far_context_tasks": 48}  # variable_tracking: 45 tokens
+TRAIN_LEN = {"modern": 32, "tasks": 32, "far_context_tasks": 48, "learned_tasks": 64}  # variable_tracking: 45 tokens
 EXTRA = {"extension": ["+extension=rope_linear,rope_llama3,rope_pose,rope_drope,continued_rope,scratch_rope,alibi",
                        "extend.steps=0,2", "seed=0", "eval.first_scored=512", "eval.segment=512"],
          # one recurrent, one hybrid and one attention row, one seed, budgets of a few steps
-         "hybrids": ["+hybrid=gdn,samba,rope", "seed=0", "train.budgets=[6,12]", "train.warmup_steps=1"]}
+         "hybrids": ["+hybrid=gdn,samba,rope", "seed=0", "train.budgets=[6,12]", "train.warmup_steps=1"],
+         # two tasks (one with a curriculum) on an attention and a recurrent row, one seed
+         "learned_tasks": ["+learned=mqar,flip_flop", "+hybrid=rope,gdn", "seed=0"]}
 
 
 @pytest.mark.slow

@@ -37,3 +37,27 @@ def test_a_perfect_model_scores_one_and_a_constant_one_chance():
     task = build_task("flip_flop")
     assert scores(task, 128, perfect, condition=0.8) == (1.0, 1.0)
     assert scores(task, 128, constant("0"), condition=0.1, examples=1000)[1] == pytest.approx(0.5, abs=0.02)
+
+
+def test_sparse_sequences_hold_their_reads_farther_from_the_write_than_dense_ones():
+    """Going back from a read, each earlier instruction is a write with probability (1 - p_i) / 2, so the
+    distance to the bit it returns is geometric with mean 2 / (1 - p_i) instructions (cut at the sequence's
+    start, where the first write is): 2.2 dense, 10 in-distribution, up to 100 sparse."""
+    task = build_task("flip_flop")
+    rng = np.random.default_rng(0)
+
+    def mean_gap(p):
+        gaps = []
+        for _ in range(40):
+            ops = task.example(rng, 511, p, None)[0][0::2]
+            last = 0
+            for i, op in enumerate(ops):
+                if op == ord("w"):
+                    last = i
+                elif op == ord("r"):
+                    gaps.append(i - last)
+        return np.mean(gaps)
+
+    dense, trained, sparse = mean_gap(0.1), mean_gap(0.8), mean_gap(0.98)
+    assert dense == pytest.approx(2 / 0.9, rel=0.1) and trained == pytest.approx(10, rel=0.15)
+    assert sparse > 3 * trained

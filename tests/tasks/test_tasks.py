@@ -62,6 +62,7 @@ def test_a_task_run_trains_evaluates_resumes_and_reports(compose, tmp_path, text
     (["task=passkey", "task.eval_depths=[1.5]"], "task.eval_depths are fractions in [0, 1], got 1.5"),
     (["task=passkey", "train_len=16"], "task passkey needs windows of at least 21 tokens"),
     (["task=passkey", "task.loss=all"], "task.loss must be one of answer, mixed, got 'all'"),
+    (["task=reverse_string", "task.curriculum=[40]"], "task.curriculum stage 40 of reverse_string: a stage is a longest input"),
     (["task=mqar", "eval.during_training=[0.5]"], "set eval.during_training=[] for a task run"),
     (["task=copy", "extend.length=64"], "set extend.length=null for a task run"),
     (["eval.attention_examples=0"], "eval.attention_examples must be a positive integer"),

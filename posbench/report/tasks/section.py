@@ -14,7 +14,7 @@ from __future__ import annotations
 import pandas as pd
 
 from posbench.encodings import encoding_class
-from posbench.report.tasks import algorithmic, effective_length, frames
+from posbench.report.tasks import algorithmic, effective_length, flip_flop, frames
 from posbench.report.tasks.figure import plot_task_accuracy, plot_task_heatmaps
 from posbench.report.budget import convergence
 from posbench.report.drawing.document import Heading, Image, Para, Table
@@ -162,7 +162,9 @@ def _condition_name(task: str) -> str | None:
 class Algorithmic(Section):
     order = 65
     files = (Output("algorithmic.csv", "the algorithmic tasks by level: 1x and beyond-training accuracy"),
-             Output("algorithmic_levels.csv", "per level and variant: the mean beyond-training accuracy over the level's tasks"))
+             Output("algorithmic_levels.csv", "per level and variant: the mean beyond-training accuracy over the level's tasks"),
+             Output("flip_flop_errors.csv", "flip-flop's read error per ignore probability (in-distribution, sparse, dense) and length"),
+             Output("flip_flop_errors.png", "flip-flop's read error against evaluation length, log axes"))
 
     def applies(self, ctx) -> bool:
         return not ctx.task_records.empty and ctx.task_records["task"].map(algorithmic.level_of).notna().any()
@@ -189,4 +191,31 @@ class Algorithmic(Section):
                 Table(algorithmic.display_algorithmic_table(table)),
                 Para("Per level, the mean of the beyond-training score over the level's tasks (as Ruoss et al. summarise "
                      "a level); descriptive, no test: read the intervals above for any comparison."),
-                Table(shown)]
+                Table(shown),
+                *_flip_flop_blocks(ctx, out)]
+
+
+def _flip_flop_blocks(ctx, out) -> list:
+    """Flip-flop's error rates per regime, table and log-scale figure (posbench/report/tasks/flip_flop.py);
+    nothing when no flip-flop run was scored."""
+    records = ctx.task_records
+    runs = ctx.all_completed[ctx.all_completed["run_id"].isin(set(records.loc[records["task"] == flip_flop.TASK, "run_id"]))]
+    if runs.empty:
+        return []
+    train_ignore = {}
+    for r in runs.itertuples():
+        task = frames._task_of_run(ctx.configs[r.run_dir]) if r.run_dir in ctx.configs else None
+        if task is not None:
+            train_ignore[r.run_id] = task.params.train_ignore
+    table = flip_flop.error_table(records, train_ignore)
+    if table.empty:
+        return []
+    out.csv("flip_flop_errors.csv", table)
+    out.figure("flip_flop_errors.png", flip_flop.plot_errors, table)
+    return [Para("**Flip-flop errors** as Liu et al. 2023 (arXiv 2306.00946) report them: the read error (1 - per-bit "
+                 "accuracy, in %, mean over seeds) per ignore probability, named against the run's training one "
+                 "(`in-distribution`; `sparse`: more ignores, longer stretches between a write and its read; `dense`: "
+                 "fewer), at each evaluation multiple; the figure draws it on log axes, where the rare glitches the "
+                 "paper is about show (an error of 0 is drawn at the floor)."),
+            Table(flip_flop.display_error_table(table)),
+            Image("flip_flop_errors.png", "flip-flop read error against evaluation length (log axes), per regime")]
