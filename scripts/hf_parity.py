@@ -19,6 +19,9 @@ files' documents and window positions must agree, else exit 1 with one line). Pe
 Writes ``parity.csv`` (one line per cell) and ``parity.md`` (per model, dtype and row: the largest
 per-token and mean-loss difference at each length).
 
+``--direct CSV`` (scripts/hf_parity_direct.py's full-precision comparison): also ``direct.md``, its largest
+per-token |difference| per model, dtype, row and length.
+
 ``--timing MODEL DTYPE NATIVE_LOG HF_LOG`` (the two commands' logs, of a ``--pair`` of that model and
 dtype): each cell's seconds from its log's ``eval <row> L=<L>: starting`` lines (to the next cell's
 start, or the last timestamp: whole seconds), tokens scored per second on each path and their ratio
@@ -144,6 +147,20 @@ def throughput(parity: pd.DataFrame, model: str, dtype: str, native_log: Path, h
     return table
 
 
+def direct_markdown(direct: pd.DataFrame) -> str:
+    """Per model and dtype: max |d token loss| (full precision) per row and length."""
+    lines = []
+    for (model, dtype), part in direct.groupby(["model", "dtype"], sort=False):
+        lengths = sorted(part["length"].unique())
+        lines += [f"### {model}, {dtype}", "", "| row | " + " | ".join(f"L={L}" for L in lengths) + " |",
+                  "|---|" + "---|" * len(lengths)]
+        for row, cells in part.groupby("row", sort=False):
+            by = {r.length: r.max_dtoken for r in cells.itertuples()}
+            lines.append(f"| {row} | " + " | ".join(f"{by[L]:.1e}" if L in by else "" for L in lengths) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def markdown(table: pd.DataFrame) -> str:
     """Per model, dtype and row: max |d token loss| / d mean loss at each length."""
     lines = []
@@ -166,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pair", nargs=4, action="append", required=True, metavar=("MODEL", "DTYPE", "NATIVE", "HF"))
     ap.add_argument("--timing", nargs=4, action="append", default=[],
                     metavar=("MODEL", "DTYPE", "NATIVE_LOG", "HF_LOG"))
+    ap.add_argument("--direct", type=Path)
     ap.add_argument("--out", required=True, type=Path)
     args = ap.parse_args(argv)
     try:
@@ -179,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     table.to_csv(args.out / "parity.csv", index=False, float_format="%.6g")
     (args.out / "parity.md").write_text(markdown(table))
     print(markdown(table))
+    if args.direct:
+        (args.out / "direct.md").write_text(direct_markdown(pd.read_csv(args.direct)))
     if timing:
         speed = pd.concat(timing, ignore_index=True)
         speed.to_csv(args.out / "throughput.csv", index=False, float_format="%.6g")
