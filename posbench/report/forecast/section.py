@@ -162,5 +162,5 @@ class Forecasts(Section):
                      "interval excludes the forecast's, else it *passed* (not shown wrong: overlap is lenient). Past "
                      "the data a forecast is given only where its backtest passed, and only as the class its interval "
                      "decides; elsewhere \"no forecast\"."),
-                Para(f"Backtests: {said} of {len(tested)} lines."),
+                Para(f"Backtests: {said} of {len(tested)} line{'' if len(tested) == 1 else 's'}."),
                 Table(shown(frame).reset_index(drop=True))]
