@@ -4,7 +4,7 @@ from two committed reports of the same configurations:
     python scripts/schedule_comparison.py results/budget_cosine results/budget [--steps 1200]
 
 The first folder is a report of cosine runs of ``--steps`` steps; the second a budget sweep's report,
-whose records at that budget are the WSD branches. Both read ``evaluations.csv`` (each seed's
+whose records at that budget are the WSD branches. Both read ``evaluations.csv.gz`` (each seed's
 per-document losses). Runs of one seed start from the same weights and read the same batches under
 either schedule, so the two are paired by seed, and both were scored on the same documents: per row
 both hold (unwindowed), the perplexity ratio cosine / WSD at 1x, and the ratio of their
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"schedule_comparison: {args.cosine} holds runs of {_steps(cosine)} steps, not only {args.steps}")
     budget, sets, _ = read_evaluations(args.budget)
     if args.steps not in _steps(budget):
-        sys.exit(f"schedule_comparison: {args.budget / 'evaluations.csv'} has no budget of {args.steps} steps; "
+        sys.exit(f"schedule_comparison: {args.budget / 'evaluations.csv.gz'} has no budget of {args.steps} steps; "
                  f"it has {_steps(budget)}")
     table = comparison(cosine, budget[budget["budget_steps"] == args.steps], {**cos_sets, **sets})
     if table.empty:

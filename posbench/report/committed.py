@@ -1,7 +1,7 @@
 """A committed report's folder as the report's input: a report rebuilt from the records it kept,
 where its runs are gone (``posbench-report FOLDER --rebuild [--with OTHER]``).
 
-A report keeps every record: those it compared in ``evaluations.csv`` (each seed's perplexity and
+A report keeps every record: those it compared in ``evaluations.csv.gz`` (each seed's perplexity and
 per-document losses), ``task_records.csv`` (with those on another example set), ``attention.csv``
 and ``during_training.csv``; those on another token set in ``not_compared.csv``; each run's budget,
 parameter count and last-doubling fall (``convergence.csv``); and, in ``manifest.json`` (posbench/report/manifest.py),
@@ -45,7 +45,7 @@ from posbench.report.manifest import MANIFEST, Join, read_manifest
 from posbench.store.rundir import CONTEXT_COLUMNS, RUN_COLUMNS, RUN_KEY
 from posbench.tasks import LM
 
-EVALUATIONS, TASK_RECORDS, CONVERGENCE = "evaluations.csv", "task_records.csv", "convergence.csv"
+EVALUATIONS, TASK_RECORDS, CONVERGENCE = "evaluations.csv.gz", "task_records.csv", "convergence.csv"
 ATTENTION, DURING_TRAINING = "attention.csv", "during_training.csv"
 NOT_COMPARED = "not_compared.csv"  # report/sections/not_compared.py: the records on another token set
 REPRODUCED = 0.01  # the largest relative perplexity difference allowed between two folders' copies of a record
@@ -78,6 +78,8 @@ def _count(v) -> int | None:
 
 
 def _csv(path: Path) -> pd.DataFrame:
+    if not path.is_file() and path.suffix == ".gz" and path.with_suffix("").is_file():
+        path = path.with_suffix("")  # a report made before its records were compressed (evaluations.csv)
     if not path.is_file():
         return pd.DataFrame()
     try:
@@ -152,9 +154,9 @@ def with_records(evals: pd.DataFrame, extra: pd.DataFrame, name: str) -> tuple[p
 
 def read_evaluations(folder: Path, extra: list[Path] = (), before: list[Join] = ()
                      ) -> tuple[pd.DataFrame, dict, list[Join]]:
-    """(every record of ``folder/evaluations.csv``, with ``extra`` folders' merged; their token sets'
-    document sizes; every folder joined). Empty where the report had no language models.
-    ``before``: the folders an earlier rebuild joined, whose records ``evaluations.csv`` already holds:
+    """(every record of ``folder/evaluations.csv.gz`` (``evaluations.csv`` in a report made before it was
+    compressed), with ``extra`` folders' merged; their token sets' document sizes; every folder joined). Empty where the report had no language models.
+    ``before``: the folders an earlier rebuild joined, whose records ``evaluations.csv.gz`` already holds:
     they stay joined (joining one again would compare it with itself) and are not merged again."""
     evals = _csv(folder / EVALUATIONS)
     if not evals.empty:

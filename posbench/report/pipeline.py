@@ -182,7 +182,8 @@ def remove_stale(out_dir: Path, every: list[Section], written: dict[str, str]) -
     no longer has, such as a task): a figure must not outlive its data."""
     declared = [f for s in every for f in s.files]
     for path in out_dir.iterdir():
-        if path.name not in written and path.is_file() and any(f.matches(path.name) for f in declared):
+        replaced = f"{path.name}.gz" in written  # evaluations.csv of a report made before it was compressed
+        if path.name not in written and path.is_file() and (replaced or any(f.matches(path.name) for f in declared)):
             try:
                 path.unlink()
             except OSError as e:

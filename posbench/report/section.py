@@ -21,6 +21,7 @@ a topic with frames, a figure and words of its own is one folder), registered wi
 from __future__ import annotations
 
 import fnmatch
+import gzip
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar
 import pandas as pd
 
 from posbench.core.errors import PosbenchError
-from posbench.core.files import atomic_write_text
+from posbench.core.files import atomic_write_bytes, atomic_write_text
 from posbench.core.registry import Registry, subclass_check
 
 if TYPE_CHECKING:
@@ -103,7 +104,14 @@ class SectionOutput:
         write_or_fail(self.folder, lambda: atomic_write_text(path, text))
 
     def csv(self, name: str, frame: pd.DataFrame) -> None:
-        self.text(name, frame.to_csv(index=False))
+        """``frame`` as CSV; gzip-compressed where ``name`` ends in ``.gz`` (pandas reads it as it is), with
+        no timestamp in the header, so that the same frame gives the same bytes (a rebuild compares them)."""
+        text = frame.to_csv(index=False)
+        if not name.endswith(".gz"):
+            return self.text(name, text)
+        path = self._claim(name, None)
+        data = gzip.compress(text.encode(), compresslevel=9, mtime=0)
+        write_or_fail(self.folder, lambda: atomic_write_bytes(path, data))
 
     def figure(self, name: str, plot: Callable[..., Any], *args: Any, description: str | None = None) -> Any:
         """``plot(*args, path)``, which draws and saves the figure; returns what it returns."""

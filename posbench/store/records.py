@@ -16,7 +16,7 @@ compresses a column as a whole: the rows are sorted by file name, so every run's
 beside the others' and zstd finds what they share (the budget study's 145 run folders: 9.7 MB as files,
 3.3 MB as records; the map's 1,350 files: 4.7 MB as 0.4 MB). ``pd.read_parquet`` reads it without
 posbench (columns ``folder``, ``file``, ``data``: the folder relative to RUNS_DIR, the file's name, its
-bytes). The report's own columnar records of the same runs are its ``evaluations.csv``
+bytes). The report's own columnar records of the same runs are its ``evaluations.csv.gz``
 (posbench/report/committed.py).
 
 Left out, as ``keep`` leaves them out of a kept run: the weights (``checkpoint.pt``), the resume state,

@@ -20,7 +20,7 @@ def test_a_report_of_the_records_file_has_the_tables_of_the_runs_folder(sweep, s
     listed = cli("posbench.cli.records", "list", str(records)).stdout.splitlines()
     assert sum(" completed " in line for line in listed) == len(list(runs.glob("*/metrics.json")))
     cli("posbench.cli.report", str(records), "--out", str(tmp_path / "report"))
-    for name in ("table.csv", "evaluations.csv", "runs.csv"):
+    for name in ("table.csv", "evaluations.csv.gz", "runs.csv"):
         pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "report" / name), pd.read_csv(sweep_report / name))
     back = tmp_path / "back"
     assert "folders written" in cli("posbench.cli.records", "unpack", str(records), str(back)).stdout

@@ -53,7 +53,7 @@ def test_report_tables_and_plots_match_the_metrics(sweep, sweep_report):
     runs, _, _ = sweep
     out = sweep_report
     for name in ["report.md", "report.html", "table.md", "table.csv", "table.tex", "runs.csv", "pairs.csv",
-                 "evaluations.csv", "ppl_vs_length.png", "per_position.png", "ratio_heatmap.png", "training_curves.png"]:
+                 "evaluations.csv.gz", "ppl_vs_length.png", "per_position.png", "ratio_heatmap.png", "training_curves.png"]:
         assert (out / name).stat().st_size > 0, name
     table = pd.read_csv(out / "table.csv")
     assert sorted(table["protocol"].unique()) == ["fixed_target", "nonoverlapping", "sliding"]

@@ -1,9 +1,10 @@
 """The committed studies' records files (posbench/store/records.py) give their committed reports: a report
 made from a records file has the committed tables, and every committed report rebuilt from its records
-(``--rebuild``: evaluations.csv and manifest.json) is itself again, tables and words."""
+(``--rebuild``: evaluations.csv.gz and manifest.json) is itself again, tables and words."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -15,24 +16,28 @@ from tests.conftest import cli
 RESULTS = Path(__file__).resolve().parents[2] / "results"
 
 
+def text_of(path: Path) -> str:
+    return gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+
+
 def same_tables(made: Path, committed: Path, names) -> None:
     for name in names:
-        if not (committed / name).read_text().strip():  # an empty table (no change to list): empty again
-            assert not (made / name).read_text().strip(), name
+        if not text_of(committed / name).strip():  # an empty table (no change to list): empty again
+            assert not text_of(made / name).strip(), name
             continue
         pd.testing.assert_frame_equal(pd.read_csv(made / name), pd.read_csv(committed / name), obj=name)
 
 
 def test_the_budget_study_s_records_give_its_committed_tables(tmp_path):
     cli("posbench.cli.report", str(RESULTS / "budget" / "records.parquet"), "--out", str(tmp_path))
-    same_tables(tmp_path, RESULTS / "budget", ["table.csv", "budgets.csv", "budget_trends.csv", "evaluations.csv",
+    same_tables(tmp_path, RESULTS / "budget", ["table.csv", "budgets.csv", "budget_trends.csv", "evaluations.csv.gz",
                                                "pairs.csv"])
 
 
 @pytest.mark.slow  # ~35 s: 280 runs
 def test_the_map_s_records_give_its_committed_map(tmp_path):
     cli("posbench.cli.report", str(RESULTS / "map" / "records" / "lines.parquet"), "--out", str(tmp_path))
-    same_tables(tmp_path, RESULTS / "map", ["table.csv", "evaluations.csv", "map_points.csv", "map_words.csv",
+    same_tables(tmp_path, RESULTS / "map", ["table.csv", "evaluations.csv.gz", "map_points.csv", "map_words.csv",
                                             "map_changes.csv", "budgets.csv"])
 
 

@@ -91,7 +91,7 @@ def test_rebuilding_twice_changes_nothing(quick):
 
 def test_the_runs_of_a_committed_report_are_its_records_with_the_manifests_configs():
     loaded = load_committed(QUICK)
-    assert sorted(loaded.runs["run_id"]) == sorted(pd.read_csv(QUICK / "evaluations.csv")["run_id"].unique())
+    assert sorted(loaded.runs["run_id"]) == sorted(pd.read_csv(QUICK / "evaluations.csv.gz")["run_id"].unique())
     assert {f.config_text.rstrip() for f in loaded.files.values()} == {
         c.rstrip() for c in json.loads((QUICK / "manifest.json").read_text())["configs"].values()}
     recorded = loaded.recorded
@@ -116,8 +116,8 @@ def test_a_rebuild_reads_the_manifest_and_never_the_words_of_the_report(quick, t
 @pytest.fixture
 def without_controls(quick) -> Path:
     """results/quick without its +swaL rows, as a report scored before the control existed."""
-    evals = pd.read_csv(quick / "evaluations.csv")
-    evals[~evals["variant"].str.endswith("+swaL")].to_csv(quick / "evaluations.csv", index=False)
+    evals = pd.read_csv(quick / "evaluations.csv.gz")
+    evals[~evals["variant"].str.endswith("+swaL")].to_csv(quick / "evaluations.csv.gz", index=False)
     return quick
 
 
@@ -138,10 +138,10 @@ def retrained(tmp_path, change: float, protocol: str | None = None) -> Path:
     retrained on numerically different code (``protocol``: and scored on that protocol only)."""
     other = tmp_path / f"other{change}"
     other.mkdir()
-    evals = pd.read_csv(QUICK / "evaluations.csv")
+    evals = pd.read_csv(QUICK / "evaluations.csv.gz")
     evals.loc[evals["encoding"] == "rope", "ppl"] *= 1 + change
     evals = evals[evals["protocol"] == protocol] if protocol else evals
-    evals.to_csv(other / "evaluations.csv", index=False)
+    evals.to_csv(other / "evaluations.csv.gz", index=False)
     return other
 
 
@@ -158,7 +158,7 @@ def test_a_retrained_run_replaces_all_its_records_and_its_difference_is_stated(w
     rebuild(without_controls)
     assert (without_controls / "report.md").read_text() == first
     table = pd.read_csv(without_controls / "table.csv").set_index(["protocol", "variant"])
-    rope = pd.read_csv(QUICK / "evaluations.csv").query("variant == 'rope' and length == 64").set_index("protocol")["ppl"]
+    rope = pd.read_csv(QUICK / "evaluations.csv.gz").query("variant == 'rope' and length == 64").set_index("protocol")["ppl"]
     assert table.loc[("nonoverlapping", "rope"), "1x"] == pytest.approx(rope["nonoverlapping"] * 1.002, rel=1e-6)
     assert table.loc[("sliding", "rope"), "1x"] == pytest.approx(rope["sliding"], rel=1e-6)
     assert ("nonoverlapping", "rope+swaL") in table.index and ("sliding", "rope+swaL") not in table.index
@@ -232,7 +232,7 @@ def test_task_records_on_another_example_set_stay_left_out_in_a_rebuild(tmp_path
 def test_a_damaged_committed_csv_is_refused_in_one_line_and_the_report_is_not_rewritten(quick, capsys, damage, words):
     """NaN or inf perplexities would silently rewrite the verdicts; a missing column, a non-number or a
     negative one would end in a traceback; a duplicated record would count twice."""
-    csv = quick / "evaluations.csv"
+    csv = quick / "evaluations.csv.gz"
     frame = pd.read_csv(csv)
     if damage is None:  # NaN on a record that has no reason it was not scored (row 3 is a scored one)
         assert pd.isna(frame.loc[3, "reason"]) and pd.notna(frame.loc[3, "ppl"])
@@ -298,10 +298,10 @@ def test_window_controls_scored_anew_replace_the_report_s_and_say_so(quick, tmp_
     join whose full passes differ is still refused."""
     other = tmp_path / "rescored"
     other.mkdir()
-    evals = pd.read_csv(QUICK / "evaluations.csv")
+    evals = pd.read_csv(QUICK / "evaluations.csv.gz")
     control = evals["variant"].str.endswith("+swaL")
     evals.loc[control, "ppl"] *= 1.05
-    evals.to_csv(other / "evaluations.csv", index=False)
+    evals.to_csv(other / "evaluations.csv.gz", index=False)
     rebuild(quick, other)
     text = (quick / "report.md").read_text()
     assert "its window controls were scored anew and replace this report's (largest change 5.0e-02" in text

@@ -7,7 +7,7 @@ section that is a topic of its own) and the ``section.py`` of each topic package
     headline (5)          the answer first: every encoding's verdict and numbers in one table, then the contents
     checkpoints (7)       Hugging Face checkpoints scored by posbench-eval-hf: which, how read, the public-corpus caveat
     summary (10)          how the numbers were scored, the training budget and each panel's verdicts, as lists
-    perplexity (20)       the main table (table.csv/.md/.tex, runs.csv, pairs.csv, evaluations.csv) and its figure
+    perplexity (20)       the main table (table.csv/.md/.tex, runs.csv, pairs.csv, evaluations.csv.gz) and its figure
     key_tokens (21)       key_tokens/: the tokens that need context past train_len: their share, perplexity and far-context gain
     comparison (25)       comparison/: only with --compare / --baseline: the rows asked for as paired differences (comparison.png/.csv)
     tokenizers (25)       runs of several tokenizers: whether a verdict carries over from bytes, bits per byte

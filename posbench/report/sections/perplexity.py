@@ -43,7 +43,8 @@ class Perplexity(Section):
         Output("table_paper.tex", "the main table for a paper: booktabs, at most 7 columns, the rows without controls"),
         Output("runs.csv", "summary metrics of every run (before averaging seeds)"),
         Output("pairs.csv", "the pre-declared comparisons (each row against the best of each column), Holm-corrected"),
-        Output("evaluations.csv", "every evaluation record compared in the tables"),
+        Output("evaluations.csv.gz", "every evaluation record compared in the tables (a gzip-compressed CSV, "
+                                     "as pandas.read_csv reads it; a rebuild reads it back)"),
         Output("ppl_vs_length.png", "perplexity against evaluation length"),
     )
 
@@ -54,7 +55,7 @@ class Perplexity(Section):
         table, tolerance, evals = ctx.table, ctx.options.tolerance, ctx.evals
         # every record compared, at every budget (the main table reads each row's largest): a report
         # rebuilt from this file (report/committed.py) has what this one had
-        out.csv("evaluations.csv", ctx.budget_evals)
+        out.csv("evaluations.csv.gz", ctx.budget_evals)  # compressed: about a third of the bytes in the repository
         out.csv("runs.csv", run_summary(evals, tolerance))
         out.csv("pairs.csv", comparisons(table))
         out.csv("table.csv", table)

@@ -184,7 +184,7 @@ def test_ranks_are_tied_where_no_test_separates_two_rows():
 
 # --- structures resampled from the committed per-document losses -------------------------
 
-BUDGET_RECORDS = Path(__file__).resolve().parents[3] / "results" / "budget" / "evaluations.csv"
+BUDGET_RECORDS = Path(__file__).resolve().parents[3] / "results" / "budget" / "evaluations.csv.gz"
 
 
 def committed_structure(a: str, b: str | None, multiple: float, steps: int) -> np.ndarray:

@@ -24,7 +24,7 @@ def test_a_report_never_compares_numbers_scored_on_different_tokens(sweep, tmp_p
     out = tmp_path / "rep"
     cli("posbench.cli.report", str(copy), "--out", str(out), "--protocols", "nonoverlapping")
     table = pd.read_csv(out / "table.csv")
-    evals = pd.read_csv(out / "evaluations.csv")
+    evals = pd.read_csv(out / "evaluations.csv.gz")
     assert evals["token_set"].nunique() == 1  # every compared record: one token set
     ours = [r for r in read_metrics(rope)["evaluations"] if r["protocol"] == "nonoverlapping" and r["length"] == 16]
     compared = evals[(evals["variant"] == "rope") & (evals["length"] == 16)]["ppl"].tolist()
