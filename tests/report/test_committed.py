@@ -3,6 +3,7 @@ from the records it kept gives the report its runs gave (only the figures drawn 
 files are carried over, and said to be); records of some of its runs retrained later are taken whole
 (a row and its control from the same weights), only where they reproduce the records both hold."""
 
+import gzip
 import json
 import shutil
 from pathlib import Path
@@ -313,3 +314,14 @@ def test_window_controls_scored_anew_replace_the_report_s_and_say_so(quick, tmp_
     assert table.loc[row, "16x"] == pytest.approx(before.loc[row, "16x"] * 1.05, rel=1e-6)
     rebuild(quick)  # the manifest keeps the join: rebuilding again changes nothing
     assert (quick / "report.md").read_text() == text
+
+
+def test_a_report_made_before_its_records_were_compressed_is_read_and_rewritten_compressed(quick):
+    """A committed report of an older posbench has evaluations.csv: a rebuild reads it and writes the same
+    records compressed (evaluations.csv.gz, the same bytes once decompressed) in its place."""
+    packed = (quick / "evaluations.csv.gz").read_bytes()
+    (quick / "evaluations.csv").write_bytes(gzip.decompress(packed))
+    (quick / "evaluations.csv.gz").unlink()
+    rebuild(quick)
+    assert not (quick / "evaluations.csv").exists()
+    assert (quick / "evaluations.csv.gz").read_bytes() == packed  # no timestamp in the header: the same bytes
