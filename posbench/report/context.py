@@ -225,6 +225,7 @@ class ReportContext:
         history, or rebuilt from records, as the committed report recorded it (the histories are
         not kept), flagged against this report's ``--improving``."""
         evaluated = set(self.budget_evals["run_id"]) if self.has_lm else None  # where the table finds its largest
+        runs = convergence.trained_runs(runs, self.configs)  # a checkpoint's run has no budget of posbench's
         if self.recorded is None:
             return convergence.convergence(runs, self.histories, self.options.improving, evaluated=evaluated)
         falls = self.recorded.convergence

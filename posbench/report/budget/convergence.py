@@ -28,7 +28,7 @@ table:
 from __future__ import annotations
 
 import math
-from typing import Mapping
+from typing import Any, Mapping
 
 import pandas as pd
 
@@ -69,6 +69,15 @@ def last_doubling(history: pd.DataFrame | None) -> dict:
     change = (start["val_loss"] - end["val_loss"]) / start["val_loss"] / doublings
     return {"change": change, "from_step": int(start["step"]), "to_step": int(end["step"]),
             "estimated": not math.isclose(doublings, 1.0)}
+
+
+def trained_runs(runs: pd.DataFrame, configs: Mapping[str, Any]) -> pd.DataFrame:
+    """``runs`` without those posbench did not train: checkpoints scored by ``posbench-eval-hf`` (their
+    config has a ``checkpoint`` block) have no budget or training curve to read (docs/checkpoints.md)."""
+    if runs.empty or "run_dir" not in runs:
+        return runs
+    scored = [(configs.get(d) or {}).get("checkpoint") is not None for d in runs["run_dir"]]
+    return runs[[not s for s in scored]]
 
 
 def convergence(runs: pd.DataFrame, histories: Mapping[str, pd.DataFrame | None],
@@ -169,8 +178,11 @@ TASK_CONSEQUENCE = (", so their accuracies describe models that had not finished
 
 def budget_paragraph(conv: pd.DataFrame, threshold: float, title: str = "Training budget",
                      loss: str = "the 1x validation loss", consequence: tuple[str, str] = LM_CONSEQUENCE) -> str:
-    """The budget of the report in one paragraph, so that no ratio (or accuracy) is read without it."""
+    """The budget of the report in one paragraph, so that no ratio (or accuracy) is read without it; ""
+    where no run was trained by posbench (checkpoints scored by posbench-eval-hf: ``trained_runs``)."""
     steps = sorted(set(conv["steps"].dropna().astype(int)))
+    if not steps:
+        return ""
     tokens = sorted(set(conv["train_tokens"].dropna().astype(int)))
     known = conv.dropna(subset=["change"])
     text = f"**{title}:** {join_words(steps)} optimiser steps per run" + (

@@ -109,3 +109,17 @@ def test_interval_verdict_classes():
     assert interval_verdict(1.01, 1.07, 1.04, 0.05) == "undecided"
     assert interval_verdict(1.25, 1.35, 1.3, 0.05) == "undecided"
     assert interval_verdict(float("nan"), float("nan"), 1.02, 0.05) == "flat, no interval"
+
+
+def test_a_checkpoint_scored_by_posbench_eval_hf_has_no_budget_in_the_convergence_table():
+    """A run of posbench-eval-hf (a ``checkpoint`` block in its config) was not trained by posbench: it is
+    left out of the budgets and falls (else the summary reads "0 and 1200 optimiser steps")."""
+    from omegaconf import OmegaConf
+
+    from posbench.report.budget.convergence import trained_runs
+
+    runs = pd.DataFrame({"run_dir": ["runs/rope", "runs/hf-llama"], "run_id": ["rope", "hf-llama"]})
+    configs = {"runs/rope": OmegaConf.create({"train": {"steps": 1200}}),
+               "runs/hf-llama": OmegaConf.create({"checkpoint": {"name": "llama"}, "train": {"lr": 0.0}})}
+    assert list(trained_runs(runs, configs)["run_id"]) == ["rope"]
+    assert list(trained_runs(runs, {})["run_id"]) == ["rope", "hf-llama"]  # no config: trained, as before
