@@ -11,9 +11,10 @@ REPORTS = sorted(p.parent for p in RESULTS.glob("*/report.md"))
 
 
 def parse_markdown_table(text: str) -> pd.DataFrame:
-    rows = [line.strip().strip("|").split("|") for line in text.strip().splitlines() if line.startswith("|")]
-    header, body = [c.strip() for c in rows[0]], rows[2:]  # rows[1] is the alignment line
-    return pd.DataFrame([[c.strip() for c in r] for r in body], columns=header)
+    # a cell's own "|" is escaped as "\|" (a model label small|base=500): split on the others only
+    rows = [re.split(r"(?<!\\)\|", line.strip()[1:-1]) for line in text.strip().splitlines() if line.startswith("|")]
+    cells = [[c.strip().replace("\\|", "|") for c in r] for r in rows]
+    return pd.DataFrame(cells[2:], columns=cells[0])  # cells[1] is the alignment line
 
 
 def test_there_are_committed_reports():

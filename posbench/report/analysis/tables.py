@@ -473,11 +473,17 @@ def display_table(table: pd.DataFrame, markdown: bool = True) -> pd.DataFrame:
     return out
 
 
+def tex_text(text: str) -> str:
+    """Text for a LaTeX table cell: ``_`` escaped, and ``|`` (a model label ``small|base=500``) as
+    ``\\textbar{}``, which the default font encoding would print as a dash."""
+    return text.replace("_", "\\_").replace("|", "\\textbar{}")
+
+
 def latex_table(table: pd.DataFrame) -> str:
     shown = display_table(table, markdown=False)
-    shown.columns = [str(c).replace("_", "\\_") for c in shown.columns]
-    for col in ("variant", "protocol"):
-        shown[col] = shown[col].str.replace("_", "\\_")
+    shown.columns = [tex_text(str(c)) for c in shown.columns]
+    for col in ("variant", "protocol", "model"):
+        shown[col] = shown[col].map(tex_text)
     return shown.to_latex(index=False, escape=False, column_format="l" * len(CELL_KEYS) + "r" * (len(shown.columns) - len(CELL_KEYS)))
 
 
@@ -515,8 +521,8 @@ def paper_table(table: pd.DataFrame, ratio: str | None) -> str:
         out[f"{longest}, equal context"] = [cell(r, "equal_ctx") for _, r in rows.iterrows()]
     out["verdict"] = [str(r.get("verdict")) if isinstance(r.get("verdict"), str) else "" for _, r in rows.iterrows()]
     out = out.iloc[:, :PAPER_COLUMNS]
-    out.columns = [str(c).replace("_", "\\_") for c in out.columns]
-    out = out.map(lambda v: str(v).replace("_", "\\_"))
+    out.columns = [tex_text(str(c)) for c in out.columns]
+    out = out.map(lambda v: tex_text(str(v)))
     source = f"% posbench: the main table at {longest} ({rows['protocol'].iloc[0]} windows; 95% intervals); needs \\usepackage{{booktabs}}\n"
     return source + out.to_latex(index=False, escape=False, column_format="l" * (1 + ("setting" in out.columns))
                                  + "r" * (len(out.columns) - 1 - ("setting" in out.columns)))

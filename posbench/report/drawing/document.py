@@ -122,13 +122,13 @@ class Table:
 
     def md(self, _):
         if self.links is None:
-            return self.frame.to_markdown(index=False, disable_numparse=True)
+            return markdown_table(self.frame)
         frame, links = self.frame.reset_index(drop=True), self.links.reset_index(drop=True)
-        shown = frame.copy()
+        shown = markdown_cells(frame)
         for i in range(len(frame)):
             for c in frame.columns:
-                if (href := self._at(links, i, c)) and (text := _text(frame.at[i, c])):
-                    shown.at[i, c] = f"[{text}]({href})"
+                if (href := self._at(links, i, c)) and _text(frame.at[i, c]):
+                    shown.at[i, c] = f"[{shown.at[i, c]}]({href})"
         return shown.to_markdown(index=False, disable_numparse=True)
 
     def html(self, _):
@@ -156,6 +156,19 @@ class Table:
         classes = f"tbl {self.css}".strip()
         table = f'<table class="{classes}"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
         return f'<div class="scroll" tabindex="0">{table}</div>'
+
+
+def markdown_cells(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame with every ``|`` of its text cells and headers escaped as ``\\|``: a ``|`` inside a cell
+    (a model label ``small|base=500``) would otherwise end the cell and shift every column after it."""
+    shown = frame.reset_index(drop=True).map(lambda v: v.replace("|", "\\|") if isinstance(v, str) else v)
+    shown.columns = [c.replace("|", "\\|") if isinstance(c, str) else c for c in shown.columns]
+    return shown
+
+
+def markdown_table(frame: pd.DataFrame) -> str:
+    """A frame as a GitHub markdown table, its cells' ``|`` escaped (``markdown_cells``)."""
+    return markdown_cells(frame).to_markdown(index=False, disable_numparse=True)
 
 
 def _text(v) -> str:

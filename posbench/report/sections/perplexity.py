@@ -13,7 +13,7 @@ import pandas as pd
 from posbench.report.drawing.plot import PANEL, PLAIN, family_grid, family_lines, save
 from matplotlib.ticker import NullFormatter
 
-from posbench.report.drawing.document import Heading, Image, Para, Table
+from posbench.report.drawing.document import Heading, Image, Para, Table, markdown_table
 from posbench.report.drawing.figure_layout import family_columns, first_in_grid_row
 from posbench.report.section import SECTIONS, Output, Section
 from posbench.report.analysis.stats import ALPHA
@@ -60,7 +60,7 @@ class Perplexity(Section):
         out.csv("pairs.csv", comparisons(table))
         out.csv("table.csv", table)
         shown = display_table(table)
-        out.text("table.md", shown.to_markdown(index=False, disable_numparse=True) + "\n")
+        out.text("table.md", markdown_table(shown) + "\n")
         out.text("table.tex", latex_table(table))
         out.text("table_paper.tex", paper_table(table, ctx.ratio_column))
         out.figure("ppl_vs_length.png", plot_ppl_vs_length, table)

@@ -16,6 +16,7 @@ from posbench.report.analysis.tables import (
     display_table,
     extrapolation_length,
     main_table,
+    tex_text,
 )
 from posbench.store.rundir import read_metrics, write_metrics
 from tests.conftest import cli
@@ -217,3 +218,9 @@ def test_the_paper_table_is_booktabs_with_at_most_seven_columns_and_no_control_r
     rope = next(line for line in paper_table(pd.read_csv(results / "quick" / "table.csv"), "16x/1x").splitlines()
                 if line.startswith("rope "))
     assert "2.46 [2.36, 2.57]" in rope and rope.rstrip(" \\").endswith("broken")
+
+
+def test_latex_cells_escape_underscores_and_bars():
+    # "|" in the default LaTeX font encoding prints as a dash: a model label small|base=500 would read "small—base=500"
+    assert tex_text("small|base=500") == "small\\textbar{}base=500"
+    assert tex_text("rope_scaling") == "rope\\_scaling"

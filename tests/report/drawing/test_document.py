@@ -39,3 +39,14 @@ def test_a_table_scrolls_in_its_own_box_and_sorts_on_the_number_behind_the_text(
     assert '<td data-v="3" class="t">broken</td>' in page and '<td class="t">rope</td>' in page  # text: left, by text
     assert sort_key("n/d") is None and sort_key("1,024") == 1024 and slug("Do the models use far context? Tasks") == \
         "do-the-models-use-far-context-tasks"
+
+
+def test_a_bar_inside_a_cell_is_escaped_so_the_markdown_table_keeps_its_columns():
+    # model labels such as "small|base=500" (a RoPE base axis) once split a cell into two
+    frame = pd.DataFrame({"model": ["small|base=500", "small"], "a|b": ["1.0", "2.0"]})
+    links = pd.DataFrame({"model": ["x.md", ""], "a|b": ["", ""]})
+    for md in (Table(frame).md(None), Table(frame, links=links).md(None)):
+        lines = md.splitlines()
+        assert all(len(re.split(r"(?<!\\)\|", line)) == 4 for line in lines)  # two cells, bars at both ends
+        assert "a\\|b" in lines[0] and "small\\|base=500" in lines[2]
+    assert "[small\\|base=500](x.md)" in Table(frame, links=links).md(None)
