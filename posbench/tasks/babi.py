@@ -44,7 +44,7 @@ import numpy as np
 from posbench.core.errors import PosbenchError
 from posbench.core.params import param, positive
 from posbench.tasks import register
-from posbench.tasks.base import Task, text_window
+from posbench.tasks.base import Task, scatter_in_filler
 
 PEOPLE = (b"Ann", b"Bob", b"Cal", b"Dan", b"Eve", b"Fay")
 PLACES = (b"hall", b"bath", b"yard", b"park", b"loft", b"shed")
@@ -146,15 +146,7 @@ class Babi(Task):
     def example(self, rng, length, qa, text):
         s = story(rng, int(qa), self.params.people, self.params.moves)
         tail = s.question + s.answer
-        n_filler = length + 1 - sum(map(len, s.statements)) - len(tail)
-        filler = text_window(rng, text, n_filler)
-        cuts = np.sort(rng.integers(0, n_filler + 1, size=len(s.statements)))
-        parts, start = [], 0
-        for cut, statement in zip(cuts, s.statements):
-            parts += [filler[start:cut], np.frombuffer(statement, np.uint8)]
-            start = cut
-        parts += [filler[start:], np.frombuffer(tail, np.uint8)]
-        tokens = np.concatenate(parts).astype(np.uint8)
+        tokens = scatter_in_filler(rng, text, list(s.statements), tail, length)
         answer = np.zeros(length, dtype=bool)
         answer[-len(s.answer):] = True
         return tokens, answer

@@ -167,3 +167,20 @@ def text_window(rng: np.random.Generator, text: np.ndarray, n: int) -> np.ndarra
         return np.zeros(0, dtype=np.uint8)
     start = int(rng.integers(0, len(text) - n))
     return np.asarray(text[start : start + n], dtype=np.uint8)
+
+
+def scatter_in_filler(rng: np.random.Generator, text: np.ndarray, pieces: list[bytes], tail: bytes,
+                      length: int) -> np.ndarray:
+    """An example of ``length + 1`` bytes: ``pieces`` (needles, facts, statements) in their order at
+    sorted random places of real text (``text_window``), then ``tail`` (the question and its answer).
+    The filler is drawn first and the cuts second, the order every task that uses it drew them in, so
+    the examples of a seed stay the same."""
+    n_filler = length + 1 - sum(map(len, pieces)) - len(tail)
+    filler = text_window(rng, text, n_filler)
+    cuts = np.sort(rng.integers(0, n_filler + 1, size=len(pieces)))
+    parts, start = [], 0
+    for cut, piece in zip(cuts, pieces):
+        parts += [filler[start:cut], np.frombuffer(piece, np.uint8)]
+        start = cut
+    parts += [filler[start:], np.frombuffer(tail, np.uint8)]
+    return np.concatenate(parts).astype(np.uint8)

@@ -58,7 +58,7 @@ import numpy as np
 from posbench.core.errors import PosbenchError
 from posbench.core.params import param, positive
 from posbench.tasks import register
-from posbench.tasks.base import Task, text_window
+from posbench.tasks.base import Task, scatter_in_filler
 
 WORLD_SEED = 2025  # the landmark-city table: one world for every example and run
 NAMES = (b"amy", b"ben", b"cat", b"dev", b"eli", b"fin", b"gus", b"ida")
@@ -155,15 +155,7 @@ class NoLiMa(Task):
     def example(self, rng, length, condition, text):
         needles, q, name = self.parts(rng)
         tail = q + name
-        n_filler = length + 1 - sum(map(len, needles)) - len(tail)
-        filler = text_window(rng, text, n_filler)
-        cuts = np.sort(rng.integers(0, n_filler + 1, size=len(needles)))
-        pieces, start = [], 0
-        for cut, n in zip(cuts, needles):
-            pieces += [filler[start:cut], np.frombuffer(n, np.uint8)]
-            start = cut
-        pieces += [filler[start:], np.frombuffer(tail, np.uint8)]
-        tokens = np.concatenate(pieces).astype(np.uint8)
+        tokens = scatter_in_filler(rng, text, needles, tail, length)
         answer = np.zeros(length, dtype=bool)
         answer[-len(name):] = True
         return tokens, answer

@@ -38,7 +38,7 @@ import numpy as np
 from posbench.core.errors import PosbenchError
 from posbench.core.params import param, positive
 from posbench.tasks import register
-from posbench.tasks.base import text_window
+from posbench.tasks.base import scatter_in_filler
 from posbench.tasks.curriculum import StagedParams, StagedTask, check_rising
 
 LETTERS = np.frombuffer(string.ascii_uppercase.encode(), np.uint8)
@@ -115,15 +115,7 @@ class VariableTracking(StagedTask):
             statements.append(chains[c][nxt[c]])
             nxt[c] += 1
         question = QUESTION + names[0][-1] + ASSIGN + values[0]
-        n_filler = length + 1 - self._statement_bytes() - len(question)
-        filler = text_window(rng, text, n_filler)
-        cuts = np.sort(rng.integers(0, n_filler + 1, size=len(statements)))
-        parts, start = [], 0
-        for cut, s in zip(cuts, statements):
-            parts += [filler[start:cut], np.frombuffer(s, np.uint8)]
-            start = cut
-        parts += [filler[start:], np.frombuffer(question, np.uint8)]
-        tokens = np.concatenate(parts).astype(np.uint8)
+        tokens = scatter_in_filler(rng, text, statements, question, length)
         answer = np.zeros(length, dtype=bool)
         answer[-p.digits:] = True
         return tokens, answer
