@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from posbench.core.errors import PosbenchError
 from posbench.mixers.state import StateCarry
 
 ATTENTION = "attention"  # the model's own mixer: causal self-attention with the run's encoding
@@ -110,3 +111,13 @@ def inverse_softplus_dt(n: int, dt_min: float = 1e-3, dt_max: float = 0.1, floor
     dt = torch.exp(torch.rand(n) * (torch.log(torch.tensor(dt_max)) - torch.log(torch.tensor(dt_min)))
                    + torch.log(torch.tensor(dt_min))).clamp(min=floor)
     return dt + torch.log(-torch.expm1(-dt))
+
+
+def inner_heads(name: str, d_model: int, expand: int, head_dim: int) -> tuple[int, int]:
+    """The inner width ``expand x d_model`` of a Mamba-style mixer and its number of heads of ``head_dim``;
+    refused in one line where the width does not divide into heads."""
+    d_inner = expand * d_model
+    if d_inner % head_dim:
+        raise PosbenchError(f"mixer {name}: the inner width {d_inner} (expand x d_model) is not divisible by "
+                            f"head_dim={head_dim}")
+    return d_inner, d_inner // head_dim

@@ -41,10 +41,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from posbench.core.errors import PosbenchError
 from posbench.core.params import param, positive
 from posbench.mixers import register
-from posbench.mixers.base import CausalConv, Mixer, inverse_softplus_dt, rms_norm
+from posbench.mixers.base import CausalConv, Mixer, inner_heads, inverse_softplus_dt, rms_norm
 
 
 def segsum(x: torch.Tensor) -> torch.Tensor:
@@ -113,11 +112,9 @@ class Mamba2(Mixer):
     def __init__(self, shape, params):
         super().__init__(shape, params)
         D = shape.d_model
-        self.d_inner, self.head_dim = params.expand * D, params.head_dim or shape.head_dim
-        if self.d_inner % self.head_dim:
-            raise PosbenchError(f"mixer mamba2: the inner width {self.d_inner} (expand x d_model) is not divisible by "
-                                f"head_dim={self.head_dim}")
-        self.heads, N = self.d_inner // self.head_dim, params.d_state
+        self.head_dim = params.head_dim or shape.head_dim
+        self.d_inner, self.heads = inner_heads("mamba2", D, params.expand, self.head_dim)
+        N = params.d_state
         self.in_proj = nn.Linear(D, 2 * self.d_inner + 2 * N + self.heads, bias=False)  # z, x, B, C, dt
         self.conv = CausalConv(self.d_inner + 2 * N, params.conv_size, bias=True)
         self.dt_bias = nn.Parameter(inverse_softplus_dt(self.heads))

@@ -66,7 +66,7 @@ from torch import nn
 from posbench.core.errors import PosbenchError
 from posbench.core.params import one_of, param, positive
 from posbench.mixers import register
-from posbench.mixers.base import Mixer, inverse_softplus_dt, rms_norm
+from posbench.mixers.base import Mixer, inner_heads, inverse_softplus_dt, rms_norm
 from posbench.mixers.mamba2 import ssd_chunked
 
 TWO_PI = 2 * math.pi
@@ -161,11 +161,9 @@ class Mamba3(Mixer):
     def __init__(self, shape, params):
         super().__init__(shape, params)
         D = shape.d_model
-        self.d_inner, self.head_dim = params.expand * D, params.head_dim or shape.head_dim
-        if self.d_inner % self.head_dim:
-            raise PosbenchError(f"mixer mamba3: the inner width {self.d_inner} (expand x d_model) is not divisible by "
-                                f"head_dim={self.head_dim}")
-        self.heads, N = self.d_inner // self.head_dim, params.d_state
+        self.head_dim = params.head_dim or shape.head_dim
+        self.d_inner, self.heads = inner_heads("mamba3", D, params.expand, self.head_dim)
+        N = params.d_state
         self.angles = int(N * params.rope_fraction) // 2  # the reference: (N rope_fraction, rounded down to even) / 2
         if self.angles < 1:
             raise PosbenchError(f"mixer mamba3: d_state={N} x rope_fraction={params.rope_fraction} rotates no pair of "
