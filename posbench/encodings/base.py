@@ -233,3 +233,15 @@ class PositionalEncoding(nn.Module):
 
     def extra_repr(self) -> str:
         return str(self.params)
+
+
+def per_layer_head_gates(shape: ModelShape) -> nn.ModuleList:
+    """One ``Linear(d_model, n_heads)`` with a bias per layer, weights N(0, 0.02) and bias 0: the per-token,
+    per-head gate of FoX (``fgate_proj``) and CABLE's step (``h_attn``) at their authors' initialisation.
+    All layers are built before any is re-initialised, as the two encodings always did, so the random
+    numbers (and so the weights of a seed) stay the same."""
+    gates = nn.ModuleList(nn.Linear(shape.d_model, shape.n_heads, bias=True) for _ in range(shape.n_layers))
+    for gate in gates:
+        nn.init.normal_(gate.weight, std=0.02)
+        nn.init.zeros_(gate.bias)
+    return gates

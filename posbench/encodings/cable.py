@@ -24,11 +24,10 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from posbench.attention.kernels import Decay
 from posbench.encodings import register
-from posbench.encodings.base import PositionalEncoding
+from posbench.encodings.base import PositionalEncoding, per_layer_head_gates
 
 
 @register("cable")
@@ -40,10 +39,7 @@ class Cable(PositionalEncoding):
 
     def __init__(self, shape, params):
         super().__init__(shape, params)
-        self.steps = nn.ModuleList(nn.Linear(shape.d_model, shape.n_heads, bias=True) for _ in range(shape.n_layers))
-        for s in self.steps:
-            nn.init.normal_(s.weight, std=0.02)
-            nn.init.zeros_(s.bias)
+        self.steps = per_layer_head_gates(shape)
 
     def cumulative_bias(self, x: torch.Tensor, layer: int) -> torch.Tensor:
         """b [B, H, L] = cumsum(-softplus(w . x + c)) over positions (in float32)."""

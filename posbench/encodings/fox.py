@@ -22,11 +22,10 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from posbench.attention.kernels import Decay
 from posbench.encodings import register
-from posbench.encodings.base import PositionalEncoding
+from posbench.encodings.base import PositionalEncoding, per_layer_head_gates
 
 
 @register("fox")
@@ -39,10 +38,7 @@ class ForgettingTransformer(PositionalEncoding):
 
     def __init__(self, shape, params):
         super().__init__(shape, params)
-        self.fgate = nn.ModuleList(nn.Linear(shape.d_model, shape.n_heads, bias=True) for _ in range(shape.n_layers))
-        for g in self.fgate:
-            nn.init.normal_(g.weight, std=0.02)
-            nn.init.zeros_(g.bias)
+        self.fgate = per_layer_head_gates(shape)
 
     def log_forget(self, x: torch.Tensor, layer: int) -> torch.Tensor:
         """ln f [B, H, L] (in float32, as the reference)."""
