@@ -2,9 +2,11 @@
 initial values, one layer's inputs and attention output, the whole-matrix attention formula with HF's
 mask functions, a rotation by hand, and the extension overrides."""
 
+import importlib.util
 import os
 import signal
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -154,3 +156,14 @@ def kill_at(proc, pattern, runs_dir, min_step, timeout=600.0, sig=signal.SIGKILL
                 return step
         time.sleep(0.01)
     raise AssertionError(f"no {pattern} at step >= {min_step}: {proc.stderr.read() if proc.poll() is not None else ''}")
+
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+
+
+def load_script(name: str):
+    """``scripts/<name>.py`` as a module (scripts/ is no package), so a test calls its functions in process."""
+    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

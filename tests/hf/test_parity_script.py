@@ -3,7 +3,6 @@ mean loss show as their difference, and runs of other tokens are refused in one 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from pathlib import Path
@@ -12,16 +11,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "hf_parity.py"
+from tests.helpers import load_script
+
 TOKEN_SET = "abc:segments[32, 1 per doc, from 32]"
 
 
 @pytest.fixture(scope="module")
 def script():
-    spec = importlib.util.spec_from_file_location("hf_parity", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("hf_parity")
 
 
 def run_folder(path: Path, family: str, losses: np.ndarray, token_set: str = TOKEN_SET) -> Path:

@@ -107,12 +107,11 @@ def test_docs_layout_md_is_what_scripts_layout_py_writes_from_the_code():
     the names each plug-in package registers, written by scripts/layout.py. The suite never writes a tracked
     file: on a contributor's machine a stale layout.md is a warning with the command that rewrites it; under
     CI (CI=true) it fails, so what is committed always matches the code."""
-    import importlib.util
     import warnings
 
-    spec = importlib.util.spec_from_file_location("layout", README.parent / "scripts" / "layout.py")
-    layout = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(layout)
+    from tests.helpers import load_script
+
+    layout = load_script("layout")
     written, current = README.parent / "docs" / "layout.md", layout.layout()
     if written.read_text() != current:
         assert os.environ.get("CI") != "true", "docs/layout.md is out of date with the code: run python scripts/layout.py"

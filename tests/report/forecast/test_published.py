@@ -4,21 +4,15 @@ with the perplexity tables' arithmetic where checkable, and the class comparison
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pandas as pd
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "forecast_published.py"
+from tests.helpers import load_script
 
 
 @pytest.fixture(scope="module")
 def script():
-    spec = importlib.util.spec_from_file_location("forecast_published", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("forecast_published")
 
 
 def test_every_published_row_has_a_source_and_a_number_or_a_claim(script):
