@@ -272,10 +272,14 @@ class Window:
     """Local attention by index (as causality): ``sliding`` lets query i see keys i - size < j <= i
     (Mistral / Gemma sliding windows, HF ``sliding_window``: ``size`` keys, itself included);
     ``chunked`` lets it see keys of its own chunk, j // size == i // size, j <= i (Llama 4's
-    ``attention_chunk_size``)."""
+    ``attention_chunk_size``). ``sinks`` = k > 0 also lets every query see the first k keys,
+    j < k (StreamingLLM's attention sinks, Xiao et al. 2024, arXiv 2309.17453, kept beside a window;
+    positions stay those of the index: the keys are not moved as the reference's cache moves them,
+    posbench/evaluation/variants/streaming.py)."""
 
     kind: str
     size: int
+    sinks: int = 0
 
     KINDS = ("sliding", "chunked")
 
@@ -284,25 +288,31 @@ class Window:
             raise PosbenchError(f"window kind must be one of {', '.join(self.KINDS)}, got {self.kind!r}")
         if not isinstance(self.size, int) or self.size < 1:
             raise PosbenchError(f"a {self.kind} window needs a positive integer size, got {self.size!r}")
+        if not isinstance(self.sinks, int) or not 0 <= self.sinks < self.size:
+            raise PosbenchError(f"a window's sink count must be an integer from 0 to size - 1 = {self.size - 1} "
+                                f"(the sinks sit beside the window's keys), got {self.sinks!r}")
 
     @property
     def tag(self) -> str:
-        return f"{'swa' if self.kind == 'sliding' else 'chunk'}{self.size}"
+        sinks = f"+sink{self.sinks}" if self.sinks else ""
+        return f"{'swa' if self.kind == 'sliding' else 'chunk'}{self.size}{sinks}"
 
     def first_key(self, start: int) -> int:
-        """The first key any query of a block starting at ``start`` can see."""
+        """The first key any query of a block starting at ``start`` can see (0 with sinks: the first keys)."""
+        if self.sinks:
+            return 0
         return max(0, start - self.size + 1) if self.kind == "sliding" else (start // self.size) * self.size
 
     def hidden(self, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-        """Pairs (broadcast) outside the window (future keys are the causal mask's)."""
-        if self.kind == "sliding":
-            return keys <= queries - self.size
-        return keys // self.size != queries // self.size
+        """Pairs (broadcast) outside the window and its sinks (future keys are the causal mask's)."""
+        outside = keys <= queries - self.size if self.kind == "sliding" else keys // self.size != queries // self.size
+        return outside & (keys >= self.sinks) if self.sinks else outside
 
     def keys_seen(self, length: int, device=None) -> torch.Tensor:
-        """[length] number of keys query i sees (i + 1 capped by the window): SSMax's n."""
+        """[length] number of keys query i sees (i + 1 capped by the window, plus the sinks before it): SSMax's n."""
         i = torch.arange(length, device=device)
-        return (i.clamp(max=self.size - 1) if self.kind == "sliding" else i % self.size) + 1
+        inside = i.clamp(max=self.size - 1) + 1 if self.kind == "sliding" else i % self.size + 1
+        return inside + (i + 1 - inside).clamp(max=self.sinks)
 
 
 def hidden_pairs(start: int, end: int, lo: int, device, window: Optional[Window] = None,
@@ -443,6 +453,8 @@ def window_chunks(shape: torch.Size, window: Window, max_elements: int, min_bloc
     window's size, so blocks start at chunk boundaries), so that each block's scores span block +
     window keys, not the whole prefix: the cost grows as L x (block + window), not L^2."""
     B, H, L, _ = shape
+    if window.sinks:  # every block reads the first keys too: blocks over the whole prefix
+        return query_chunks(shape, max_elements)
     size = window.size
     block = size * max(1, -(-min_block // size)) if window.kind == "chunked" else max(min_block, size)
     while block > 1 and B * H * block * (block + size) > max_elements:
@@ -455,11 +467,11 @@ def _window_block_mask(length: int, device: torch.device, window: Window):
 
     key = (length, str(device), window)
     if key not in _flex_state["masks"]:
-        size = window.size
+        size, sinks = window.size, window.sinks
         if window.kind == "sliding":
-            mask = lambda b, h, q_idx, kv_idx: (q_idx >= kv_idx) & (q_idx - kv_idx < size)  # noqa: E731
+            mask = lambda b, h, q_idx, kv_idx: (q_idx >= kv_idx) & ((q_idx - kv_idx < size) | (kv_idx < sinks))  # noqa: E731
         else:
-            mask = lambda b, h, q_idx, kv_idx: (q_idx >= kv_idx) & (q_idx // size == kv_idx // size)  # noqa: E731
+            mask = lambda b, h, q_idx, kv_idx: (q_idx >= kv_idx) & ((q_idx // size == kv_idx // size) | (kv_idx < sinks))  # noqa: E731
         _flex_state["masks"][key] = create_block_mask(mask, None, None, length, length, device=str(device))
     return _flex_state["masks"][key]
 
@@ -520,14 +532,14 @@ def _sink_block_mask(length: int, device: torch.device, window: Optional[Window]
 
     key = (length, str(device), window, "sink")
     if key not in _flex_state["masks"]:
-        size, kind = (window.size, window.kind) if window is not None else (0, None)
+        size, kind, sinks = (window.size, window.kind, window.sinks) if window is not None else (0, None, 0)
 
         def mask(b, h, q_idx, kv_idx):
             seen = q_idx >= kv_idx
             if kind == "sliding":
-                seen = seen & (q_idx - kv_idx < size)
+                seen = seen & ((q_idx - kv_idx < size) | (kv_idx < sinks))
             elif kind == "chunked":
-                seen = seen & (q_idx // size == kv_idx // size)
+                seen = seen & ((q_idx // size == kv_idx // size) | (kv_idx < sinks))
             return seen | (kv_idx == length)
 
         _flex_state["masks"][key] = create_block_mask(mask, None, None, length, length + 1, device=str(device))

@@ -36,6 +36,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from posbench.core.errors import PosbenchError
+
 
 class StateCarry(nn.Module):
     """The state one mixer passes from a training window to the next (off while ``segments`` is 0)."""
@@ -119,6 +121,9 @@ def mix(mixer, x: torch.Tensor, window=None) -> torch.Tensor:
         return mixer.carry.run(mixer, x)
     if window is None:
         return mixer(x)
+    if window.sinks:  # a recurrent state has no keys to keep: refused rather than silently dropped
+        raise PosbenchError(f"a window with attention sinks ({window.tag}) has no form for a recurrent layer "
+                            f"({type(mixer).__name__}); sinks apply to attention layers only")
     if window.kind == "chunked":
         return windowed(mixer, x, window.size)
     return overlapping(mixer, x, window.size)

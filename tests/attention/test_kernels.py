@@ -24,17 +24,25 @@ from tests.helpers import _rot, hf_visible, naive
 X = torch.Generator().manual_seed(1)
 
 
-@pytest.mark.parametrize("kind, size", [("sliding", 5), ("chunked", 8), ("sliding", 100), (None, None)])
+def visible_with_sinks(kind, size, L, sinks):
+    """HF's window masks, and the first ``sinks`` keys seen by every later query (StreamingLLM's
+    start tokens kept beside the window)."""
+    q, kv = torch.arange(L)[:, None], torch.arange(L)[None, :]
+    return hf_visible(kind, size, L) | ((kv < sinks) & (kv <= q))
+
+
+@pytest.mark.parametrize("kind, size, sinks", [("sliding", 5, 0), ("chunked", 8, 0), ("sliding", 100, 0), (None, None, 0),
+                                               ("sliding", 5, 2), ("chunked", 8, 3)])
 @pytest.mark.parametrize("with_sink", [False, True])
-def test_masked_attention_equals_the_whole_matrix_formula(kind, size, with_sink):
+def test_masked_attention_equals_the_whole_matrix_formula(kind, size, sinks, with_sink):
     torch.manual_seed(0)
     B, H, L, D = 2, 3, 37, 8
     q, k, v = (torch.randn(B, H, L, D, dtype=torch.float64) for _ in range(3))
     slopes = torch.tensor([0.5, 0.25, 0.125], dtype=torch.float64)
     bias = -slopes[:, None, None] * (torch.arange(L)[:, None] - torch.arange(L)[None, :]).double()
     sink = torch.randn(H, dtype=torch.float64) if with_sink else None
-    window = Window(kind, size) if kind else None
-    expected = naive(q @ k.transpose(-1, -2) / math.sqrt(D) + bias, v, hf_visible(kind, size, L), sink)
+    window = Window(kind, size, sinks) if kind else None
+    expected = naive(q @ k.transpose(-1, -2) / math.sqrt(D) + bias, v, visible_with_sinks(kind, size, L, sinks), sink)
     for max_elements in (1 << 24, B * H * L * 4):  # whole, and 4-query blocks
         got = masked_attention(q, k, v, None, lambda s, e, lo: bias[:, s:e, lo:e], window, sink,
                                max_elements=max_elements)
@@ -50,6 +58,15 @@ def test_windows_count_their_keys_and_refuse_bad_settings():
         Window("banded", 4)
     with pytest.raises(PosbenchError, match="positive integer"):
         Window("sliding", 0)
+    # with sinks: the first keys too, counted once; a block starts at key 0; sinks below the size
+    assert Window("sliding", 4, 2).keys_seen(8).tolist() == [1, 2, 3, 4, 5, 6, 6, 6]
+    assert Window("chunked", 3, 1).keys_seen(7).tolist() == [1, 2, 3, 2, 3, 4, 2]
+    for window in (Window("sliding", 5, 2), Window("chunked", 4, 3), Window("sliding", 3)):  # = the mask's count
+        seen = (~attention.hidden_pairs(0, 30, 0, "cpu", window)).sum(-1)
+        assert window.keys_seen(30).tolist() == seen.tolist()
+    assert Window("sliding", 4, 2).first_key(10) == 0 and Window("sliding", 4, 2).tag == "swa4+sink2"
+    with pytest.raises(PosbenchError, match="sink count"):
+        Window("sliding", 4, 4)
 
 
 @pytest.mark.slow
@@ -74,6 +91,7 @@ def test_flex_window_attention_matches_the_explicit_path(pattern):
 @pytest.mark.slow
 @pytest.mark.parametrize("window, with_table, with_sink, with_decay", [
     (None, False, True, False), (None, False, False, True), (("sliding", 40), True, True, True), (("chunked", 64), False, True, False),
+    (("sliding", 40, 4), True, False, True), (("sliding", 40, 4), False, True, False),
 ])
 def test_flex_scores_attention_equals_the_explicit_kernel(window, with_table, with_sink, with_decay):
     """The flex form of masked_attention (a sink as one more key, FoX's c_i - c_j in the score_mod)

@@ -83,3 +83,43 @@ def test_a_temperature_row_gets_its_own_window_control():
     composed = next(r for r in rows(build_encoding("alibi", shape), cfg) if r.name == "alibi+floorlog+swaL")
     opts = composed.options(AttentionOptions(), 256, 64)
     assert opts.window == Window("sliding", 64) and opts.query_scale is not None
+
+
+def test_the_sink_and_window_rows_name_their_sinks_and_refuse_sinks_not_below_the_window():
+    v = make_variant("local", {"sinks": 4})
+    assert v.suffix() == "+swaL+sink4" and v.window
+    assert v.options(AttentionOptions(), 256, 64).window == Window("sliding", 64, 4)
+    assert v.record()["sinks"] == 4 and "sinks" not in make_variant("local").record()  # old records unchanged
+    with pytest.raises(PosbenchError, match="sinks must be below the window's size=8"):
+        make_variant("local", {"size": 8, "sinks": 8})
+    with pytest.raises(PosbenchError, match=r"size=4 \(train_len\), got sinks=4"):
+        v.options(AttentionOptions(), 64, 4)
+
+
+@pytest.mark.parametrize("name", ["alibi", "rope", "ssmax", "fox"])
+def test_a_sink_and_window_row_reads_the_first_tokens_and_nothing_else_past_its_window(name):
+    """Under a window of W keys and k sinks in both layers, the output far from the start depends on
+    tokens 0..k-1 (the sinks) but not on the tokens between them and the window's reach."""
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(name="t", d_model=32, n_layers=2, n_heads=2, mlp_ratio=2), name, {}, 16).eval()
+    x = torch.randint(0, 256, (1, 48))
+    opts = AttentionOptions(window=Window("sliding", 8, 2))
+    middle, first = x.clone(), x.clone()
+    middle[0, 4:12] = (middle[0, 4:12] + 1) % 256  # neither sinks nor within 2 x 7 of the far positions
+    first[0, 0] = (first[0, 0] + 1) % 256  # a sink
+    far = slice(12 + 2 * 7, 48)
+    with torch.no_grad():
+        out = model(x, None, opts)[0, far]
+        torch.testing.assert_close(model(middle, None, opts)[0, far], out)
+        assert not torch.allclose(model(first, None, opts)[0, far], out)
+        assert not torch.allclose(model(x, None, AttentionOptions(window=Window("sliding", 8)))[0, far], out)
+
+
+def test_a_recurrent_layer_refuses_sinks_in_one_line():
+    from posbench.mixers.state import mix
+
+    mixer = type("Recurrent", (torch.nn.Module,), {"forward": lambda self, x: x})()
+    mixer.carry = None
+    mixer.eval()
+    with pytest.raises(PosbenchError, match="no form for a recurrent layer"):
+        mix(mixer, torch.zeros(1, 8, 4), Window("sliding", 4, 1))
