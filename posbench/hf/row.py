@@ -42,6 +42,7 @@ from posbench.evaluation.scored_text import with_scored_text
 from posbench.evaluation.perplexity import token_sets_of
 from posbench.evaluation.settings import EvalConfig
 from posbench.hf import checkpoint as checkpoints
+from posbench.hf.extenders import extenders
 from posbench.hf.scalings import check_scalable, scalings
 from posbench.hf.score import checkpoint_rows, evaluate_checkpoint
 from posbench.jobs.records_table import records_table
@@ -73,7 +74,8 @@ class CheckpointRequest:
     trust_remote_code: bool = False
     rope_scaling: tuple[str, ...] = ()  # posbench's names (posbench/hf/scalings.py)
     rope_factor: float | None = None  # static scalings' s; None: the longest multiple
-    window: bool = False  # add the far-context control <family>+swaL (a sliding window of context_length keys)
+    window: bool = False  # add the far-context controls <family>+swaL (a sliding window of context_length keys)
+    extenders: tuple[str, ...] = ()  # posbench's training-free extenders: rerope, selfextend, streaming (posbench/hf/extenders.py)
     eval: EvalConfig = field(default_factory=EvalConfig)
     data: DataConfig = field(default_factory=lambda: DataConfig(cache_dir=os.environ.get("POSBENCH_CACHE", "~/.cache/posbench")))
     progress: bool = True
@@ -112,6 +114,7 @@ def run_config(ckpt, request: CheckpointRequest, data: DataConfig) -> dict:
         "train": {"steps": 0, "lr": 0.0},
         "data": dataclasses.asdict(data), "eval": dataclasses.asdict(request.eval),
         "rope_scaling": list(request.rope_scaling), "rope_factor": request.rope_factor, "window": request.window,
+        "extenders": list(request.extenders),
     }
 
 
@@ -124,7 +127,8 @@ def run(request: CheckpointRequest) -> Path:
     asked = scalings(list(request.rope_scaling), request.rope_factor, max(request.eval.multiples), found.rotary,
                      found.model_type)
     check_scalable(found.config, asked)
-    rows = checkpoint_rows(found.model_type, asked, found.context_length if request.window else None)
+    extending = extenders(list(request.extenders), found.config, found.model_type)
+    rows = checkpoint_rows(found.model_type, asked, found.context_length if request.window else None, extending)
     ckpt = checkpoints.load(found)
     data = replace(request.data, tokenizer=TokenizerConfig(kind="file", path=str(tokenizer_file(ckpt, request.data.cache_dir))))
     data.check()
