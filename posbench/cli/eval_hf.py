@@ -78,8 +78,9 @@ def parse(argv: list[str]):
                         "(auto: when the tokenizer adds one to a text)")
     parser.add_argument("--rope-scaling", default="", help="comma-separated: linear, dynamic_ntk, yarn, llama3")
     parser.add_argument("--rope-factor", type=float, default=None, help="static scalings' factor (default: longest multiple)")
-    parser.add_argument("--window", action="store_true", help="add the far-context control <family>+swaL (every layer "
-                        "within a sliding window of context-length keys): the report's far-context gain and key tokens")
+    parser.add_argument("--window", action="store_true", help="add the far-context controls <family>+swaL (every layer "
+                        "within a sliding window of context-length keys), and each scaling row under the window "
+                        "(<family>+yarn@16x+swaL): the report's far-context gain and key tokens")
     parser.add_argument("--extender", default="", help="comma-separated training-free extenders of RoPE checkpoints: "
                         "rerope, selfextend, streaming (posbench's variants at their defaults)")
     parser.add_argument("--trust-remote-code", action="store_true", help="run the checkpoint's own modeling code")

@@ -130,6 +130,14 @@ def test_posbench_eval_hf_scores_the_extender_rows_and_the_scaling_rows_window_c
     assert at["qwen3+streaming", "nonoverlapping", CONTEXT] == pytest.approx(at["qwen3", "nonoverlapping", CONTEXT], abs=1e-5)
     assert at["qwen3+rerope", "nonoverlapping", CONTEXT] != pytest.approx(at["qwen3", "nonoverlapping", CONTEXT], abs=1e-4)
     assert json.loads((run_dir / "metrics.json").read_text())["status"] == "completed"
+    # the report pairs the scaling row with its window control, and lists StreamingLLM with the windowed controls
+    from tests.conftest import cli
+
+    cli("posbench.cli.report", str(tmp_path / "runs"), "--out", str(tmp_path / "report"))
+    lines = (tmp_path / "report" / "report.md").read_text().splitlines()
+    yarn = [line for line in lines if line.startswith("| qwen3+yarn@4x ")]
+    assert yarn and not any("no window control" in line for line in yarn)
+    assert any(line.startswith("- Windowed controls") and "`qwen3+streaming`" in line for line in lines)
 
 
 # -- refusals, one line each -------------------------------------------------------------------------
@@ -168,3 +176,34 @@ def test_the_command_refuses_an_extender_on_gpt2_in_one_line_and_writes_nothing(
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith("posbench: error: --extender rerope: a gpt2 checkpoint")
     assert not (tmp_path / "runs").exists()
+
+
+# -- the run's lock ----------------------------------------------------------------------------------
+
+
+def test_a_run_folder_another_process_is_writing_is_refused_in_one_line(tiny_checkpoints, small_corpus, tmp_path,
+                                                                         cache_dir):
+    from posbench.store.lock import run_lock
+
+    run_dir = score(tiny_checkpoints["qwen2"], tmp_path / "runs", small_corpus)
+    before = (run_dir / "metrics.json").read_bytes()
+    with run_lock(run_dir) as mine:  # another open file description: flock refuses it as it would another process
+        assert mine
+        with pytest.raises(PosbenchError, match=r"is being written by another process \(pid \d+\); wait for it") as e:
+            score(tiny_checkpoints["qwen2"], tmp_path / "runs", small_corpus, "--extender", "rerope")
+    assert "\n" not in str(e.value)
+    assert (run_dir / "metrics.json").read_bytes() == before  # nothing written
+    again = score(tiny_checkpoints["qwen2"], tmp_path / "runs", small_corpus, "--extender", "rerope")
+    assert again == run_dir and "qwen2+rerope" in {r["variant"] for r in metrics_of(run_dir)["evaluations"]}
+
+
+def test_a_new_run_folder_that_fails_is_removed(tiny_checkpoints, small_corpus, tmp_path, cache_dir, monkeypatch):
+    import posbench.hf.row as row
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("scoring failed")
+
+    monkeypatch.setattr(row, "evaluate_checkpoint", broken)
+    with pytest.raises(RuntimeError, match="scoring failed"):
+        score(tiny_checkpoints["qwen2"], tmp_path / "runs", small_corpus)
+    assert list((tmp_path / "runs").iterdir()) == []
