@@ -11,9 +11,10 @@ starts with text, mid-document, as posbench's own models read it.
 Rows: the checkpoint as it is (named by its model type, e.g. ``llama``), one per RoPE scaling
 asked for (posbench/hf/scalings.py), one per training-free extender (``<family>+rerope``, ``+selfextend``,
 ``+streaming``: posbench/hf/extenders.py), and with ``--window`` the far-context control ``<family>+swaL``
-(posbench/hf/window.py) beside the plain row and beside each scaling row (``<family>+yarn@16x+swaL``). A length a learned position table cannot hold (GPT-2's
-n_positions) is recorded as not defined (``null``) with the reason, in the words posbench's
-``learned`` encoding uses.
+(posbench/hf/window.py) beside the plain row and beside each scaling row (``<family>+yarn@16x+swaL``).
+A length a learned position table cannot hold (GPT-2's n_positions) is recorded as not defined
+(``null``) with the reason, in the words posbench's ``learned`` encoding uses; so is a StreamingLLM row
+whose cache has no recent key at the context length.
 """
 
 from __future__ import annotations
