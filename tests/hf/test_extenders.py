@@ -207,3 +207,14 @@ def test_a_new_run_folder_that_fails_is_removed(tiny_checkpoints, small_corpus, 
     with pytest.raises(RuntimeError, match="scoring failed"):
         score(tiny_checkpoints["qwen2"], tmp_path / "runs", small_corpus)
     assert list((tmp_path / "runs").iterdir()) == []
+
+
+def test_a_streaming_cache_without_recent_keys_is_recorded_not_defined(tiny_checkpoints, small_corpus, tmp_path,
+                                                                        cache_dir):
+    """At a context of 5, StreamingLLM's 4 sinks leave no recent key: its records say why, the others are scored."""
+    run_dir = score(tiny_checkpoints["llama"], tmp_path / "runs", small_corpus, "--extender", "streaming,rerope",
+                    "--context-length", "5")
+    records = metrics_of(run_dir)["evaluations"]
+    streaming = [r for r in records if r["variant"] == "llama+streaming"]
+    assert streaming and all(r["ppl"] is None and "leave no recent keys at train_len 5" in r["reason"] for r in streaming)
+    assert all(r["ppl"] is not None for r in records if r["variant"] != "llama+streaming")
