@@ -4,13 +4,16 @@ hides any difference under ~1e-3 nats; here both models read the same windows in
 
     python scripts/hf_parity_direct.py MODEL NATIVE_RUN EXPORT --out direct.csv [--lengths 64,1024]
         [--windows 8] [--dtypes float32,float64] [--scalings linear,dynamic_ntk,yarn,llama3]
+        [--extenders rerope,selfextend,streaming]
 
 ``--windows`` windows of L + 1 bytes of the run's validation split (evenly spaced starts) at each length;
 per dtype, row (plain, and each RoPE scaling: posbench's AttentionOptions beside transformers'
 rope_parameters through posbench/hf/scalings.py, as the two commands use them) and length: the largest
 |difference| of a token's loss (``max_dtoken``), of any log-probability of the vocabulary
 (``max_dlogprob``), and the difference of the mean loss (HF - native). Static scalings at factor the
-longest length / train_len. Appends to ``--out`` (a CSV).
+longest length / train_len. ``--extenders`` (none by default) adds rows of posbench's training-free
+extenders at their defaults: the native variant's AttentionOptions beside posbench/hf/extenders.py's
+registered attention on the export (``extended``), as the two commands use them. Appends to ``--out`` (a CSV).
 
 ``--angles-like-hf`` (a diagnostic, its rows' dtype marked ``+hf_angles``): posbench's rotation tables
 computed as transformers' rotary module computes them (angles = position x inverse frequency in float32,
@@ -72,12 +75,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--windows", type=int, default=8)
     ap.add_argument("--dtypes", default="float32,float64")
     ap.add_argument("--scalings", default="linear,dynamic_ntk,yarn,llama3")
+    ap.add_argument("--extenders", default="")
     ap.add_argument("--angles-like-hf", action="store_true")
     args = ap.parse_args(argv)
 
     import transformers
 
     from posbench.attention.options import AttentionOptions
+    from posbench.evaluation.variants import make_variant
+    from posbench.hf.extenders import extended
     from posbench.hf.scalings import DYNAMIC, Scaling, scaled
     from posbench.jobs.evaluate import model_from_checkpoint
     from posbench.store.rundir import load_checkpoint
@@ -86,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         angles_like_hf(args.native)
     lengths = [int(x) for x in args.lengths.split(",")]
     names = [""] + [s for s in args.scalings.split(",") if s]
+    extenders = [make_variant(e) for e in args.extenders.split(",") if e]
     rows = []
     for dtype_name in args.dtypes.split(","):
         dtype = getattr(torch, dtype_name)
@@ -96,16 +103,20 @@ def main(argv: list[str] | None = None) -> int:
         for L in lengths:
             ids = windows(args.native, L, args.windows)
             x, y = ids[:, :-1], ids[:, 1:]
-            for name in names:
-                row = Scaling(name, None if name in DYNAMIC else factor) if name else None
+            for name in names + extenders:
+                extender = name if not isinstance(name, str) else None
+                row = Scaling(name, None if name in DYNAMIC else factor) if isinstance(name, str) and name else None
                 opts = None if row is None else AttentionOptions(
                     rope=(name, max(1.0, L / train_len) if row.factor is None else row.factor))
+                if extender is not None:
+                    opts = extender.options(AttentionOptions(), L, train_len)
                 with torch.inference_mode():
                     ours = (native(x) if opts is None else native(x, None, opts)).double().log_softmax(-1)
-                    with scaled(hf, row, train_len):
+                    with scaled(hf, row, train_len), extended(hf, extender, train_len):
                         theirs = hf(input_ids=x, use_cache=False).logits.double().log_softmax(-1)
                 lo, lh = -ours.gather(-1, y[..., None])[..., 0], -theirs.gather(-1, y[..., None])[..., 0]
-                rows.append({"model": args.model, "dtype": dtype_name + ("+hf_angles" if args.angles_like_hf else ""), "row": "rope" + (row.suffix() if row else ""),
+                suffix = extender.suffix() if extender is not None else row.suffix() if row else ""
+                rows.append({"model": args.model, "dtype": dtype_name + ("+hf_angles" if args.angles_like_hf else ""), "row": "rope" + suffix,
                              "length": L, "multiple": L / train_len, "tokens": y.numel(),
                              "loss_native": lo.mean().item(), "dloss": (lh.mean() - lo.mean()).item(),
                              "max_dtoken": (lh - lo).abs().max().item(),

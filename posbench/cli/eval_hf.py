@@ -3,6 +3,7 @@ causal LM scored with posbench's protocols into a run directory that ``posbench-
 
     posbench-eval-hf ~/models/tiny-llama --out runs/hf --dtype bfloat16 --device cuda
     posbench-eval-hf ~/models/gpt2 --out runs/hf eval.multiples=[1,2,4] --rope-scaling yarn   # refused: GPT-2 has no RoPE
+    posbench-eval-hf ~/models/tiny-llama --out runs/hf --extender rerope,selfextend,streaming --window
     posbench-eval-hf ~/models/qwen --out runs/hf --context-length 2048 eval.scored_tokens=65536 data=local data.path=~/mytext
 
 ``eval.KEY=VALUE`` sets posbench's evaluation settings (EvalConfig: multiples, protocols, stride,
@@ -38,7 +39,7 @@ def _value(text: str):
 
 # posbench's evaluation-time rows and diagnostics are its own models' (posbench/evaluation/variants/): a checkpoint's
 # rows are asked for with the flags
-NOT_FOR_CHECKPOINTS = {"rope_scaling": "--rope-scaling", "rope_factor": "--rope-factor", "variants": "--window",
+NOT_FOR_CHECKPOINTS = {"rope_scaling": "--rope-scaling", "rope_factor": "--rope-factor", "variants": "--window or --extender",
                        "temperature": "--rope-scaling or --window", "bca": "--rope-scaling or --window",
                        "during_training": "nothing (a checkpoint is not trained here)",
                        "attention_stats": "nothing (not recorded for checkpoints)",
@@ -77,8 +78,11 @@ def parse(argv: list[str]):
                         "(auto: when the tokenizer adds one to a text)")
     parser.add_argument("--rope-scaling", default="", help="comma-separated: linear, dynamic_ntk, yarn, llama3")
     parser.add_argument("--rope-factor", type=float, default=None, help="static scalings' factor (default: longest multiple)")
-    parser.add_argument("--window", action="store_true", help="add the far-context control <family>+swaL (every layer "
-                        "within a sliding window of context-length keys): the report's far-context gain and key tokens")
+    parser.add_argument("--window", action="store_true", help="add the far-context controls <family>+swaL (every layer "
+                        "within a sliding window of context-length keys), and each scaling row under the window "
+                        "(<family>+yarn@16x+swaL): the report's far-context gain and key tokens")
+    parser.add_argument("--extender", default="", help="comma-separated training-free extenders of RoPE checkpoints: "
+                        "rerope, selfextend, streaming (posbench's variants at their defaults)")
     parser.add_argument("--trust-remote-code", action="store_true", help="run the checkpoint's own modeling code")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_intermixed_args(argv)
@@ -102,6 +106,7 @@ def parse(argv: list[str]):
         checkpoint=args.checkpoint, out=args.out, context_length=args.context_length, dtype=args.dtype,
         device=args.device, bos=args.bos, trust_remote_code=args.trust_remote_code,
         rope_scaling=tuple(n for n in args.rope_scaling.split(",") if n), rope_factor=args.rope_factor, window=args.window,
+        extenders=tuple(n for n in args.extender.split(",") if n),
         eval=with_overrides(EvalConfig(), "eval", evals), data=with_overrides(data, "data", datas),
         progress=not args.no_progress)
 

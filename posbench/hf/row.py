@@ -11,7 +11,10 @@ files, the dtype, the BOS policy and the corpus) holds config.yaml (what was sco
 (status completed, one record per row x protocol x length, the token sets), per_position.npz and
 token_losses.npz (each scored token's loss, for every row), and the tokenizer.json scored with. Scoring
 again into the same folder replaces the records of equal key and keeps the others. Nothing is written
-before every check has passed; the run directory is published whole (a temporary folder renamed).
+before every check has passed. The run's lock (posbench/store/lock.py, as posbench's own runs take it) is
+held while it is scored and written: a second posbench-eval-hf on a folder another process is writing is
+refused in one line naming that process. Each file is replaced atomically and metrics.json last, so a
+reader sees the run once it is whole; a folder this command created and could not finish is removed.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import torch
 from posbench import __version__
 from posbench.core.device import describe
 from posbench.core.errors import PosbenchError
-from posbench.core.files import atomic_write_text, building_dir, make_dirs
+from posbench.core.files import atomic_write_text, make_dirs
 from posbench.data.corpus import DataConfig, corpus_stats
 from posbench.data.load import load_corpus
 from posbench.data.tokenizer import TokenizerConfig
@@ -42,9 +45,11 @@ from posbench.evaluation.scored_text import with_scored_text
 from posbench.evaluation.perplexity import token_sets_of
 from posbench.evaluation.settings import EvalConfig
 from posbench.hf import checkpoint as checkpoints
+from posbench.hf.extenders import extenders
 from posbench.hf.scalings import check_scalable, scalings
 from posbench.hf.score import checkpoint_rows, evaluate_checkpoint
 from posbench.jobs.records_table import records_table
+from posbench.store.lock import lock_holder, run_lock
 from posbench.store.rundir import (
     METRICS,
     load_metrics,
@@ -73,7 +78,8 @@ class CheckpointRequest:
     trust_remote_code: bool = False
     rope_scaling: tuple[str, ...] = ()  # posbench's names (posbench/hf/scalings.py)
     rope_factor: float | None = None  # static scalings' s; None: the longest multiple
-    window: bool = False  # add the far-context control <family>+swaL (a sliding window of context_length keys)
+    window: bool = False  # add the far-context controls <family>+swaL (a sliding window of context_length keys)
+    extenders: tuple[str, ...] = ()  # posbench's training-free extenders: rerope, selfextend, streaming (posbench/hf/extenders.py)
     eval: EvalConfig = field(default_factory=EvalConfig)
     data: DataConfig = field(default_factory=lambda: DataConfig(cache_dir=os.environ.get("POSBENCH_CACHE", "~/.cache/posbench")))
     progress: bool = True
@@ -112,6 +118,7 @@ def run_config(ckpt, request: CheckpointRequest, data: DataConfig) -> dict:
         "train": {"steps": 0, "lr": 0.0},
         "data": dataclasses.asdict(data), "eval": dataclasses.asdict(request.eval),
         "rope_scaling": list(request.rope_scaling), "rope_factor": request.rope_factor, "window": request.window,
+        "extenders": list(request.extenders),
     }
 
 
@@ -124,7 +131,8 @@ def run(request: CheckpointRequest) -> Path:
     asked = scalings(list(request.rope_scaling), request.rope_factor, max(request.eval.multiples), found.rotary,
                      found.model_type)
     check_scalable(found.config, asked)
-    rows = checkpoint_rows(found.model_type, asked, found.context_length if request.window else None)
+    extending = extenders(list(request.extenders), found.config, found.model_type)
+    rows = checkpoint_rows(found.model_type, asked, found.context_length if request.window else None, extending)
     ckpt = checkpoints.load(found)
     data = replace(request.data, tokenizer=TokenizerConfig(kind="file", path=str(tokenizer_file(ckpt, request.data.cache_dir))))
     data.check()
@@ -136,6 +144,23 @@ def run(request: CheckpointRequest) -> Path:
     run_dir = out / rid
     log.info("%s: %s (%s, %s, context %d, BOS %s), %d rows, lengths %s", rid, ckpt.path, ckpt.model_type, ckpt.dtype,
              ckpt.context_length, "none" if ckpt.bos_id is None else ckpt.bos_id, len(rows), ev.lengths)
+    created = not run_dir.exists()
+    with run_lock(run_dir) as mine:  # creates the folder: removed below if this run fails before metrics.json
+        if not mine:
+            raise PosbenchError(f"{str(run_dir)!r} is being written by another process (pid {lock_holder(run_dir)}); "
+                                "wait for it to finish, or give another --out")
+        try:
+            records = _score_into(run_dir, rid, ckpt, request, data, corpus, ev, rows)
+        except BaseException:
+            if created and not (run_dir / METRICS).exists():
+                _remove_unfinished(run_dir)
+            raise
+    print(records_table(records, []), end="")
+    return run_dir
+
+
+def _score_into(run_dir: Path, rid: str, ckpt, request: CheckpointRequest, data: DataConfig, corpus, ev, rows) -> list[dict]:
+    """Score the rows and write the run directory (its lock held); returns the new records."""
     records, per_pos, token_losses = evaluate_checkpoint(ckpt, ev, rows, request.progress)
     old = load_metrics(run_dir) if (run_dir / METRICS).exists() else None
     metrics = old or new_metrics(
@@ -147,24 +172,18 @@ def run(request: CheckpointRequest) -> Path:
     metrics["status"] = "completed"
     metrics["evaluations"] = merge("perplexity", metrics.get("evaluations") or [], records)
     metrics["token_sets"] = {**metrics.get("token_sets", {}), **token_sets_of(ev)}
-    _write(run_dir, run_config(ckpt, request, data), metrics, per_pos, token_losses, Path(data.tokenizer.path))
-    print(records_table(records, []), end="")
-    return run_dir
+    _fill(run_dir, run_config(ckpt, request, data), metrics, per_pos, token_losses, Path(data.tokenizer.path))
+    return records
 
 
-def _write(run_dir: Path, config: dict, metrics: dict, per_pos, token_losses, tokenizer: Path) -> None:
-    """A new run directory is built in a temporary folder and renamed into place; an existing one gets
-    its files replaced one by one (each atomically), metrics.json last."""
-    if run_dir.exists():
-        _fill(run_dir, config, metrics, per_pos, token_losses, tokenizer)
-        return
-    make_dirs(run_dir.parent)
-    with building_dir(run_dir.parent, f".{run_dir.name}.") as tmp:
-        _fill(tmp, config, metrics, per_pos, token_losses, tokenizer)
-        os.rename(tmp, run_dir)  # building_dir's cleanup finds nothing left to remove
+def _remove_unfinished(run_dir: Path) -> None:
+    """A run folder this command created and left without metrics.json (a failure, an interrupt): removed
+    with what it holds, all of it this command's (the lock, files written before metrics.json)."""
+    shutil.rmtree(run_dir, ignore_errors=True)
 
 
 def _fill(folder: Path, config, metrics, per_pos, token_losses, tokenizer: Path) -> None:
+    """The run's files, each replaced atomically, metrics.json last: a reader sees a run only once it is whole."""
     write_config(folder, config)
     shutil.copyfile(tokenizer, folder / TOKENIZER_FILE)
     if per_pos:

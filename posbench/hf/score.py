@@ -9,10 +9,12 @@ token is in training), and each scored token sees one token of text less. Withou
 starts with text, mid-document, as posbench's own models read it.
 
 Rows: the checkpoint as it is (named by its model type, e.g. ``llama``), one per RoPE scaling
-asked for (posbench/hf/scalings.py), and with ``--window`` the far-context control ``<family>+swaL``
-(posbench/hf/window.py). A length a learned position table cannot hold (GPT-2's
-n_positions) is recorded as not defined (``null``) with the reason, in the words posbench's
-``learned`` encoding uses.
+asked for (posbench/hf/scalings.py), one per training-free extender (``<family>+rerope``, ``+selfextend``,
+``+streaming``: posbench/hf/extenders.py), and with ``--window`` the far-context control ``<family>+swaL``
+(posbench/hf/window.py) beside the plain row and beside each scaling row (``<family>+yarn@16x+swaL``).
+A length a learned position table cannot hold (GPT-2's n_positions) is recorded as not defined
+(``null``) with the reason, in the words posbench's ``learned`` encoding uses; so is a StreamingLLM row
+whose cache has no recent key at the context length.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from posbench.evaluation.perplexity import (
 )
 from posbench.evaluation.protocols import PROTOCOLS
 from posbench.evaluation.resolved import ResolvedEval
+from posbench.evaluation.variants import Variant
+from posbench.hf import extenders as extenders_
 from posbench.hf.checkpoint import LoadedCheckpoint
 from posbench.hf.scalings import Scaling, scaled
 from posbench.hf.window import SUFFIX, check_called, windowed
@@ -47,25 +51,36 @@ class CheckpointRow:
     encoding: str
     scaling: Scaling | None = None
     window: int | None = None  # +swaL: a sliding window of this many keys (the context length)
+    extender: Variant | None = None  # posbench's ReRoPE, SelfExtend or StreamingLLM variant (posbench/hf/extenders.py)
 
     def record(self) -> dict:
         variants = [self.scaling.record()] if self.scaling else []
+        if self.extender is not None:
+            variants.append(self.extender.record())
         if self.window is not None:  # posbench's local variant at its defaults (size null: train_len)
             variants.append({"variant": "local", "kind": "sliding", "size": None})
         return {"encoding": self.encoding, "tag": "", "variants": variants}
 
 
-def checkpoint_rows(family: str, scalings: list[Scaling], window: int | None = None) -> list[CheckpointRow]:
-    """The plain row, one per scaling, and with ``window`` (the context length) the control ``<family>+swaL``."""
+def checkpoint_rows(family: str, scalings: list[Scaling], window: int | None = None,
+                    extenders: list[Variant] = ()) -> list[CheckpointRow]:
+    """The plain row, one per scaling, one per extender, and with ``window`` (the context length) the
+    controls: ``<family>+swaL`` and each scaling row under the window (``<family>+yarn@16x+swaL``), named and
+    recorded as posbench names a row with two variants (the report pairs ``x`` with ``x+swaL``)."""
     rows = [CheckpointRow(family, family)] + [CheckpointRow(family + s.suffix(), family, s) for s in scalings]
-    return rows + ([CheckpointRow(family + SUFFIX, family, window=window)] if window is not None else [])
+    rows += [CheckpointRow(family + v.suffix(), family, extender=v) for v in extenders]
+    if window is None:
+        return rows
+    return rows + [CheckpointRow(family + SUFFIX, family, window=window)] + [
+        CheckpointRow(family + s.suffix() + SUFFIX, family, s, window) for s in scalings]
 
 
-def undefined_reason(ckpt: LoadedCheckpoint, length: int) -> str | None:
-    """Why the checkpoint cannot read a window of ``length`` tokens (a learned table too small), else None."""
+def undefined_reason(ckpt: LoadedCheckpoint, length: int, row: CheckpointRow | None = None) -> str | None:
+    """Why the row cannot read a window of ``length`` tokens (a learned table too small; StreamingLLM with no
+    recent key at this context length), else None."""
     if ckpt.learned_positions is not None and length > ckpt.learned_positions:
         return f"learned table has {ckpt.learned_positions} positions, window needs {length}"
-    return None
+    return extenders_.undefined_reason(row.extender, ckpt.context_length) if row is not None else None
 
 
 class WindowForward:
@@ -104,13 +119,14 @@ def evaluate_checkpoint(ckpt: LoadedCheckpoint, ev: ResolvedEval, rows: list[Che
     bar = progress_bar(total=total, unit="tok", desc="eval", enabled=progress)
     try:
         for row in rows:
-            with scaled(ckpt.model, row.scaling, train_len), windowed(ckpt.model, row.window):
+            with scaled(ckpt.model, row.scaling, train_len), windowed(ckpt.model, row.window), \
+                    extenders_.extended(ckpt.model, row.extender, train_len):
                 for L in ev.lengths:
                     bar.set_description(f"eval {row.name} L={L}")
                     bases = [{"variant": row.name, "protocol": p, "length": L, "multiple": L / train_len,
                               "token_set": sets[p], "min_context": plans[p, L].min_context, "row": row.record()}
                              for p in ev.protocols]
-                    if (reason := undefined_reason(ckpt, L)) is not None:
+                    if (reason := undefined_reason(ckpt, L, row)) is not None:
                         bar.update(len(np.unique(np.concatenate([plans[p, L].ends for p in ev.protocols]))) * L)
                         records += [undefined_record(base, reason) for base in bases]
                         continue
@@ -118,6 +134,8 @@ def evaluate_checkpoint(ckpt: LoadedCheckpoint, ev: ResolvedEval, rows: list[Che
                                          ev.settings.batch_tokens, ckpt.device, bar, per_token=keep_tokens)
                     if row.window is not None:
                         check_called()
+                    if row.extender is not None:
+                        extenders_.check_called()
                     for base, p, sc in zip(bases, ev.protocols, scores):
                         records.append(scored_record(base, sc, plans[p, L], contexts[p], L))
                         per_position[per_position_key(row.name, p, L)] = position_means(sc)

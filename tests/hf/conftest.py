@@ -50,7 +50,7 @@ def save_tiny(family: str, folder: Path, seed: int = 0, **extra) -> Path:
     common = {} if family == "gpt2" else {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4}
     tok = tokenizer(bos=family in ("llama", "mistral"))
     config = getattr(transformers, name)(vocab_size=len(tok), bos_token_id=tok.bos_token_id,
-                                         eos_token_id=tok.eos_token_id, **common, **settings, **extra)
+                                         eos_token_id=tok.eos_token_id, **common, **{**settings, **extra})
     torch.manual_seed(seed)
     model = transformers.AutoModelForCausalLM.from_config(config)
     folder.mkdir(parents=True, exist_ok=True)
