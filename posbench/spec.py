@@ -4,7 +4,8 @@
 (``raw``: the composed config, resolved, as ``config.yaml`` will hold it) and for a run trained
 long ago (``raw``: its saved ``config.yaml``, read through ``migrate``). Below it, every part gets
 only its own settings: ``spec.train`` for the trainer, ``spec.data`` for the corpus, ``spec.eval``
-for the evaluator, ``spec.encoding.build(shape)`` for the model.
+for the evaluator, ``spec.encoding.build(shape)`` for the model, and ``spec.folder`` its run
+directory (posbench/store/rundir.py).
 
 The run's identity (its id, posbench/store/identity.py) is computed from ``raw`` as saved, never from a
 migrated copy, so that a run keeps the id it was made with.
@@ -37,6 +38,7 @@ from posbench.evaluation.windows import eval_lengths
 from posbench.mixers import ATTENTION
 from posbench.model.transformer import ModelConfig
 from posbench.store.identity import run_id
+from posbench.store.rundir import RunDir
 from posbench.tasks import LM, Task, task_class
 from posbench.tasks import available as task_names
 from posbench.training.extend import ExtendConfig
@@ -299,6 +301,11 @@ class RunSpec:
     @property
     def run_dir(self) -> Path:
         return Path(self.runs_dir).expanduser() / self.run_id
+
+    @property
+    def folder(self) -> RunDir:
+        """The run's folder, with the reads and writes of its files (posbench/store/rundir.py)."""
+        return RunDir(self.run_dir)
 
     def resolved_eval(self, fingerprint: dict | None, kernel: str = "auto") -> ResolvedEval:
         """This run's evaluation made concrete once (posbench/evaluation/resolved.py): its ``eval``

@@ -45,15 +45,7 @@ from posbench.hf import checkpoint as checkpoints
 from posbench.hf.scalings import check_scalable, scalings
 from posbench.hf.score import checkpoint_rows, evaluate_checkpoint
 from posbench.jobs.records_table import records_table
-from posbench.store.rundir import (
-    METRICS,
-    load_metrics,
-    new_metrics,
-    write_config,
-    write_metrics,
-    write_per_position,
-    write_token_losses,
-)
+from posbench.store.rundir import RunDir, new_metrics
 
 log = logging.getLogger("posbench")
 
@@ -137,7 +129,7 @@ def run(request: CheckpointRequest) -> Path:
     log.info("%s: %s (%s, %s, context %d, BOS %s), %d rows, lengths %s", rid, ckpt.path, ckpt.model_type, ckpt.dtype,
              ckpt.context_length, "none" if ckpt.bos_id is None else ckpt.bos_id, len(rows), ev.lengths)
     records, per_pos, token_losses = evaluate_checkpoint(ckpt, ev, rows, request.progress)
-    old = load_metrics(run_dir) if (run_dir / METRICS).exists() else None
+    old = RunDir(run_dir).load_metrics()
     metrics = old or new_metrics(
         rid, encoding=ckpt.model_type, model=f"{slug(ckpt.name)}/{data.tokenizer.label}", train_len=ckpt.context_length,
         seed=0, params=sum(p.numel() for p in ckpt.model.parameters()), train_steps=0, train_tokens=0, train_wall_s=0.0,
@@ -164,14 +156,15 @@ def _write(run_dir: Path, config: dict, metrics: dict, per_pos, token_losses, to
         os.rename(tmp, run_dir)  # building_dir's cleanup finds nothing left to remove
 
 
-def _fill(folder: Path, config, metrics, per_pos, token_losses, tokenizer: Path) -> None:
-    write_config(folder, config)
-    shutil.copyfile(tokenizer, folder / TOKENIZER_FILE)
+def _fill(path: Path, config, metrics, per_pos, token_losses, tokenizer: Path) -> None:
+    folder = RunDir(path)
+    folder.write_config(config)
+    shutil.copyfile(tokenizer, path / TOKENIZER_FILE)
     if per_pos:
-        write_per_position(folder, per_pos)
+        folder.write_per_position(per_pos)
     if token_losses:
-        write_token_losses(folder, token_losses)
-    write_metrics(folder, metrics)
+        folder.write_token_losses(token_losses)
+    folder.write_metrics(metrics)
 
 
 def check_out(out: str) -> None:
