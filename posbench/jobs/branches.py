@@ -34,8 +34,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-import torch
-
 from posbench.core.device import resolve_device
 from posbench.core.hydra_state import job_index
 from posbench.core.interrupts import raise_deferred
@@ -45,7 +43,6 @@ from posbench.data.load import load_training_corpus
 from posbench.evaluation.probes import during_training_probe, probe_steps
 from posbench.evaluation.scored_text import with_scored_text
 from posbench.jobs.corpora import check_same_corpus
-from posbench.model.transformer import LanguageModel
 from posbench.spec import RunSpec
 from posbench.store.identity import trunk_id
 from posbench.store.rundir import TRUNKS, RunDir, TrunkDir
@@ -133,8 +130,7 @@ class Trunk:
         self._start_before(missing[0], [b for b in self.branches if self.start_of(b) in missing])
         spec.runtime.apply()
         device = resolve_device(spec.runtime.device, job_index())
-        torch.manual_seed(spec.seed)  # as posbench.jobs.train does before building a run's model
-        model = LanguageModel(spec.model, spec.encoding.build(spec.shape)).to(device)
+        model = spec.build_model().to(device)  # as posbench.jobs.train builds a run's: the plain run's first weights
         target = missing[-1]
         # constant after the warm-up (no cool-down step), to the last branch point asked for
         tc = replace(spec.train, steps=target, cooldown=0.0, budgets=[])

@@ -22,10 +22,8 @@ from posbench.evaluation.scored_text import with_scored_text
 from posbench.evaluation.settings import EvalConfig
 from posbench.jobs.corpora import check_same_corpus
 from posbench.jobs.records_table import records_table
-from posbench.model.transformer import LanguageModel
 from posbench.spec import RunSpec
 from posbench.store.rundir import CONFIG, METRICS, RunDir
-from posbench.training import extend as extension
 
 log = logging.getLogger("posbench")
 
@@ -98,9 +96,7 @@ def model_from_checkpoint(ckpt: dict, device: torch.device):
     error if it does not fit."""
     try:
         cfg = RunSpec.from_config(ckpt["config"])
-        model = LanguageModel(cfg.model, cfg.encoding.build(cfg.shape))
-        model.load_state_dict(ckpt["model"])
-        extension.apply(model, cfg.extend, cfg.train_len)  # an extension run's method and row names (nothing for others)
+        model = cfg.build_model(ckpt["model"])  # with an extension run's method and row names (nothing for others)
     except PosbenchError:
         raise
     except Exception as e:  # noqa: BLE001 - keys or shapes of another model, a config without a field

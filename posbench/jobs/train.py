@@ -37,7 +37,6 @@ from posbench.jobs import branches
 from posbench.jobs.corpora import check_same_corpus, corpora_for_checks
 from posbench.jobs.evaluate import asked_for, evaluate_run
 from posbench.jobs.summary import summary_line
-from posbench.model.transformer import LanguageModel
 from posbench.spec import RunSpec, check_variant_rows
 from posbench.store.rundir import RunDir, new_metrics
 from posbench.training import extend as extension
@@ -133,8 +132,7 @@ def _follow(spec: RunSpec, processes: Processes) -> Path:
         return spec.run_dir
     spec.runtime.apply()
     device = _device(spec, processes)
-    torch.manual_seed(spec.seed)  # the same model as process 0 builds (DDP also copies process 0's at the start)
-    model = LanguageModel(spec.model, spec.encoding.build(spec.shape)).to(device)
+    model = spec.build_model().to(device)  # the same model as process 0 builds (DDP also copies process 0's at the start)
     corpus = load_training_corpus(spec.data)
     data = TrainingData(corpus.train, corpus.val, spec.train_len, spec.seed, spec.task.build())
     _train(spec, model, data, device, spec.train, Hooks(resume_dir=spec.folder))
@@ -262,12 +260,7 @@ def _train_and_evaluate(spec: RunSpec, corpus, parent: RunDir | None = None, fac
     check_same_corpus(folder, corpus)  # a killed or failed run resumes on the corpus it started on
     spec.runtime.apply()
     device = _device(spec, Processes.from_env())
-    torch.manual_seed(spec.seed)
-    model = LanguageModel(spec.model, spec.encoding.build(spec.shape))
-    if parent is not None:
-        model.load_state_dict(parent.load_checkpoint()["model"])
-        extension.apply(model, spec.extend, spec.train_len)
-    model = model.to(device)
+    model = spec.build_model(parent.load_checkpoint()["model"] if parent is not None else None).to(device)
     # what trains, at which window: the run's own settings, or the extension's fine-tune
     train_cfg, window = ((extension.finetune_settings(spec.extend, spec.train, spec.train_len),
                           extension.finetune_window(spec.extend, spec.train_len)) if parent else (spec.train, spec.train_len))

@@ -60,13 +60,12 @@ SMALL = ["model=tiny", "train_len=16", "train.batch_size=4", "train.warmup_steps
 def loadable_state(cfg, changes: dict) -> dict:
     """A resume state train_model could apply after 5 steps (this run's model, optimiser and
     schedule), with ``changes`` (``schedule_step``: the schedule's step count, else next_step's)."""
-    from posbench.model.transformer import LanguageModel
     from posbench.training.trainer import lr_factor, make_optimizer
 
     changes = dict(changes)
     next_step = changes.get("next_step", 5)
     schedule_step = changes.pop("schedule_step", next_step)
-    model = LanguageModel(cfg.model, cfg.encoding.build(cfg.shape))
+    model = cfg.build_model()
     opt = make_optimizer(model, cfg.train)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg.train))
     state = {"model": model.state_dict(), "optimizer": opt.state_dict(),
