@@ -165,12 +165,6 @@ checkpoint's agree to 1e-5 in float64 (tests/hf/test_export.py).
 """
 
 
-def _run_id(folder: RunDir) -> str:
-    """The run id metrics.json records (the folder's name where it cannot be read)."""
-    metrics = folder.read_metrics(warn=False)
-    return metrics["run_id"] if metrics is not None else folder.name
-
-
 def export(run_dir: str | Path, out_dir: str | Path) -> Path:
     """Write the run's export into ``out_dir`` (built in a temporary folder, then renamed: a refusal or a
     crash leaves nothing); an existing ``out_dir`` is refused."""
@@ -195,7 +189,7 @@ def export(run_dir: str | Path, out_dir: str | Path) -> Path:
         raise PosbenchError(f"{folder}: the checkpoint's weights do not map onto GPT-NeoX (missing {missing[:3]}, "
                             f"unexpected {unexpected[:3]})")
     tokenizer = run_tokenizer(spec.data)
-    run_id = _run_id(folder)
+    run_id = folder.recorded_run_id()
     make_dirs(out.parent)
     with building_dir(out.parent, f".{out.name}.") as tmp:
         model.save_pretrained(tmp)

@@ -214,6 +214,14 @@ class RunDir:
                 log.warning("skipping unreadable %s: %s", self.path / METRICS, e)
             return None
 
+    def recorded_run_id(self) -> str:
+        """The run id metrics.json records, read without the other checks (a file that names its run
+        and little else, as an export's source may hold); the folder's name where it names none."""
+        try:
+            return str(json.loads((self.path / METRICS).read_text())["run_id"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return self.name
+
     def is_complete(self) -> bool:
         m = self.read_metrics(warn=False)
         return m is not None and m.get("status") == "completed"

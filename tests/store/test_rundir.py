@@ -45,3 +45,15 @@ def test_token_losses_merge_into_their_own_file_and_leave_per_position_alone(tmp
         RunDir(tmp_path).read_token_losses()
     RunDir(tmp_path).write_token_losses({loss: np.array([1.0], dtype=np.float16)})  # an unreadable old file is replaced
     assert list(RunDir(tmp_path).read_token_losses()) == [loss]
+
+
+def test_the_recorded_run_id_is_read_from_a_metrics_file_that_fails_the_other_checks(tmp_path):
+    """posbench-export names its source run by the id metrics.json records, even where the file holds
+    little else; a folder without one is named by its folder."""
+    from posbench.store.rundir import METRICS, RunDir
+
+    folder = RunDir(tmp_path / "rope_x")
+    assert folder.recorded_run_id() == "rope_x" and folder.read_metrics() is None
+    folder.path.mkdir()
+    (folder.path / METRICS).write_text('{"run_id": "rope_tiny_test", "status": "completed"}')
+    assert folder.recorded_run_id() == "rope_tiny_test" and folder.read_metrics(warn=False) is None
