@@ -4,7 +4,8 @@
 (``raw``: the composed config, resolved, as ``config.yaml`` will hold it) and for a run trained
 long ago (``raw``: its saved ``config.yaml``, read through ``migrate``). Below it, every part gets
 only its own settings: ``spec.train`` for the trainer, ``spec.data`` for the corpus, ``spec.eval``
-for the evaluator, ``spec.encoding.build(shape)`` for the model.
+for the evaluator, ``spec.encoding.build(shape)`` for the encoding; ``spec.build_model()`` is the one
+place a run's model is built, and ``spec.folder`` its run directory (posbench/store/rundir.py).
 
 The run's identity (its id, posbench/store/identity.py) is computed from ``raw`` as saved, never from a
 migrated copy, so that a run keeps the id it was made with.
@@ -16,6 +17,8 @@ import copy
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping, Optional
+
+import torch
 
 from posbench.core.device import Runtime
 from posbench.core.errors import PosbenchError
@@ -35,10 +38,12 @@ from posbench.evaluation.settings import EvalConfig
 from posbench.evaluation.variants import settings_without_rows
 from posbench.evaluation.windows import eval_lengths
 from posbench.mixers import ATTENTION
-from posbench.model.transformer import ModelConfig
+from posbench.model.transformer import LanguageModel, ModelConfig
 from posbench.store.identity import run_id
+from posbench.store.rundir import RunDir
 from posbench.tasks import LM, Task, task_class
 from posbench.tasks import available as task_names
+from posbench.training import extend as extension
 from posbench.training.extend import ExtendConfig
 from posbench.training.trainer import TrainConfig
 
@@ -299,6 +304,23 @@ class RunSpec:
     @property
     def run_dir(self) -> Path:
         return Path(self.runs_dir).expanduser() / self.run_id
+
+    @property
+    def folder(self) -> RunDir:
+        """The run's folder, with the reads and writes of its files (posbench/store/rundir.py)."""
+        return RunDir(self.run_dir)
+
+    def build_model(self, weights: dict | None = None) -> LanguageModel:
+        """The run's model, on the CPU: built with torch seeded by the run's seed (so every process of a
+        data-parallel run, and a WSD trunk, starts from the weights the plain run starts from), then
+        given ``weights`` (a state dict: an extension run's parent, a checkpoint's own) and, for an
+        extension run, its method (posbench/training/extend.py; nothing for any other run)."""
+        torch.manual_seed(self.seed)
+        model = LanguageModel(self.model, self.encoding.build(self.shape))
+        if weights is not None:
+            model.load_state_dict(weights)
+        extension.apply(model, self.extend, self.train_len)
+        return model
 
     def resolved_eval(self, fingerprint: dict | None, kernel: str = "auto") -> ResolvedEval:
         """This run's evaluation made concrete once (posbench/evaluation/resolved.py): its ``eval``

@@ -38,9 +38,9 @@ def windows(run_dir: Path, length: int, count: int) -> torch.Tensor:
     """[count, length + 1] token ids of the run's validation split (bytes), evenly spaced."""
     from posbench.data.load import load_corpus
     from posbench.spec import RunSpec
-    from posbench.store.rundir import read_run_config
+    from posbench.store.rundir import RunDir
 
-    val = np.asarray(load_corpus(RunSpec.from_config(read_run_config(run_dir)).data).val).astype(np.int64)
+    val = np.asarray(load_corpus(RunSpec.from_config(RunDir(run_dir).read_run_config()).data).val).astype(np.int64)
     starts = np.linspace(0, len(val) - length - 2, count).astype(np.int64)
     return torch.from_numpy(np.stack([val[s : s + length + 1] for s in starts]))
 
@@ -49,9 +49,9 @@ def angles_like_hf(run_dir: Path) -> None:
     """posbench's rope rotation tables replaced by transformers' arithmetic (GPTNeoXRotaryEmbedding.forward)."""
     import posbench.encodings.rope as rope
     from posbench.spec import RunSpec
-    from posbench.store.rundir import read_run_config
+    from posbench.store.rundir import RunDir
 
-    base = RunSpec.from_config(read_run_config(run_dir)).encoding.params.base
+    base = RunSpec.from_config(RunDir(run_dir).read_run_config()).encoding.params.base
 
     def tables(positions: torch.Tensor, inv_freq: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         d = 2 * len(inv_freq)
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     from posbench.hf.extenders import extended
     from posbench.hf.scalings import DYNAMIC, Scaling, scaled
     from posbench.jobs.evaluate import model_from_checkpoint
-    from posbench.store.rundir import load_checkpoint
+    from posbench.store.rundir import RunDir
 
     if args.angles_like_hf:
         angles_like_hf(args.native)
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for dtype_name in args.dtypes.split(","):
         dtype = getattr(torch, dtype_name)
-        native, spec = model_from_checkpoint(load_checkpoint(args.native), torch.device("cpu"))
+        native, spec = model_from_checkpoint(RunDir(args.native).load_checkpoint(), torch.device("cpu"))
         native = native.to(dtype).eval()
         hf = transformers.AutoModelForCausalLM.from_pretrained(args.export, local_files_only=True, dtype=dtype).eval()
         train_len, factor = spec.train_len, max(lengths) / spec.train_len

@@ -28,7 +28,7 @@ import pandas as pd
 
 from posbench.store.identity import run_identity
 from posbench.store.records import SUFFIX, as_folder
-from posbench.store.rundir import find_runs, read_metrics, read_run_config
+from posbench.store.rundir import RunDir, find_runs
 
 
 def key(config, seeded: bool = True) -> str:
@@ -42,8 +42,8 @@ def key(config, seeded: bool = True) -> str:
 def records(runs: Path) -> pd.DataFrame:
     """One row per ended run x evaluation (and one for the validation loss), keyed for matching."""
     rows = []
-    for run_dir in find_runs(runs):
-        metrics, config = read_metrics(run_dir, warn=False), read_run_config(run_dir)
+    for run_dir in map(RunDir, find_runs(runs)):
+        metrics, config = run_dir.read_metrics(warn=False), run_dir.read_run_config()
         if metrics is None or config is None or metrics.get("status") != "completed":
             continue
         base = {"run": run_dir.name, "encoding": metrics["encoding"], "steps": metrics["budget"]["steps"],

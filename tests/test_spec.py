@@ -105,3 +105,22 @@ def test_a_row_is_named_by_its_encoding_or_its_layer_pattern(compose, tmp_path, 
     # progress bars and logs name a recurrent row by its model, not by the unused attention encoding
     spec = compose("experiment=hybrids", f"+hybrid={hybrid}", f"runs_dir={tmp_path}")
     assert spec.row == row
+
+
+def test_build_model_is_the_runs_first_weights_wherever_it_is_built_with_its_method(compose, tmp_path):
+    """One place builds a run's model: torch seeded by the run's seed (the same weights whatever the RNG
+    state before, other weights for another seed), given weights loaded, an extension run's method on."""
+    import torch
+
+    spec = compose(*TINY, "encoding=rope", f"runs_dir={tmp_path}")
+    first = spec.build_model().state_dict()
+    torch.manual_seed(12345)
+    again = spec.build_model().state_dict()
+    other = compose(*TINY, "encoding=rope", "seed=1", f"runs_dir={tmp_path}").build_model().state_dict()
+    assert all(torch.equal(first[k], again[k]) for k in first)
+    assert not torch.equal(first["tok_emb.weight"], other["tok_emb.weight"])
+    loaded = spec.build_model(other).state_dict()
+    assert all(torch.equal(other[k], loaded[k]) for k in other)
+    assert spec.build_model().encoding.extension is None
+    child = compose(*TINY, "encoding=rope", "extend.length=32", "extend.method=yarn", f"runs_dir={tmp_path}")
+    assert child.build_model(first).encoding.extension == ("yarn", 2.0)

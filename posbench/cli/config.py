@@ -32,7 +32,7 @@ from posbench.evaluation.settings import EvalConfig
 from posbench.jobs.evaluate import EvalRequest, with_run_defaults
 from posbench.model.transformer import ModelConfig
 from posbench.spec import RUN_KEYS, RUNTIME_KEYS, RunSpec
-from posbench.store.rundir import read_run_config
+from posbench.store.rundir import RunDir
 from posbench.tasks import TASKS
 from posbench.training.extend import ExtendConfig
 from posbench.training.trainer import TrainConfig
@@ -229,7 +229,7 @@ def run_settings(run_dir) -> dict:
     if not run_dir:
         return {}
     try:
-        settings = read_run_config(Path(run_dir).expanduser())
+        settings = RunDir(Path(run_dir).expanduser()).read_run_config()
     except (ValueError, OSError):
         return {}
     return settings if isinstance(settings, dict) else {}

@@ -18,7 +18,7 @@ from posbench.cli.config import to_eval_request
 from posbench.jobs.corpora import check_runs_corpora
 from posbench.core.errors import user_errors
 from posbench.jobs.evaluate import run
-from posbench.store.rundir import CONFIG, METRICS, find_runs, is_checkpoint_run, read_metrics
+from posbench.store.rundir import CONFIG, METRICS, RunDir, find_runs
 from posbench.spec import check_variant_rows
 
 
@@ -28,7 +28,7 @@ def _check(requests) -> None:
     refused, saying what changed), and every variant setting asked for gives a row."""
     specs = [r.run_spec() for r in requests]
     check_variant_rows(specs)
-    check_runs_corpora([(Path(r.run_dir).expanduser(), spec.data) for r, spec in zip(requests, specs)])
+    check_runs_corpora([(r.folder(), spec.data) for r, spec in zip(requests, specs)])
 
 
 def expanded(argv: list[str]) -> list[str]:
@@ -41,8 +41,7 @@ def expanded(argv: list[str]) -> list[str]:
     if not folder.is_dir() or (folder / METRICS).exists() or (folder / CONFIG).exists():
         return argv  # a run (finished or not: the request's own check says which)
     # a Hugging Face checkpoint's run (posbench-eval-hf) beside posbench's own is left to posbench-eval-hf
-    runs = [d for d in find_runs(folder) if (read_metrics(d, warn=False) or {}).get("status") == "completed"
-            and not is_checkpoint_run(d)]
+    runs = [d.path for d in map(RunDir, find_runs(folder)) if d.is_complete() and not d.is_checkpoint_run()]
     if not runs:
         return argv  # no run below it either: the request's check refuses it in one line
     quoted = ",".join("'" + str(d).replace("\\", "\\\\").replace("'", "\\'") + "'" for d in runs)

@@ -40,7 +40,7 @@ from posbench.data.corpus import DataConfig
 from posbench.data.load import load_corpus
 from posbench.hf import require_transformers
 from posbench.spec import RunSpec
-from posbench.store.rundir import METRICS, load_checkpoint
+from posbench.store.rundir import RunDir
 
 log = logging.getLogger("posbench")
 
@@ -165,14 +165,6 @@ checkpoint's agree to 1e-5 in float64 (tests/hf/test_export.py).
 """
 
 
-def _run_id(run_dir: Path) -> str:
-    """The run id metrics.json records (the folder's name where it cannot be read)."""
-    try:
-        return str(json.loads((run_dir / METRICS).read_text())["run_id"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return run_dir.name
-
-
 def export(run_dir: str | Path, out_dir: str | Path) -> Path:
     """Write the run's export into ``out_dir`` (built in a temporary folder, then renamed: a refusal or a
     crash leaves nothing); an existing ``out_dir`` is refused."""
@@ -181,23 +173,23 @@ def export(run_dir: str | Path, out_dir: str | Path) -> Path:
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # one line says what was written
-    run_dir, out = Path(run_dir).expanduser(), Path(out_dir).expanduser()
+    folder, out = RunDir(Path(run_dir).expanduser()), Path(out_dir).expanduser()
     if out.exists():
         raise PosbenchError(f"{str(out)!r} exists; give a new folder for the export")
-    ckpt = load_checkpoint(run_dir)
+    ckpt = folder.load_checkpoint()
     try:
         spec = RunSpec.from_config(ckpt["config"])
     except (ValueError, PosbenchError) as e:
-        raise PosbenchError(f"{run_dir}: the checkpoint's config is not a usable posbench run config ({e})") from None
+        raise PosbenchError(f"{folder}: the checkpoint's config is not a usable posbench run config ({e})") from None
     check_exportable(spec)
     config = neox_config(spec)
     model = GPTNeoXForCausalLM(config)
     missing, unexpected = model.load_state_dict(neox_state(ckpt["model"], spec), strict=False)
     if unexpected or [k for k in missing if not k.endswith("inv_freq")]:
-        raise PosbenchError(f"{run_dir}: the checkpoint's weights do not map onto GPT-NeoX (missing {missing[:3]}, "
+        raise PosbenchError(f"{folder}: the checkpoint's weights do not map onto GPT-NeoX (missing {missing[:3]}, "
                             f"unexpected {unexpected[:3]})")
     tokenizer = run_tokenizer(spec.data)
-    run_id = _run_id(run_dir)
+    run_id = folder.recorded_run_id()
     make_dirs(out.parent)
     with building_dir(out.parent, f".{out.name}.") as tmp:
         model.save_pretrained(tmp)

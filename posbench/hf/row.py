@@ -49,16 +49,7 @@ from posbench.hf.extenders import extenders
 from posbench.hf.scalings import check_scalable, scalings
 from posbench.hf.score import checkpoint_rows, evaluate_checkpoint
 from posbench.jobs.records_table import records_table
-from posbench.store.lock import lock_holder, run_lock
-from posbench.store.rundir import (
-    METRICS,
-    load_metrics,
-    new_metrics,
-    write_config,
-    write_metrics,
-    write_per_position,
-    write_token_losses,
-)
+from posbench.store.rundir import RunDir, new_metrics
 
 log = logging.getLogger("posbench")
 
@@ -144,15 +135,15 @@ def run(request: CheckpointRequest) -> Path:
     run_dir = out / rid
     log.info("%s: %s (%s, %s, context %d, BOS %s), %d rows, lengths %s", rid, ckpt.path, ckpt.model_type, ckpt.dtype,
              ckpt.context_length, "none" if ckpt.bos_id is None else ckpt.bos_id, len(rows), ev.lengths)
-    created = not run_dir.exists()
-    with run_lock(run_dir) as mine:  # creates the folder: removed below if this run fails before metrics.json
+    created, folder = not run_dir.exists(), RunDir(run_dir)
+    with folder.lock() as mine:  # creates the folder: removed below if this run fails before metrics.json
         if not mine:
-            raise PosbenchError(f"{str(run_dir)!r} is being written by another process (pid {lock_holder(run_dir)}); "
+            raise PosbenchError(f"{str(run_dir)!r} is being written by another process (pid {folder.lock_holder()}); "
                                 "wait for it to finish, or give another --out")
         try:
             records = _score_into(run_dir, rid, ckpt, request, data, corpus, ev, rows)
         except BaseException:
-            if created and not (run_dir / METRICS).exists():
+            if created and not folder.has_metrics():
                 _remove_unfinished(run_dir)
             raise
     print(records_table(records, []), end="")
@@ -162,7 +153,7 @@ def run(request: CheckpointRequest) -> Path:
 def _score_into(run_dir: Path, rid: str, ckpt, request: CheckpointRequest, data: DataConfig, corpus, ev, rows) -> list[dict]:
     """Score the rows and write the run directory (its lock held); returns the new records."""
     records, per_pos, token_losses = evaluate_checkpoint(ckpt, ev, rows, request.progress)
-    old = load_metrics(run_dir) if (run_dir / METRICS).exists() else None
+    old = RunDir(run_dir).load_metrics()
     metrics = old or new_metrics(
         rid, encoding=ckpt.model_type, model=f"{slug(ckpt.name)}/{data.tokenizer.label}", train_len=ckpt.context_length,
         seed=0, params=sum(p.numel() for p in ckpt.model.parameters()), train_steps=0, train_tokens=0, train_wall_s=0.0,
@@ -182,15 +173,16 @@ def _remove_unfinished(run_dir: Path) -> None:
     shutil.rmtree(run_dir, ignore_errors=True)
 
 
-def _fill(folder: Path, config, metrics, per_pos, token_losses, tokenizer: Path) -> None:
+def _fill(path: Path, config, metrics, per_pos, token_losses, tokenizer: Path) -> None:
     """The run's files, each replaced atomically, metrics.json last: a reader sees a run only once it is whole."""
-    write_config(folder, config)
-    shutil.copyfile(tokenizer, folder / TOKENIZER_FILE)
+    folder = RunDir(path)
+    folder.write_config(config)
+    shutil.copyfile(tokenizer, path / TOKENIZER_FILE)
     if per_pos:
-        write_per_position(folder, per_pos)
+        folder.write_per_position(per_pos)
     if token_losses:
-        write_token_losses(folder, token_losses)
-    write_metrics(folder, metrics)
+        folder.write_token_losses(token_losses)
+    folder.write_metrics(metrics)
 
 
 def check_out(out: str) -> None:

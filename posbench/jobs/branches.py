@@ -34,10 +34,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-import torch
-
 from posbench.core.device import resolve_device
-from posbench.core.files import atomic_write_bytes, atomic_write_text, write_json
 from posbench.core.hydra_state import job_index
 from posbench.core.interrupts import raise_deferred
 from posbench.core.settings import to_dict
@@ -46,27 +43,9 @@ from posbench.data.load import load_training_corpus
 from posbench.evaluation.probes import during_training_probe, probe_steps
 from posbench.evaluation.scored_text import with_scored_text
 from posbench.jobs.corpora import check_same_corpus
-from posbench.model.transformer import LanguageModel
 from posbench.spec import RunSpec
 from posbench.store.identity import trunk_id
-from posbench.store.lock import run_lock
-from posbench.store.resume import (
-    clear_resume,
-    load_resume,
-    load_snapshot,
-    save_resume,
-    snapshot_path,
-    snapshot_steps,
-)
-from posbench.store.rundir import (
-    RESUME,
-    TRUNK_CONFIG,
-    TRUNK_STATUS,
-    TRUNKS,
-    read_metrics,
-    write_corpus,
-    write_history,
-)
+from posbench.store.rundir import TRUNKS, RunDir, TrunkDir
 from posbench.training.schedules import cooldown_start
 from posbench.training.data import TrainingData
 from posbench.training.hooks import Hooks
@@ -100,7 +79,7 @@ class Trunk:
     def __init__(self, spec):
         self.spec = spec
         self.id = trunk_id(spec.resolved(), recording(spec))
-        self.dir = Path(spec.runs_dir).expanduser() / TRUNKS / self.id
+        self.folder = TrunkDir(Path(spec.runs_dir).expanduser() / TRUNKS / self.id)
         self.branches = [branch_spec(spec, b) for b in spec.train.budgets]
 
     def start_of(self, branch) -> int:
@@ -118,14 +97,14 @@ class Trunk:
         """Give an unfinished branch without a resume state of its own the trunk's snapshot as one
         (training the trunk when the snapshot is missing); returns the branch's metrics facts.
         Without a snapshot (a diverged trunk) the branch trains from step 0, the same run."""
-        if not (branch.run_dir / RESUME).exists():
+        if not branch.folder.has_resume():
             k = self.start_of(branch)
-            state = load_snapshot(self.dir, k)
+            state = self.folder.load_snapshot(k)
             if state is None:
                 self.train([k])
-                state = load_snapshot(self.dir, k)
+                state = self.folder.load_snapshot(k)
             if state is not None:
-                save_resume(branch.run_dir, cut(state, branch))
+                branch.folder.save_resume(cut(state, branch))
                 log.info("branch %s starts from trunk %s at step %d", branch.run_id, self.id, k)
         return self.facts(branch)
 
@@ -135,24 +114,23 @@ class Trunk:
         latest state before the first missing one). Waits for another process on the same trunk."""
         if not needed:
             return
-        with run_lock(self.dir, wait=True):
-            missing = sorted({k for k in needed if load_snapshot(self.dir, k) is None})
-            status = _read_json(self.dir / TRUNK_STATUS)
+        with self.folder.lock(wait=True):
+            missing = sorted({k for k in needed if self.folder.load_snapshot(k) is None})
+            status = self.folder.read_status()
             if not missing or (status.get("status") == "diverged" and not self.spec.retry_diverged):
                 return
             self._train(missing)
 
     def _train(self, missing: list[int]) -> None:
-        spec = self.spec
+        spec, folder = self.spec, self.folder
         corpus = load_training_corpus(spec.data)
-        check_same_corpus(self.dir, corpus)
-        _write_yaml(self.dir / TRUNK_CONFIG, spec.resolved())
-        write_corpus(self.dir, corpus_stats(corpus))
+        check_same_corpus(folder, corpus)
+        folder.write_trunk_config(spec.resolved())
+        folder.write_corpus(corpus_stats(corpus))
         self._start_before(missing[0], [b for b in self.branches if self.start_of(b) in missing])
         spec.runtime.apply()
         device = resolve_device(spec.runtime.device, job_index())
-        torch.manual_seed(spec.seed)  # as posbench.jobs.train does before building a run's model
-        model = LanguageModel(spec.model, spec.encoding.build(spec.shape)).to(device)
+        model = spec.build_model().to(device)  # as posbench.jobs.train builds a run's: the plain run's first weights
         target = missing[-1]
         # constant after the warm-up (no cool-down step), to the last branch point asked for
         tc = replace(spec.train, steps=target, cooldown=0.0, budgets=[])
@@ -170,32 +148,32 @@ class Trunk:
         result = train_model(
             model, TrainingData(corpus.train, corpus.val, spec.train_len, spec.seed, spec.task.build()), tc, device,
             rules=StepRules.of(tc, probes, validate_at, snapshots=missing),
-            hooks=Hooks(desc=f"trunk {spec.row} L={spec.train_len}", resume_dir=self.dir, probe=probe,
-                        snapshot_path=lambda k: snapshot_path(self.dir, k)),
+            hooks=Hooks(desc=f"trunk {spec.row} L={spec.train_len}", resume_dir=folder, probe=probe,
+                        snapshot_path=folder.snapshot_path),
             lr_mult=spec.encoding.lr_mult, compile=spec.runtime.compile, attention=spec.runtime.attention,
         )
-        write_history(self.dir, result["history"])
-        write_json(self.dir / TRUNK_STATUS, {"trunk_id": self.id, "status": result["status"],
-                                             "snapshots": snapshot_steps(self.dir), "train_steps": result["train_steps"],
-                                             "train_wall_s": result["train_wall_s"],
-                                             "this_pass_wall_s": time.perf_counter() - t0})
+        folder.write_history(result["history"])
+        folder.write_status({"trunk_id": self.id, "status": result["status"], "snapshots": folder.snapshot_steps(),
+                             "train_steps": result["train_steps"], "train_wall_s": result["train_wall_s"],
+                             "this_pass_wall_s": time.perf_counter() - t0})
         if result["status"] == "completed":
-            clear_resume(self.dir)  # the snapshots supersede it
+            folder.clear_resume()  # the snapshots supersede it
         raise_deferred()  # a Ctrl-C or SIGTERM in the trunk's last step stops here, its snapshots saved
 
     def _start_before(self, first_missing: int, branches: list) -> None:
         """Make the trunk's resume.pt the latest state before ``first_missing`` that recorded all
         the ``branches`` record up to it (a budget added later may validate or probe at steps an
         earlier pass did not): its own resume.pt, else such a snapshot, else none (step 0)."""
-        state = load_resume(self.dir)
+        folder = self.folder
+        state = folder.load_resume()
         if state is not None and (state["next_step"] >= first_missing or not covers(state, branches)):
-            clear_resume(self.dir)
+            folder.clear_resume()
             state = None
         at = state["next_step"] if state is not None else 0
-        for k in sorted((k for k in snapshot_steps(self.dir) if at < k < first_missing), reverse=True):
-            snap = load_snapshot(self.dir, k)
+        for k in sorted((k for k in folder.snapshot_steps() if at < k < first_missing), reverse=True):
+            snap = folder.load_snapshot(k)
             if snap is not None and covers(snap, branches):
-                atomic_write_bytes(self.dir / RESUME, snapshot_path(self.dir, k).read_bytes())
+                folder.resume_from_snapshot(k)
                 return
 
 
@@ -237,9 +215,9 @@ def cut(state: dict, branch) -> dict:
 def pending(branch) -> bool:
     """A branch that still needs the trunk: not finished (nor diverged for good) and without a
     resume state of its own."""
-    m = read_metrics(branch.run_dir, warn=False)
+    m = branch.folder.read_metrics(warn=False)
     done = m is not None and (m["status"] == "completed" or (m["status"] == "diverged" and not branch.retry_diverged))
-    return not done and not (branch.run_dir / RESUME).exists()
+    return not done and not branch.folder.has_resume()
 
 
 def run_budgets(spec, run_branch: Callable[..., Path]) -> Path:
@@ -250,28 +228,12 @@ def run_budgets(spec, run_branch: Callable[..., Path]) -> Path:
     trunk.train([trunk.start_of(b) for b in trunk.branches if pending(b)])
     for branch in trunk.branches:
         run_branch(branch, trunk)
-    return trunk.dir
+    return trunk.folder.path
 
 
-def directories(spec) -> list[Path]:
+def directories(spec) -> list[RunDir]:
     """The directories a spec's training writes: its run's, or (budgets) its branches' and trunk's."""
     if not spec.train.budgets:
-        return [spec.run_dir]
+        return [spec.folder]
     trunk = Trunk(spec)
-    return [*(b.run_dir for b in trunk.branches), trunk.dir]
-
-
-def _read_json(path: Path) -> dict:
-    import json
-
-    try:
-        out = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return out if isinstance(out, dict) else {}
-
-
-def _write_yaml(path: Path, resolved: dict) -> None:
-    from omegaconf import OmegaConf
-
-    atomic_write_text(path, OmegaConf.to_yaml(resolved))
+    return [*(b.folder for b in trunk.branches), trunk.folder]

@@ -5,35 +5,34 @@ when they refuse it (``corpora_for_checks``)."""
 from __future__ import annotations
 
 import contextlib
-from pathlib import Path
 from typing import Callable, Iterator
 
 from posbench.core.errors import PosbenchError
 from posbench.data.corpus import Corpus, DataConfig, corpus_change, remove_cache
 from posbench.data.load import load_corpus
-from posbench.store.rundir import recorded_corpus
+from posbench.store.rundir import RunDir
 
 
-def check_same_corpus(run_dir: Path, corpus: Corpus) -> None:
+def check_same_corpus(folder: RunDir, corpus: Corpus) -> None:
     """A run's results belong to the corpus it was trained on: skipping, resuming or evaluating it
     with another (a local file edited since, another Python's standard library) would mix the two
     under one run id. PosbenchError saying what changed and what to do; runs that recorded no
     corpus pass."""
-    recorded = recorded_corpus(run_dir)
+    recorded = folder.recorded_corpus()
     if recorded is None or (change := corpus_change(recorded, corpus.fingerprint)) is None:
         return
     now = corpus.fingerprint
     if change.startswith("tokenizer "):  # same text, another tokenizer.json (an edited file, another BPE)
         raise PosbenchError(
-            f"run {Path(run_dir).name} was trained with tokenizer sha256 {change.split()[1]}; data.tokenizer now gives "
+            f"run {folder.name} was trained with tokenizer sha256 {change.split()[1]}; data.tokenizer now gives "
             f"{change.split()[-1]}; its results belong to the old tokenizer: train it in a new runs_dir, or delete "
-            f"{run_dir} to train it again")
+            f"{folder} to train it again")
     what = {"local": f"data.path={now.get('path')}", "hub": f"data.hub_name={now.get('hub_name')}"}.get(
         now.get("source"), f"the standard library of Python {now.get('python')}")
     raise PosbenchError(
-        f"run {Path(run_dir).name} was trained on corpus {now.get('name')!r} with hash {recorded['hash']}; "
+        f"run {folder.name} was trained on corpus {now.get('name')!r} with hash {recorded['hash']}; "
         f"{what} now gives hash {now['hash']} ({change}); its results belong to the old corpus: train it in a new "
-        f"runs_dir, or delete {run_dir} to train it again")
+        f"runs_dir, or delete {folder} to train it again")
 
 
 @contextlib.contextmanager
@@ -56,8 +55,8 @@ def corpora_for_checks() -> Iterator[Callable[[DataConfig], Corpus]]:
         raise
 
 
-def check_runs_corpora(runs: list[tuple[Path, DataConfig]]) -> None:
+def check_runs_corpora(runs: list[tuple[RunDir, DataConfig]]) -> None:
     """``check_same_corpus`` for each (run directory, its data settings)."""
     with corpora_for_checks() as corpus_of:
-        for run_dir, data in runs:
-            check_same_corpus(run_dir, corpus_of(data))
+        for folder, data in runs:
+            check_same_corpus(folder, corpus_of(data))

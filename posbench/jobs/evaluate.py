@@ -22,21 +22,8 @@ from posbench.evaluation.scored_text import with_scored_text
 from posbench.evaluation.settings import EvalConfig
 from posbench.jobs.corpora import check_same_corpus
 from posbench.jobs.records_table import records_table
-from posbench.model.transformer import LanguageModel
 from posbench.spec import RunSpec
-from posbench.store.lock import run_lock
-from posbench.store.rundir import (
-    CONFIG,
-    METRICS,
-    load_checkpoint,
-    is_checkpoint_run,
-    load_metrics,
-    read_run_config,
-    write_metrics,
-    write_per_position,
-    write_token_losses,
-)
-from posbench.training import extend as extension
+from posbench.store.rundir import CONFIG, METRICS, RunDir
 
 log = logging.getLogger("posbench")
 
@@ -54,25 +41,29 @@ class EvalRequest:
         """What posbench-train would refuse in ``eval`` for this run is refused here too: the same
         checks (RunSpec.check_evaluation), against the run's own settings."""
         self.run_spec()
-        completed_metrics(Path(self.run_dir).expanduser())  # before the lock: a refusal leaves nothing behind
+        completed_metrics(self.folder())  # before the lock: a refusal leaves nothing behind
         self.runtime.check()
         check_writable_dir(self.run_dir, "run_dir")
 
-    def run_spec(self):
-        """The run's own spec (from its saved config.yaml), with this request's evaluation settings."""
+    def folder(self) -> RunDir:
+        """The run directory asked for (``run_dir=``, ``~`` expanded)."""
         if self.run_dir is None:
             raise PosbenchError("give the run to evaluate: posbench-eval run_dir=runs/<run_id>")
-        run_dir = Path(self.run_dir).expanduser()
-        if not (run_dir / CONFIG).is_file():
+        return RunDir(Path(self.run_dir).expanduser())
+
+    def run_spec(self):
+        """The run's own spec (from its saved config.yaml), with this request's evaluation settings."""
+        folder = self.folder()
+        if not folder.has_config():
             raise PosbenchError(f"run_dir={self.run_dir} is not a run directory (no {CONFIG}); give a folder that "
                                 "posbench-train made, e.g. runs/<run_id>")
-        if is_checkpoint_run(run_dir):
+        if folder.is_checkpoint_run():
             raise PosbenchError(f"run_dir={self.run_dir} was made by posbench-eval-hf from a Hugging Face checkpoint; "
                                 "score it again with posbench-eval-hf CHECKPOINT --out <its folder> (docs/checkpoints.md)")
         try:
-            spec = RunSpec.from_config(read_run_config(run_dir))
+            spec = RunSpec.from_config(folder.read_run_config())
         except (ValueError, PosbenchError) as e:  # unreadable YAML, no train_len, a plug-in not installed here
-            raise PosbenchError(f"{run_dir / CONFIG} is not a usable posbench run config ({e})") from None
+            raise PosbenchError(f"{folder.path / CONFIG} is not a usable posbench run config ({e})") from None
         spec = spec.with_eval(self.eval)
         spec.check_evaluation()
         return spec
@@ -101,13 +92,11 @@ def with_run_defaults(asked: dict, run_eval: dict, given: set[str]) -> tuple[dic
 
 
 def model_from_checkpoint(ckpt: dict, device: torch.device):
-    """(the trained model of a checkpoint (results.load_checkpoint), the run's RunSpec); one-line
+    """(the trained model of a checkpoint (RunDir.load_checkpoint), the run's RunSpec); one-line
     error if it does not fit."""
     try:
         cfg = RunSpec.from_config(ckpt["config"])
-        model = LanguageModel(cfg.model, cfg.encoding.build(cfg.shape))
-        model.load_state_dict(ckpt["model"])
-        extension.apply(model, cfg.extend, cfg.train_len)  # an extension run's method and row names (nothing for others)
+        model = cfg.build_model(ckpt["model"])  # with an extension run's method and row names (nothing for others)
     except PosbenchError:
         raise
     except Exception as e:  # noqa: BLE001 - keys or shapes of another model, a config without a field
@@ -116,54 +105,53 @@ def model_from_checkpoint(ckpt: dict, device: torch.device):
     return model.to(device), cfg
 
 
-def completed_metrics(run_dir: Path) -> dict:
+def completed_metrics(folder: RunDir) -> dict:
     """The metrics of a run that can be evaluated; a one-line PosbenchError for any other."""
     try:
-        metrics = load_metrics(run_dir)
+        metrics = folder.load_metrics()
     except ValueError as e:
-        raise PosbenchError(f"{run_dir / METRICS} is unreadable ({e}); posbench-train with the run's config trains "
+        raise PosbenchError(f"{folder.path / METRICS} is unreadable ({e}); posbench-train with the run's config trains "
                             "it again") from None
     if metrics is None:
-        raise PosbenchError(f"{run_dir} has no {METRICS}: its training has not finished (posbench-train resumes it)")
+        raise PosbenchError(f"{folder} has no {METRICS}: its training has not finished (posbench-train resumes it)")
     if metrics["status"] != "completed":
-        raise PosbenchError(f"{run_dir} has status {metrics['status']!r}: only a completed run can be evaluated")
+        raise PosbenchError(f"{folder} has status {metrics['status']!r}: only a completed run can be evaluated")
     return metrics
 
 
-def evaluate_run(run_dir: Path, eval_cfg: EvalConfig, runtime: Runtime = Runtime(), progress: bool = True,
+def evaluate_run(folder: RunDir, eval_cfg: EvalConfig, runtime: Runtime = Runtime(), progress: bool = True,
                  only_missing: bool = False, command: str | None = None, show: bool = True,
                  from_run: tuple[str, ...] = ()) -> tuple[dict, int]:
     """Evaluate a trained run at the settings of ``eval_cfg`` and merge the records into its files;
     with ``only_missing``, only the records it does not have yet. Returns (metrics, records made).
     ``from_run``: the settings of ``eval_cfg`` that are the run's own (EvalRequest.from_run), said
     with what is scored, once every check has passed (a refusal stays one line)."""
-    run_dir = Path(run_dir)
-    metrics = completed_metrics(run_dir)
+    metrics = completed_metrics(folder)
     device = resolve_device(runtime.device)
-    model, cfg = model_from_checkpoint(load_checkpoint(run_dir), device)
+    model, cfg = model_from_checkpoint(folder.load_checkpoint(), device)
     corpus = load_corpus(cfg.data)
-    check_same_corpus(run_dir, corpus)  # scored on the text it was trained on, or not at all
+    check_same_corpus(folder, corpus)  # scored on the text it was trained on, or not at all
     cfg.with_eval(eval_cfg).check_corpus(corpus, evaluated=True)  # every window asked for fits, before anything is scored
     if from_run:  # not conf/eval's defaults: say so, and how to change them
         log.info("%s: eval settings from the run's config.yaml (give them on the command line to change them): %s",
-                 run_dir.name, " ".join(from_run))
+                 folder.name, " ".join(from_run))
     if only_missing:  # say what a re-run skips, so that a quick finish is not mistaken for a failure
         plan = asked_for(cfg.with_eval(eval_cfg), metrics)
         new = missing(plan, metrics)
         # and why they are new (a changed token set rescores every length): a rescoring must not look arbitrary
-        log.info("%s: already have %d records; %s", run_dir.name, len(plan) - len(new),
+        log.info("%s: already have %d records; %s", folder.name, len(plan) - len(new),
                  f"scoring {len(new)} new ({why_new(new, metrics, cfg.train_len)})" if new else "nothing new to score")
     ev = with_scored_text(cfg.with_eval(eval_cfg).resolved_eval(corpus.fingerprint, runtime.attention), corpus)
     made, per_pos, token_losses = evaluate_into(metrics, model, ev, device, progress, only_missing, show=show)
     if not made:
         return metrics, 0
     if command:
-        metrics["commands"] = list(dict.fromkeys([*metrics.get("commands", []), command.replace(str(run_dir), "<run_dir>")]))
+        metrics["commands"] = list(dict.fromkeys([*metrics.get("commands", []), command.replace(str(folder), "<run_dir>")]))
     if per_pos:
-        write_per_position(run_dir, per_pos)
+        folder.write_per_position(per_pos)
     if token_losses:
-        write_token_losses(run_dir, token_losses)
-    write_metrics(run_dir, metrics)
+        folder.write_token_losses(token_losses)
+    folder.write_metrics(metrics)
     return metrics, made
 
 
@@ -179,9 +167,9 @@ def run(request: EvalRequest) -> None:
     holds the run's lock (waiting for another process working on the run), so that two evaluations
     of a run at once each add their records: the second reads the first's before it writes."""
     request.runtime.apply()
-    run_dir = Path(request.run_dir).expanduser()
-    with run_lock(run_dir, wait=True):
-        metrics, _ = evaluate_run(run_dir, request.eval, request.runtime, only_missing=True,
+    folder = request.folder()
+    with folder.lock(wait=True):
+        metrics, _ = evaluate_run(folder, request.eval, request.runtime, only_missing=True,
                                   command=launch_command("posbench-eval"), show=False, from_run=request.from_run)
     keys = {p.key for p in asked_for(request.run_spec(), metrics)}
     shown = {kind: [r for r in metrics.get(field) or [] if record_key(kind, r) in keys] for kind, field in RECORDS.items()}

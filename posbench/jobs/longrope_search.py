@@ -24,7 +24,7 @@ from posbench.attention.rope_scalings import (
 from posbench.core.errors import PosbenchError
 from posbench.data.load import load_corpus
 from posbench.jobs.evaluate import model_from_checkpoint
-from posbench.store.rundir import load_checkpoint
+from posbench.store.rundir import RunDir
 
 
 class _Search:
@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     try:
-        model, spec = model_from_checkpoint(load_checkpoint(args.run_dir), torch.device("cpu"))
+        model, spec = model_from_checkpoint(RunDir(args.run_dir).load_checkpoint(), torch.device("cpu"))
         if spec.is_extension:
             raise PosbenchError("search LongRoPE factors on a run trained from scratch, not an extension run")
         corpus = load_corpus(spec.data)

@@ -37,24 +37,8 @@ from posbench.jobs import branches
 from posbench.jobs.corpora import check_same_corpus, corpora_for_checks
 from posbench.jobs.evaluate import asked_for, evaluate_run
 from posbench.jobs.summary import summary_line
-from posbench.model.transformer import LanguageModel
 from posbench.spec import RunSpec, check_variant_rows
-from posbench.store.lock import lock_holder, run_lock
-from posbench.store.resume import clear_resume
-from posbench.store.rundir import (
-    load_checkpoint,
-    new_metrics,
-    read_history,
-    read_metrics,
-    read_run_config,
-    save_checkpoint,
-    write_config,
-    write_corpus,
-    write_history,
-    write_metrics,
-    write_per_position,
-    write_token_losses,
-)
+from posbench.store.rundir import RunDir, new_metrics
 from posbench.training import extend as extension
 from posbench.training.data import TrainingData
 from posbench.training.hooks import Hooks
@@ -74,10 +58,10 @@ def check_jobs(jobs: list[RunSpec]) -> None:
             corpus = corpus_of(spec.data)
             spec.check_corpus(corpus)
             # skipping, resuming or evaluating a run made from other text would mix two corpora in one run
-            for run_dir in branches.directories(spec):  # a budgets job: every branch and its trunk
-                check_same_corpus(run_dir, corpus)
+            for folder in branches.directories(spec):  # a budgets job: every branch and its trunk
+                check_same_corpus(folder, corpus)
             if spec.is_extension:  # and an extension run continues its parent's weights
-                check_same_corpus(spec.parent().run_dir, corpus)
+                check_same_corpus(spec.parent().folder, corpus)
             _check_processes(spec, Processes.from_env())
         check_variant_rows(jobs)
     if note := two_seeds_note(jobs):
@@ -148,11 +132,10 @@ def _follow(spec: RunSpec, processes: Processes) -> Path:
         return spec.run_dir
     spec.runtime.apply()
     device = _device(spec, processes)
-    torch.manual_seed(spec.seed)  # the same model as process 0 builds (DDP also copies process 0's at the start)
-    model = LanguageModel(spec.model, spec.encoding.build(spec.shape)).to(device)
+    model = spec.build_model().to(device)  # the same model as process 0 builds (DDP also copies process 0's at the start)
     corpus = load_training_corpus(spec.data)
     data = TrainingData(corpus.train, corpus.val, spec.train_len, spec.seed, spec.task.build())
-    _train(spec, model, data, device, spec.train, Hooks(resume_dir=spec.run_dir))
+    _train(spec, model, data, device, spec.train, Hooks(resume_dir=spec.folder))
     return spec.run_dir
 
 
@@ -176,7 +159,7 @@ def _run_and_print(spec: RunSpec, trunk: branches.Trunk | None = None, word: Wor
 
 
 def _summary(spec: RunSpec) -> str:
-    m = read_metrics(spec.run_dir, warn=False)
+    m = spec.folder.read_metrics(warn=False)
     asked = {p.key for p in asked_for(spec, m)} if m is not None else set()
     return summary_line(spec.run_id, spec.run_dir, m, asked, list(spec.eval.protocols))
 
@@ -184,31 +167,31 @@ def _summary(spec: RunSpec) -> str:
 def _run(spec: RunSpec, trunk: branches.Trunk | None = None, word: Word | None = None) -> Path:
     """One run; ``trunk``: the run is a budget's branch, started from that trunk's snapshot;
     ``word``: the other processes of a data-parallel run, told when this one trains."""
-    rid, run_dir = spec.run_id, spec.run_dir
-    if _settled(spec, rid, run_dir):
-        return run_dir
+    folder = spec.folder
+    if _settled(spec):
+        return folder.path
     # an extension run continues its parent: trained first when missing (or awaited, if another job is on it)
-    parent = extension.wait_for_parent((p := spec.parent()).run_id, p.run_dir, lambda: run(p)) if spec.is_extension else None
-    with run_lock(run_dir) as mine:
+    parent = extension.wait_for_parent((p := spec.parent()).run_id, p.folder, lambda: run(p)) if spec.is_extension else None
+    with folder.lock() as mine:
         if not mine:
-            log.warning("skipping %s: another process (pid %s) is working on it", rid, lock_holder(run_dir))
-            return run_dir
-        if _settled(spec, rid, run_dir):  # finished by that other process while we waited for the lock
-            return run_dir
-        m = read_metrics(run_dir, warn=False)
+            log.warning("skipping %s: another process (pid %s) is working on it", spec.run_id, folder.lock_holder())
+            return folder.path
+        if _settled(spec):  # finished by that other process while we waited for the lock
+            return folder.path
+        m = folder.read_metrics(warn=False)
         if m is not None and m["status"] == "completed":
-            _evaluate_missing(spec, rid, run_dir)
+            _evaluate_missing(spec)
         else:
             if m is not None and m["status"] == "diverged":  # asked to retry: from step 0, not the resume state
-                clear_resume(run_dir)
+                folder.clear_resume()
             facts = trunk.seed(spec) if trunk is not None else {}
-            _train_and_evaluate(spec, rid, run_dir, load_training_corpus(spec.data), parent, facts, word)
-    return run_dir
+            _train_and_evaluate(spec, load_training_corpus(spec.data), parent, facts, word)
+    return folder.path
 
 
-def _settled(spec: RunSpec, rid: str, run_dir: Path) -> bool:
+def _settled(spec: RunSpec) -> bool:
     """Nothing to do: diverged (and no retry asked), or complete with every evaluation asked for."""
-    m = read_metrics(run_dir, warn=False)
+    rid, m = spec.run_id, spec.folder.read_metrics(warn=False)
     if m is None:
         return False
     if m["status"] == "diverged" and not spec.retry_diverged:
@@ -221,23 +204,24 @@ def _settled(spec: RunSpec, rid: str, run_dir: Path) -> bool:
         return False
     if not spec.evaluate_after_training or not _missing_evaluations(spec, m):
         log.info("skipping %s: already complete", rid)
-        log_finished(spec, rid, run_dir, m)
+        log_finished(spec, m)
         return True
     return False
 
 
-def log_finished(spec: RunSpec, rid: str, run_dir: Path, metrics: dict) -> None:
+def log_finished(spec: RunSpec, metrics: dict) -> None:
     """A complete run met again under a tracker (``logger=wandb``): what it recorded goes to the tracker
     (its training curve from history.json, its final losses, its evaluation records), so that a run
     trained before tracking was asked for is logged rather than skipped in silence."""
     if spec.logger.name == "none":
         return
+    rid, folder = spec.run_id, spec.folder
     try:
-        history, config = read_history(run_dir), read_run_config(run_dir)
+        history, config = folder.read_history(), folder.read_run_config()
     except ValueError as e:
         log.warning("logger=%s: %s not logged: %s", spec.logger.name, rid, e)
         return
-    tracker = make_tracker(spec.logger, rid, run_dir, config)
+    tracker = make_tracker(spec.logger, rid, folder.path, config)
     try:
         for row in [] if history is None else history.to_dict("records"):
             step = int(row.pop("step"))
@@ -261,34 +245,30 @@ def _missing_evaluations(spec: RunSpec, metrics: dict) -> bool:
     return bool(missing(asked_for(spec, metrics), metrics))
 
 
-def _evaluate_missing(spec: RunSpec, rid: str, run_dir: Path) -> None:
+def _evaluate_missing(spec: RunSpec) -> None:
     spec.runtime.apply()
-    log.info("%s is trained; evaluating what its metrics do not have yet", rid)
-    _, made = evaluate_run(run_dir, spec.eval, spec.runtime, only_missing=True)
-    log.info("%s: %d new evaluation records", rid, made)
+    log.info("%s is trained; evaluating what its metrics do not have yet", spec.run_id)
+    _, made = evaluate_run(spec.folder, spec.eval, spec.runtime, only_missing=True)
+    log.info("%s: %d new evaluation records", spec.run_id, made)
 
 
-def _train_and_evaluate(spec: RunSpec, rid: str, run_dir: Path, corpus, parent: Path | None = None,
-                        facts: dict | None = None, word: Word | None = None) -> None:
+def _train_and_evaluate(spec: RunSpec, corpus, parent: RunDir | None = None, facts: dict | None = None,
+                        word: Word | None = None) -> None:
     """Train from scratch, or (``parent``: an extension run's parent directory) continue its final
     weights. ``facts``: more for its metrics (a branch's budget and trunk)."""
-    check_same_corpus(run_dir, corpus)  # a killed or failed run resumes on the corpus it started on
+    rid, folder = spec.run_id, spec.folder
+    check_same_corpus(folder, corpus)  # a killed or failed run resumes on the corpus it started on
     spec.runtime.apply()
     device = _device(spec, Processes.from_env())
-    torch.manual_seed(spec.seed)
-    model = LanguageModel(spec.model, spec.encoding.build(spec.shape))
-    if parent is not None:
-        model.load_state_dict(load_checkpoint(parent)["model"])
-        extension.apply(model, spec.extend, spec.train_len)
-    model = model.to(device)
+    model = spec.build_model(parent.load_checkpoint()["model"] if parent is not None else None).to(device)
     # what trains, at which window: the run's own settings, or the extension's fine-tune
     train_cfg, window = ((extension.finetune_settings(spec.extend, spec.train, spec.train_len),
                           extension.finetune_window(spec.extend, spec.train_len)) if parent else (spec.train, spec.train_len))
     resolved = spec.resolved()
-    write_config(run_dir, resolved)
-    write_corpus(run_dir, corpus_stats(corpus))  # what a resume after a kill checks the corpus against
+    folder.write_config(resolved)
+    folder.write_corpus(corpus_stats(corpus))  # what a resume after a kill checks the corpus against
     log.info("run %s: %s, %d parameters, %s", rid, spec.row, model.num_params(), describe(device))
-    tracker = make_tracker(spec.logger, rid, run_dir, resolved)
+    tracker = make_tracker(spec.logger, rid, folder.path, resolved)
     task = spec.task.build()
     metrics = new_metrics(
         rid,
@@ -315,33 +295,33 @@ def _train_and_evaluate(spec: RunSpec, rid: str, run_dir: Path, corpus, parent: 
             data = TrainingData(corpus.train, corpus.val, window, spec.seed,
                                 extension.extension_task(spec.extend, spec.train_len, task) if parent else task,  # state passing: a stream
                                 extension.training_positions(spec.extend, spec.train_len, spec.seed) if parent else None)
-            result = _train(spec, model, data, device, train_cfg, Hooks(desc=desc, tracker=tracker, resume_dir=run_dir, probe=probe))
+            result = _train(spec, model, data, device, train_cfg, Hooks(desc=desc, tracker=tracker, resume_dir=folder, probe=probe))
         else:  # an extension run of 0 steps: the parent's weights with the method, evaluated as they are
             result = {"status": "completed", "history": [], "train_steps": 0, "train_tokens": 0, "train_wall_s": 0.0}
-        write_history(run_dir, result.pop("history"))
+        folder.write_history(result.pop("history"))
         metrics.update(result)
         if result["status"] == "completed":
-            save_checkpoint(run_dir, model.state_dict(), resolved)
+            folder.save_checkpoint(model.state_dict(), resolved)
             metrics["status"] = "completed"
             # recorded before evaluating: a kill during evaluation keeps the training, and the next
             # run of the command evaluates from the checkpoint
-            write_metrics(run_dir, metrics)
-            clear_resume(run_dir)  # the final checkpoint supersedes it
+            folder.write_metrics(metrics)
+            folder.clear_resume()  # the final checkpoint supersedes it
             raise_deferred()  # a Ctrl-C or SIGTERM in the last step stops here, the training saved
             if spec.evaluate_after_training:
                 ev = with_scored_text(spec.resolved_eval(corpus.fingerprint, spec.runtime.attention), corpus)
                 _, per_pos, token_losses = evaluate_into(metrics, model, ev, device, tracker=tracker)
                 if per_pos:
-                    write_per_position(run_dir, per_pos)
+                    folder.write_per_position(per_pos)
                 if token_losses:
-                    write_token_losses(run_dir, token_losses)
+                    folder.write_token_losses(token_losses)
     except Exception as e:
         if metrics["status"] == "completed":  # training is safe; the evaluation is retried on the next run
             metrics["evaluation_error"] = f"{type(e).__name__}: {e}"
         else:
             metrics["status"], metrics["error"] = "failed", f"{type(e).__name__}: {e}"
-        write_metrics(run_dir, metrics)
+        folder.write_metrics(metrics)
         raise
     finally:
         tracker.finish()
-    write_metrics(run_dir, metrics)
+    folder.write_metrics(metrics)

@@ -38,8 +38,7 @@ from typing import Iterator
 from posbench.core.errors import PosbenchError
 from posbench.core.files import atomic_write_bytes, make_dirs
 from posbench.core.paths import portable
-from posbench.store.lock import lock_is_free
-from posbench.store.rundir import CHECKPOINT, CONFIG, LOCK, METRICS, RESUME, TOKEN_LOSSES, find_runs, read_metrics
+from posbench.store.rundir import CHECKPOINT, LOCK, METRICS, RESUME, TOKEN_LOSSES, RunDir, find_runs
 
 LEFT_OUT = frozenset({CHECKPOINT, RESUME, LOCK, TOKEN_LOSSES})
 ENDED = ("completed", "diverged")
@@ -105,16 +104,16 @@ def kept_bytes(path: Path) -> bytes:
     return data
 
 
-def run_files(run_dir: Path) -> dict[str, bytes]:
+def run_files(folder: RunDir) -> dict[str, bytes]:
     """A run directory's files as records keep them (top level only: a run directory has no subfolders
     a reader needs)."""
-    return {p.name: kept_bytes(p) for p in sorted(Path(run_dir).iterdir())
+    return {p.name: kept_bytes(p) for p in sorted(folder.path.iterdir())
             if p.is_file() and p.name not in LEFT_OUT and not p.name.endswith(".tmp")}
 
 
-def ended(run_dir: Path) -> bool:
-    metrics = read_metrics(run_dir, warn=False)
-    return metrics is not None and metrics.get("status") in ENDED and (Path(run_dir) / CONFIG).exists()
+def ended(folder: RunDir) -> bool:
+    metrics = folder.read_metrics(warn=False)
+    return metrics is not None and metrics.get("status") in ENDED and folder.has_config()
 
 
 def keep(runs: Path, records: Path) -> Kept:
@@ -126,12 +125,12 @@ def keep(runs: Path, records: Path) -> Kept:
     files = read_records(records) if records.exists() else {}
     before = {folder: dict(named) for folder, named in files.items()}
     copied = left = 0
-    for run_dir in find_runs(runs):
-        if not (ended(run_dir) and lock_is_free(run_dir)):
+    for run in map(RunDir, find_runs(runs)):
+        if not (ended(run) and run.lock_is_free()):
             left += 1
             continue
-        folder = run_dir.relative_to(runs).as_posix()
-        now = run_files(run_dir)
+        folder = run.path.relative_to(runs).as_posix()
+        now = run_files(run)
         if files.get(folder) != now:
             files[folder], copied = now, copied + 1
     for sweep in sorted(runs.glob(f"{SWEEPS}/*/multirun.yaml")):

@@ -1,16 +1,12 @@
-"""Resuming: the training state of an unfinished run (``resume.pt``: model, optimizer, scheduler, RNG,
-history), checked before it is used, and a WSD trunk's snapshots at the start of each cool-down."""
+"""Resume states: the training state of an unfinished run (``resume.pt``: model, optimizer, scheduler,
+RNG, history) and a WSD trunk's snapshots at the start of each cool-down, in one format, checked
+before either is used. Where they are kept, and what happens to an unusable one, is
+posbench/store/rundir.py's (``RunDir.load_resume``, ``TrunkDir.load_snapshot``)."""
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Any
-
-from posbench.core.files import atomic_torch_save
-from posbench.store.rundir import RESUME, SNAPSHOTS
-
-log = logging.getLogger("posbench")
 
 
 RESUME_KEYS = ("model", "optimizer", "scheduler", "torch_rng", "next_step", "history", "last_loss", "val_loss", "train_wall_s")
@@ -29,26 +25,12 @@ def resume_state(**fields) -> dict:
     return fields
 
 
-def save_resume(run_dir: Path, state: dict) -> None:
-    atomic_torch_save(Path(run_dir) / RESUME, state)
-
-
-def load_resume(run_dir: Path, steps: int | None = None) -> dict | None:
-    """The saved training state, or None when there is none or it is unusable (unreadable, not
-    what save_resume writes, or not a state of a run of ``steps`` steps): then a warning, the file
-    is discarded and the run starts over."""
+def read_state(path: Path, steps: int | None = None) -> dict:
+    """The training state saved in ``path`` (a resume state or a trunk's snapshot), loaded as tensors
+    and plain values only and checked (``check_resume``); raises whatever makes it unusable."""
     import torch
 
-    path = Path(run_dir) / RESUME
-    if not path.exists():
-        return None
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-        check_resume(state, steps)
-    except Exception as e:  # noqa: BLE001 - a torn disk or another tool's file: start over, say so
-        discard_resume(run_dir, f"{type(e).__name__}: {e}")
-        return None
-    return state
+    return check_resume(torch.load(path, map_location="cpu", weights_only=True), steps)
 
 
 def _number(x: Any) -> bool:
@@ -98,44 +80,3 @@ def check_resume(state: Any, steps: int | None = None) -> dict:
     if not _number(state["train_wall_s"]) or not 0 <= state["train_wall_s"] < float("inf"):
         raise ValueError(f"train_wall_s {state['train_wall_s']!r} is not a duration")
     return state
-
-
-def snapshot_path(trunk_dir: Path, step: int) -> Path:
-    """Where a trunk keeps its full training state after ``step`` steps (save_resume's format)."""
-    return Path(trunk_dir) / SNAPSHOTS / f"step{step}.pt"
-
-
-def snapshot_steps(trunk_dir: Path) -> list[int]:
-    """The steps of a trunk's stored snapshots, in order."""
-    folder = Path(trunk_dir) / SNAPSHOTS
-    steps = [p.name[4:-3] for p in folder.glob("step*.pt")] if folder.is_dir() else []
-    return sorted(int(s) for s in steps if s.isdigit())
-
-
-def load_snapshot(trunk_dir: Path, step: int) -> dict | None:
-    """A trunk's snapshot after ``step`` steps, checked like a resume state; None (with a warning,
-    the file removed) when missing or unusable, so that the trunk makes it again."""
-    import torch
-
-    path = snapshot_path(trunk_dir, step)
-    if not path.exists():
-        return None
-    try:
-        state = check_resume(torch.load(path, map_location="cpu", weights_only=True))
-        if state["next_step"] != step:
-            raise ValueError(f"next_step {state['next_step']} in a snapshot of step {step}")
-    except Exception as e:  # noqa: BLE001 - torn or foreign: the trunk trains it again
-        log.warning("discarding unusable trunk snapshot %s (%s: %s)", path, type(e).__name__, e)
-        path.unlink(missing_ok=True)
-        return None
-    return state
-
-
-def discard_resume(run_dir: Path, why: str) -> None:
-    path = Path(run_dir) / RESUME
-    log.warning("discarding unusable resume state %s (%s); training from step 0", path, why)
-    path.unlink(missing_ok=True)
-
-
-def clear_resume(run_dir: Path) -> None:
-    (Path(run_dir) / RESUME).unlink(missing_ok=True)

@@ -1,5 +1,6 @@
-"""The run directory: its single owner, with every file's name and format, its writes and its reads
-(run ids: posbench/store/identity.py; resume states: resume.py; the lock: lock.py).
+"""The run directory: its single owner, with every file's name and format, its writes and its reads,
+as the methods of one object, ``RunDir(path)`` (a trunk's folder: ``TrunkDir``, below). Run ids are
+posbench/store/identity.py's; the resume state's format and checks resume.py's; the flock lock.py's.
 
 A run directory ``<runs_dir>/<run_id>`` holds:
 
@@ -37,8 +38,9 @@ from __future__ import annotations
 import io
 import json
 import logging
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ContextManager
 
 import numpy as np
 import pandas as pd
@@ -52,6 +54,8 @@ from posbench.core.files import (
     atomic_write_text,
     write_json,
 )
+from posbench.store.lock import hold, holder, is_free
+from posbench.store.resume import read_state
 
 log = logging.getLogger("posbench")
 
@@ -72,23 +76,12 @@ SNAPSHOTS = "snapshots"
 STATUSES = ("completed", "diverged", "failed")
 
 
-# -- atomic writes that respect the umask -------------------------------------------------------
-
-
-def write_config(run_dir: Path, resolved: dict) -> None:
-    atomic_write_text(Path(run_dir) / CONFIG, OmegaConf.to_yaml(resolved))
-
-
-# -- metrics.json -------------------------------------------------------------------------------
+# -- what is not one run's: a record's shape and keys, finding runs ---------------------------------
 
 
 def new_metrics(run_id: str, **facts) -> dict:
     """A run's metrics before training: status ``failed`` until something better is known."""
     return {"schema_version": SCHEMA_VERSION, "run_id": run_id, "status": "failed", **facts, "evaluations": []}
-
-
-def write_metrics(run_dir: Path, metrics: dict) -> None:
-    write_json(Path(run_dir) / METRICS, {**metrics, "schema_version": SCHEMA_VERSION})
 
 
 def check_metrics(m: Any, path: Path | str = METRICS) -> dict:
@@ -118,83 +111,8 @@ def check_metrics(m: Any, path: Path | str = METRICS) -> dict:
     return m
 
 
-def load_metrics(run_dir: Path) -> dict | None:
-    """The run's metrics, or None when there are none; ValueError saying why when unreadable."""
-    path = Path(run_dir) / METRICS
-    if not path.exists():
-        return None
-    try:
-        return check_metrics(json.loads(path.read_text()), path)
-    except OSError as e:
-        raise ValueError(e.strerror or str(e)) from None
-
-
-def read_metrics(run_dir: Path, warn: bool = True) -> dict | None:
-    """The run's metrics, or None when missing, or unreadable (with a warning naming the file)."""
-    try:
-        return load_metrics(run_dir)
-    except ValueError as e:
-        if warn:
-            log.warning("skipping unreadable %s: %s", Path(run_dir) / METRICS, e)
-        return None
-
-
-def write_corpus(run_dir: Path, fingerprint: dict) -> None:
-    write_json(Path(run_dir) / CORPUS, fingerprint)
-
-
-def recorded_corpus(run_dir: Path) -> dict | None:
-    """The fingerprint of the corpus a run was trained on: its metrics' ``corpus``, else (a run
-    killed before its metrics were written) ``corpus.json``; None when neither says."""
-    run_dir = Path(run_dir)
-    m = read_metrics(run_dir, warn=False)
-    if m is not None and isinstance(m.get("corpus"), dict) and m["corpus"].get("hash"):
-        return m["corpus"]
-    try:
-        c = json.loads((run_dir / CORPUS).read_text())
-    except (OSError, ValueError):
-        return None
-    return c if isinstance(c, dict) and c.get("hash") else None
-
-
-def is_complete(run_dir: Path) -> bool:
-    m = read_metrics(run_dir, warn=False)
-    return m is not None and m.get("status") == "completed"
-
-
-# -- history.json and per_position.npz ----------------------------------------------------------
-
-
-def write_history(run_dir: Path, history: list[dict]) -> None:
-    write_json(Path(run_dir) / HISTORY, history)
-
-
-def read_history(run_dir: Path) -> pd.DataFrame | None:
-    """The training curve; None when there is none; ValueError when it is malformed."""
-    path = Path(run_dir) / HISTORY
-    if not path.exists():
-        return None
-    try:
-        rows = json.loads(path.read_text())
-    except (ValueError, OSError) as e:
-        raise ValueError(f"{HISTORY}: {e}") from None
-    if not isinstance(rows, list) or not all(isinstance(r, dict) and "step" in r for r in rows):
-        raise ValueError(f"{HISTORY}: expected a list of records with a 'step'")
-    return pd.DataFrame(rows)
-
-
 def per_position_key(variant: str, protocol: str, length: int) -> str:
     return f"{variant}/{protocol}/L{length}"
-
-
-def write_per_position(run_dir: Path, per_pos: dict[str, np.ndarray]) -> None:
-    """Merge into per_position.npz (an unreadable old file is replaced, with a warning)."""
-    _merge_npz(Path(run_dir) / PER_POSITION, per_pos)
-
-
-def read_per_position(run_dir: Path) -> dict[str, np.ndarray] | None:
-    """Every per-position curve; None when there is none; ValueError when the file is corrupt."""
-    return _read_npz(Path(run_dir) / PER_POSITION)
 
 
 def token_loss_keys(variant: str, protocol: str, length: int) -> tuple[str, str, str]:
@@ -203,14 +121,277 @@ def token_loss_keys(variant: str, protocol: str, length: int) -> tuple[str, str,
     return per_position_key(variant, protocol, length), f"{protocol}/L{length}/doc", f"{protocol}/L{length}/position"
 
 
-def write_token_losses(run_dir: Path, arrays: dict[str, np.ndarray]) -> None:
-    """Merge into token_losses.npz (an unreadable old file is replaced, with a warning)."""
-    _merge_npz(Path(run_dir) / TOKEN_LOSSES, arrays)
+def _visible(root: Path, path: Path) -> bool:
+    return not any(part.startswith(".") for part in path.relative_to(root).parts)
 
 
-def read_token_losses(run_dir: Path) -> dict[str, np.ndarray] | None:
-    """Every per-token array of the run; None when there is none; ValueError when the file is corrupt."""
-    return _read_npz(Path(run_dir) / TOKEN_LOSSES)
+def find_runs(root: Path) -> list[Path]:
+    return sorted(p.parent for p in Path(root).rglob(METRICS) if _visible(root, p))
+
+
+def find_incomplete(root: Path) -> list[Path]:
+    """Run directories that started (config.yaml written) but never wrote metrics.json: still
+    running, or killed; re-running the sweep resumes them."""
+    return sorted(p.parent for p in Path(root).rglob(CONFIG) if _visible(root, p) and not (p.parent / METRICS).exists())
+
+
+# -- one run's folder -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """One run's folder (``path``, which need not exist yet) and every read and write of its files.
+    Reads say "nothing there" with None and "unreadable" with ValueError (the checkpoint: a one-line
+    PosbenchError), as each method says."""
+
+    path: Path
+
+    def __post_init__(self):
+        object.__setattr__(self, "path", Path(self.path))
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+    # -- config.yaml ------------------------------------------------------------------------------
+
+    def has_config(self) -> bool:
+        return (self.path / CONFIG).is_file()
+
+    def write_config(self, resolved: dict) -> None:
+        atomic_write_text(self.path / CONFIG, OmegaConf.to_yaml(resolved))
+
+    def read_config(self) -> DictConfig:
+        """The run's resolved config; ValueError when missing or not a mapping."""
+        path = self.path / CONFIG
+        try:
+            cfg = OmegaConf.load(path)
+        except Exception as e:  # noqa: BLE001 - missing file, YAML error
+            raise ValueError(f"{path.name}: {type(e).__name__}") from e
+        if not isinstance(cfg, DictConfig):
+            raise ValueError(f"{path.name} is not a mapping")
+        return cfg
+
+    def read_run_config(self) -> dict:
+        """The run's resolved config as plain values (for posbench.spec.RunSpec.from_config)."""
+        return OmegaConf.to_container(self.read_config(), resolve=True)
+
+    def is_checkpoint_run(self) -> bool:
+        """A run ``posbench-eval-hf`` made from a Hugging Face checkpoint (its config.yaml has a ``checkpoint``
+        block): it has no posbench checkpoint.pt, and posbench-eval-hf, not posbench-eval, scores it again."""
+        try:
+            return self.read_config().get("checkpoint") is not None
+        except ValueError:
+            return False
+
+    # -- metrics.json -----------------------------------------------------------------------------
+
+    def has_metrics(self) -> bool:
+        return (self.path / METRICS).exists()
+
+    def write_metrics(self, metrics: dict) -> None:
+        write_json(self.path / METRICS, {**metrics, "schema_version": SCHEMA_VERSION})
+
+    def load_metrics(self) -> dict | None:
+        """The run's metrics, or None when there are none; ValueError saying why when unreadable."""
+        path = self.path / METRICS
+        if not path.exists():
+            return None
+        try:
+            return check_metrics(json.loads(path.read_text()), path)
+        except OSError as e:
+            raise ValueError(e.strerror or str(e)) from None
+
+    def read_metrics(self, warn: bool = True) -> dict | None:
+        """The run's metrics, or None when missing, or unreadable (with a warning naming the file)."""
+        try:
+            return self.load_metrics()
+        except ValueError as e:
+            if warn:
+                log.warning("skipping unreadable %s: %s", self.path / METRICS, e)
+            return None
+
+    def recorded_run_id(self) -> str:
+        """The run id metrics.json records, read without the other checks (a file that names its run
+        and little else, as an export's source may hold); the folder's name where it names none."""
+        try:
+            return str(json.loads((self.path / METRICS).read_text())["run_id"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return self.name
+
+    def is_complete(self) -> bool:
+        m = self.read_metrics(warn=False)
+        return m is not None and m.get("status") == "completed"
+
+    # -- corpus.json ------------------------------------------------------------------------------
+
+    def write_corpus(self, fingerprint: dict) -> None:
+        write_json(self.path / CORPUS, fingerprint)
+
+    def recorded_corpus(self) -> dict | None:
+        """The fingerprint of the corpus the run was trained on: its metrics' ``corpus``, else (a run
+        killed before its metrics were written) ``corpus.json``; None when neither says."""
+        m = self.read_metrics(warn=False)
+        if m is not None and isinstance(m.get("corpus"), dict) and m["corpus"].get("hash"):
+            return m["corpus"]
+        try:
+            c = json.loads((self.path / CORPUS).read_text())
+        except (OSError, ValueError):
+            return None
+        return c if isinstance(c, dict) and c.get("hash") else None
+
+    # -- history.json -----------------------------------------------------------------------------
+
+    def write_history(self, history: list[dict]) -> None:
+        write_json(self.path / HISTORY, history)
+
+    def read_history(self) -> pd.DataFrame | None:
+        """The training curve; None when there is none; ValueError when it is malformed."""
+        path = self.path / HISTORY
+        if not path.exists():
+            return None
+        try:
+            rows = json.loads(path.read_text())
+        except (ValueError, OSError) as e:
+            raise ValueError(f"{HISTORY}: {e}") from None
+        if not isinstance(rows, list) or not all(isinstance(r, dict) and "step" in r for r in rows):
+            raise ValueError(f"{HISTORY}: expected a list of records with a 'step'")
+        return pd.DataFrame(rows)
+
+    # -- per_position.npz and token_losses.npz ------------------------------------------------------
+
+    def write_per_position(self, per_pos: dict[str, np.ndarray]) -> None:
+        """Merge into per_position.npz (an unreadable old file is replaced, with a warning)."""
+        _merge_npz(self.path / PER_POSITION, per_pos)
+
+    def read_per_position(self) -> dict[str, np.ndarray] | None:
+        """Every per-position curve; None when there is none; ValueError when the file is corrupt."""
+        return _read_npz(self.path / PER_POSITION)
+
+    def write_token_losses(self, arrays: dict[str, np.ndarray]) -> None:
+        """Merge into token_losses.npz (an unreadable old file is replaced, with a warning)."""
+        _merge_npz(self.path / TOKEN_LOSSES, arrays)
+
+    def read_token_losses(self) -> dict[str, np.ndarray] | None:
+        """Every per-token array of the run; None when there is none; ValueError when the file is corrupt."""
+        return _read_npz(self.path / TOKEN_LOSSES)
+
+    # -- checkpoint.pt ----------------------------------------------------------------------------
+
+    def save_checkpoint(self, model_state: dict, config: dict) -> None:
+        atomic_torch_save(self.path / CHECKPOINT, {"model": model_state, "config": config})
+
+    def load_checkpoint(self) -> dict:
+        """{'model': state_dict, 'config': resolved config}; a one-line PosbenchError otherwise."""
+        import torch
+
+        path = self.path / CHECKPOINT
+        if not path.exists():
+            raise PosbenchError(f"no checkpoint at {path}; train the run first (posbench-train)")
+        try:
+            # weights_only: tensors and plain values only, never arbitrary pickled objects
+            ckpt = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as e:
+            raise PosbenchError(f"checkpoint {path} is truncated or not a posbench checkpoint ({type(e).__name__})") from e
+        if not isinstance(ckpt, dict) or not isinstance(ckpt.get("model"), dict) or not isinstance(ckpt.get("config"), dict):
+            raise PosbenchError(f"checkpoint {path} is not a posbench checkpoint (expected keys 'model' and 'config')")
+        return ckpt
+
+    # -- resume.pt (posbench/store/resume.py: its format) -----------------------------------------
+
+    def has_resume(self) -> bool:
+        return (self.path / RESUME).exists()
+
+    def save_resume(self, state: dict) -> None:
+        atomic_torch_save(self.path / RESUME, state)
+
+    def load_resume(self, steps: int | None = None) -> dict | None:
+        """The saved training state, or None when there is none or it is unusable (unreadable, not
+        what save_resume writes, or not a state of a run of ``steps`` steps): then a warning, the file
+        is discarded and the run starts over."""
+        path = self.path / RESUME
+        if not path.exists():
+            return None
+        try:
+            return read_state(path, steps)
+        except Exception as e:  # noqa: BLE001 - a torn disk or another tool's file: start over, say so
+            self.discard_resume(f"{type(e).__name__}: {e}")
+            return None
+
+    def discard_resume(self, why: str) -> None:
+        path = self.path / RESUME
+        log.warning("discarding unusable resume state %s (%s); training from step 0", path, why)
+        path.unlink(missing_ok=True)
+
+    def clear_resume(self) -> None:
+        (self.path / RESUME).unlink(missing_ok=True)
+
+    # -- .lock (posbench/store/lock.py: the flock) ------------------------------------------------
+
+    def lock(self, wait: bool = False) -> ContextManager[bool]:
+        """Hold the run's lock while working on it: yields False when another process has it (or,
+        with ``wait``, waits for it, saying so); posbench/store/lock.py's ``hold``."""
+        return hold(self.path / LOCK, wait)
+
+    def lock_holder(self) -> str:
+        """The pid of the process that holds (or last held) the run's lock; "?" when unknown."""
+        return holder(self.path / LOCK)
+
+    def lock_is_free(self) -> bool:
+        """Whether no process holds the run's lock now (no lock file is created to find out)."""
+        return is_free(self.path / LOCK)
+
+
+class TrunkDir(RunDir):
+    """A WSD trunk's folder, ``<runs_dir>/trunks/<trunk_id>`` (posbench/jobs/branches.py): a run folder's
+    history, corpus, resume state and lock, and its own trunk.yaml, trunk.json and snapshots."""
+
+    def write_trunk_config(self, resolved: dict) -> None:
+        atomic_write_text(self.path / TRUNK_CONFIG, OmegaConf.to_yaml(resolved))
+
+    def read_status(self) -> dict:
+        """trunk.json ({} when missing or unreadable)."""
+        try:
+            out = json.loads((self.path / TRUNK_STATUS).read_text())
+        except (OSError, ValueError):
+            return {}
+        return out if isinstance(out, dict) else {}
+
+    def write_status(self, status: dict) -> None:
+        write_json(self.path / TRUNK_STATUS, status)
+
+    def snapshot_path(self, step: int) -> Path:
+        """Where the trunk keeps its full training state after ``step`` steps (save_resume's format)."""
+        return self.path / SNAPSHOTS / f"step{step}.pt"
+
+    def snapshot_steps(self) -> list[int]:
+        """The steps of the trunk's stored snapshots, in order."""
+        folder = self.path / SNAPSHOTS
+        steps = [p.name[4:-3] for p in folder.glob("step*.pt")] if folder.is_dir() else []
+        return sorted(int(s) for s in steps if s.isdigit())
+
+    def load_snapshot(self, step: int) -> dict | None:
+        """The trunk's snapshot after ``step`` steps, checked like a resume state; None (with a warning,
+        the file removed) when missing or unusable, so that the trunk makes it again."""
+        path = self.snapshot_path(step)
+        if not path.exists():
+            return None
+        try:
+            state = read_state(path)
+            if state["next_step"] != step:
+                raise ValueError(f"next_step {state['next_step']} in a snapshot of step {step}")
+        except Exception as e:  # noqa: BLE001 - torn or foreign: the trunk trains it again
+            log.warning("discarding unusable trunk snapshot %s (%s: %s)", path, type(e).__name__, e)
+            path.unlink(missing_ok=True)
+            return None
+        return state
+
+    def resume_from_snapshot(self, step: int) -> None:
+        """Make the snapshot after ``step`` steps the trunk's resume state (a copy, byte for byte)."""
+        atomic_write_bytes(self.path / RESUME, self.snapshot_path(step).read_bytes())
 
 
 def _merge_npz(path: Path, new: dict[str, np.ndarray]) -> None:
@@ -234,71 +415,31 @@ def _read_npz(path: Path) -> dict[str, np.ndarray] | None:
         raise ValueError(f"{path}: {type(e).__name__}") from None
 
 
-# -- checkpoint and resume state ----------------------------------------------------------------
-
-
-def save_checkpoint(run_dir: Path, model_state: dict, config: dict) -> None:
-    atomic_torch_save(Path(run_dir) / CHECKPOINT, {"model": model_state, "config": config})
-
-
-def load_checkpoint(run_dir: Path) -> dict:
-    """{'model': state_dict, 'config': resolved config}; a one-line PosbenchError otherwise."""
-    import torch
-
-    path = Path(run_dir) / CHECKPOINT
-    if not path.exists():
-        raise PosbenchError(f"no checkpoint at {path}; train the run first (posbench-train)")
-    try:
-        # weights_only: tensors and plain values only, never arbitrary pickled objects
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:
-        raise PosbenchError(f"checkpoint {path} is truncated or not a posbench checkpoint ({type(e).__name__})") from e
-    if not isinstance(ckpt, dict) or not isinstance(ckpt.get("model"), dict) or not isinstance(ckpt.get("config"), dict):
-        raise PosbenchError(f"checkpoint {path} is not a posbench checkpoint (expected keys 'model' and 'config')")
-    return ckpt
-
-
-# -- finding and loading runs -------------------------------------------------------------------
-
-
-def _visible(root: Path, path: Path) -> bool:
-    return not any(part.startswith(".") for part in path.relative_to(root).parts)
-
-
-def find_runs(root: Path) -> list[Path]:
-    return sorted(p.parent for p in Path(root).rglob(METRICS) if _visible(root, p))
-
-
-def find_incomplete(root: Path) -> list[Path]:
-    """Run directories that started (config.yaml written) but never wrote metrics.json: still
-    running, or killed; re-running the sweep resumes them."""
-    return sorted(p.parent for p in Path(root).rglob(CONFIG) if _visible(root, p) and not (p.parent / METRICS).exists())
-
-
-def read_run_config(run_dir: Path) -> dict:
-    """The run's resolved config as plain values (for posbench.spec.RunSpec.from_config)."""
-    return OmegaConf.to_container(read_config(run_dir), resolve=True)
-
-
-def is_checkpoint_run(run_dir: Path) -> bool:
-    """A run ``posbench-eval-hf`` made from a Hugging Face checkpoint (its config.yaml has a ``checkpoint``
-    block): it has no posbench checkpoint.pt, and posbench-eval-hf, not posbench-eval, scores it again."""
-    try:
-        return read_config(run_dir).get("checkpoint") is not None
-    except ValueError:
-        return False
+# -- the old functions of a run's path, for the report's readers until they take a RunDir ------------
 
 
 def read_config(run_dir: Path) -> DictConfig:
-    """The run's resolved config; ValueError when missing or not a mapping."""
-    path = Path(run_dir) / CONFIG
-    try:
-        cfg = OmegaConf.load(path)
-    except Exception as e:  # noqa: BLE001 - missing file, YAML error
-        raise ValueError(f"{path.name}: {type(e).__name__}") from e
-    if not isinstance(cfg, DictConfig):
-        raise ValueError(f"{path.name} is not a mapping")
-    return cfg
+    return RunDir(run_dir).read_config()
+
+
+def read_history(run_dir: Path) -> pd.DataFrame | None:
+    return RunDir(run_dir).read_history()
+
+
+def read_per_position(run_dir: Path) -> dict[str, np.ndarray] | None:
+    return RunDir(run_dir).read_per_position()
+
+
+def read_token_losses(run_dir: Path) -> dict[str, np.ndarray] | None:
+    return RunDir(run_dir).read_token_losses()
+
+
+def read_metrics(run_dir: Path, warn: bool = True) -> dict | None:
+    return RunDir(run_dir).read_metrics(warn)
+
+
+def write_metrics(run_dir: Path, metrics: dict) -> None:
+    RunDir(run_dir).write_metrics(metrics)
 
 
 # what names a run in every per-record table of the report (evaluations, tasks, attention, convergence)

@@ -36,7 +36,6 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Callable, Optional
 
 from posbench.attention.rope_scalings import ROPE_SCALINGS, RopeScaling, extend_methods
@@ -44,8 +43,7 @@ from posbench.core.errors import PosbenchError
 from posbench.core.settings import check_count
 from posbench.encodings import PositionalEncoding
 from posbench.model.transformer import ModelConfig
-from posbench.store.lock import run_lock
-from posbench.store.rundir import read_metrics
+from posbench.store.rundir import RunDir
 from posbench.training import state_passing
 from posbench.training.trainer import TrainConfig
 
@@ -176,21 +174,21 @@ def apply(model, x: ExtendConfig, train_len: int) -> None:
         model.encoding.extend_to(x.method, x.factor(train_len))
 
 
-def wait_for_parent(run_id: str, run_dir: Path, train_parent: Callable[[], object]) -> Path:
-    """Make sure the parent (run ``run_id`` in ``run_dir``) is trained (by ``train_parent()``, here,
+def wait_for_parent(run_id: str, folder: RunDir, train_parent: Callable[[], object]) -> RunDir:
+    """Make sure the parent (run ``run_id`` in ``folder``) is trained (by ``train_parent()``, here,
     unless another process is) and return its run directory. ``train_parent`` runs
     posbench.jobs.train.run on the parent's spec (passed in: this module sits below it)."""
     rid = run_id
     while True:
         train_parent()
-        m = read_metrics(run_dir, warn=False)
+        m = folder.read_metrics(warn=False)
         if m is not None and m["status"] == "completed":
-            return run_dir
+            return folder
         if m is not None and m["status"] == "diverged":
             raise PosbenchError(f"the parent run {rid} diverged: there is nothing to extend")
-        with run_lock(run_dir) as mine:
+        with folder.lock() as mine:
             if mine:  # nobody is training it, and it is not complete
-                raise PosbenchError(f"the parent run {rid} did not complete; see {run_dir}")
+                raise PosbenchError(f"the parent run {rid} did not complete; see {folder}")
         log.info("waiting for the parent run %s: another process is training it", rid)
         time.sleep(PARENT_WAIT_S)
 

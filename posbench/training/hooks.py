@@ -27,7 +27,7 @@ from posbench.core.errors import Interrupted
 from posbench.core.interrupts import StopRequest, defer, stop_at_step_boundary
 from posbench.core.progress import progress
 from posbench.core.tracking import Tracker
-from posbench.store.resume import save_resume
+from posbench.store.rundir import RunDir
 from posbench.training.parallel import Processes
 from posbench.training.steps import StepRules
 
@@ -37,15 +37,15 @@ Probe = Callable[[torch.nn.Module], "list[dict]"]
 @dataclass(frozen=True)
 class Hooks:
     """The hooks of one training call. ``desc``: the progress bar's and the interrupt line's name;
-    ``tracker``: gets each history entry; ``resume_dir``: a resume state is saved there at the
-    rules' save steps and on an interrupt, and restored from there; ``snapshot_path(step)``: the file
-    that gets the full resume state at the rules' snapshot steps; ``probe(model)``: the records of
-    the rules' probe steps (called in eval mode). In a data-parallel run only process 0 shows
+    ``tracker``: gets each history entry; ``resume_dir``: the run folder (posbench/store/rundir.py's
+    RunDir) a resume state is saved in at the rules' save steps and on an interrupt, and restored
+    from; ``snapshot_path(step)``: the file that gets the full resume state at the rules' snapshot
+    steps; ``probe(model)``: the records of the rules' probe steps (called in eval mode). In a data-parallel run only process 0 shows
     progress, watches the CPU, tracks, probes and writes (posbench/training/parallel.py)."""
 
     desc: str = "train"
     tracker: Tracker = field(default_factory=Tracker)
-    resume_dir: Path | None = None
+    resume_dir: RunDir | None = None
     snapshot_path: Callable[[int], Path] | None = None
     probe: Probe | None = None
 
@@ -91,10 +91,10 @@ class Running:
         if self.writes and self.rules.snapshots(step) and h.snapshot_path is not None:
             atomic_torch_save(h.snapshot_path(step), state())
         if saving and self.rules.saves(step):
-            save_resume(h.resume_dir, state())
+            h.resume_dir.save_resume(state())
         if self._stop_requested() and not self.rules.last(step):  # at the step boundary: nothing of this step is lost
             if saving:
-                save_resume(h.resume_dir, state())
+                h.resume_dir.save_resume(state())
             self.bar.close()
             raise self.stop.stop(step, self.rules.steps, saved=h.resume_dir is not None)
 

@@ -1,6 +1,6 @@
 """Where the training loop stands, and what a resume state saves and restores of it.
 
-A resume state (posbench/store/resume.py saves, loads and checks it) holds the model, optimiser,
+A resume state (posbench/store/resume.py checks it; posbench/store/rundir.py's RunDir saves and loads it) holds the model, optimiser,
 schedule and torch RNG state, the next step, the history, the probe records, the last losses and
 the training time so far: everything a killed run needs to continue bit for bit (the batches
 depend only on (seed, step), posbench/training/data.py).
@@ -11,11 +11,10 @@ from __future__ import annotations
 import copy
 import logging
 import time
-from pathlib import Path
-
 import torch
 
-from posbench.store.resume import discard_resume, load_resume, resume_state
+from posbench.store.resume import resume_state
+from posbench.store.rundir import RunDir
 
 log = logging.getLogger("posbench")
 
@@ -57,11 +56,11 @@ class LoopState:
                             last_loss=self.last_loss, val_loss=self.val_loss, probes=self.probes,
                             train_wall_s=self.wall())
 
-    def restore(self, run_dir: Path, model, opt, sched, steps: int | None = None, discard: bool = True) -> bool:
+    def restore(self, folder: RunDir, model, opt, sched, steps: int | None = None, discard: bool = True) -> bool:
         """Apply a saved resume state (checked against a budget of ``steps``); on any mismatch put the
         model back as it was and start over (False: the caller makes its optimiser afresh), the file
         removed unless not ``discard`` (a data-parallel run's processes but the first)."""
-        saved = load_resume(run_dir, steps)
+        saved = folder.load_resume(steps)
         if saved is None:
             return False
         fresh = copy.deepcopy(model.state_dict())
@@ -73,10 +72,10 @@ class LoopState:
         except Exception as e:  # noqa: BLE001 - shapes or keys of another model: the file is useless here
             model.load_state_dict(fresh)
             if discard:
-                discard_resume(run_dir, f"{type(e).__name__}: {str(e).splitlines()[0][:120]}")
+                folder.discard_resume(f"{type(e).__name__}: {str(e).splitlines()[0][:120]}")
             return False
         self.start, self.history, self.wall_before = saved["next_step"], list(saved["history"]), float(saved["train_wall_s"])
         self.last_loss, self.val_loss = saved["last_loss"], saved["val_loss"]
         self.probes = list(saved.get("probes", []))
-        log.info("resuming from step %d (%s)", self.start, run_dir)
+        log.info("resuming from step %d (%s)", self.start, folder)
         return True

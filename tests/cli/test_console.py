@@ -10,7 +10,7 @@ import time
 import pytest
 import torch
 
-from posbench.store.rundir import RESUME, read_metrics
+from posbench.store.rundir import RESUME, RunDir
 from tests.conftest import cli
 
 SMALL = ["model=tiny", "train_len=16", "train.batch_size=4", "train.warmup_steps=2", "train.log_every=5",
@@ -41,7 +41,7 @@ def test_ctrl_c_exits_130_with_one_line_and_the_run_resumes(tmp_path, text_corpu
     assert step >= 5 and not (resume.parent / "metrics.json").exists()
     proc = cli("posbench.cli.train", *args)  # the same command again continues where it stopped
     assert "resuming from step" in proc.stderr
-    assert read_metrics(resume.parent)["status"] == "completed" and not resume.exists()
+    assert RunDir(resume.parent).read_metrics()["status"] == "completed" and not resume.exists()
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from posbench.core.errors import PosbenchError
-from posbench.store.rundir import read_per_position, read_token_losses
+from posbench.store.rundir import RunDir
 from tests.hf.conftest import CONTEXT, FAMILIES, save_tiny
 
 EVAL = ["eval.multiples=[1,2,4]", "eval.batch_tokens=512"]
@@ -50,7 +50,7 @@ def test_every_family_is_a_run_with_bits_per_byte_on_the_same_bytes(scored):
             assert r["ppl"] == pytest.approx(math.exp(r["loss"]))
             assert len(r["doc_nats"]) == len(m["token_sets"][r["token_set"]]["docs"])
             bytes_scored.add(r["bytes_scored"])
-        assert read_per_position(run_dir) and read_token_losses(run_dir)
+        assert RunDir(run_dir).read_per_position() and RunDir(run_dir).read_token_losses()
     assert len(bytes_scored) == 1  # one tokenizer here, but the bytes are the corpus's, whatever it is
 
 

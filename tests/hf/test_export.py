@@ -9,8 +9,7 @@ import torch
 
 from posbench.attention.options import AttentionOptions
 from posbench.core.errors import PosbenchError
-from posbench.model.transformer import LanguageModel
-from posbench.store.rundir import save_checkpoint
+from posbench.store.rundir import RunDir
 
 transformers = pytest.importorskip("transformers")
 
@@ -22,13 +21,12 @@ def posbench_run(compose, folder, encoding, *extra, scale=4.0):
     LayerNorms moved off 1 and 0 and its matrices scaled up, so that the logits are far from uniform and
     a wrong mapping of any weight shows."""
     spec = compose(f"encoding={encoding}", "model=tiny", f"train_len={TRAIN_LEN}", *extra)
-    torch.manual_seed(0)
-    model = LanguageModel(spec.model, spec.encoding.build(spec.shape))
+    model = spec.build_model()  # seeded with the run's seed (0)
     with torch.no_grad():
         for name, p in model.named_parameters():
             p.add_(torch.randn_like(p) * 0.3) if ".ln" in name or name.startswith("ln_f") else p.mul_(scale)
     folder.mkdir(parents=True)
-    save_checkpoint(folder, model.state_dict(), spec.resolved())
+    RunDir(folder).save_checkpoint(model.state_dict(), spec.resolved())
     (folder / "metrics.json").write_text(json.dumps({"schema_version": 1, "run_id": f"{encoding}_tiny_test",
                                                      "status": "completed", "evaluations": []}))
     return model.double().eval(), spec

@@ -53,11 +53,11 @@ def assert_same_run(a, b):
 @pytest.mark.parametrize("pattern", [[], ["model.mixers=[gdn,attention]"]], ids=["attention", "hybrid"])
 def test_each_branch_is_the_standalone_wsd_run_of_its_budget_bit_for_bit(compose, tmp_path, text_corpus, pattern):
     from posbench.jobs.train import run
-    from posbench.store.resume import snapshot_steps
+    from posbench.store.rundir import TrunkDir
 
     common = [*COMMON, f"data.path={text_corpus}", *pattern]
     trunk_dir = run(compose(*common, "train.budgets=[20,36]", f"runs_dir={tmp_path / 'branched'}"))
-    assert trunk_dir.parent.name == "trunks" and snapshot_steps(trunk_dir) == [14, 26]
+    assert trunk_dir.parent.name == "trunks" and TrunkDir(trunk_dir).snapshot_steps() == [14, 26]
     branches = []
     for steps in (20, 36):
         alone = run(compose(*common, f"train.steps={steps}", f"runs_dir={tmp_path / 'alone'}"))
@@ -99,12 +99,12 @@ def test_a_branch_whose_snapshot_exists_does_not_train_the_trunk_and_a_complete_
 
 def test_a_budget_added_later_extends_the_trunk_from_its_last_snapshot(compose, tmp_path, text_corpus):
     from posbench.jobs.train import run
-    from posbench.store.resume import snapshot_steps
+    from posbench.store.rundir import TrunkDir
 
     common = [*COMMON, f"data.path={text_corpus}"]
     run(compose(*common, "train.budgets=[20]", f"runs_dir={tmp_path / 'grown'}"))
     trunk_dir = run(compose(*common, "train.budgets=[20,36]", f"runs_dir={tmp_path / 'grown'}"))
-    assert snapshot_steps(trunk_dir) == [14, 26]
+    assert TrunkDir(trunk_dir).snapshot_steps() == [14, 26]
     assert json.loads((trunk_dir / "trunk.json").read_text())["train_steps"] == 26
     alone = run(compose(*common, "train.steps=36", f"runs_dir={tmp_path / 'alone'}"))
     assert_same_run(tmp_path / "grown" / alone.name, alone)
@@ -152,7 +152,7 @@ def test_a_signal_in_the_trunk_saves_its_current_step_and_the_branches_are_the_r
     import posbench.jobs.branches as branches_module
     from posbench.core.errors import Interrupted
     from posbench.jobs.train import run
-    from posbench.store.resume import load_resume
+    from posbench.store.rundir import TrunkDir
 
     real, sent = branches_module.during_training_probe, []
 
@@ -173,7 +173,7 @@ def test_a_signal_in_the_trunk_saves_its_current_step_and_the_branches_are_the_r
     assert stopped.value.exit_status == 143 and "after step 5 of 26 (trunk rope L=16); resume state saved; " \
         "run the same command again to resume from step 5" in stopped.value.line
     (trunk_dir,) = (tmp_path / "branched" / "trunks").iterdir()
-    assert load_resume(trunk_dir)["next_step"] == 5
+    assert TrunkDir(trunk_dir).load_resume()["next_step"] == 5
     run(spec)
     for steps in (20, 36):
         alone = run(compose(*common, f"train.steps={steps}", f"runs_dir={tmp_path / 'alone'}"))
@@ -221,8 +221,9 @@ def test_each_budget_is_the_spec_at_that_many_steps_and_leaves_the_trunk_at_its_
     alone = compose(*COMMON, "train.steps=20", f"data.path={text_corpus}", f"runs_dir={tmp_path}")
     assert branch_spec(spec, 20).run_id == alone.run_id and [b.train.steps for b in trunk.branches] == [20, 36]
     assert [trunk.start_of(b) for b in trunk.branches] == [14, 26]
-    assert directories(spec) == [b.run_dir for b in trunk.branches] + [trunk.dir]
-    assert trunk.dir.parent.name == "trunks" and directories(alone) == [alone.run_dir]
+    assert directories(spec) == [b.folder for b in trunk.branches] + [trunk.folder]
+    assert [d.path for d in directories(spec)] == [b.run_dir for b in trunk.branches] + [tmp_path / "trunks" / trunk.id]
+    assert directories(alone) == [alone.folder] and directories(alone)[0].path == alone.run_dir
     state = {"next_step": 14, "probes": [{"step": s} for s in (5, 9, 10)], "last_loss": 1.0, "val_loss": 2.0,
              "history": [{"step": s, "loss": 3.0 - s / 10, **({"val_loss": 2.0} if s in (5, 8, 9, 10) else {})}
                          for s in range(2, 15)]}

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from posbench.jobs.train import run
-from posbench.store.rundir import read_metrics
+from posbench.store.rundir import RunDir
 
 SMALL = ["model=tiny", "train_len=16", "train.batch_size=4", "train.warmup_steps=2", "train.log_every=5",
          "train.val_every=20", "train.val_batches=1", "eval.multiples=[1,2]", "eval.scored_tokens=128", "data=local"]
@@ -24,7 +24,7 @@ def test_a_run_of_a_corpus_edited_since_is_refused_not_skipped(entry, compose, t
     args = [*SMALL, "train.steps=5", f"data.path={docs}", f"runs_dir={tmp_path / 'runs'}"]
     cfg = compose(*args)
     run(cfg)
-    old = read_metrics(cfg.run_dir)["corpus"]["hash"]
+    old = cfg.folder.read_metrics()["corpus"]["hash"]
     text = (docs / "doc003.txt").read_text()
     (docs / "doc003.txt").write_text(text.replace("alpha", "ALPHA"))  # same size, other content
     files = {p: p.read_bytes() for p in cfg.run_dir.iterdir() if p.is_file() and p.name != ".lock"}
@@ -42,21 +42,20 @@ def test_a_run_of_a_corpus_edited_since_is_refused_not_skipped(entry, compose, t
     code, err = entry("train", *args)
     assert code == 2 and expected.fullmatch(err.strip()), err
     (docs / "doc003.txt").write_text(text)  # the corpus as it was: the run trains (resumes) again
-    assert read_metrics(run(cfg))["corpus"]["hash"] == old
+    assert RunDir(run(cfg)).read_metrics()["corpus"]["hash"] == old
 
 
 def test_a_stdlib_run_of_another_python_is_refused(tmp_path):
     from posbench.core.errors import PosbenchError
     from posbench.data.corpus import Corpus
     from posbench.jobs.corpora import check_same_corpus
-    from posbench.store.rundir import write_corpus
 
-    write_corpus(tmp_path, {"name": "stdlib", "source": "stdlib", "python": "3.10.4", "documents": 1890, "hash": "a" * 16})
+    RunDir(tmp_path).write_corpus({"name": "stdlib", "source": "stdlib", "python": "3.10.4", "documents": 1890, "hash": "a" * 16})
     now = Corpus(np.zeros(4, np.uint8), np.zeros(4, np.uint8),
                  {"name": "stdlib", "source": "stdlib", "python": "3.11.7", "documents": 1890, "hash": "b" * 16})
     with pytest.raises(PosbenchError) as e:
-        check_same_corpus(tmp_path, now)
+        check_same_corpus(RunDir(tmp_path), now)
     assert str(e.value) == (f"run {tmp_path.name} was trained on corpus 'stdlib' with hash {'a' * 16}; the standard library "
                             f"of Python 3.11.7 now gives hash {'b' * 16} (Python 3.10.4 -> 3.11.7); its results belong to the "
                             f"old corpus: train it in a new runs_dir, or delete {tmp_path} to train it again")
-    check_same_corpus(tmp_path, Corpus(now.train, now.val, {**now.fingerprint, "hash": "a" * 16}))  # the same: passes
+    check_same_corpus(RunDir(tmp_path), Corpus(now.train, now.val, {**now.fingerprint, "hash": "a" * 16}))  # the same: passes

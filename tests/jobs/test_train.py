@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from posbench.jobs.train import run
-from posbench.store.rundir import RESUME, read_metrics
+from posbench.store.rundir import RESUME, RunDir
 
 BASE = ["model=tiny", "train=smoke", "train_len=16", "eval.protocols=[nonoverlapping]", "eval.scored_tokens=256", "data=local"]
 
@@ -18,13 +18,13 @@ BASE = ["model=tiny", "train=smoke", "train_len=16", "eval.protocols=[nonoverlap
 def test_rerunning_a_complete_run_with_new_eval_settings_evaluates_what_is_missing(compose, tmp_path, text_corpus, caplog):
     cfg = compose("encoding=alibi", *BASE, "eval.multiples=[1,2]", f"data.path={text_corpus}", f"runs_dir={tmp_path}")
     run_dir = run(cfg)
-    first = read_metrics(run_dir)
+    first = RunDir(run_dir).read_metrics()
     weights = (run_dir / "checkpoint.pt").read_bytes()
     cfg = compose("encoding=alibi", *BASE, "eval.multiples=[1,2,4]", f"data.path={text_corpus}", f"runs_dir={tmp_path}")
     with caplog.at_level(logging.INFO, logger="posbench"):
         run(cfg)
     assert any("1 new evaluation records" in r.getMessage() for r in caplog.records)
-    after = read_metrics(run_dir)
+    after = RunDir(run_dir).read_metrics()
     assert (run_dir / "checkpoint.pt").read_bytes() == weights  # not trained again
     assert [r for r in after["evaluations"] if r["length"] <= 32] == first["evaluations"]  # old records untouched
     assert [r["length"] for r in after["evaluations"]] == [16, 32, 64]
@@ -46,14 +46,14 @@ def test_a_kill_during_evaluation_keeps_the_training(compose, tmp_path, text_cor
     with pytest.raises(KeyboardInterrupt):
         run(cfg)
     run_dir = cfg.run_dir
-    m = read_metrics(run_dir)
+    m = RunDir(run_dir).read_metrics()
     assert m["status"] == "completed" and m["evaluations"] == [] and (run_dir / "checkpoint.pt").exists()
     weights = (run_dir / "checkpoint.pt").read_bytes()
     monkeypatch.undo()
     history = (run_dir / "history.json").read_text()
     run(cfg)  # evaluates the saved checkpoint; trains nothing
     assert (run_dir / "checkpoint.pt").read_bytes() == weights and (run_dir / "history.json").read_text() == history
-    assert [r["length"] for r in read_metrics(run_dir)["evaluations"]] == [16, 32]
+    assert [r["length"] for r in RunDir(run_dir).read_metrics()["evaluations"]] == [16, 32]
 
 
 def test_a_signal_in_the_last_step_saves_the_trained_run_then_stops_before_evaluating(compose, tmp_path, text_corpus,
@@ -79,19 +79,19 @@ def test_a_signal_in_the_last_step_saves_the_trained_run_then_stops_before_evalu
         run(cfg)
     assert stopped.value.line == ("posbench: interrupted (SIGINT) in the last step of 20 (train rope L=16); the training "
                                   "is complete and saved; run the same command again to go on")
-    m = read_metrics(cfg.run_dir)
+    m = cfg.folder.read_metrics()
     assert m["status"] == "completed" and m["evaluations"] == [] and not (cfg.run_dir / RESUME).exists()
     weights = (cfg.run_dir / "checkpoint.pt").read_bytes()
     monkeypatch.undo()
     run(cfg)
-    assert (cfg.run_dir / "checkpoint.pt").read_bytes() == weights and read_metrics(cfg.run_dir)["evaluations"]
+    assert (cfg.run_dir / "checkpoint.pt").read_bytes() == weights and cfg.folder.read_metrics()["evaluations"]
 
 
 def test_a_diverged_run_is_final_unless_retried(compose, tmp_path, text_corpus, caplog):
     args = ["encoding=nope", *BASE, "train.lr=1e12", "train.warmup_steps=1", "train.grad_clip=1e30",
             f"data.path={text_corpus}", f"runs_dir={tmp_path}"]
     run_dir = run(compose(*args))
-    assert read_metrics(run_dir)["status"] == "diverged"
+    assert RunDir(run_dir).read_metrics()["status"] == "diverged"
     stamp = (run_dir / "metrics.json").stat().st_mtime_ns
     with caplog.at_level(logging.WARNING, logger="posbench"):
         run(compose(*args))
@@ -109,7 +109,7 @@ def test_a_new_evaluation_variant_on_a_complete_run_is_evaluated_not_retrained(c
     run(compose("encoding=rope", *BASE, "eval.multiples=[1,2]", "eval.rope_scaling=[yarn]", f"data.path={text_corpus}",
                 f"runs_dir={tmp_path}"))
     assert (run_dir / "checkpoint.pt").read_bytes() == weights
-    assert {r["variant"] for r in read_metrics(run_dir)["evaluations"]} == {"rope", "rope+yarn@2x"}
+    assert {r["variant"] for r in RunDir(run_dir).read_metrics()["evaluations"]} == {"rope", "rope+yarn@2x"}
 
 
 SMALL = ["model=tiny", "train_len=16", "train.batch_size=4", "train.warmup_steps=2", "train.log_every=5",
@@ -118,7 +118,7 @@ SMALL = ["model=tiny", "train_len=16", "train.batch_size=4", "train.warmup_steps
 
 def test_a_malformed_resume_state_is_discarded_and_the_run_starts_over(compose, tmp_path, text_corpus, caplog):
     cfg = compose(*SMALL, "train.steps=10", f"data.path={text_corpus}", f"runs_dir={tmp_path / 'clean'}")
-    clean = read_metrics(run(cfg))
+    clean = RunDir(run(cfg)).read_metrics()
     cfg = compose(*SMALL, "train.steps=10", f"data.path={text_corpus}", f"runs_dir={tmp_path / 'broken'}")
     run_dir = cfg.run_dir
     run_dir.mkdir(parents=True)
@@ -126,7 +126,7 @@ def test_a_malformed_resume_state_is_discarded_and_the_run_starts_over(compose, 
     torch.save({"model": {"tok_emb.weight": torch.zeros(3, 3)}, "optimizer": {}, "scheduler": {}, "torch_rng": torch.get_rng_state(),
                 "next_step": 5, "history": [], "last_loss": 1.0, "val_loss": None, "train_wall_s": 0.0}, run_dir / RESUME)
     with caplog.at_level(logging.WARNING, logger="posbench"):
-        m = read_metrics(run(cfg))
+        m = RunDir(run(cfg)).read_metrics()
     assert any("discarding unusable resume state" in r.message for r in caplog.records)
     assert m["status"] == "completed" and not (run_dir / RESUME).exists()
     assert m["evaluations"] == clean["evaluations"]  # started over: the same bits as a clean run
@@ -134,13 +134,13 @@ def test_a_malformed_resume_state_is_discarded_and_the_run_starts_over(compose, 
     shutil.rmtree(run_dir)
     run_dir.mkdir()
     (run_dir / RESUME).write_bytes(b"garbage")
-    assert read_metrics(run(cfg))["evaluations"] == clean["evaluations"]
+    assert RunDir(run(cfg)).read_metrics()["evaluations"] == clean["evaluations"]
 
 
 def test_divergence_is_recorded_not_raised(compose, tmp_path, text_corpus, caplog):
     cfg = compose("model=tiny", "train=smoke", "train_len=16", "train.lr=1e12", "train.warmup_steps=1", "train.grad_clip=1e30",
                   "data=local", f"data.path={text_corpus}", f"runs_dir={tmp_path}")
-    m = read_metrics(run(cfg))
+    m = RunDir(run(cfg)).read_metrics()
     assert m["status"] == "diverged" and m["evaluations"] == []
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="posbench"):
@@ -207,7 +207,7 @@ def test_a_finished_run_met_again_under_a_tracker_is_logged_not_skipped_in_silen
     monkeypatch.setattr(train, "make_tracker", lambda *a, **k: Recording())
     with caplog.at_level(logging.INFO, logger="posbench"):
         run(compose("encoding=alibi", *BASE, f"data.path={text_corpus}", f"runs_dir={tmp_path}", "logger=wandb"))
-    metrics = read_metrics(run_dir)
+    metrics = RunDir(run_dir).read_metrics()
     steps = [s for kind, s, _ in seen if kind == "log" and s is not None]
     assert steps and steps == sorted(steps)  # the training curve, in order
     assert ("eval", None, metrics["evaluations"]) in seen and seen[-1][0] == "finish"

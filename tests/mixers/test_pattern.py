@@ -112,13 +112,13 @@ def test_a_users_mixer_is_one_file_of_their_package(forget_loaded_plugins):
 
 def test_a_tiny_hybrid_trains_and_scores_at_1x_and_4x(compose, tmp_path, text_corpus):
     from posbench.jobs.train import run
-    from posbench.store.rundir import read_metrics
+    from posbench.store.rundir import RunDir
 
     cfg = compose("encoding=rope", "model=tiny", "model.n_layers=3", "model.mixers=[gdn,mamba2,attention]",
                   "+model.mixer_params.gdn.chunk=8", "+model.mixer_params.mamba2.chunk=8", "train=smoke", "train.steps=6",
                   "train_len=16", "eval.multiples=[1,4]", "eval.protocols=[nonoverlapping]", "eval.scored_tokens=128",
                   "eval.during_training=[]", "data=local", f"data.path={text_corpus}", f"runs_dir={tmp_path}")
-    m = read_metrics(run(cfg))
+    m = RunDir(run(cfg)).read_metrics()
     assert m["status"] == "completed"
     rows = {r["length"]: r for r in m["evaluations"]}
     assert sorted(rows) == [16, 64]

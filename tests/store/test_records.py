@@ -14,8 +14,8 @@ import pytest
 
 from posbench.core.errors import PosbenchError
 from posbench.core.paths import portable
-from posbench.store.lock import run_lock
 from posbench.store.records import LEFT_OUT, keep, listing, read_records, unpack
+from posbench.store.rundir import RunDir
 from tests.conftest import tree
 
 
@@ -38,7 +38,7 @@ def test_ended_runs_come_back_bit_for_bit_without_weights_and_a_locked_run_waits
     dirs = run_dirs(runs)
     assert any((p / "checkpoint.pt").exists() for p in dirs)
     records = tmp_path / "kept.parquet"
-    with run_lock(dirs[0]):  # a run a process works on (posbench-eval adding records, say)
+    with RunDir(dirs[0]).lock():  # a run a process works on (posbench-eval adding records, say)
         kept = keep(runs, records)
     assert (kept.copied, kept.left) == (len(dirs) - 1, 1)
     unpack(records, tmp_path / "back")

@@ -60,13 +60,12 @@ SMALL = ["model=tiny", "train_len=16", "train.batch_size=4", "train.warmup_steps
 def loadable_state(cfg, changes: dict) -> dict:
     """A resume state train_model could apply after 5 steps (this run's model, optimiser and
     schedule), with ``changes`` (``schedule_step``: the schedule's step count, else next_step's)."""
-    from posbench.model.transformer import LanguageModel
     from posbench.training.trainer import lr_factor, make_optimizer
 
     changes = dict(changes)
     next_step = changes.get("next_step", 5)
     schedule_step = changes.pop("schedule_step", next_step)
-    model = LanguageModel(cfg.model, cfg.encoding.build(cfg.shape))
+    model = cfg.build_model()
     opt = make_optimizer(model, cfg.train)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, cfg.train))
     state = {"model": model.state_dict(), "optimizer": opt.state_dict(),
@@ -92,11 +91,11 @@ def test_a_resume_state_that_does_not_fit_the_run_is_discarded_and_the_run_is_bi
     import logging
 
     from posbench.jobs.train import run
-    from posbench.store.rundir import RESUME, read_metrics
+    from posbench.store.rundir import RESUME, RunDir
 
     clean = compose(*SMALL, f"data.path={text_corpus}", f"runs_dir={tmp_path / 'clean'}")
     run(clean)
-    want = read_metrics(clean.run_dir)
+    want = clean.folder.read_metrics()
     weights = torch.load(clean.run_dir / "checkpoint.pt", weights_only=True)["model"]
     for i, (damage, (changes, reason)) in enumerate(BAD_STATES.items()):
         cfg = compose(*SMALL, f"data.path={text_corpus}", f"runs_dir={tmp_path / str(i)}")
@@ -108,9 +107,32 @@ def test_a_resume_state_that_does_not_fit_the_run_is_discarded_and_the_run_is_bi
         warnings = [r.getMessage() for r in caplog.records if "resume state" in r.getMessage()]
         assert warnings == [f"discarding unusable resume state {cfg.run_dir / RESUME} (ValueError: {reason}); "
                             "training from step 0"], damage
-        got = read_metrics(cfg.run_dir)
+        got = cfg.folder.read_metrics()
         assert got["status"] == "completed" and not (cfg.run_dir / RESUME).exists(), damage
         for key in ("evaluations", "final_train_loss", "final_val_loss", "train_steps", "train_tokens"):
             assert got[key] == want[key], (damage, key)
         w = torch.load(cfg.run_dir / "checkpoint.pt", weights_only=True)["model"]
         assert all(torch.equal(weights[k], w[k]) for k in weights), damage
+
+
+def test_an_unusable_resume_state_or_snapshot_is_removed_with_a_warning(tmp_path, caplog):
+    """read_state raises on what is not a resume state; RunDir and TrunkDir read None, say so, and
+    remove the file so that training starts over (or the trunk makes the snapshot again)."""
+    import logging
+
+    import pytest
+
+    from posbench.store.resume import read_state
+    from posbench.store.rundir import RESUME, TrunkDir
+
+    folder = TrunkDir(tmp_path)
+    (tmp_path / RESUME).write_bytes(b"not a torch file")
+    with pytest.raises(Exception):
+        read_state(tmp_path / RESUME)
+    with caplog.at_level(logging.WARNING, logger="posbench"):
+        assert folder.load_resume() is None
+    assert not folder.has_resume() and "discarding unusable resume state" in caplog.text
+    folder.snapshot_path(4).parent.mkdir()
+    torch.save({"next_step": 4}, folder.snapshot_path(4))
+    assert folder.snapshot_steps() == [4] and folder.load_snapshot(4) is None and folder.snapshot_steps() == []
+    assert folder.load_snapshot(8) is None  # none there: nothing to say

@@ -20,13 +20,13 @@ def test_a_task_run_trains_evaluates_resumes_and_reports(compose, tmp_path, text
     from posbench.jobs.train import run
     from posbench.report.pipeline import build_report
     from posbench.store.identity import run_identity
-    from posbench.store.rundir import read_metrics
+    from posbench.store.rundir import RunDir
 
     args = ["encoding=alibi", "task=passkey", "task.eval_examples=8", "task.eval_depths=[0,1]", *BASE,
             f"data.path={text_corpus}", f"runs_dir={tmp_path / 'runs'}", "eval.attention_stats=true"]
     run_dir = run(compose(*args))
     assert "_passkey_" in run_dir.name
-    m = read_metrics(run_dir)
+    m = RunDir(run_dir).read_metrics()
     assert m["status"] == "completed" and m["task"] == "passkey" and m["evaluations"] == []
     cells = {(r["length"], r["condition"]) for r in m["task_evaluations"]}
     assert cells == {(32, 0.0), (32, 1.0), (64, 0.0), (64, 1.0)}
@@ -36,7 +36,7 @@ def test_a_task_run_trains_evaluates_resumes_and_reports(compose, tmp_path, text
     assert run_identity(compose(*args).resolved()) == run_identity(compose(*args, "task.eval_examples=16").resolved())
     stamp = (run_dir / "checkpoint.pt").stat().st_mtime_ns
     run(compose(*args, "eval.multiples=[1,2,4]"))
-    m = read_metrics(run_dir)
+    m = RunDir(run_dir).read_metrics()
     assert (run_dir / "checkpoint.pt").stat().st_mtime_ns == stamp
     assert {r["length"] for r in m["task_evaluations"]} == {32, 64, 128} and {a["length"] for a in m["attention"]} == {32, 64, 128}
     # a language model of the same encoding beside it: the report has both

@@ -8,7 +8,7 @@ from posbench.attention.options import AttentionOptions
 from posbench.attention.positions import pose_positions
 from posbench.encodings.rope import rope_frequencies
 from posbench.jobs.train import run
-from posbench.store.rundir import load_checkpoint, read_history, read_metrics
+from posbench.store.rundir import RunDir
 from tests.helpers import ext
 
 BASE = ["model=tiny", "train=smoke", "train_len=16", "eval.protocols=[nonoverlapping]", "eval.multiples=[1,4]",
@@ -22,12 +22,12 @@ def test_pose_and_drope_fine_tune_at_the_training_length(compose, tmp_path, text
     pose = compose(*args, "extend.length=64", "extend.method=pose", "extend.steps=4", "extend.lr=1e-3")
     assert extend.finetune_window(pose.extend, 16) == 16 and extend.finetune_settings(pose.extend, pose.train, 16).batch_size == 8
     assert torch.equal(extend.training_positions(pose.extend, 16, pose.seed)(2), pose_positions(16, 64, 0, 2))
-    child = read_metrics(run(pose))
+    child = RunDir(run(pose)).read_metrics()
     assert child["train_steps"] == 4 and child["train_tokens"] == 4 * 8 * 16  # windows of 16, as the parent's
     assert {r["variant"] for r in child["evaluations"]} == {"rope+pose@4x+ft4"}
     drope = compose(*args, "extend.length=64", "extend.method=drope", "extend.steps=2", "extend.lr=1e-3")
     assert extend.training_positions(drope.extend, 16, 0) is None and extend.finetune_window(drope.extend, 16) == 16
-    assert {r["variant"] for r in read_metrics(run(drope))["evaluations"]} == {"rope+drope@4x+ft2"}
+    assert {r["variant"] for r in RunDir(run(drope)).read_metrics()["evaluations"]} == {"rope+drope@4x+ft2"}
     yarn = compose(*args, "extend.length=64", "extend.method=yarn", "extend.steps=2")
     assert extend.finetune_window(yarn.extend, 16) == 64 and extend.training_positions(yarn.extend, 16, 0) is None
 
@@ -36,29 +36,29 @@ def test_a_zero_step_extension_is_its_parent_under_another_name(compose, tmp_pat
     args = ["encoding=alibi", *BASE, f"data.path={text_corpus}", f"runs_dir={tmp_path}"]
     child_dir = run(compose(*args, *ext("extend.steps=0")))  # trains the missing parent first
     parent_dir = compose(*args).run_dir
-    parent, child = read_metrics(parent_dir), read_metrics(child_dir)
+    parent, child = RunDir(parent_dir).read_metrics(), RunDir(child_dir).read_metrics()
     assert parent["status"] == child["status"] == "completed"
     assert child["parent"] == compose(*args).run_id and child["extend"]["length"] == 64
     assert child_dir != parent_dir and child_dir.name.startswith("alibi_tiny_L16_s0_x64-ft0_")
     # the same weights, the same tokens: the same numbers, as the row alibi@4x+ft0
     assert [(r["length"], r["ppl"]) for r in child["evaluations"]] == [(r["length"], r["ppl"]) for r in parent["evaluations"]]
     assert {r["variant"] for r in child["evaluations"]} == {"alibi@4x+ft0"}
-    assert torch.equal(load_checkpoint(child_dir)["model"]["tok_emb.weight"], load_checkpoint(parent_dir)["model"]["tok_emb.weight"])
+    assert torch.equal(RunDir(child_dir).load_checkpoint()["model"]["tok_emb.weight"], RunDir(parent_dir).load_checkpoint()["model"]["tok_emb.weight"])
 
 
 def test_a_fine_tune_trains_at_the_target_length_from_the_parent(compose, tmp_path, text_corpus):
     args = ["encoding=rope", *BASE, f"data.path={text_corpus}", f"runs_dir={tmp_path}"]
     child_dir = run(compose(*args, *ext("extend.method=yarn", "extend.steps=6", "extend.lr=1e-3")))
-    child = read_metrics(child_dir)
+    child = RunDir(child_dir).read_metrics()
     assert child["train_steps"] == 6
     # as many tokens per step as the parent (train=smoke: 8 windows of 16 = 2 windows of 64)
     assert child["train_tokens"] == 6 * 8 * 16
     assert {r["variant"] for r in child["evaluations"]} == {"rope+yarn@4x+ft6"}
-    history = read_history(child_dir)
+    history = RunDir(child_dir).read_history()
     assert history["step"].max() == 6 and history["lr"].iloc[-1] == pytest.approx(1e-3)  # constant after warm-up
     # the child's weights moved away from the parent's
-    p = load_checkpoint(compose(*args).run_dir)["model"]
-    c = load_checkpoint(child_dir)["model"]
+    p = compose(*args).folder.load_checkpoint()["model"]
+    c = RunDir(child_dir).load_checkpoint()["model"]
     assert not torch.equal(p["tok_emb.weight"], c["tok_emb.weight"])
     # a re-run skips it, and the parent is not trained again
     stamp = (child_dir / "metrics.json").stat().st_mtime_ns
@@ -71,11 +71,11 @@ def test_rope_trains_and_evaluates_with_the_methods_frequencies(compose, tmp_pat
 
     args = ["encoding=rope", *BASE, f"data.path={text_corpus}", f"runs_dir={tmp_path}"]
     child_dir = run(compose(*args, *ext("extend.method=linear", "extend.steps=0")))
-    model, _ = model_from_checkpoint(load_checkpoint(child_dir), torch.device("cpu"))
+    model, _ = model_from_checkpoint(RunDir(child_dir).load_checkpoint(), torch.device("cpu"))
     expected, _ = rope_frequencies(model.encoding.shape.head_dim, 10000.0, "linear", 4.0, 16, 64)
     assert torch.allclose(model.encoding.frequencies(AttentionOptions(), 64)[0], expected)  # the trained forward's
-    parent = read_metrics(compose(*args).run_dir)
-    child = read_metrics(child_dir)
+    parent = compose(*args).folder.read_metrics()
+    child = RunDir(child_dir).read_metrics()
     # linear interpolation changes the numbers at every length (positions / 4 everywhere)
     assert all(c["ppl"] != p["ppl"] for c, p in zip(child["evaluations"], parent["evaluations"]))
 

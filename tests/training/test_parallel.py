@@ -12,6 +12,7 @@ import torch.multiprocessing as mp
 
 from posbench.core.errors import PosbenchError
 from posbench.model.transformer import ModelConfig, build_model
+from posbench.store.rundir import RunDir
 from posbench.training.data import TrainingData
 from posbench.training.hooks import Hooks
 from posbench.training.parallel import Processes
@@ -25,7 +26,7 @@ CPU = torch.device("cpu")
 def _train(resume_dir, processes=None):
     torch.manual_seed(0)
     model = build_model(ModelConfig(name="tiny", d_model=32, n_layers=2, n_heads=2), "rope", {}, 16)
-    result = train_model(model, TrainingData(TEXT, TEXT, 16, 0), TC, CPU, hooks=Hooks(resume_dir=resume_dir),
+    result = train_model(model, TrainingData(TEXT, TEXT, 16, 0), TC, CPU, hooks=Hooks(resume_dir=resume_dir and RunDir(resume_dir)),
                          processes=processes)
     return model, result
 

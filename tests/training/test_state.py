@@ -4,7 +4,7 @@ the model leaves the model as it was and is discarded."""
 import torch
 
 from posbench.model.transformer import ModelConfig, build_model
-from posbench.store.resume import save_resume
+from posbench.store.rundir import RunDir
 from posbench.training.state import LoopState
 from posbench.training.trainer import TrainConfig, _optimiser
 
@@ -25,10 +25,10 @@ def test_a_saved_state_restores_the_step_history_probes_losses_and_weights(tmp_p
     for _ in range(4):  # the schedule's step must be the state's next step
         opt.step()
         sched.step()
-    save_resume(tmp_path, st.saved(model, opt, sched, next_step=4))
+    RunDir(tmp_path).save_resume(st.saved(model, opt, sched, next_step=4))
     again = _model()
     back = LoopState()
-    assert back.restore(tmp_path, again, *_optimiser(again, tc, 1.0), steps=10)
+    assert back.restore(RunDir(tmp_path), again, *_optimiser(again, tc, 1.0), steps=10)
     assert (back.start, back.history, back.probes, back.last_loss, back.val_loss) == (4, st.history, st.probes, 2.5, 2.7)
     assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), again.state_dict().values()))
 
@@ -36,10 +36,10 @@ def test_a_saved_state_restores_the_step_history_probes_losses_and_weights(tmp_p
 def test_a_state_of_another_model_leaves_the_model_as_it_was_and_is_discarded(tmp_path):
     tc = TrainConfig(steps=10)
     other = _model(d_model=64)
-    save_resume(tmp_path, LoopState().saved(other, *_optimiser(other, tc, 1.0), next_step=0))
+    RunDir(tmp_path).save_resume(LoopState().saved(other, *_optimiser(other, tc, 1.0), next_step=0))
     model = _model()
     before = {k: v.clone() for k, v in model.state_dict().items()}
     st = LoopState()
-    assert not st.restore(tmp_path, model, *_optimiser(model, tc, 1.0), steps=10)
+    assert not st.restore(RunDir(tmp_path), model, *_optimiser(model, tc, 1.0), steps=10)
     assert st.start == 0 and not (tmp_path / "resume.pt").exists()
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())

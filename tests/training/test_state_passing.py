@@ -10,7 +10,7 @@ from posbench.core.errors import PosbenchError
 from posbench.jobs.train import run
 from posbench.mixers import Mixer
 from posbench.model.transformer import ModelConfig, build_model
-from posbench.store.rundir import read_metrics
+from posbench.store.rundir import RunDir
 from posbench.tasks.lm import LanguageModelling
 from posbench.training import extend, state_passing
 from posbench.training.data import VALIDATION_SEED, TrainingData
@@ -31,7 +31,7 @@ def test_an_extension_run_fine_tunes_on_a_stream_with_the_state_passed(compose, 
     assert torch.equal(torch.from_numpy(TEXT.astype(np.int64))[_starts(x0, 2) + 16], x1[:, 0])  # consecutive
     plain = LanguageModelling().training_batch(TEXT, 2, 16, VALIDATION_SEED, 3)
     assert torch.equal(task.training_batch(TEXT, 2, 16, VALIDATION_SEED, 3)[0], plain[0])  # validation as always
-    child = read_metrics(run(spec))  # trains the parent first
+    child = RunDir(run(spec)).read_metrics()  # trains the parent first
     assert child["status"] == "completed" and child["train_tokens"] == 4 * 8 * 16
     assert {r["variant"] for r in child["evaluations"]} == {"nope+state_passing@4x+ft4"}
 
@@ -60,7 +60,7 @@ def _train(resume_dir, steps=12):
     tc = TrainConfig(steps=steps, batch_size=2, warmup_steps=2, log_every=4, val_every=100, val_batches=1,
                      checkpoint_every=5)
     task = state_passing.StreamedLanguageModelling(LanguageModelling.Params(), 4)
-    train_model(model, TrainingData(TEXT, TEXT, 16, 0, task), tc, torch.device("cpu"), hooks=Hooks(resume_dir=resume_dir))
+    train_model(model, TrainingData(TEXT, TEXT, 16, 0, task), tc, torch.device("cpu"), hooks=Hooks(resume_dir=RunDir(resume_dir)))
     return model
 
 

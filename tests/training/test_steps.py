@@ -6,6 +6,7 @@ import numpy as np
 import torch
 
 from posbench.model.transformer import ModelConfig, build_model
+from posbench.store.rundir import RunDir
 from posbench.training.data import TrainingData
 from posbench.training.hooks import Hooks
 from posbench.training.steps import StepRules, half_step
@@ -33,7 +34,7 @@ def test_the_trainer_logs_validates_probes_and_snapshots_exactly_at_the_steps_of
     tc = TrainConfig(steps=21, batch_size=2, warmup_steps=3, log_every=5, val_every=8, val_batches=1, checkpoint_every=6)
     rules = StepRules.of(tc, probes=[3, 11], validate_at=[13], snapshots=[4, 17])
     result = train_model(model, TrainingData(TEXT, TEXT, 16, 0), tc, torch.device("cpu"), rules=rules,
-                         hooks=Hooks(resume_dir=tmp_path, probe=lambda m: [{"probe": 1.0}],
+                         hooks=Hooks(resume_dir=RunDir(tmp_path), probe=lambda m: [{"probe": 1.0}],
                                      snapshot_path=lambda k: tmp_path / f"snap{k}.pt"))
     want = rules.recorded(21)
     history = result["history"]

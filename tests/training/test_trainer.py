@@ -7,6 +7,7 @@ import torch
 
 from posbench.core.device import autocast, resolve_device
 from posbench.model.transformer import ModelConfig, build_model
+from posbench.store.rundir import RunDir
 from posbench.tasks import build_task
 from posbench.training.data import TrainingData
 from posbench.training.hooks import Hooks
@@ -103,7 +104,7 @@ def _train(tmp_path, probe=None, probe_steps=()):
     model = build_model(ModelConfig(name="tiny", d_model=32, n_layers=1, n_heads=2), "rope", {}, 16)
     tc = TrainConfig(steps=30, batch_size=2, warmup_steps=3, log_every=4, val_every=10, val_batches=1, checkpoint_every=100)
     result = train_model(model, TrainingData(TEXT, TEXT, 16, 0), tc, torch.device("cpu"),
-                         rules=StepRules.of(tc, probe_steps), hooks=Hooks(resume_dir=tmp_path, probe=probe))
+                         rules=StepRules.of(tc, probe_steps), hooks=Hooks(resume_dir=RunDir(tmp_path), probe=probe))
     return model, result
 
 
@@ -116,7 +117,6 @@ def test_a_signal_saves_a_resume_state_at_the_current_step_and_the_resumed_run_i
     import signal
 
     from posbench.core.errors import Interrupted
-    from posbench.store.resume import load_resume
 
     sig = getattr(signal, signum)
     before = signal.getsignal(sig)
@@ -134,7 +134,7 @@ def test_a_signal_saves_a_resume_state_at_the_current_step_and_the_resumed_run_i
     assert stopped.value.exit_status == 128 + sig
     assert stopped.value.line == (f"posbench: interrupted ({signum}) after step 13 of 30 (train); resume state saved; "
                                   "run the same command again to resume from step 13")
-    assert load_resume(tmp_path / "run", 30)["next_step"] == 13
+    assert RunDir(tmp_path / "run").load_resume(30)["next_step"] == 13
     assert signal.getsignal(sig) == before  # the handler before training is back
     resumed, again = _train(tmp_path / "run", send(1), {13})  # step 13 is done: no signal comes
     assert all(torch.equal(a, b) for a, b in zip(clean.state_dict().values(), resumed.state_dict().values()))
@@ -143,4 +143,4 @@ def test_a_signal_saves_a_resume_state_at_the_current_step_and_the_resumed_run_i
 
     with pytest.raises(Interrupted) as twice:  # a second signal: at once, inside the step, nothing saved
         _train(tmp_path / "twice", send(2), {13})
-    assert "interrupted again" in twice.value.line and load_resume(tmp_path / "twice", 30) is None
+    assert "interrupted again" in twice.value.line and RunDir(tmp_path / "twice").load_resume(30) is None
