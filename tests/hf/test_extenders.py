@@ -183,11 +183,11 @@ def test_the_command_refuses_an_extender_on_gpt2_in_one_line_and_writes_nothing(
 
 def test_a_run_folder_another_process_is_writing_is_refused_in_one_line(tiny_checkpoints, small_corpus, tmp_path,
                                                                          cache_dir):
-    from posbench.store.lock import run_lock
+    from posbench.store.rundir import RunDir
 
     run_dir = score(tiny_checkpoints["qwen2"], tmp_path / "runs", small_corpus)
     before = (run_dir / "metrics.json").read_bytes()
-    with run_lock(run_dir) as mine:  # another open file description: flock refuses it as it would another process
+    with RunDir(run_dir).lock() as mine:  # another open file description: flock refuses it as it would another process
         assert mine
         with pytest.raises(PosbenchError, match=r"is being written by another process \(pid \d+\); wait for it") as e:
             score(tiny_checkpoints["qwen2"], tmp_path / "runs", small_corpus, "--extender", "rerope")
