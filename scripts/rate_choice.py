@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from posbench.report.headline import with_interval
-from posbench.report.load import load_runs
+from posbench.report.records.load import load_runs
 from posbench.report.analysis.tables import completed, main_table
 from posbench.report.tuning import DEFAULT, GROUP, decide, run_settings_frame
 

@@ -9,7 +9,7 @@ steps: equal steps). Their ``evaluations.csv.gz`` are read together (each record
 ``budget_steps``), and the report's own table is printed (posbench/report/sections/tokenizers.py
 ``partners_table``: the verdict's statistic of each partner with its interval and class, and the contrast
 split into a steps part and a tokenizer part, paired by seed). The records of a subword token set keep
-only their token sum, so its text resampling weights the documents equally (report/committed.py
+only their token sum, so its text resampling weights the documents equally (report/records/committed.py
 ``token_sets``): its intervals are approximate. Exit 1 with one line where no subword row has both
 partners.
 """
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from posbench.report.committed import read_evaluations, token_sets
+from posbench.report.records.committed import read_evaluations, token_sets
 from posbench.report.sections.tokenizers import partners_table
 
 TOLERANCE = 0.05

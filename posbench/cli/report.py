@@ -23,7 +23,7 @@ from posbench.report.context import Options
 from posbench.report.forecast.section import parse_requests
 from posbench.report.key_tokens.frames import RULES
 from posbench.report.pipeline import DEFAULT_TOLERANCE, make_report
-from posbench.report.selection import Selection, shown_folder
+from posbench.report.records.selection import Selection, shown_folder
 from posbench.store import records
 
 

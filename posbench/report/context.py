@@ -21,11 +21,11 @@ import pandas as pd
 from posbench.core.errors import PosbenchError
 from posbench.report.tasks import frames as task_frames
 from posbench.report.budget import convergence, sweep
-from posbench.report.checks import pooled_encoding_settings
-from posbench.report.committed import load_committed
+from posbench.report.records.checks import pooled_encoding_settings
+from posbench.report.records.committed import load_committed
 from posbench.report.comparison.frames import Request as ComparisonRequest, check_pairs
-from posbench.report.load import LoadedRuns, RunFiles, load_runs, without_runs
-from posbench.report.selection import Selection, is_smoke, shown_folder
+from posbench.report.records.load import LoadedRuns, RunFiles, load_runs, without_runs
+from posbench.report.records.selection import Selection, is_smoke, shown_folder
 from posbench.report.analysis.tables import comparable_records, main_table, multiples, verdict_multiple
 from posbench.report.tuning import choose_settings, split_runs
 from posbench.store.rundir import read_token_losses
@@ -43,10 +43,10 @@ class Options:
     spread: float
     threshold: float
     protocols: list[str] | None = None
-    rebuild: bool = False  # the folder is a committed report's: rebuild it from its records (report/committed.py)
+    rebuild: bool = False  # the folder is a committed report's: rebuild it from its records (report/records/committed.py)
     with_folders: tuple[Path, ...] = ()  # with --rebuild: committed reports of some of the same runs retrained
     multiple: float | None = None  # the verdict's multiple (--multiple); None: the longest every row has
-    selection: Selection = Selection()  # --only / --where (posbench/report/selection.py)
+    selection: Selection = Selection()  # --only / --where (posbench/report/records/selection.py)
     comparison: ComparisonRequest = ComparisonRequest()  # --compare / --baseline (posbench/report/comparison/frames.py)
     key_tokens: str = "bytes"  # --key-tokens: the key-token rule (posbench/report/key_tokens/frames.py RULES)
     # how to name each folder read, where it is not the folder given: a records file's unpacked runs are
@@ -74,7 +74,7 @@ class ReportContext:
         self.options, self.files, self.skipped = options, loaded.files, loaded.skipped
         self.token_sets = loaded.token_sets
         self.recorded = loaded.recorded  # rebuilt from a committed report's records: what it kept (else None)
-        self.not_applicable = list(loaded.not_applicable)  # rows of variants that do not apply (report/load.py)
+        self.not_applicable = list(loaded.not_applicable)  # rows of variants that do not apply (report/records/load.py)
         self.runs = loaded.runs  # every readable run (at the default setting of a learning-rate grid)
         self.all_completed = loaded.runs[loaded.runs["status"] == "completed"]
         is_lm = self.all_completed["task"].fillna(LM) == LM
@@ -149,7 +149,7 @@ class ReportContext:
                                 "none usable)")
         return ctx
 
-    # -- each run's files, read once (posbench/report/load.py) ------------------------------------
+    # -- each run's files, read once (posbench/report/records/load.py) ------------------------------------
     @cached_property
     def configs(self) -> dict[str, Any]:
         return {d: f.config for d, f in self.files.items()}
@@ -281,7 +281,7 @@ class ReportContext:
 def leave_out_smoke(loaded: LoadedRuns) -> tuple[LoadedRuns, int]:
     """``loaded`` without its ``train=smoke`` runs of a configuration (encoding, model, train_len) that a
     completed run of a real budget also has: there the smoke test would be read as a training budget of
-    it (posbench/report/selection.py says why); and how many were left out. A smoke run of its own
+    it (posbench/report/records/selection.py says why); and how many were left out. A smoke run of its own
     configuration is no budget of anything and stays (tests and demos mix them on purpose)."""
     configs = {d: f.config for d, f in loaded.files.items()}
     done = loaded.runs[loaded.runs["status"] == "completed"]

@@ -12,8 +12,8 @@ from __future__ import annotations
 import pandas as pd
 
 from posbench.evaluation.protocols import PROTOCOLS
-from posbench.report.drawing.style import parse_row_name
-from posbench.report.load import base_of
+from posbench.report.records.rows import parse_row_name
+from posbench.report.records.load import base_of
 from posbench.report.analysis.tables import NOT_DEFINED, NOT_EVALUATED
 
 NOTES = {NOT_DEFINED: "not defined", NOT_EVALUATED: "not evaluated"}

@@ -2,7 +2,7 @@
 
 Reads every ``metrics.json`` below a runs folder (the report never trains or evaluates); runs that
 cannot be read are skipped with a warning and listed in the report. Beside report.md it writes
-``manifest.json``: what a rebuild of the report reads besides its records (posbench/report/manifest.py). The report is its sections
+``manifest.json``: what a rebuild of the report reads besides its records (posbench/report/records/manifest.py). The report is its sections
 (posbench/report/section.py), in their order: each that applies writes its files and gives its
 blocks; the "Files" list is made from what they declared, and files an earlier report wrote for a
 section that no longer applies are removed.
@@ -28,7 +28,7 @@ from posbench.report.context import Options, ReportContext
 from posbench.report.drawing.document import Heading, Image, Para, Table, render
 from posbench.report.drawing.png import keep_figure
 from posbench.report.forecast.section import check_requests
-from posbench.report.manifest import MANIFEST, manifest_of
+from posbench.report.records.manifest import MANIFEST, manifest_of
 from posbench.report.prose import join_words
 from posbench.report.section import SECTIONS, Section, SectionOutput, write_or_fail
 
@@ -153,7 +153,7 @@ def make_report(runs_dir: Path | list[Path], out_dir: Path, options: Options) ->
             ran.append(section)
     blocks += files_blocks(ran, written)
     md, page = render(blocks, out_dir, "posbench report")
-    report, manifest = out_dir / REPORT, manifest_of(ctx).to_json()  # what a rebuild reads (report/manifest.py)
+    report, manifest = out_dir / REPORT, manifest_of(ctx).to_json()  # what a rebuild reads (report/records/manifest.py)
     write_or_fail(out_dir, lambda: (atomic_write_text(out_dir / MANIFEST, manifest),
                                     atomic_write_text(out_dir / "report.html", page), atomic_write_text(report, md)))
     remove_stale(out_dir, every, written)

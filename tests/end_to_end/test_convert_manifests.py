@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from posbench.cli.report import main as report
-from posbench.report.manifest import Join, read_manifest
+from posbench.report.records.manifest import Join, read_manifest
 from posbench.report.prose import scored_text_note
 
 ROOT = Path(__file__).parents[2]

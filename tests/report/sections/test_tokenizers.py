@@ -69,7 +69,7 @@ def test_bits_per_byte_intervals_are_the_log_perplexity_intervals_rescaled(two_t
 def test_a_subword_run_s_token_sets_are_its_own_not_the_byte_runs():
     """One sweep's byte and BPE runs score the same bytes under one token-set name, but their documents
     hold other numbers of tokens (the report's weights): loading keeps them apart."""
-    from posbench.report.load import tokenizer_names
+    from posbench.report.records.load import tokenizer_names
 
     name = "545c92da6d319b4f:segments[4096, 1 per doc, from 4096]"
     bpe = {"model": "small/bpe1024", "token_sets": {name: {"doc_tokens": [1500, 1700], "tokens": 3200, "bytes": 8192}}}
@@ -84,7 +84,7 @@ def test_loading_byte_and_bpe_runs_of_one_corpus_keeps_both_token_sets(sweep, tm
     import json
     import shutil
 
-    from posbench.report.load import load_runs
+    from posbench.report.records.load import load_runs
 
     runs = sorted(p.parent for p in sweep[0].rglob("metrics.json"))
     for d in runs[:2]:

@@ -3,7 +3,7 @@
 Each completed run's config, history and per-position curves are read once, checked, and kept in a
 ``RunFiles``: the sections take what they need from it (history.json serves three: training curves,
 convergence, task budgets; config.yaml four). The checks are the run directory's
-(posbench.store.rundir.check_metrics) plus the report's own (posbench/report/checks.py): a run that fails one is skipped with one warning
+(posbench.store.rundir.check_metrics) plus the report's own (posbench/report/records/checks.py): a run that fails one is skipped with one warning
 and listed as unreadable, never a traceback half way through a report.
 
 The per-position curves of every completed run stay in memory: a few hundred kilobytes per run
@@ -24,14 +24,14 @@ from omegaconf import DictConfig
 
 from posbench.core.errors import PosbenchError
 from posbench.evaluation.variants import VARIANTS
-from posbench.report.checks import (
+from posbench.report.records.checks import (
     check_history,
     check_per_position,
     check_records,
     parse_config,
 )
-from posbench.report.selection import Selection
-from posbench.report.drawing.style import remember_row
+from posbench.report.records.selection import Selection
+from posbench.report.records.rows import remember_row
 from posbench.spec import RunSpec
 from posbench.store.rundir import (
     CONFIG,
@@ -72,7 +72,7 @@ class LoadedRuns:
     # rows recorded for an encoding their variant does not apply to (by older code; each equals
     # the encoding's own row by construction), left out of every table: their names
     not_applicable: list[str] = ()
-    # a report rebuilt from a committed report's records (posbench/report/committed.py): what that
+    # a report rebuilt from a committed report's records (posbench/report/records/committed.py): what that
     # report kept besides its records (convergence, commands, environment, ...); None for run directories
     recorded: Any = None
 
