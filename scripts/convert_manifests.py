@@ -57,7 +57,7 @@ def joins(text: str) -> list[Join]:
 
 
 def scored_text(text: str) -> dict[str, dict]:
-    """Each token set's scored documents as the summary's "Scored text" line names them (report/prose.py)."""
+    """Each token set's scored documents as the summary's "Scored text" line names them (report/analysis/prose.py)."""
     out = {}
     for name, tokens, n_bytes, _, in_split, ranges in SCORED_TEXT.findall(text):
         docs = []

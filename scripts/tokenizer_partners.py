@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from posbench.report.records.committed import read_evaluations, token_sets
-from posbench.report.sections.tokenizers import partners_table
+from posbench.report.analysis.tokenizers import partners_table
 
 TOLERANCE = 0.05
 

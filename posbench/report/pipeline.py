@@ -22,14 +22,15 @@ import pandas as pd
 from posbench.core.errors import PosbenchError
 from posbench.core.files import atomic_write_text
 from posbench.core.registry import plugin_code
-from posbench.report.tasks import frames as task_frames
-from posbench.report.budget import convergence
+from posbench.report.analysis import task_frames
+from posbench.report.analysis import convergence
 from posbench.report.context import Options, ReportContext
 from posbench.report.drawing.document import Heading, Image, Para, Table, render
 from posbench.report.drawing.png import keep_figure
+from posbench.report.comparison.frames import check_pairs
 from posbench.report.forecast.section import check_requests
 from posbench.report.records.manifest import MANIFEST, manifest_of
-from posbench.report.prose import join_words
+from posbench.report.analysis.prose import join_words
 from posbench.report.section import SECTIONS, Section, SectionOutput, write_or_fail
 
 log = logging.getLogger("posbench")
@@ -140,6 +141,9 @@ def make_report(runs_dir: Path | list[Path], out_dir: Path, options: Options) ->
     if out_dir.exists() and not out_dir.is_dir():
         raise PosbenchError(f"--out {str(out_dir)!r} is a file; give a folder for the report")
     ctx = ReportContext.load(dirs, options, out_dir)
+    if options.comparison and not ctx.evals.empty:
+        # rows of other tokens, another budget or no shared seed: one line, before anything is written
+        check_pairs(ctx.evals, options.comparison)
     check_requests(ctx)  # a forecast asked for where the runs cannot give one
     check_out_dir(out_dir)
     written: dict[str, str] = {}

@@ -16,8 +16,8 @@ import yaml
 
 from posbench.cli import report as report_cli
 from posbench.core.errors import PosbenchError
-from posbench.report.headline import lm_headline
-from posbench.report.prose import verdict_entry
+from posbench.report.analysis.headline import lm_headline
+from posbench.report.analysis.prose import verdict_entry
 from posbench.report.analysis.tables import main_table, verdict_multiple
 from tests.report.analysis.test_tables import fake_evals
 

@@ -1,4 +1,4 @@
-"""The report as sections (posbench/report/pipeline.py, section.py, load.py): each declares what it
+"""The report as sections (posbench/report/pipeline.py, section.py, records/load.py): each declares what it
 writes (the Files list and the removal of stale files follow), each run's files are read once, and
 damaged runs are skipped with one warning and listed. Every report here is built from a copy of the
 shared sweep's seed-0 runs (no training)."""

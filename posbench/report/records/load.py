@@ -154,7 +154,7 @@ def corpus_of(model: str) -> str | None:
 
 def with_corpus(model: str, corpus: str) -> str:
     """``<size>@<corpus>[/<tokenizer>]``: the corpus after the size, before the tokenizer, so that a
-    subword row's bytes row (report/sections/tokenizers.py: the part before "/") is on its corpus."""
+    subword row's bytes row (report/analysis/tokenizers.py: the part before "/") is on its corpus."""
     size, slash, tokenizer = str(model).partition("/")
     return f"{size}@{corpus}{slash}{tokenizer}"
 
@@ -206,7 +206,7 @@ def with_base_labels(runs: pd.DataFrame, evals: pd.DataFrame, configs: dict) -> 
     """Where the runs were trained at more than one RoPE base (``encoding.base``: experiment=rope_base),
     each run with a base named with it in its model (``with_base``): rows and panels are per model, so
     runs of different bases are different panels (the check that refuses pooled settings would refuse them
-    otherwise), and the map reads the base as an axis (report/map/points.py). One base: unchanged."""
+    otherwise), and the map reads the base as an axis (report/analysis/points.py). One base: unchanged."""
     bases = {}
     for rid, d in zip(runs["run_id"], runs.get("run_dir", [])):
         cfg = configs.get(d)

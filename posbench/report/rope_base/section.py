@@ -29,7 +29,7 @@ import math
 import pandas as pd
 
 from posbench.report.analysis.tables import main_table
-from posbench.report.budget import sweep
+from posbench.report.analysis import sweep
 from posbench.report.drawing.document import Heading, Para, Table
 from posbench.report.records.load import base_of, base_text
 from posbench.report.rope_base.theory import liu_extrapolation_limit, men_supported_length

@@ -4,7 +4,7 @@ and how the numbers were scored (protocols, scored text) opens the summary."""
 from __future__ import annotations
 
 from posbench.report.drawing.document import Heading, Para
-from posbench.report.prose import join_words
+from posbench.report.analysis.prose import join_words
 from posbench.report.section import SECTIONS, Section
 
 

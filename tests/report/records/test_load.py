@@ -4,7 +4,7 @@ runs of one corpus keep their names."""
 import pandas as pd
 
 from posbench.report.records.load import corpus_of, with_corpus, with_corpus_labels
-from posbench.report.sections.tokenizers import base_model, tokenizer_of
+from posbench.report.analysis.tokenizers import base_model, tokenizer_of
 
 
 def frames(corpora):
@@ -38,7 +38,7 @@ def test_runs_at_several_rope_bases_name_each_model_with_its_base_and_one_base_c
     from omegaconf import OmegaConf
 
     from posbench.report.records.load import base_of, with_base, with_base_labels
-    from posbench.report.map.points import coordinates, rope_base
+    from posbench.report.analysis.points import coordinates, rope_base
 
     runs = pd.DataFrame({"run_id": ["a", "b", "c", "d"], "model": ["small", "small", "small@pydocs/bpe1024", "small"],
                          "run_dir": ["da", "db", "dc", "dd"]})

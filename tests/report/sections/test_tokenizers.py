@@ -9,12 +9,8 @@ import pandas as pd
 import pytest
 
 from posbench.report.pipeline import DEFAULT_TOLERANCE
-from posbench.report.sections.tokenizers import (
-    Tokenizers,
-    carries_over,
-    comparison_table,
-    tokenizer_of,
-)
+from posbench.report.analysis.tokenizers import carries_over, comparison_table, tokenizer_of
+from posbench.report.sections.tokenizers import Tokenizers
 from posbench.report.analysis.tables import main_table
 from tests.helpers import run_section
 
@@ -109,7 +105,7 @@ def test_each_subword_row_stands_beside_its_equal_steps_and_equal_bytes_byte_par
     steps 1.16: the contrast BPE / bytes-at-equal-bytes (0.644) splits into a steps part (1.3 / 1.8) and a
     tokenizer part (1.16 / 1.3), and steps carry log(1.3/1.8) / log(1.16/1.8) = 74% of the log-gap
     (NoPE's case: most of "does not carry over" was step count)."""
-    from posbench.report.sections.tokenizers import partners_table
+    from posbench.report.analysis.tokenizers import partners_table
     from tests.helpers import records
 
     byte = records({("nope", 1000): (5.0, 9.0), ("nope", 386): (6.0, 7.8)})

@@ -1,4 +1,4 @@
-"""posbench/report/map/points.py and words.py on made-up records: a verdict that changes along the
+"""posbench/report/analysis/points.py and map/words.py on made-up records: a verdict that changes along the
 training length is found as "changes" (the right place and direction), one that holds is found as
 "holds" (no change invented), and too few seeds or undecided points are "cannot be told"."""
 
@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from posbench.report.budget import sweep
+from posbench.report.analysis import sweep
 
 from posbench.report.analysis import axis
-from posbench.report.map import points as P
+from posbench.report.analysis import points as P
 from posbench.report.map import words as W
 from posbench.report.analysis.tables import main_table
 

@@ -23,11 +23,11 @@ import math
 import numpy as np
 import pandas as pd
 
-from posbench.report.budget import sweep
+from posbench.report.analysis import sweep
 
 from posbench.report.analysis import axis, bootstrap
 from posbench.report.records.load import base_of, base_text, corpus_of
-from posbench.report.sections.tokenizers import BYTE
+from posbench.report.analysis.tokenizers import BYTE
 from posbench.report.analysis.tables import EQUAL_CONTEXT
 
 TRAIN_LEN, SIZE, CORPUS, TOKENIZER, PATTERN = "train_len", "size", "corpus", "tokenizer", "pattern"
