@@ -20,10 +20,9 @@ from posbench.report.analysis import sweep
 from posbench.report.forecast.law import Point
 from posbench.report.analysis import points as P
 
-BUDGET = "budget_steps"
 # the axes a forecast runs along, by their name on the command line (--forecast AXIS=VALUE), and the
 # number each point has on it
-AXES = {"train_len": P.TRAIN_LEN, "params": P.SIZE, "rope_base": P.ROPE_BASE, "budget_steps": BUDGET}
+AXES = {"train_len": P.TRAIN_LEN, "params": P.SIZE, "rope_base": P.ROPE_BASE, "budget_steps": sweep.BUDGET}
 AXIS_WORDS = {"train_len": "training length", "params": "parameters", "rope_base": "RoPE base",
               "budget_steps": "training steps"}
 
@@ -55,7 +54,7 @@ def map_lines(ctx) -> list[Line]:
     by_cell = {k[:4]: v for k, v in parts.items()}  # budgets in ascending order: the last is the largest
     out = []
     for name, coord in AXES.items():
-        if coord == BUDGET or coord not in pts:
+        if coord == sweep.BUDGET or coord not in pts:
             continue
         keys = P.line_keys(coord)
         for key, line in pts.groupby(keys, dropna=False):
