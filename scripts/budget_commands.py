@@ -147,7 +147,7 @@ def map_line(encodings: list[str], lr: float, model: str, length: int, tokens: i
 
 def tie_rates(tuning: pd.DataFrame) -> dict[tuple[str, str], float]:
     """{(model, encoding): the runner-up's lr} where the grid's choice is a tie between its best and the
-    runner-up, neither the common rate (posbench.report.tuning.decide: "tied: ... train both"); the map
+    runner-up, neither the common rate (posbench.report.analysis.tuning.decide: "tied: ... train both"); the map
     trains the best, this the other."""
     out = {}
     for (model, encoding), g in tuning.groupby(["model", "encoding"]):

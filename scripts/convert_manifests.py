@@ -1,13 +1,13 @@
 """Convert committed reports written before manifest.json: read back, once, what a
 rebuild needs from each report.md's words (each run's config block, the commands, the environment
 table, the joined folders' line, the rows that do not apply, the scored-text line) and write it as
-``manifest.json`` beside it (posbench/report/manifest.py), which is all ``posbench-report FOLDER
+``manifest.json`` beside it (posbench/report/records/manifest.py), which is all ``posbench-report FOLDER
 --rebuild`` reads of the report from then on.
 
     python scripts/convert_manifests.py results/*/ results/far_context/*/     # skips folders that have one
     python scripts/convert_manifests.py --check results/quick                # compare with the manifest there
 
-The patterns are the ones report/committed.py used before the manifest; each field read back is
+The patterns are the ones report/records/committed.py used before the manifest; each field read back is
 checked against the wording the current code writes (a joined folder's line is rewritten from the
 fields and must equal the text). Exit 1 with one line per folder that cannot be converted.
 Verify a conversion by rebuilding (the folder's COMMAND.md gives the command) and
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from posbench.report.manifest import MANIFEST, Join, Manifest, read_manifest
+from posbench.report.records.manifest import MANIFEST, Join, Manifest, read_manifest
 
 REPORT = "report.md"
 CONFIG_BLOCK = re.compile(r"<details><summary>config of (\S+)</summary>\n\n```\n(.*?)\n```", re.S)
@@ -57,7 +57,7 @@ def joins(text: str) -> list[Join]:
 
 
 def scored_text(text: str) -> dict[str, dict]:
-    """Each token set's scored documents as the summary's "Scored text" line names them (report/prose.py)."""
+    """Each token set's scored documents as the summary's "Scored text" line names them (report/analysis/prose.py)."""
     out = {}
     for name, tokens, n_bytes, _, in_split, ranges in SCORED_TEXT.findall(text):
         docs = []

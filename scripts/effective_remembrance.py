@@ -29,7 +29,7 @@ import pandas as pd  # noqa: E402
 
 from posbench.core.errors import PosbenchError  # noqa: E402
 from posbench.jobs.effective_remembrance import compute  # noqa: E402
-from posbench.report.effective_remembrance import write  # noqa: E402
+from posbench.report.analysis.effective_remembrance import write  # noqa: E402
 
 
 def draw(summary: pd.DataFrame, path: Path) -> None:

@@ -26,12 +26,12 @@ os.environ.setdefault("WANDB_MODE", "disabled")
 
 from posbench.core.files import atomic_write_text  # noqa: E402
 from posbench.report.analysis.verdicts import verdict  # noqa: E402
-from posbench.report.budget import convergence  # noqa: E402
+from posbench.report.analysis import convergence  # noqa: E402
 from posbench.report.context import Options, ReportContext  # noqa: E402
 from posbench.report.forecast.law import PASSED, backtest, beyond  # noqa: E402
 from posbench.report.forecast.lines import lines  # noqa: E402
 from posbench.report.pipeline import DEFAULT_TOLERANCE  # noqa: E402
-from posbench.report.tasks import frames as task_frames  # noqa: E402
+from posbench.report.analysis import task_frames  # noqa: E402
 from posbench.store import records  # noqa: E402
 
 

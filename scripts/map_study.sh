@@ -16,7 +16,7 @@
 #               lay at the grid's edge)
 #   lines       the small model's line (train_len 32, 64, 128, 256 and pydocs at 64) and tiny at 64:
 #               small at SMALL_RATES (results/budget_lr_seed1/rate_choice.md), tiny at the rates its grid
-#               chose (its report's tuning.csv, posbench/report/tuning.py decide; a tie trains the best)
+#               chose (its report's tuning.csv, posbench/report/analysis/tuning.py decide; a tie trains the best)
 #   t5_sqrt     T5 with x-transformers' parametrisation (encoding.bias_scale=sqrt_dhead), small, at
 #               train_len 64 on both corpora, in ROOT/map_t5_sqrt (its rows keep the name t5)
 #   base_grid   experiment=map_lr at model base (1e-3, 2e-3, 4e-3, 2 seeds, 300 steps)

@@ -1,6 +1,6 @@
 """The learning rate of each encoding chosen on evidence: a one-seed grid's committed losses and
 a second seed's runs at each encoding's two best rates, read together by the report's rule
-(posbench/report/tuning.py ``decide``: the best rate only where it beats the others by 2 seed SDs of the
+(posbench/report/analysis/tuning.py ``decide``: the best rate only where it beats the others by 2 seed SDs of the
 1x validation loss, else the common rate within that margin, else a tie: train both):
 
     python scripts/rate_choice.py results/budget_lr/tuning.csv /work/runs/budget_lr_seed1 [--seed0 0]
@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from posbench.report.headline import with_interval
-from posbench.report.load import load_runs
+from posbench.report.analysis.headline import with_interval
+from posbench.report.records.load import load_runs
 from posbench.report.analysis.tables import completed, main_table
-from posbench.report.tuning import DEFAULT, GROUP, decide, run_settings_frame
+from posbench.report.analysis.tuning import DEFAULT, GROUP, decide, run_settings_frame
 
 TOLERANCE = 0.05
 

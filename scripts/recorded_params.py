@@ -5,7 +5,7 @@ records file (posbench-records), for reports written before convergence.csv kept
     python scripts/recorded_params.py results/map/t5_sqrt results/map/records/t5_sqrt_lines.parquet
 
 A report rebuilt from its records (``posbench-report FOLDER --rebuild``) reads each run's count there;
-where a report has none it estimates the count from the run's settings (posbench/report/map/points.py,
+where a report has none it estimates the count from the run's settings (posbench/report/analysis/points.py,
 approx_params: within 10%), which moved the map's size axis by up to one point in the second decimal.
 Refused, with nothing written, where a run of the report is not in the records.
 """

@@ -22,7 +22,7 @@ for name, p in mods.items():
         for t in targets:
             if t.startswith(pkg) and t in mods and t != name:
                 arrows.add((name, t))
-# drop arrows to a package __init__ when the import names a submodule of it (from posbench.report.budget import sweep)
+# drop arrows to a package __init__ when the import names a submodule of it (from posbench.report.analysis import sweep)
 nonempty = {n for n, p in mods.items() if p.name != "__init__.py" or p.read_text().strip().count("\n") > 3}
 real = {(a, b) for a, b in arrows if not (mods[b].name == "__init__.py" and any(x == a and y.startswith(b + ".") for x, y in arrows))}
 print(f"modules: {len(mods)} ({len([m for m in mods if mods[m].name != '__init__.py'])} not counting package __init__s)")

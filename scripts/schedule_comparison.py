@@ -36,8 +36,8 @@ from posbench.report.analysis.bootstrap import (
     ppl_stats,
     ratio_stats,
 )
-from posbench.report.committed import read_evaluations
-from posbench.report.headline import with_interval
+from posbench.report.records.committed import read_evaluations
+from posbench.report.analysis.headline import with_interval
 from posbench.report.analysis.stats import format_p
 
 KEYS = ["protocol", "variant", "model", "train_len"]

@@ -6,10 +6,10 @@ committed reports' records:
 The first folder holds the byte arm at its own budget (equal training bytes) and the subword arm; the
 others hold more runs of the same configurations at other step counts (the byte arm at the subword arm's
 steps: equal steps). Their ``evaluations.csv.gz`` are read together (each record with its run's steps,
-``budget_steps``), and the report's own table is printed (posbench/report/sections/tokenizers.py
+``budget_steps``), and the report's own table is printed (posbench/report/analysis/tokenizers.py
 ``partners_table``: the verdict's statistic of each partner with its interval and class, and the contrast
 split into a steps part and a tokenizer part, paired by seed). The records of a subword token set keep
-only their token sum, so its text resampling weights the documents equally (report/committed.py
+only their token sum, so its text resampling weights the documents equally (report/records/committed.py
 ``token_sets``): its intervals are approximate. Exit 1 with one line where no subword row has both
 partners.
 """
@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from posbench.report.committed import read_evaluations, token_sets
-from posbench.report.sections.tokenizers import partners_table
+from posbench.report.records.committed import read_evaluations, token_sets
+from posbench.report.analysis.tokenizers import partners_table
 
 TOLERANCE = 0.05
 

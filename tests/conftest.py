@@ -181,8 +181,8 @@ def sweep_report(sweep, tmp_path_factory):
 def sweep_context(sweep):
     """The report's context of the shared sweep (every run read once, the report's default options):
     for tests of one report section or of the frames the sections share."""
-    from posbench.report.tasks import frames as task_frames
-    from posbench.report.budget import convergence
+    from posbench.report.analysis import task_frames
+    from posbench.report.analysis import convergence
     from posbench.report.context import Options, ReportContext
     from posbench.report.pipeline import DEFAULT_TOLERANCE
 

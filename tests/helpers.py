@@ -15,7 +15,7 @@ import torch
 from posbench.attention.options import AttentionOptions
 from posbench.encodings.rope import apply_rotation, rotation_tables
 from posbench.model.transformer import ModelConfig, build_model
-from posbench.report.budget import sweep
+from posbench.report.analysis import sweep
 
 CFG = ModelConfig(name="t", d_model=32, n_layers=4, n_heads=4, mlp_ratio=2)
 
@@ -114,7 +114,7 @@ def run_section(cls, ctx, folder):
 
 def records(budget_ppl, seeds=3):
     """Made-up runs of several training budgets: {(variant, steps): (ppl 1x, ppl 2x)} -> evaluation records of
-    completed runs, one run per seed and budget, with their budgets (posbench/report/budget/sweep.py)."""
+    completed runs, one run per seed and budget, with their budgets (posbench/report/analysis/sweep.py)."""
     out = []
     for (variant, steps), ppls in budget_ppl.items():
         for seed in range(seeds):

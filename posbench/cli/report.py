@@ -16,14 +16,12 @@ from typing import Iterator
 from posbench.core.errors import PosbenchError, user_errors
 from posbench.core.tracking import log_report
 from posbench.core.version import version_text
-from posbench.report.tasks import frames as task_frames
-from posbench.report.budget import convergence
-from posbench.report.comparison.frames import Request as ComparisonRequest
+from posbench.report.analysis import convergence, task_frames
 from posbench.report.context import Options
 from posbench.report.forecast.section import parse_requests
 from posbench.report.key_tokens.frames import RULES
 from posbench.report.pipeline import DEFAULT_TOLERANCE, make_report
-from posbench.report.selection import Selection, shown_folder
+from posbench.report.records.selection import ComparisonRequest, Selection, shown_folder
 from posbench.store import records
 
 

@@ -2,7 +2,7 @@
 
 For each run directory: its checkpoint, windows of T = multiple x train_len validation tokens and a grid
 of cuts (posbench/evaluation/effective_remembrance.py); the curve EffRem_T(t) per window, one value per run, cut and window (the summary over seeds and windows
-with its interval: posbench/report/effective_remembrance.py; the figure: scripts/effective_remembrance.py).
+with its interval: posbench/report/analysis/effective_remembrance.py; the figure: scripts/effective_remembrance.py).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """What every report section reads, computed once: the runs (each file read once), the records the
-tables compare, and the frames several sections share (the main table, the convergence of each
-run, the during-training curves).
+tables compare, and the frames two or more topics share, each computed by posbench/report/analysis/
+(the main table, the budgets and their trends, the convergence of each run, the task records). It
+imports no topic: a frame one section alone reads is computed in that section (``derived``).
 
 ``ReportContext.load`` does every check that can refuse a report (no runs, an unknown protocol,
 nothing usable) before anything is written. Frames are computed on first use (``cached_property``);
@@ -19,15 +20,14 @@ import numpy as np
 import pandas as pd
 
 from posbench.core.errors import PosbenchError
-from posbench.report.tasks import frames as task_frames
-from posbench.report.budget import convergence, sweep
-from posbench.report.checks import pooled_encoding_settings
-from posbench.report.committed import load_committed
-from posbench.report.comparison.frames import Request as ComparisonRequest, check_pairs
-from posbench.report.load import LoadedRuns, RunFiles, load_runs, without_runs
-from posbench.report.selection import Selection, is_smoke, shown_folder
+from posbench.report.analysis import task_frames
+from posbench.report.analysis import convergence, sweep
+from posbench.report.records.checks import pooled_encoding_settings
+from posbench.report.records.committed import load_committed
+from posbench.report.records.load import LoadedRuns, RunFiles, load_runs, without_runs
+from posbench.report.records.selection import ComparisonRequest, Selection, is_smoke, shown_folder
 from posbench.report.analysis.tables import comparable_records, main_table, multiples, verdict_multiple
-from posbench.report.tuning import choose_settings, split_runs
+from posbench.report.analysis.tuning import choose_settings, split_runs
 from posbench.store.rundir import read_token_losses
 from posbench.tasks import LM
 
@@ -43,11 +43,11 @@ class Options:
     spread: float
     threshold: float
     protocols: list[str] | None = None
-    rebuild: bool = False  # the folder is a committed report's: rebuild it from its records (report/committed.py)
+    rebuild: bool = False  # the folder is a committed report's: rebuild it from its records (report/records/committed.py)
     with_folders: tuple[Path, ...] = ()  # with --rebuild: committed reports of some of the same runs retrained
     multiple: float | None = None  # the verdict's multiple (--multiple); None: the longest every row has
-    selection: Selection = Selection()  # --only / --where (posbench/report/selection.py)
-    comparison: ComparisonRequest = ComparisonRequest()  # --compare / --baseline (posbench/report/comparison/frames.py)
+    selection: Selection = Selection()  # --only / --where (posbench/report/records/selection.py)
+    comparison: ComparisonRequest = ComparisonRequest()  # --compare / --baseline (posbench/report/records/selection.py)
     key_tokens: str = "bytes"  # --key-tokens: the key-token rule (posbench/report/key_tokens/frames.py RULES)
     # how to name each folder read, where it is not the folder given: a records file's unpacked runs are
     # named by the file (posbench/cli/report.py); "" where the folder names itself
@@ -74,7 +74,7 @@ class ReportContext:
         self.options, self.files, self.skipped = options, loaded.files, loaded.skipped
         self.token_sets = loaded.token_sets
         self.recorded = loaded.recorded  # rebuilt from a committed report's records: what it kept (else None)
-        self.not_applicable = list(loaded.not_applicable)  # rows of variants that do not apply (report/load.py)
+        self.not_applicable = list(loaded.not_applicable)  # rows of variants that do not apply (report/records/load.py)
         self.runs = loaded.runs  # every readable run (at the default setting of a learning-rate grid)
         self.all_completed = loaded.runs[loaded.runs["status"] == "completed"]
         is_lm = self.all_completed["task"].fillna(LM) == LM
@@ -100,7 +100,7 @@ class ReportContext:
             if default_ids:
                 self.runs = self.runs[self.runs["run_id"].isin(default_ids) | (self.runs["status"] != "completed")]
         # runs of one configuration at several budgets: every budget for the budget section, the
-        # largest for the main table and the headline (posbench/report/budget/sweep.py)
+        # largest for the main table and the headline (posbench/report/analysis/sweep.py)
         self.evals = sweep.with_budgets(self.evals, loaded.runs) if self.has_lm else self.evals
         self.budget_evals = self.evals
         self.has_budgets = self.has_lm and sweep.has_budgets(self.evals)
@@ -141,15 +141,12 @@ class ReportContext:
         if options.comparison and not evals.empty:
             options.comparison.check(evals["variant"])  # a name that is no row: one line with the valid ones
         ctx = cls(dirs, options, loaded, evals, out_dir, smoke)
-        if options.comparison and not ctx.evals.empty:
-            # rows of other tokens, another budget or no shared seed: one line, before anything is written
-            check_pairs(ctx.evals, options.comparison)
         if ctx.all_completed.empty or (evals.empty and ctx.task_records.empty):
             raise PosbenchError(f"no completed, evaluated runs below {where} ({len(loaded.runs)} runs, "
                                 "none usable)")
         return ctx
 
-    # -- each run's files, read once (posbench/report/load.py) ------------------------------------
+    # -- each run's files, read once (posbench/report/records/load.py) ------------------------------------
     @cached_property
     def configs(self) -> dict[str, Any]:
         return {d: f.config for d, f in self.files.items()}
@@ -238,14 +235,6 @@ class ReportContext:
         return convergence.convergence(runs, self.histories, self.options.improving, recorded, evaluated)
 
     @cached_property
-    def during_training(self) -> pd.DataFrame:
-        """Mean 1x perplexity and ratio against training tokens (empty without eval.during_training)."""
-        if self.recorded is not None:
-            return self.recorded.during_training
-        probe = convergence.probe_frame(self.completed)
-        return convergence.probe_curves(probe) if not probe.empty else pd.DataFrame()
-
-    @cached_property
     def _task_frames(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         return task_frames.task_frame(self.all_completed, self.configs)
 
@@ -257,10 +246,6 @@ class ReportContext:
     @property
     def task_left_out(self) -> pd.DataFrame:
         return self._task_frames[1]
-
-    @cached_property
-    def attention(self) -> pd.DataFrame:
-        return self.recorded.attention if self.recorded is not None else task_frames.attention_frame(self.all_completed)
 
     @cached_property
     def unevaluated(self) -> pd.DataFrame:
@@ -281,7 +266,7 @@ class ReportContext:
 def leave_out_smoke(loaded: LoadedRuns) -> tuple[LoadedRuns, int]:
     """``loaded`` without its ``train=smoke`` runs of a configuration (encoding, model, train_len) that a
     completed run of a real budget also has: there the smoke test would be read as a training budget of
-    it (posbench/report/selection.py says why); and how many were left out. A smoke run of its own
+    it (posbench/report/records/selection.py says why); and how many were left out. A smoke run of its own
     configuration is no budget of anything and stays (tests and demos mix them on purpose)."""
     configs = {d: f.config for d, f in loaded.files.items()}
     done = loaded.runs[loaded.runs["status"] == "completed"]

@@ -26,7 +26,7 @@ import pandas as pd
 from posbench.core.errors import PosbenchError
 from posbench.core.files import atomic_write_text
 from posbench.report.drawing.document import Heading, Para, Table, render
-from posbench.report.headline import verdict_css
+from posbench.report.analysis.headline import verdict_css
 
 INDEX = "index.html"
 README = "README.md"

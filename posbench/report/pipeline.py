@@ -2,7 +2,7 @@
 
 Reads every ``metrics.json`` below a runs folder (the report never trains or evaluates); runs that
 cannot be read are skipped with a warning and listed in the report. Beside report.md it writes
-``manifest.json``: what a rebuild of the report reads besides its records (posbench/report/manifest.py). The report is its sections
+``manifest.json``: what a rebuild of the report reads besides its records (posbench/report/records/manifest.py). The report is its sections
 (posbench/report/section.py), in their order: each that applies writes its files and gives its
 blocks; the "Files" list is made from what they declared, and files an earlier report wrote for a
 section that no longer applies are removed.
@@ -22,14 +22,15 @@ import pandas as pd
 from posbench.core.errors import PosbenchError
 from posbench.core.files import atomic_write_text
 from posbench.core.registry import plugin_code
-from posbench.report.tasks import frames as task_frames
-from posbench.report.budget import convergence
+from posbench.report.analysis import task_frames
+from posbench.report.analysis import convergence
 from posbench.report.context import Options, ReportContext
 from posbench.report.drawing.document import Heading, Image, Para, Table, render
 from posbench.report.drawing.png import keep_figure
+from posbench.report.comparison.frames import check_pairs
 from posbench.report.forecast.section import check_requests
-from posbench.report.manifest import MANIFEST, manifest_of
-from posbench.report.prose import join_words
+from posbench.report.records.manifest import MANIFEST, manifest_of
+from posbench.report.analysis.prose import join_words
 from posbench.report.section import SECTIONS, Section, SectionOutput, write_or_fail
 
 log = logging.getLogger("posbench")
@@ -140,6 +141,9 @@ def make_report(runs_dir: Path | list[Path], out_dir: Path, options: Options) ->
     if out_dir.exists() and not out_dir.is_dir():
         raise PosbenchError(f"--out {str(out_dir)!r} is a file; give a folder for the report")
     ctx = ReportContext.load(dirs, options, out_dir)
+    if options.comparison and not ctx.evals.empty:
+        # rows of other tokens, another budget or no shared seed: one line, before anything is written
+        check_pairs(ctx.evals, options.comparison)
     check_requests(ctx)  # a forecast asked for where the runs cannot give one
     check_out_dir(out_dir)
     written: dict[str, str] = {}
@@ -153,7 +157,7 @@ def make_report(runs_dir: Path | list[Path], out_dir: Path, options: Options) ->
             ran.append(section)
     blocks += files_blocks(ran, written)
     md, page = render(blocks, out_dir, "posbench report")
-    report, manifest = out_dir / REPORT, manifest_of(ctx).to_json()  # what a rebuild reads (report/manifest.py)
+    report, manifest = out_dir / REPORT, manifest_of(ctx).to_json()  # what a rebuild reads (report/records/manifest.py)
     write_or_fail(out_dir, lambda: (atomic_write_text(out_dir / MANIFEST, manifest),
                                     atomic_write_text(out_dir / "report.html", page), atomic_write_text(report, md)))
     remove_stale(out_dir, every, written)

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from posbench.cli.report import main as report
-from posbench.report.manifest import Join, read_manifest
-from posbench.report.prose import scored_text_note
+from posbench.report.records.manifest import Join, read_manifest
+from posbench.report.analysis.prose import scored_text_note
 
 ROOT = Path(__file__).parents[2]
 QUICK = ROOT / "results" / "quick"
@@ -20,7 +20,7 @@ from convert_manifests import joins, main, manifest_from_report, scored_text  # 
 
 
 def test_the_scored_text_line_reads_back_in_both_wordings():
-    """What report/prose.py writes, bytes and a subword set alike, is what the conversion reads back."""
+    """What report/analysis/prose.py writes, bytes and a subword set alike, is what the conversion reads back."""
     sets = {"h:segments[64, 1 per doc, from 64]": {"docs": [0, 1, 2, 7], "doc_tokens": [64] * 4, "tokens": 256,
                                                    "documents_in_split": 9},
             "bpe:h:segments[64, 1 per doc, from 64]": {"docs": [0, 1, 2, 7], "doc_tokens": [20] * 4, "tokens": 80,

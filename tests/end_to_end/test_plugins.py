@@ -135,7 +135,8 @@ def test_plugins_get_their_own_family_colour_and_line(plugin_runs):
     site, _, _, env = plugin_runs
     code = """
 from posbench.encodings import ENCODINGS
-from posbench.report.drawing.style import remember_row, row_style
+from posbench.report.drawing.style import row_style
+from posbench.report.records.rows import remember_row
 builtin = {c.colour for _, c in ENCODINGS.items()}
 enc = row_style("demo_bias")
 assert enc.family == "plug-in family" and enc.colour not in builtin, enc

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from posbench.evaluation.probes import probe_steps
-from posbench.report.budget.convergence import last_doubling
+from posbench.report.analysis.convergence import last_doubling
 from tests.conftest import SWEEP_OVERRIDES, cli
 
 

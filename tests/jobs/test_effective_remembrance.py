@@ -10,7 +10,7 @@ import pytest
 
 from posbench.core.errors import PosbenchError
 from posbench.jobs.effective_remembrance import compute, run_dirs
-from posbench.report.effective_remembrance import summarise
+from posbench.report.analysis.effective_remembrance import summarise
 
 ROOT = Path(__file__).parents[2]
 

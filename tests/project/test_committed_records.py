@@ -42,7 +42,7 @@ def test_the_map_s_records_give_its_committed_map(tmp_path):
 
 
 @pytest.mark.slow  # every committed report: about 6 minutes (scripts/rebuild_reports.sh does the same in place)
-# results/quick is made from runs, not rebuilt: tests/report/test_committed.py checks that its rebuild is the report its runs gave
+# results/quick is made from runs, not rebuilt: tests/report/records/test_committed.py checks that its rebuild is the report its runs gave
 @pytest.mark.parametrize("folder", sorted(p.parent.relative_to(RESULTS) for p in RESULTS.rglob("manifest.json")
                                           if p.parent.name != "quick"), ids=str)
 def test_every_committed_report_rebuilds_to_itself(folder, tmp_path):

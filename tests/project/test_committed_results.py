@@ -91,7 +91,7 @@ def test_every_verdict_word_in_a_committed_summary_agrees_with_its_interval():
     table.csv, and the verdict is what its statistic's interval (full precision) supports: never flat
     or mild where the interval straddles a border. The statistic is the one the verdict was read from:
     on equal context where the row has a window control (``equal_ctx``), else the ratio to 1x."""
-    from posbench.report.budget.convergence import interval_verdict
+    from posbench.report.analysis.convergence import interval_verdict
 
     checked = 0
     for folder in REPORTS:

@@ -16,8 +16,8 @@ import yaml
 
 from posbench.cli import report as report_cli
 from posbench.core.errors import PosbenchError
-from posbench.report.headline import lm_headline
-from posbench.report.prose import verdict_entry
+from posbench.report.analysis.headline import lm_headline
+from posbench.report.analysis.prose import verdict_entry
 from posbench.report.analysis.tables import main_table, verdict_multiple
 from tests.report.analysis.test_tables import fake_evals
 
@@ -137,7 +137,7 @@ def test_runs_of_one_row_with_different_encoding_settings_are_refused_not_pooled
 
 def test_runs_at_another_rope_base_are_a_panel_of_their_own(runs, tmp_path):
     """RoPE's base is an axis (experiment=rope_base): a rope run at another base is no seed of the rope row
-    but a panel of its own, its model named with its base (report/load.py with_base_labels)."""
+    but a panel of its own, its model named with its base (report/records/load.py with_base_labels)."""
     from posbench.report.context import Options, ReportContext
 
     other = _copy_with(runs, tmp_path, "rope_", "base", 500000.0)

@@ -1,4 +1,4 @@
-"""The report as sections (posbench/report/pipeline.py, section.py, load.py): each declares what it
+"""The report as sections (posbench/report/pipeline.py, section.py, records/load.py): each declares what it
 writes (the Files list and the removal of stale files follow), each run's files are read once, and
 damaged runs are skipped with one warning and listed. Every report here is built from a copy of the
 shared sweep's seed-0 runs (no training)."""
@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from posbench.report.load import load_runs
+from posbench.report.records.load import load_runs
 from posbench.report.pipeline import build_report, sections
 from posbench.report.section import SECTIONS, Output, Section, SectionOutput
 from posbench.store.rundir import read_metrics, write_metrics
@@ -61,7 +61,7 @@ def files_listed(md: str) -> list[str]:
 def test_the_files_list_is_what_the_report_folder_holds_and_every_file_is_declared(sweep_report):
     md = (sweep_report / "report.md").read_text()
     listed = files_listed(md)
-    # the report's own files: its two renderings and what a rebuild reads (report/manifest.py)
+    # the report's own files: its two renderings and what a rebuild reads (report/records/manifest.py)
     on_disk = sorted(p.name for p in sweep_report.iterdir() if p.name not in ("report.md", "report.html", "manifest.json"))
     assert sorted(listed) == on_disk
     declared = [f for s in sections() for f in s.files]

@@ -9,7 +9,7 @@ with the report's interval: paired by seed (bootstrap.paired_change) where the t
 else, where asked, the unpaired difference (bootstrap.unpaired_change). ``whole``: also the change
 from the first point to the last (a drift that no single step resolves can be resolved over the axis).
 
-posbench/report/budget/sweep.py reads the budget trend from these rows (per doubling of the budget, paired
+posbench/report/analysis/sweep.py reads the budget trend from these rows (per doubling of the budget, paired
 only: the budgets of a seed are cool-downs of one trunk); posbench/report/map/ reads every other axis.
 """
 

@@ -10,7 +10,7 @@ import pandas as pd
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
 
 from posbench.report.drawing import plot
-from posbench.report.budget.sweep import TOKENS
+from posbench.report.analysis.sweep import TOKENS
 
 plt = plot.plt
 

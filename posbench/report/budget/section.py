@@ -9,7 +9,7 @@ the compared encodings differ already at 1x.
 ``budget_axis`` (order 42): verdicts by training budget (runs of one configuration trained for several
 budgets, e.g. the cool-down branches of ``train.budgets``): each row's 1x perplexity and ratio with
 their intervals and verdict at every budget, its trend, and how far its 1x loss is from its floor
-(posbench/report/budget/sweep.py).
+(posbench/report/analysis/sweep.py).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from posbench.report.budget import convergence, sweep
+from posbench.report.analysis import convergence, sweep
 from posbench.report.budget.figure import plot_budget_axis
 from posbench.report.drawing.document import Heading, Image, Para, Table
 from posbench.report.section import SECTIONS, Output, Section

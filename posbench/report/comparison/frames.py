@@ -34,49 +34,17 @@ against B; with ``--compare`` alone, every named row after the first against the
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
 from posbench.core.errors import PosbenchError
-from posbench.core.suggest import did_you_mean
 from posbench.report.analysis import bootstrap
 from posbench.report.analysis.tables import PANEL_KEYS, completed, fmt_multiple, interval_kind, multiples
+from posbench.report.records.selection import ComparisonRequest
 
 BETTER, WORSE, NOT_SEPARABLE = "extrapolates better", "extrapolates worse", "not separable"
-
-
-@dataclass(frozen=True)
-class Request:
-    """posbench-report's ``--compare`` (row names) and ``--baseline`` (a row name, or None)."""
-
-    rows: tuple[str, ...] = ()
-    baseline: str | None = None
-
-    def __bool__(self) -> bool:
-        return bool(self.rows or self.baseline)
-
-    def check(self, names) -> None:
-        """Every name is a row of the report: one line naming the first that is not, and the valid ones."""
-        valid = sorted(set(names))
-        for flag, given in (("--compare", self.rows), ("--baseline", (self.baseline,) if self.baseline else ())):
-            for name in given:
-                if name not in valid:
-                    raise PosbenchError(f"{flag}: no row {name!r} in this report{did_you_mean(name, valid)}; valid: "
-                                        + ", ".join(valid))
-        if self.rows and not self.baseline and len(self.rows) < 2:
-            raise PosbenchError(f"--compare {self.rows[0]} names one row: name two or more (the first is the reference, "
-                                "e.g. --compare rope,alibi) or give --baseline")
-
-    def pairs(self, names) -> list[tuple[str, str]]:
-        """(row, reference) for the rows present in a panel (``names``)."""
-        names = set(names)
-        if self.baseline:
-            rows = self.rows or tuple(sorted(n for n in names if n != self.baseline))
-            return [(a, self.baseline) for a in rows if a != self.baseline and a in names and self.baseline in names]
-        ref, *rest = self.rows
-        return [(a, ref) for a in rest if a != ref and a in names and ref in names]
 
 
 def refusal(panel: pd.DataFrame, a: str, b: str) -> str | None:
@@ -102,7 +70,7 @@ def refusal(panel: pd.DataFrame, a: str, b: str) -> str | None:
     return None
 
 
-def panel_pairs(pg: pd.DataFrame, request: Request) -> list[tuple[str, str]]:
+def panel_pairs(pg: pd.DataFrame, request: ComparisonRequest) -> list[tuple[str, str]]:
     """The (row, reference) pairs of one panel's records: with ``--compare`` the rows named; with
     ``--baseline`` alone every unwindowed row (an evaluation-time window is a control, as in the main
     table's tests) against the baseline."""
@@ -111,7 +79,7 @@ def panel_pairs(pg: pd.DataFrame, request: Request) -> list[tuple[str, str]]:
     return request.pairs(names)
 
 
-def refused_pairs(evals: pd.DataFrame, request: Request) -> list[tuple[tuple, str, str, str]]:
+def refused_pairs(evals: pd.DataFrame, request: ComparisonRequest) -> list[tuple[tuple, str, str, str]]:
     """(panel, row, reference, why) for every pair the request makes that cannot be compared (``refusal``)."""
     out = []
     for panel, pg in completed(evals).groupby(PANEL_KEYS, sort=True):
@@ -119,7 +87,7 @@ def refused_pairs(evals: pd.DataFrame, request: Request) -> list[tuple[tuple, st
     return out
 
 
-def check_pairs(evals: pd.DataFrame, request: Request) -> None:
+def check_pairs(evals: pd.DataFrame, request: ComparisonRequest) -> None:
     """Rows named with ``--compare`` that cannot be compared (``refusal``): PosbenchError naming the first.
     With ``--baseline`` alone the rows were not named: a pair that cannot be compared is left out, and
     the section says so (``refused_pairs``)."""
@@ -138,7 +106,7 @@ def pair_cells(pg: pd.DataFrame, pairs, ms: list[float], token_sets: dict | None
             for name in {n for pair in pairs for n in pair}}
 
 
-def paired_differences(evals: pd.DataFrame, request: Request, token_sets: dict | None = None,
+def paired_differences(evals: pd.DataFrame, request: ComparisonRequest, token_sets: dict | None = None,
                        replicates: int = bootstrap.REPLICATES) -> pd.DataFrame:
     """One row per (panel, row a, reference b, multiple): ``diff`` = mean over shared seeds of
     log ppl_a - log ppl_b with its 95% interval (``lo``, ``hi``), ``ratio`` = exp(diff), the seeds it
@@ -170,7 +138,7 @@ def paired_differences(evals: pd.DataFrame, request: Request, token_sets: dict |
                                       "interval", "test", "p_value", "not_resolvable"])
 
 
-def extrapolation_tests(evals: pd.DataFrame, request: Request, token_sets: dict | None = None,
+def extrapolation_tests(evals: pd.DataFrame, request: ComparisonRequest, token_sets: dict | None = None,
                         replicates: int = bootstrap.REPLICATES) -> pd.DataFrame:
     """One row per (panel, row a, reference b, multiple past 1x): ``factor`` = exp(mean over shared
     seeds of e_s(m)) (module doc: the row's m/1x over the reference's) with its 95% interval, the

@@ -8,46 +8,26 @@ colour derived from its name (a hash into tab20b, a colormap none of the built-i
 in every report, distinct from the built-ins'. Families keep FAMILY_ORDER, then any other family
 alphabetically, then "other" (rows whose encoding is unknown here).
 
-A row name packs the encoding with how it was evaluated (``rope+yarn@4x+ft100``, ``alibi+temp0.1``,
-``xpos+bca``). Reading it back is ``parse_row_name``'s job alone, so that when records carry these as
-fields, one function changes.
+What the row is (its encoding, variants, extension) comes from records/rows.py; this module only draws it.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 
 from posbench.attention.rope_scalings import ROPE_SCALINGS
 from posbench.encodings import ENCODINGS
 from posbench.encodings.base import FAMILY_ORDER
-from posbench.evaluation.variants import (
-    BCA_SUFFIX,
-    RANDPOS_SUFFIX,
-    VARIANTS,
-    base_variant,
-    temperature_of,
-)
-from posbench.evaluation.variants import parse_row as read_name
+from posbench.evaluation.variants import VARIANTS
+from posbench.report.records.rows import generation, row_record
 
 OTHER = "other"  # the family of a row whose encoding is not installed here
 # colours of encodings without one: matplotlib's tab20b, a colormap none of the built-ins uses
 DERIVED = ("#393b79", "#5254a3", "#6b6ecf", "#9c9ede", "#637939", "#8ca252", "#b5cf6b", "#cedb9c", "#8c6d31",
            "#bd9e39", "#e7ba52", "#e7cb94", "#843c39", "#ad494a", "#d6616b", "#e7969c", "#7b4173", "#a55194",
            "#ce6dbd", "#de9ed6")
-
-# what each row is, from the records that carry it (Row.record(), posbench/evaluation/variants/); rows of
-# records made before that are read from their names (posbench.evaluation.variants.parse_row)
-_ROWS: dict[str, dict] = {}
-
-
-def remember_row(name: str, row: dict | None) -> None:
-    """Record what row ``name`` is (from an evaluation record), for its style."""
-    if isinstance(row, dict) and _ROWS.get(name) != row:
-        _ROWS[name] = row
-        row_style.cache_clear()
 
 
 def rope_scaling_style(kind: str) -> tuple[str, int] | None:
@@ -59,46 +39,6 @@ def rope_scaling_style(kind: str) -> tuple[str, int] | None:
     return scaling.colour or derived_colour(f"rope+{kind}"), ROPE_SCALINGS.names().index(kind) + 1
 
 
-# an extension run's row (posbench/training/extend.py): <encoding>[+<method>]@<factor>x+ft<steps>
-EXTENSION = re.compile(r"^(?P<encoding>.+?)(?:\+(?P<method>[A-Za-z0-9_]+))?@(?P<factor>[0-9.]+)x\+ft(?P<steps>\d+)$")
-
-
-@dataclass(frozen=True)
-class ExtensionName:
-    """What an extension run's row name says: the encoding continued at ``factor`` x train_len for
-    ``steps`` steps with ``method`` ("plain": no RoPE method)."""
-
-    encoding: str
-    method: str
-    factor: float
-    steps: int
-
-
-@dataclass(frozen=True)
-class RowName:
-    """A report row's name, read back. ``key``: the encoding with its RoPE scaling (``rope+yarn``),
-    what its colour belongs to; ``window``: an evaluation-only window (bca, randpos);
-    ``temperature``: c of an attention-temperature row; ``extension``: set for extension runs."""
-
-    name: str
-    encoding: str
-    key: str
-    window: str | None
-    temperature: float | None
-    extension: ExtensionName | None
-
-
-def parse_row_name(name: str) -> RowName:
-    """The one place that reads a row name (see the module doc)."""
-    key = base_variant(name).split("@")[0]
-    window = next((s.lstrip("+") for s in (BCA_SUFFIX, RANDPOS_SUFFIX) if name.endswith(s)), None)
-    m = EXTENSION.match(name)
-    ext = None
-    if m is not None and m["factor"].count(".") <= 1 and m["factor"] != ".":  # "1.5", not "1.2.3"
-        ext = ExtensionName(m["encoding"], m["method"] or "plain", float(m["factor"]), int(m["steps"]))
-    return RowName(name, key.split("+")[0], key, window, temperature_of(name), ext)
-
-
 @dataclass(frozen=True)
 class Style:
     family: str
@@ -107,13 +47,18 @@ class Style:
     order: int  # place within the family
 
 
-@lru_cache(maxsize=None)
 def row_style(name: str) -> Style:
     """A row's style: its encoding's family, colour and order. A variant with a colour of its own
     (a RoPE scaling, also as an extension run's method) gives the row that colour; the others
     keep their encoding's colour and draw with their own line style (dash-dotted: a window,
     +bca, +randpos; dotted: a temperature)."""
-    row = _ROWS.get(name) or read_name(name)
+    return _row_style(name, generation())
+
+
+@lru_cache(maxsize=None)
+def _row_style(name: str, generation: int) -> Style:
+    """``row_style``, cached until a remembered row changes (``generation``, records/rows.py)."""
+    row = row_record(name)
     cls = _encoding_class(row["encoding"])
     family = getattr(cls, "family", None) or OTHER
     colour, order = getattr(cls, "colour", None), getattr(cls, "order", 100)

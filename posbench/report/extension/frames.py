@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from posbench.report.analysis import bootstrap
-from posbench.report.drawing.style import parse_row_name
+from posbench.report.records.rows import parse_row_name
 
 KEYS = ["encoding", "method", "model", "train_len", "target"]
 CONTROL = "continued at train_len"

@@ -17,9 +17,9 @@ import numpy as np
 import pandas as pd
 
 from posbench.core.errors import PosbenchError
-from posbench.report.budget import sweep
+from posbench.report.analysis import sweep
 from posbench.report.forecast.law import MISSED, NOT_TESTED, PASSED, Point, predict
-from posbench.report.map import points as P
+from posbench.report.analysis import points as P
 
 
 def plane_points(ctx, variant: str, protocol: str, corpus: str | None = None) -> list[Point]:

@@ -28,7 +28,7 @@ is given only as the verdict class its own interval decides, with that interval 
 straddles a border; report/analysis/verdicts.py interval_verdict).
 
 No published work fits extrapolation quality against these axes (the issue's survey); the form is the
-simplest one consistent with the map's per-doubling changes (report/map/points.py reads each change per
+simplest one consistent with the map's per-doubling changes (report/analysis/points.py reads each change per
 doubling of the axis), stated here so that a reader can reject it.
 """
 

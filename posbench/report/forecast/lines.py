@@ -1,9 +1,9 @@
 """The points a forecast is fitted to: each encoding's lines along a numeric axis, with the verdict
 statistic's estimate at every point (log scale, over seeds and text: report/analysis/bootstrap.py).
 
-* training length, parameters and RoPE base: the map's lines (report/map/points.py: the main-table rows
+* training length, parameters and RoPE base: the map's lines (report/analysis/points.py: the main-table rows
   that agree on every other coordinate), each point at its row's largest budget;
-* training steps: each main-table row's budgets (report/budget/sweep.py: cool-down branches of one
+* training steps: each main-table row's budgets (report/analysis/sweep.py: cool-down branches of one
   trunk, or separate runs), the other coordinates fixed by the row itself.
 
 A line is one (protocol, row, fixed coordinates) and its points in the axis' order.
@@ -16,14 +16,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from posbench.report.budget import sweep
+from posbench.report.analysis import sweep
 from posbench.report.forecast.law import Point
-from posbench.report.map import points as P
+from posbench.report.analysis import points as P
 
-BUDGET = "budget_steps"
 # the axes a forecast runs along, by their name on the command line (--forecast AXIS=VALUE), and the
 # number each point has on it
-AXES = {"train_len": P.TRAIN_LEN, "params": P.SIZE, "rope_base": P.ROPE_BASE, "budget_steps": BUDGET}
+AXES = {"train_len": P.TRAIN_LEN, "params": P.SIZE, "rope_base": P.ROPE_BASE, "budget_steps": sweep.BUDGET}
 AXIS_WORDS = {"train_len": "training length", "params": "parameters", "rope_base": "RoPE base",
               "budget_steps": "training steps"}
 
@@ -55,7 +54,7 @@ def map_lines(ctx) -> list[Line]:
     by_cell = {k[:4]: v for k, v in parts.items()}  # budgets in ascending order: the last is the largest
     out = []
     for name, coord in AXES.items():
-        if coord == BUDGET or coord not in pts:
+        if coord == sweep.BUDGET or coord not in pts:
             continue
         keys = P.line_keys(coord)
         for key, line in pts.groupby(keys, dropna=False):

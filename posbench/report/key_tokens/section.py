@@ -19,7 +19,7 @@ from posbench.report.drawing import plot
 from posbench.report.drawing.document import Heading, Image, Para, Table
 from posbench.report.drawing.figure_layout import wrapped_grid
 from posbench.report.drawing.png import keep_figure
-from posbench.report.headline import with_interval
+from posbench.report.analysis.headline import with_interval
 from posbench.report.key_tokens.frames import NO_KEY_TOKENS, RULES, key_token_frames
 from posbench.report.section import SECTIONS, Output, Section
 from posbench.report.analysis.tables import CELL_KEYS, fmt_multiple

@@ -3,8 +3,10 @@ model size, corpus, tokenizer; the training budget is its own section, read here
 the change of the verdict's statistic along each axis tested, and one word per encoding and axis:
 holds across the axis, changes, or cannot be told (posbench/report/map/words.py).
 
-points.py  the points (one per main-table row) and the lines through them along each axis
 words.py   the per-axis word from a line's verdicts and its tested changes
 figure.py  the verdict statistic against each axis, one line per encoding with its 95% band
 section.py the map section
+
+The points (one per main-table row) and the lines through them along each axis are
+posbench/report/analysis/points.py: the forecast reads them too.
 """

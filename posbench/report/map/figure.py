@@ -14,7 +14,7 @@ import pandas as pd
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
 from posbench.report.drawing import plot
-from posbench.report.map import points as P
+from posbench.report.analysis import points as P
 from posbench.report.analysis.verdicts import MILD_LIMIT
 
 plt = plot.plt

@@ -10,11 +10,11 @@ import math
 
 import pandas as pd
 
-from posbench.report.budget import sweep
+from posbench.report.analysis import sweep
 from posbench.report.drawing.document import Heading, Image, Para, Table
 from posbench.report.drawing.style import row_order
-from posbench.report.headline import verdict_css, with_interval
-from posbench.report.map import points as P
+from posbench.report.analysis.headline import verdict_css, with_interval
+from posbench.report.analysis import points as P
 from posbench.report.map import words as W
 from posbench.report.map.figure import has_baseline, plot_axis
 from posbench.report.section import SECTIONS, Output, Section

@@ -9,7 +9,7 @@ of evidence):
 * **holds across the axis**: the class is the same and decided at every point, and every step's
   change is bounded within +-``MARGIN`` over the step (whatever its length: a step of 2.6 doublings
   of parameters is bounded as one of 1) by an equivalence test (two one-sided tests at 5%: the 90%
-  interval inside; the budget trend's margin, report/budget/sweep.py ``STABLE_MARGIN``);
+  interval inside; the budget trend's margin, report/analysis/sweep.py ``STABLE_MARGIN``);
 * **changes**: otherwise, where some step's change, or the whole line's, is resolved: its test
   rejects "no change" at 5% after Holm's adjustment over the line's tested changes (its steps and
   the whole line: "changes" is a claim about the line, so the line is the family; a step resolved
@@ -27,7 +27,7 @@ change says which text is easier): the statistic is a ratio, and a ratio that fa
 baseline rose (a length the model trains worse at within the budget) is not better extrapolation;
 the word itself rests on the ratio's test.
 
-The budget axis is read from the budget section's trend at each point (report/budget/sweep.py ``trend``):
+The budget axis is read from the budget section's trend at each point (report/analysis/sweep.py ``trend``):
 **holds** where every point's trend is "stable", **changes** where one is "moving" (its class moved) or
 its ratio moving ("class stable, ratio moving", "undecided, ratio moving") with the test of its last
 step rejecting after Holm's adjustment over the encoding's points, else **cannot be told**.
@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from posbench.report.budget import sweep
+from posbench.report.analysis import sweep
 
 from posbench.report.analysis import axis, bootstrap
 from posbench.report.analysis.stats import ALPHA, p_phrase
@@ -47,7 +47,7 @@ HOLDS, CHANGES, CANNOT = "holds across the axis", "changes", "cannot be told"
 MARGIN = sweep.STABLE_MARGIN
 MIN_SEEDS = 2
 DECIDED = ("flat", "mild", "broken")
-# the budget trend's words (report/budget/sweep.py ``trend``) that say its ratio moved
+# the budget trend's words (report/analysis/sweep.py ``trend``) that say its ratio moved
 MOVING_TRENDS = ("moving", "class stable, ratio moving", "undecided, ratio moving")
 
 

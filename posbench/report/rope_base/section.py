@@ -1,5 +1,5 @@
 """RoPE's base against the theories that predict where its extrapolation breaks: for each row trained at a
-RoPE base (runs at several bases: experiment=rope_base; report/load.py names each base in its model), the
+RoPE base (runs at several bases: experiment=rope_base; report/records/load.py names each base in its model), the
 length at which its perplexity starts to climb, measured, beside what Liu et al. 2023 and Men et al. 2024
 predict from the base, the head dimension and the training length (posbench/report/rope_base/theory.py).
 
@@ -29,9 +29,9 @@ import math
 import pandas as pd
 
 from posbench.report.analysis.tables import main_table
-from posbench.report.budget import sweep
+from posbench.report.analysis import sweep
 from posbench.report.drawing.document import Heading, Para, Table
-from posbench.report.load import base_of, base_text
+from posbench.report.records.load import base_of, base_text
 from posbench.report.rope_base.theory import liu_extrapolation_limit, men_supported_length
 from posbench.report.section import SECTIONS, Output, Section
 

@@ -13,8 +13,15 @@ from posbench.report.drawing.plot import PANEL, PLAIN, colour, finish_panel, plt
 from matplotlib.ticker import LogLocator, NullFormatter
 
 from posbench.report.drawing.document import Heading, Image, Para
-from posbench.report.tasks import frames
+from posbench.report.analysis import task_frames
 from posbench.report.section import SECTIONS, Output, Section
+
+
+def attention(ctx) -> pd.DataFrame:
+    """The runs' attention records (``eval.attention_stats``), or as a committed report recorded them.
+    Computed once per report (``ctx.derived``)."""
+    return ctx.derived("attention", lambda: ctx.recorded.attention if ctx.recorded is not None
+                       else task_frames.attention_frame(ctx.all_completed))
 
 
 @SECTIONS.register("attention")
@@ -24,11 +31,11 @@ class Attention(Section):
              Output("attention.png", "mean attention distance and entropy against evaluation length"))
 
     def applies(self, ctx) -> bool:
-        return not ctx.attention.empty
+        return not attention(ctx).empty
 
     def build(self, ctx, out) -> list:
-        out.csv("attention.csv", ctx.attention)
-        out.figure("attention.png", plot_attention, frames.attention_table(ctx.attention))
+        out.csv("attention.csv", attention(ctx))
+        out.figure("attention.png", plot_attention, task_frames.attention_table(attention(ctx)))
         return [Heading("Attention: how far and how spread"),
                 Para("Per layer and head, at every evaluation length (`eval.attention_stats`): the mean distance "
                      "from a query to the keys it attends to, sum_j p_ij (i - j), and the entropy of its attention "

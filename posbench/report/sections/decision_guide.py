@@ -28,7 +28,7 @@ from posbench.report.analysis import bootstrap
 from posbench.report.drawing.document import Heading, Para, Table
 from posbench.report.section import SECTIONS, Output, Section
 from posbench.report.analysis.stats import ALPHA, format_p, p_phrase
-from posbench.report.drawing.style import parse_row_name
+from posbench.report.records.rows import parse_row_name
 from posbench.report.analysis.tables import interval_kind, row_caveats
 
 ENCODING = "rope"

@@ -12,9 +12,22 @@ import pandas as pd
 from posbench.report.drawing.plot import BASELINE, PANEL, PLAIN, colour, finish_panel, plt, save
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from posbench.report.budget import convergence
+from posbench.report.analysis import convergence
 from posbench.report.drawing.document import Image, Para, Table
 from posbench.report.section import SECTIONS, Output, Section
+
+
+def during_training(ctx) -> pd.DataFrame:
+    """Mean 1x perplexity and ratio against training tokens (empty without eval.during_training): from the
+    runs' probes, or as a committed report recorded them. Computed once per report (``ctx.derived``)."""
+
+    def compute() -> pd.DataFrame:
+        if ctx.recorded is not None:
+            return ctx.recorded.during_training
+        probe = convergence.probe_frame(ctx.completed)
+        return convergence.probe_curves(probe) if not probe.empty else pd.DataFrame()
+
+    return ctx.derived("during_training", compute)
 
 
 @SECTIONS.register("during_training")
@@ -24,10 +37,10 @@ class DuringTraining(Section):
              Output("during_training.png", "1x perplexity and extrapolation ratio against training tokens"))
 
     def applies(self, ctx) -> bool:
-        return ctx.has_lm and not ctx.during_training.empty
+        return ctx.has_lm and not during_training(ctx).empty
 
     def build(self, ctx, out) -> list:
-        curves, tolerance = ctx.during_training, ctx.options.tolerance
+        curves, tolerance = during_training(ctx), ctx.options.tolerance
         out.csv("during_training.csv", curves)
         out.figure("during_training.png", plot_during_training, curves)
         wide, notes = convergence.stability(curves, tolerance)

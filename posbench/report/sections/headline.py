@@ -1,14 +1,14 @@
 """The answer first: right under the title, one table per kind of run (language models, tasks) with
-every encoding's verdict and the numbers behind it (posbench/report/headline.py), then the table of
+every encoding's verdict and the numbers behind it (posbench/report/analysis/headline.py), then the table of
 contents. The sections after it explain and qualify these rows."""
 
 from __future__ import annotations
 
-from posbench.report import headline
-from posbench.report.budget import convergence
+from posbench.report.analysis import headline
+from posbench.report.analysis import convergence
 from posbench.report.drawing.document import Contents, Heading, Para, Table
 from posbench.report.section import SECTIONS, Section
-from posbench.report.tasks import frames
+from posbench.report.analysis import task_frames
 
 
 @SECTIONS.register("headline")
@@ -38,7 +38,7 @@ class Headline(Section):
                 blocks += [Para("Windowed controls (an evaluation-time window limits what each query sees; not in the "
                                 "verdicts above):"), Table(controls, ckeys, cclasses, css="headline")]
         if not ctx.task_records.empty:
-            table = frames.task_table(ctx.task_records, ctx.options.threshold)
+            table = task_frames.task_table(ctx.task_records, ctx.options.threshold)
             scored = ctx.all_completed[ctx.all_completed["run_id"].isin(set(ctx.task_records["run_id"]))]
             conv = ctx.convergence_of(scored)
             if not conv.empty:

@@ -4,7 +4,7 @@ and how the numbers were scored (protocols, scored text) opens the summary."""
 from __future__ import annotations
 
 from posbench.report.drawing.document import Heading, Para
-from posbench.report.prose import join_words
+from posbench.report.analysis.prose import join_words
 from posbench.report.section import SECTIONS, Section
 
 
@@ -44,7 +44,7 @@ def chosen(ctx) -> str:
 
 
 def smoke_text(ctx) -> str:
-    """One sentence on the smoke runs left out beside runs of a real budget (report/selection.py)."""
+    """One sentence on the smoke runs left out beside runs of a real budget (report/records/selection.py)."""
     n = ctx.smoke_left_out
     if not n:
         return ""
@@ -57,7 +57,7 @@ def _runs(n: int, kind: str) -> str:
 
 
 def rebuilt_text(recorded, has_lm: bool = True) -> str:
-    """What a report rebuilt from records is (posbench/report/committed.py)."""
+    """What a report rebuilt from records is (posbench/report/records/committed.py)."""
     text = ("rebuilt from the records it kept (`posbench-report FOLDER --rebuild`): its runs are not on the machine "
             "that rebuilt it. The perplexities and accuracies are the committed ones; every table, interval, test, "
             "rank, verdict and figure that reads them is the current code's.")

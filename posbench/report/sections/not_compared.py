@@ -1,8 +1,8 @@
 """Records not compared: within a panel only numbers scored on the same tokens are compared; the
 records on another token set are listed here instead of being ranked against the others (and in
 ``not_compared.csv``, so that a rebuild from the committed records lists them too). Rows recorded
-for an encoding their variant does not apply to (report/load.py) are named here too (a rebuild
-reads the names from manifest.json: posbench/report/manifest.py)."""
+for an encoding their variant does not apply to (report/records/load.py) are named here too (a rebuild
+reads the names from manifest.json: posbench/report/records/manifest.py)."""
 
 from __future__ import annotations
 

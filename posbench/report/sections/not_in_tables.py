@@ -42,7 +42,7 @@ def elsewhere_label(run_dir: str, left_out: pd.DataFrame) -> str:
 
 
 def token_set_corpus(token_set: str) -> str:
-    """The corpus hash a token set's name starts with (after a subword run's ``<tokenizer>:``, report/load.py)."""
+    """The corpus hash a token set's name starts with (after a subword run's ``<tokenizer>:``, report/records/load.py)."""
     parts = token_set.split(":")
     first = next((i for i, part in enumerate(parts) if "[" in part), 1)  # the part naming the scored text
     return parts[max(first - 1, 0)]

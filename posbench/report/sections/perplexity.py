@@ -54,7 +54,7 @@ class Perplexity(Section):
     def build(self, ctx, out) -> list:
         table, tolerance, evals = ctx.table, ctx.options.tolerance, ctx.evals
         # every record compared, at every budget (the main table reads each row's largest): a report
-        # rebuilt from this file (report/committed.py) has what this one had
+        # rebuilt from this file (report/records/committed.py) has what this one had
         out.csv("evaluations.csv.gz", ctx.budget_evals)  # compressed: about a third of the bytes in the repository
         out.csv("runs.csv", run_summary(evals, tolerance))
         out.csv("pairs.csv", comparisons(table))

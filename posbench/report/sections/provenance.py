@@ -1,12 +1,12 @@
 """How these runs were made: the commands, the environment and corpus, the settings shared by
-every run and one table of those that differ (posbench/report/provenance.py). Together they are each
+every run and one table of those that differ (posbench/report/records/provenance.py). Together they are each
 run's whole config, which manifest.json beside the report also keeps run by run: a listing of every
 run's config here made the map's report.md 0.8 MB."""
 
 from __future__ import annotations
 
 from posbench.report.drawing.document import Code, Heading, Para, Table
-from posbench.report.provenance import config_split, nested_yaml, shown_commands, shown_environment, shown_runs
+from posbench.report.records.provenance import config_split, nested_yaml, shown_commands, shown_environment, shown_runs
 from posbench.report.section import SECTIONS, Section
 from posbench.report.sections.intro import rebuilt_text
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import re
 
-from posbench.report.budget import convergence
-from posbench.report.headline import panel_label
+from posbench.report.analysis import convergence
+from posbench.report.analysis.headline import panel_label
 from posbench.report.drawing.document import Bullets, Heading
-from posbench.report.prose import protocol_items, scored_text_note, summary_lists
+from posbench.report.analysis.prose import protocol_items, scored_text_note, summary_lists
 from posbench.report.section import SECTIONS, Section
 
 
@@ -65,7 +65,7 @@ def _change(trend: str) -> str:
     return found.group(0) if found else trend
 
 
-# the trend words of posbench/report/budget/sweep.py (trend), each with the lead the summary lists it under
+# the trend words of posbench/report/analysis/sweep.py (trend), each with the lead the summary lists it under
 TREND_LEADS = (("Stable (paired test, within 5% per doubling)", "stable: "), ("Class stable, ratio moving", "class stable, ratio moving "),
                ("Class stable, change not resolved", "class stable, change not resolved "), ("Moving", "moving: "),
                ("Undecided, ratio moving", "undecided, ratio moving: "), ("Undecided", "undecided: "))

@@ -1,12 +1,12 @@
 """Tuned learning rates (``experiment=lr_grid``): each encoding at the setting chosen for it on
-1x validation loss alone, beside the main table's default setting (posbench/report/tuning.py)."""
+1x validation loss alone, beside the main table's default setting (posbench/report/analysis/tuning.py)."""
 
 from __future__ import annotations
 
 from posbench.report.drawing.document import Heading, Para, Table
 from posbench.report.section import SECTIONS, Output, Section
 from posbench.report.analysis.tables import display_table
-from posbench.report.tuning import DEFAULT, grid_edge_warning
+from posbench.report.analysis.tuning import DEFAULT, grid_edge_warning
 
 
 @SECTIONS.register("tuning")

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from posbench.report.tasks.frames import KEYS, task_interval
+from posbench.report.analysis.task_frames import KEYS, task_interval
 from posbench.tasks import TASKS, build_task
 
 LEVELS = ("regular", "context-free", "context-sensitive")

@@ -4,7 +4,7 @@ Modarressi et al. 2025, arXiv 2502.05167).
 RULER calls a model's effective length the longest length at which its task score stays above a fixed
 bar (Llama-2-7B's 85.6% at 4K); NoLiMa the longest at which it stays at or above 85% of the model's own
 short-length score. Both rules are applied here, per task x variant x model x train_len, to the accuracy
-at each evaluated multiple (mean over the task's grid and seeds, posbench/report/tasks/frames.py)::
+at each evaluated multiple (mean over the task's grid and seeds, posbench/report/analysis/task_frames.py)::
 
     passes(m)   acc(m) >= floor(m)  and  acc(m) >= 0.85 * acc(1x)
     floor(m)    (1 + chance(m)) / 2, halfway from the task's chance level to 100%
@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from posbench.report.tasks.frames import KEYS
+from posbench.report.analysis.task_frames import KEYS
 
 RELATIVE = 0.85  # NoLiMa's share of the model's own 1x accuracy
 

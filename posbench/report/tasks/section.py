@@ -14,9 +14,10 @@ from __future__ import annotations
 import pandas as pd
 
 from posbench.encodings import encoding_class
-from posbench.report.tasks import algorithmic, effective_length, flip_flop, frames
+from posbench.report.analysis import task_frames
+from posbench.report.tasks import algorithmic, effective_length, flip_flop
 from posbench.report.tasks.figure import plot_task_accuracy, plot_task_heatmaps
-from posbench.report.budget import convergence
+from posbench.report.analysis import convergence
 from posbench.report.drawing.document import Heading, Image, Para, Table
 from posbench.report.section import SECTIONS, Output, Section
 from posbench.tasks import TASKS
@@ -38,7 +39,7 @@ class Tasks(Section):
 
     def build(self, ctx, out) -> list:
         records, threshold, improving = ctx.task_records, ctx.options.threshold, ctx.options.improving
-        table = frames.task_table(records, threshold)
+        table = task_frames.task_table(records, threshold)
         out.csv("tasks.csv", table)
         # the records on another example set too, so that a rebuild from this file leaves the same ones out
         other = ctx.task_left_out
@@ -66,18 +67,18 @@ class Tasks(Section):
                        f"over every longer length. `effective length`: the longest length up to which accuracy "
                        f"(mean over seeds) stays at or above {threshold:.0%} in every cell of the grid (0: not "
                        "even at train_len)."),
-                  Table(frames.display_task_table(table)),
+                  Table(task_frames.display_task_table(table)),
                   *[Para(_task_budget(task, ctx.convergence_of(g), improving,
                                       (records.loc[records["task"] == task, "loss"] == "mixed").any()))
                     for task, g in scored.groupby("task")],
                   Image("task_accuracy.png", self.files[2].description),
                   Para(_effective_text()),
                   Table(effective_length.display_effective_table(effective))]
-        if not (low := frames.not_learned(records)).empty:
+        if not (low := task_frames.not_learned(records)).empty:
             blocks.insert(3, Para(_not_learned_text(low)))
-        if reach := frames.window_reach(scored, ctx.configs):
+        if reach := task_frames.window_reach(scored, ctx.configs):
             blocks.insert(3, Para(_reach_text(reach)))
-        for task, g in frames.heatmap_frame(records).groupby("task"):
+        for task, g in task_frames.heatmap_frame(records).groupby("task"):
             condition = _condition_name(task)
             if condition is None:
                 continue
@@ -116,7 +117,7 @@ def _effective_text() -> str:
 
 
 def _not_learned_text(low) -> str:
-    """One sentence naming the runs that had not learned their task at train_len (frames.not_learned)."""
+    """One sentence naming the runs that had not learned their task at train_len (task_frames.not_learned)."""
     parts = []
     for (task, variant, model, train_len), g in low.groupby(["task", "variant", "model", "train_len"]):
         seeds = ", ".join(f"{int(s)} ({100 * a:.0f}%)" for s, a in zip(g["seed"], g["accuracy"]))
@@ -138,7 +139,7 @@ def _init_note(encoding: str) -> str:
 
 def _reach_text(reach: list[dict]) -> str:
     """One sentence per windowed model: which of the task's conditions put the answer beyond one window
-    at train_len (frames.window_reach)."""
+    at train_len (task_frames.window_reach)."""
     parts = []
     for r in reach:
         cond = _condition_name(r["task"]) or "condition"
@@ -204,7 +205,7 @@ def _flip_flop_blocks(ctx, out) -> list:
         return []
     train_ignore = {}
     for r in runs.itertuples():
-        task = frames._task_of_run(ctx.configs[r.run_dir]) if r.run_dir in ctx.configs else None
+        task = task_frames._task_of_run(ctx.configs[r.run_dir]) if r.run_dir in ctx.configs else None
         if task is not None:
             train_ignore[r.run_id] = task.params.train_ignore
     table = flip_flop.error_table(records, train_ignore)

@@ -14,7 +14,7 @@ from posbench.encodings.rope import apply_rotation, rotation_tables
 from posbench.evaluation.settings import EvalConfig
 from posbench.evaluation.variants import make_variant, rows
 from posbench.model.transformer import ModelConfig, build_model
-from posbench.report.load import is_windowed
+from posbench.report.records.load import is_windowed
 
 
 def rotate(x, pos, inv):

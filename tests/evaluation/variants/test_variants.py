@@ -78,7 +78,7 @@ def test_only_the_window_variants_mark_their_rows_as_controls():
     """``window`` is a class flag (the report lists such rows apart, as controls): a method of that
     name (ReRoPE's clipping distance once was) would make every row of the variant a control."""
     from posbench.evaluation.variants import VARIANTS
-    from posbench.report.load import is_windowed
+    from posbench.report.records.load import is_windowed
 
     assert all(isinstance(cls.window, bool) for _, cls in VARIANTS.items())
     assert {name for name, cls in VARIANTS.items() if cls.window} == {"bca", "local", "streaming"}

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import scipy.stats
 
-from posbench.report.prose import summary_paragraphs
+from posbench.report.analysis.prose import summary_paragraphs
 from posbench.report.analysis.tables import (
     comparisons,
     display_table,
@@ -153,7 +153,7 @@ def test_windowed_rows_are_controls_apart_from_the_verdicts_and_the_comparisons(
 def test_the_panel_names_the_stride_its_records_were_scored_with():
     """Sliding windows advance by L/2 by default or by eval.stride: the words come from the records'
     min_context (length - stride), never from the default."""
-    from posbench.report.prose import describe_panel
+    from posbench.report.analysis.prose import describe_panel
     from posbench.report.analysis.tables import window_stride
 
     evals = fake_evals({"a": [[5.0, 5.5], [5.1, 5.6], [4.9, 5.4]], "b": [[6.0, 6.1], [6.1, 6.2], [5.9, 6.0]]})

@@ -5,7 +5,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from posbench.report.budget.figure import plot_budget_axis
-from posbench.report.budget.sweep import TOKENS
+from posbench.report.analysis.sweep import TOKENS
 
 
 def table(panels):

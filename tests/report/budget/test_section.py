@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pandas as pd
 
-from posbench.report.budget import sweep
+from posbench.report.analysis import sweep
 from posbench.report.budget.section import Budget, BudgetAxis, _cell
 from tests.helpers import records, run_section
 

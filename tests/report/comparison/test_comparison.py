@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from posbench.core.errors import PosbenchError
-from posbench.report.comparison.frames import Request, paired_differences
+from posbench.report.comparison.frames import paired_differences
+from posbench.report.records.selection import ComparisonRequest
 from posbench.report.comparison.figure import plot_comparison
 from posbench.report.context import ReportContext
 from posbench.report.comparison.section import DATA, EXTRAPOLATION, FIGURE, ComparisonSection
@@ -24,7 +25,7 @@ def test_the_figure_s_differences_are_the_pairs_table_s_numbers(sweep_context):
     pairs = comparisons(sweep_context.table)
     checked = 0
     for (protocol, model, train_len, best), group in pairs.groupby([*PANEL_KEYS, "b (best)"]):
-        frame = paired_differences(sweep_context.evals, Request(baseline=best), sweep_context.token_sets)
+        frame = paired_differences(sweep_context.evals, ComparisonRequest(baseline=best), sweep_context.token_sets)
         for _, p in group.iterrows():
             (row,) = frame[(frame["protocol"] == protocol) & (frame["model"] == model) & (frame["train_len"] == train_len)
                            & (frame["a"] == p["a"]) & (frame["multiple"] == p["multiple"])].itertuples()
@@ -39,9 +40,9 @@ def test_the_figure_s_differences_are_the_pairs_table_s_numbers(sweep_context):
 
 
 def test_compare_draws_the_named_rows_against_the_first_and_baseline_every_row(sweep_context, tmp_path):
-    named = paired_differences(sweep_context.evals, Request(("rope", "alibi", "nope")), sweep_context.token_sets)
+    named = paired_differences(sweep_context.evals, ComparisonRequest(("rope", "alibi", "nope")), sweep_context.token_sets)
     assert set(zip(named["a"], named["b"])) == {("alibi", "rope"), ("nope", "rope")}
-    every = paired_differences(sweep_context.evals, Request(baseline="nope"), sweep_context.token_sets)
+    every = paired_differences(sweep_context.evals, ComparisonRequest(baseline="nope"), sweep_context.token_sets)
     assert set(every["a"]) == set(sweep_context.evals["variant"]) - {"nope"} and set(every["b"]) == {"nope"}
     assert sorted(every["multiple"].unique()) == [1.0, 2.0, 4.0]  # every length, on one figure
     plot_comparison(named, tmp_path / "c.png")
@@ -50,19 +51,19 @@ def test_compare_draws_the_named_rows_against_the_first_and_baseline_every_row(s
 
 def test_a_bad_row_name_is_one_line_with_the_valid_ones():
     with pytest.raises(PosbenchError) as e:
-        Request(("rope", "alibbi")).check(["rope", "alibi", "nope"])
+        ComparisonRequest(("rope", "alibbi")).check(["rope", "alibi", "nope"])
     assert str(e.value) == "--compare: no row 'alibbi' in this report (did you mean alibi?); valid: alibi, nope, rope"
     with pytest.raises(PosbenchError, match=r"^--baseline: no row 'ropee' .*did you mean rope or nope"):
-        Request(baseline="ropee").check(["rope", "alibi", "nope"])
+        ComparisonRequest(baseline="ropee").check(["rope", "alibi", "nope"])
     with pytest.raises(PosbenchError, match="names one row"):
-        Request(("rope",)).check(["rope", "alibi"])
+        ComparisonRequest(("rope",)).check(["rope", "alibi"])
 
 
 def test_the_section_is_written_only_when_asked(sweep, sweep_context, sweep_report, tmp_path):
     assert not ComparisonSection().applies(sweep_context)
     assert not (sweep_report / FIGURE.name).exists() and "## Comparison" not in (sweep_report / "report.md").read_text()
     runs, _, _ = sweep
-    ctx = ReportContext.load(runs, replace(sweep_context.options, comparison=Request(baseline="rope")))
+    ctx = ReportContext.load(runs, replace(sweep_context.options, comparison=ComparisonRequest(baseline="rope")))
     assert ComparisonSection().applies(ctx)
     md, written = run_section(ComparisonSection, ctx, tmp_path)
     assert list(written) == [DATA.name, EXTRAPOLATION.name, FIGURE.name]

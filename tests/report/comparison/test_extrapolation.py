@@ -15,7 +15,6 @@ from posbench.report.comparison.frames import (
     BETTER,
     NOT_SEPARABLE,
     WORSE,
-    Request,
     check_pairs,
     extrapolation_tests,
     paired_differences,
@@ -23,6 +22,7 @@ from posbench.report.comparison.frames import (
 )
 from posbench.report.comparison.section import extrapolation_blocks
 from posbench.report.drawing.document import render
+from posbench.report.records.selection import ComparisonRequest
 
 SEED_LEVEL = [0.02, -0.015, 0.004, -0.03, 0.011]  # each seed's own level (shared by its lengths)
 SEED_RATIO = [0.004, -0.006, 0.002, 0.005, -0.003]  # each seed's own wobble in 16x/1x
@@ -46,7 +46,7 @@ def rows(spec, seeds=3, budget=1200, token_set="t"):
 
 def test_a_row_lower_at_every_length_is_ahead_at_16x_but_does_not_extrapolate_better():
     evals = rows({"alibi": (5.0, 5.1, 0), "mine": (5.0 * 0.97, 5.1 * 0.97, 1), "worse": (5.0, 5.1 * 1.3, 2)})
-    request = Request(("alibi", "mine", "worse"))
+    request = ComparisonRequest(("alibi", "mine", "worse"))
     per_length = paired_differences(evals, request)
     at16 = per_length[(per_length["a"] == "mine") & (per_length["multiple"] == 16.0)].iloc[0]
     assert at16["hi"] < 0 and at16["p_value"] < 0.05  # lower at 16x, resolved: the question it answers
@@ -57,13 +57,13 @@ def test_a_row_lower_at_every_length_is_ahead_at_16x_but_does_not_extrapolate_be
     assert worse["word"] == WORSE and worse["factor"] == pytest.approx(1.3, rel=0.02) and worse["lo"] > 1
     assert set(tests["multiple"]) == {16.0} and (tests["seeds"] == 3).all() and (tests["shared_seeds"] == "0 1 2").all()
     # against the worse row as reference, alibi extrapolates better: the test is antisymmetric
-    back = extrapolation_tests(evals, Request(baseline="worse", rows=("alibi",))).iloc[0]
+    back = extrapolation_tests(evals, ComparisonRequest(baseline="worse", rows=("alibi",))).iloc[0]
     assert back["word"] == BETTER and back["factor"] == pytest.approx(1 / worse["factor"], rel=1e-9)
 
 
 def test_the_summary_reads_the_word_of_the_extrapolation_test_and_its_seeds(tmp_path):
     evals = rows({"alibi": (5.0, 5.1, 0), "mine": (5.0 * 0.97, 5.1 * 0.97, 1)})
-    md, _ = render(extrapolation_blocks(extrapolation_tests(evals, Request(("alibi", "mine"))), 16.0), tmp_path, "t")
+    md, _ = render(extrapolation_blocks(extrapolation_tests(evals, ComparisonRequest(("alibi", "mine"))), 16.0), tmp_path, "t")
     assert "`mine` against `alibi`" in md and f"**{NOT_SEPARABLE}**" in md and "3 shared seeds" in md
     assert "ahead" not in md
 
@@ -84,12 +84,12 @@ def test_two_seeds_say_that_t_has_one_degree_of_freedom_and_what_a_third_would_n
     """Both seeds extrapolate worse than alibi (x1.25 and x1.15) but 2 seeds leave it unresolved; the
     range given for a third seed is one where three seeds would say "worse", and its middle does."""
     evals = two_seed_records([1.25, 1.15], [1.0, 1.0])
-    test = extrapolation_tests(evals, Request(baseline="alibi")).iloc[0]
+    test = extrapolation_tests(evals, ComparisonRequest(baseline="alibi")).iloc[0]
     assert test["seeds"] == 2 and test["word"] == NOT_SEPARABLE and test["factor"] > 1
     assert 1 < test["third_lo"] < test["factor"] < test["third_hi"]
     third = math.sqrt(test["third_lo"] * test["third_hi"])
     three = two_seed_records([1.25, 1.15, third], [1.0, 1.0, 1.0])
-    assert extrapolation_tests(three, Request(baseline="alibi")).iloc[0]["word"] == WORSE
+    assert extrapolation_tests(three, ComparisonRequest(baseline="alibi")).iloc[0]["word"] == WORSE
     md, _ = render(extrapolation_blocks(pd.DataFrame([test]), 16.0), tmp_path, "t")
     assert "1 degree of freedom" in md and "a third seed would separate them if its ratio of ratios were" in md
 
@@ -112,8 +112,8 @@ def test_with_per_document_losses_the_test_carries_the_text():
                                 seed=seed, status="completed", protocol="nonoverlapping", length=int(8 * mult),
                                 multiple=mult, ppl=math.exp(mean), token_set="t", doc_nats=nats.tolist(), windowed=False))
     evals, sets = pd.DataFrame(out), {"t": {"doc_tokens": tokens.tolist()}}
-    with_text = extrapolation_tests(evals, Request(("alibi", "mine")), sets, replicates=400).iloc[0]
-    seeds_only = extrapolation_tests(evals.drop(columns="doc_nats"), Request(("alibi", "mine"))).iloc[0]
+    with_text = extrapolation_tests(evals, ComparisonRequest(("alibi", "mine")), sets, replicates=400).iloc[0]
+    seeds_only = extrapolation_tests(evals.drop(columns="doc_nats"), ComparisonRequest(("alibi", "mine"))).iloc[0]
     assert with_text["factor"] == pytest.approx(seeds_only["factor"], rel=1e-9)
     assert with_text["hi"] - with_text["lo"] > seeds_only["hi"] - seeds_only["lo"]
     assert with_text["word"] == NOT_SEPARABLE
@@ -133,7 +133,7 @@ def test_a_third_seed_in_the_range_given_would_separate_the_rows_and_one_outside
 def test_a_row_seen_on_fewer_seeds_says_which_seeds_its_test_uses(tmp_path):
     evals = rows({"alibi": (5.0, 5.1, 0), "mine": (5.0, 5.1 * 1.2, 1)})
     evals = evals[~((evals["variant"] == "mine") & (evals["seed"] == 2) & (evals["multiple"] == 16.0))]
-    test = extrapolation_tests(evals, Request(baseline="alibi")).iloc[0]
+    test = extrapolation_tests(evals, ComparisonRequest(baseline="alibi")).iloc[0]
     assert test["seeds"] == 2 and test["shared_seeds"] == "0 1" and test["seeds_a"] == 2 and test["seeds_b"] == 3
     md, _ = render(extrapolation_blocks(pd.DataFrame([test]), 16.0), tmp_path, "t")
     assert "the test uses only the shared ones" in md
@@ -149,18 +149,18 @@ def test_a_comparison_that_means_nothing_is_refused_in_one_line(change, message)
     out of the comparison and named with the reason, so one such row cannot stop the whole report."""
     evals = change(rows({"alibi": (5.0, 5.1, 0), "mine": (4.9, 5.0, 1)}))
     with pytest.raises(PosbenchError, match=message) as e:
-        check_pairs(evals, Request(("alibi", "mine")))
+        check_pairs(evals, ComparisonRequest(("alibi", "mine")))
     assert "\n" not in str(e.value) and str(e.value).startswith("--compare: cannot compare mine with alibi")
-    check_pairs(evals, Request(baseline="alibi"))  # not named: no refusal
-    assert [(a, b) for _, a, b, why in refused_pairs(evals, Request(baseline="alibi")) if message in why] == \
+    check_pairs(evals, ComparisonRequest(baseline="alibi"))  # not named: no refusal
+    assert [(a, b) for _, a, b, why in refused_pairs(evals, ComparisonRequest(baseline="alibi")) if message in why] == \
         [("mine", "alibi")]
-    assert extrapolation_tests(evals, Request(baseline="alibi")).empty and paired_differences(evals, Request(baseline="alibi")).empty
-    check_pairs(rows({"alibi": (5.0, 5.1, 0), "mine": (4.9, 5.0, 1)}), Request(("alibi", "mine")))  # no refusal
+    assert extrapolation_tests(evals, ComparisonRequest(baseline="alibi")).empty and paired_differences(evals, ComparisonRequest(baseline="alibi")).empty
+    check_pairs(rows({"alibi": (5.0, 5.1, 0), "mine": (4.9, 5.0, 1)}), ComparisonRequest(("alibi", "mine")))  # no refusal
 
 
 def test_two_seeds_too_far_apart_say_that_no_third_seed_alone_would_separate_them(tmp_path):
     evals = two_seed_records([1.30, 1.10], [1.0, 1.0])  # a third seed anywhere leaves t(2) too wide
-    test = extrapolation_tests(evals, Request(baseline="alibi")).iloc[0]
+    test = extrapolation_tests(evals, ComparisonRequest(baseline="alibi")).iloc[0]
     assert test["word"] == NOT_SEPARABLE and math.isnan(test["third_lo"]) and math.isnan(test["third_hi"])
     md, _ = render(extrapolation_blocks(pd.DataFrame([test]), 16.0), tmp_path, "t")
     assert "no third seed alone would separate them" in md

@@ -1,5 +1,5 @@
 """posbench/report/drawing/style.py: built-in rows keep their colours, families and order; encodings not
-known here get their own; row names are read in one place."""
+known here get their own."""
 
 # the palette and families the report always had (figures.PALETTE / FAMILIES before the encodings carried them)
 TAB20 = ["#1f77b4", "#aec7e8", "#ff7f0e", "#ffbb78", "#2ca02c", "#98df8a", "#d62728", "#ff9896", "#9467bd", "#c5b0d5",
@@ -60,25 +60,14 @@ def test_encodings_not_known_here_get_their_own_colour_and_column(monkeypatch):
 
     known = style._encoding_class
     monkeypatch.setattr(style, "_encoding_class", lambda name: Mamba if name == "mamba" else known(name))
-    style.row_style.cache_clear()
+    style._row_style.cache_clear()
     try:  # FAMILY_ORDER's families, then the others alphabetically, then "other" (not installed here)
         assert style.families_in(["gone", "mamba", "rope", "alibi"]) == ["rotary", "score bias", "state space", "other"]
         assert style.row_style("mamba").colour == style.derived_colour("mamba")
     finally:
         monkeypatch.undo()
-        style.row_style.cache_clear()
+        style._row_style.cache_clear()
     colours = {n: style.row_style(n).colour for n in ("gone", "mamba", "my_encoding", "rope+my_scaling")}
     assert all(c in style.DERIVED and c not in TAB20 for c in colours.values())  # tab20b: none of the built-ins'
     assert colours == {n: style.derived_colour(n) for n in colours}  # from the name alone: the same in every report
     assert style.row_style("gone").family == "other"
-
-
-def test_row_names_are_read_in_one_place():
-    from posbench.report.drawing.style import ExtensionName, parse_row_name
-
-    row = parse_row_name("rope+yarn@4x+ft100")
-    assert (row.encoding, row.key, row.extension) == ("rope", "rope+yarn", ExtensionName("rope", "yarn", 4.0, 100))
-    assert parse_row_name("alibi@2.5x+ft0").extension == ExtensionName("alibi", "plain", 2.5, 0)
-    assert parse_row_name("xpos@4x+ft100+bca").extension is None  # an extension run's window variant: not its target row
-    assert (parse_row_name("alibi+temp0.1").temperature, parse_row_name("xpos+bca").window) == (0.1, "bca")
-    assert parse_row_name("rope@1.2.3x+ft1").extension is None

@@ -3,7 +3,7 @@ tick per category on the corpus axis."""
 
 import pandas as pd
 
-from posbench.report.map import points as P
+from posbench.report.analysis import points as P
 from posbench.report.map.figure import plot_axis
 
 

@@ -3,11 +3,11 @@ than the budget; writes its points, changes, words and one figure per axis."""
 
 from types import SimpleNamespace
 
-from posbench.report.budget import sweep
+from posbench.report.analysis import sweep
 from posbench.report.map.section import Map, map_frames
 from posbench.report.analysis.tables import main_table
 from tests.helpers import run_section
-from tests.report.map.test_points import map_records
+from tests.report.analysis.test_points import map_records
 
 
 def context(evals, runs):
@@ -51,7 +51,7 @@ def test_a_map_report_opens_with_the_map_as_one_table():
     coloured by class."""
     import pandas as pd
 
-    from posbench.report.map import points as P
+    from posbench.report.analysis import points as P
     from posbench.report.map.section import answer_table
 
     def pt(variant, size, train_len, verdict, stat, corpus="-", params=8e5):

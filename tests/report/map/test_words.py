@@ -4,9 +4,9 @@ test_points.py)."""
 
 import pandas as pd
 
-from posbench.report.map import points as P
+from posbench.report.analysis import points as P
 from posbench.report.map import words as W
-from tests.report.map.test_points import map_records, words_along
+from tests.report.analysis.test_points import map_records, words_along
 
 
 def test_one_seed_or_undecided_points_cannot_be_told():

@@ -34,7 +34,7 @@ def test_a_report_never_compares_numbers_scored_on_different_tokens(sweep, tmp_p
     md = (out / "report.md").read_text()
     section = md.split("## Records not compared")[1].split("##")[0]
     assert rope.name in section and "segments[" in section and "16, 32, 64" in section
-    kept = pd.read_csv(out / "not_compared.csv")  # what a rebuild lists (tests/report/test_committed.py)
+    kept = pd.read_csv(out / "not_compared.csv")  # what a rebuild lists (tests/report/records/test_committed.py)
     assert set(kept["run_id"]) == {rope.name} and set(kept["lengths"]) == {"16, 32, 64"}
 
 

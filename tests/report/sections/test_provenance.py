@@ -4,7 +4,7 @@ settings every run shares and one table of those that differ, with no path of th
 import tempfile
 
 from posbench.core.paths import portable
-from posbench.report.provenance import config_split, shown_runs
+from posbench.report.records.provenance import config_split, shown_runs
 from posbench.report.sections.provenance import Provenance
 from tests.helpers import run_section
 
@@ -22,7 +22,7 @@ def test_the_provenance_names_the_sweep_s_command_with_portable_paths_and_every_
 
 
 def test_the_shared_settings_and_the_row_of_each_run_give_its_whole_config(sweep_context):
-    from posbench.report.provenance import flat_config
+    from posbench.report.records.provenance import flat_config
 
     runs = shown_runs(sweep_context)
     shared, differing = config_split(runs, sweep_context.configs)

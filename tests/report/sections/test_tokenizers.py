@@ -9,12 +9,8 @@ import pandas as pd
 import pytest
 
 from posbench.report.pipeline import DEFAULT_TOLERANCE
-from posbench.report.sections.tokenizers import (
-    Tokenizers,
-    carries_over,
-    comparison_table,
-    tokenizer_of,
-)
+from posbench.report.analysis.tokenizers import carries_over, comparison_table, tokenizer_of
+from posbench.report.sections.tokenizers import Tokenizers
 from posbench.report.analysis.tables import main_table
 from tests.helpers import run_section
 
@@ -69,7 +65,7 @@ def test_bits_per_byte_intervals_are_the_log_perplexity_intervals_rescaled(two_t
 def test_a_subword_run_s_token_sets_are_its_own_not_the_byte_runs():
     """One sweep's byte and BPE runs score the same bytes under one token-set name, but their documents
     hold other numbers of tokens (the report's weights): loading keeps them apart."""
-    from posbench.report.load import tokenizer_names
+    from posbench.report.records.load import tokenizer_names
 
     name = "545c92da6d319b4f:segments[4096, 1 per doc, from 4096]"
     bpe = {"model": "small/bpe1024", "token_sets": {name: {"doc_tokens": [1500, 1700], "tokens": 3200, "bytes": 8192}}}
@@ -84,7 +80,7 @@ def test_loading_byte_and_bpe_runs_of_one_corpus_keeps_both_token_sets(sweep, tm
     import json
     import shutil
 
-    from posbench.report.load import load_runs
+    from posbench.report.records.load import load_runs
 
     runs = sorted(p.parent for p in sweep[0].rglob("metrics.json"))
     for d in runs[:2]:
@@ -109,7 +105,7 @@ def test_each_subword_row_stands_beside_its_equal_steps_and_equal_bytes_byte_par
     steps 1.16: the contrast BPE / bytes-at-equal-bytes (0.644) splits into a steps part (1.3 / 1.8) and a
     tokenizer part (1.16 / 1.3), and steps carry log(1.3/1.8) / log(1.16/1.8) = 74% of the log-gap
     (NoPE's case: most of "does not carry over" was step count)."""
-    from posbench.report.sections.tokenizers import partners_table
+    from posbench.report.analysis.tokenizers import partners_table
     from tests.helpers import records
 
     byte = records({("nope", 1000): (5.0, 9.0), ("nope", 386): (6.0, 7.8)})

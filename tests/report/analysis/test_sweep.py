@@ -1,4 +1,4 @@
-"""posbench/report/budget/sweep.py: the verdict of each row at every training budget, its trend, and the
+"""posbench/report/analysis/sweep.py: the verdict of each row at every training budget, its trend, and the
 1x loss's distance from its fitted floor, on made-up records."""
 
 import math
@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from posbench.report.budget import sweep
+from posbench.report.analysis import sweep
 from tests.helpers import records
 
 

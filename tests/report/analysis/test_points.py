@@ -1,4 +1,4 @@
-"""posbench/report/map/points.py and words.py on made-up records: a verdict that changes along the
+"""posbench/report/analysis/points.py and map/words.py on made-up records: a verdict that changes along the
 training length is found as "changes" (the right place and direction), one that holds is found as
 "holds" (no change invented), and too few seeds or undecided points are "cannot be told"."""
 
@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from posbench.report.budget import sweep
+from posbench.report.analysis import sweep
 
 from posbench.report.analysis import axis
-from posbench.report.map import points as P
+from posbench.report.analysis import points as P
 from posbench.report.map import words as W
 from posbench.report.analysis.tables import main_table
 
@@ -156,7 +156,7 @@ def test_layer_patterns_are_held_fixed_and_are_no_size_axis():
 
 
 def test_the_rope_base_is_an_axis_whose_changes_are_per_doubling_of_the_base():
-    """Runs at several RoPE bases (model labels ``small|base=<b>``, report/load.py): the base is a numeric
+    """Runs at several RoPE bases (model labels ``small|base=<b>``, report/records/load.py): the base is a numeric
     axis of the map; a ratio that climbs from base 100 to 1600 (4 doublings) is a change of about
     (1.6)^(1/4) per doubling, and the line holds train_len and everything else fixed."""
     evals, runs = map_records({("rope", "small|base=100", 64): 1.00, ("rope", "small|base=1600", 64): 1.60})

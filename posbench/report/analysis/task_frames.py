@@ -30,7 +30,7 @@ from omegaconf import DictConfig, OmegaConf
 from posbench.core.errors import PosbenchError
 from posbench.evaluation.diagnostics import uniform_entropy
 from posbench.report.analysis.bootstrap import seeds_and_text
-from posbench.report.drawing.style import remember_row
+from posbench.report.records.rows import remember_row
 from posbench.spec import RunSpec, TaskSpec
 from posbench.store.rundir import RUN_KEY
 from posbench.tasks import TASKS
@@ -227,9 +227,9 @@ def attention_frame(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def _records(runs: pd.DataFrame, column: str) -> pd.DataFrame:
-    """The record lists in ``column`` of the runs (loaded by report/load.py), one row per record
+    """The record lists in ``column`` of the runs (loaded by report/records/load.py), one row per record
     with the run's id, encoding, model, train_len and seed. A record's ``row`` (what the row is)
-    goes to the style (report/drawing/style.py), not into a column."""
+    goes to records/rows.py (what the row is, for its style), not into a column."""
     out = []
     for r in runs.itertuples():
         for rec in getattr(r, column) if isinstance(getattr(r, column), list) else []:

@@ -1,4 +1,4 @@
-"""posbench/report/manifest.py: what a report keeps for its rebuild, as data beside report.md;
+"""posbench/report/records/manifest.py: what a report keeps for its rebuild, as data beside report.md;
 read back exactly as written, and refused in one line where damaged."""
 
 import json
@@ -10,8 +10,8 @@ import pytest
 from posbench.core.errors import PosbenchError
 from posbench.core.paths import portable
 from posbench.report.drawing.document import Table
-from posbench.report.manifest import MANIFEST, Join, Manifest, manifest_of, read_manifest, scored_documents, shown_cells
-from posbench.report.provenance import environment, shown_runs
+from posbench.report.records.manifest import MANIFEST, Join, Manifest, manifest_of, read_manifest, scored_documents, shown_cells
+from posbench.report.records.provenance import environment, shown_runs
 
 
 def test_a_manifest_reads_back_as_it_was_written(tmp_path):

@@ -1,10 +1,10 @@
-"""posbench/report/load.py: runs of several corpora are named by their corpus (the map's corpus axis);
+"""posbench/report/records/load.py: runs of several corpora are named by their corpus (the map's corpus axis);
 runs of one corpus keep their names."""
 
 import pandas as pd
 
-from posbench.report.load import corpus_of, with_corpus, with_corpus_labels
-from posbench.report.sections.tokenizers import base_model, tokenizer_of
+from posbench.report.records.load import corpus_of, with_corpus, with_corpus_labels
+from posbench.report.analysis.tokenizers import base_model, tokenizer_of
 
 
 def frames(corpora):
@@ -37,8 +37,8 @@ def test_runs_at_several_rope_bases_name_each_model_with_its_base_and_one_base_c
     of one row) and the map's base axis reads it; corpus and tokenizer read as before."""
     from omegaconf import OmegaConf
 
-    from posbench.report.load import base_of, with_base, with_base_labels
-    from posbench.report.map.points import coordinates, rope_base
+    from posbench.report.records.load import base_of, with_base, with_base_labels
+    from posbench.report.analysis.points import coordinates, rope_base
 
     runs = pd.DataFrame({"run_id": ["a", "b", "c", "d"], "model": ["small", "small", "small@pydocs/bpe1024", "small"],
                          "run_dir": ["da", "db", "dc", "dd"]})

@@ -1,4 +1,4 @@
-"""posbench/report/tuning.py: a learning-rate grid keeps the default in the main table and tunes on
+"""posbench/report/analysis/tuning.py: a learning-rate grid keeps the default in the main table and tunes on
 1x validation loss; a choice at the edge of the grid is named."""
 
 import pandas as pd
@@ -36,7 +36,7 @@ def test_a_learning_rate_grid_keeps_the_default_in_the_main_table_and_tunes_on_1
 
 
 def test_a_choice_at_the_edge_of_the_grid_is_named():
-    from posbench.report.tuning import grid_edge_warning
+    from posbench.report.analysis.tuning import grid_edge_warning
 
     def grid(chosen_lr):
         return pd.DataFrame([{"encoding": enc, "model": "small", "train_len": 64, "lr": lr, "lr_mult": 1.0,
@@ -58,7 +58,7 @@ def test_a_rate_is_chosen_on_evidence_and_a_tie_goes_to_the_common_rate():
     """The best rate is chosen only where it beats the others by 2 seed SDs; a margin inside the seeds' spread
     (NoPE's 0.0016 nats against a seed SD of ~0.035 in the budget study) gives the common rate; a tie between
     two rates that are not the common one says "train both"; one seed chooses nothing on evidence."""
-    from posbench.report.tuning import decide
+    from posbench.report.analysis.tuning import decide
 
     clear = grid_losses({("a", 2e-3): [1.50, 1.52], ("a", 4e-3): [1.40, 1.42]})  # 0.10 apart, SD 0.014
     tie = grid_losses({("b", 2e-3): [1.50, 1.56], ("b", 4e-3): [1.48, 1.55]})  # 0.015 apart, SD 0.046
@@ -77,7 +77,7 @@ def test_one_setting_whose_seeds_disagree_does_not_decide_for_the_others():
     is the median setting's, so the best rate, 0.02 nats ahead where every other setting's seeds agree within
     0.01, is chosen (the mean of the variances would make the SD 0.17, every setting "within 2 SDs" of the best,
     and give the common rate 2e-3, worse by 0.36)."""
-    from posbench.report.tuning import decide
+    from posbench.report.analysis.tuning import decide
 
     losses = {2e-3: [2.00, 2.02], 4e-3: [1.80, 1.81], 8e-3: [1.66, 1.67], 1.6e-2: [1.64, 1.65], 3.2e-2: [1.80, 2.50]}
     d = decide(grid_losses({("t5", lr): v for lr, v in losses.items()})).set_index("lr")

@@ -1,4 +1,4 @@
-"""posbench/report/budget/convergence.py: verdicts and their interval classes, the last doubling, and the
+"""posbench/report/analysis/convergence.py: verdicts and their interval classes, the last doubling, and the
 warnings that keep a ratio from being read without its training budget."""
 
 import math
@@ -6,7 +6,7 @@ import math
 import pandas as pd
 import pytest
 
-from posbench.report.budget.convergence import (
+from posbench.report.analysis.convergence import (
     at_largest_budget,
     budget_paragraph,
     convergence,
@@ -101,7 +101,7 @@ def test_stability_detects_a_verdict_that_flips():
 
 
 def test_interval_verdict_classes():
-    from posbench.report.budget.convergence import interval_verdict
+    from posbench.report.analysis.convergence import interval_verdict
 
     assert interval_verdict(0.97, 1.04, 1.0, 0.05) == "flat"
     assert interval_verdict(1.06, 1.29, 1.1, 0.05) == "mild"
@@ -116,7 +116,7 @@ def test_a_checkpoint_scored_by_posbench_eval_hf_has_no_budget_in_the_convergenc
     left out of the budgets and falls (else the summary reads "0 and 1200 optimiser steps")."""
     from omegaconf import OmegaConf
 
-    from posbench.report.budget.convergence import trained_runs
+    from posbench.report.analysis.convergence import trained_runs
 
     runs = pd.DataFrame({"run_dir": ["runs/rope", "runs/hf-llama"], "run_id": ["rope", "hf-llama"]})
     configs = {"runs/rope": OmegaConf.create({"train": {"steps": 1200}}),

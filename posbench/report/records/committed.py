@@ -4,7 +4,7 @@ where its runs are gone (``posbench-report FOLDER --rebuild [--with OTHER]``).
 A report keeps every record: those it compared in ``evaluations.csv.gz`` (each seed's perplexity and
 per-document losses), ``task_records.csv`` (with those on another example set), ``attention.csv``
 and ``during_training.csv``; those on another token set in ``not_compared.csv``; each run's budget,
-parameter count and last-doubling fall (``convergence.csv``); and, in ``manifest.json`` (posbench/report/manifest.py),
+parameter count and last-doubling fall (``convergence.csv``); and, in ``manifest.json`` (posbench/report/records/manifest.py),
 every shown run's full config, the commands, the environment table, the folders joined, the scored
 documents and the names of rows left out because their variant does not apply. The rebuild reads
 these files only, never the words of report.md.
@@ -39,9 +39,9 @@ import numpy as np
 import pandas as pd
 
 from posbench.core.errors import PosbenchError
-from posbench.report.checks import parse_config
-from posbench.report.load import LoadedRuns, RunFiles
-from posbench.report.manifest import MANIFEST, Join, read_manifest
+from posbench.report.records.checks import parse_config
+from posbench.report.records.load import LoadedRuns, RunFiles
+from posbench.report.records.manifest import MANIFEST, Join, read_manifest
 from posbench.store.rundir import CONTEXT_COLUMNS, RUN_COLUMNS, RUN_KEY
 from posbench.tasks import LM
 

@@ -1,4 +1,4 @@
-"""posbench/report/selection.py: which runs a report reads (the filter over run ids and configs), what a
+"""posbench/report/records/selection.py: which runs a report reads (the filter over run ids and configs), what a
 smoke run is, and how a folder is named without the absolute path of the machine that made the report."""
 
 from pathlib import Path
@@ -7,7 +7,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from posbench.core.errors import PosbenchError
-from posbench.report.selection import Selection, is_smoke, shown_folder, smoke_settings
+from posbench.report.records.selection import Selection, is_smoke, shown_folder, smoke_settings
 
 
 def test_the_filter_reads_run_ids_and_config_values_as_yaml():

@@ -32,7 +32,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from posbench.report.prose import join_words
+from posbench.report.analysis.prose import join_words
 from posbench.store.rundir import RUN_KEY
 
 DEFAULT_IMPROVING = 0.02  # a run still improving: 1x validation loss fell by more over its last doubling
@@ -133,7 +133,7 @@ def _between_branches(conv: pd.DataFrame) -> pd.DataFrame:
 
 def _largest(conv: pd.DataFrame, evaluated: set[str] | None = None) -> list[bool]:
     """Whether each run is of its configuration's largest budget (over seeds, as the main table reads
-    each row's largest: posbench/report/budget/sweep.py), so that a sweep still running, whose seed 2
+    each row's largest: posbench/report/analysis/sweep.py), so that a sweep still running, whose seed 2
     has only its shortest branch, does not mix that budget into the one the verdicts are read at.
     The largest is taken over the ``evaluated`` runs, as the main table takes it over records: a
     branch trained but not yet evaluated does not move the headline's budget away from the table's."""

@@ -132,7 +132,7 @@ def parse_config(text: str) -> DictConfig:
     return cfg
 
 
-# settings a report reads apart on purpose: a learning-rate grid's (posbench/report/tuning.py)
+# settings a report reads apart on purpose: a learning-rate grid's (posbench/report/analysis/tuning.py)
 APART = {"lr_mult"}
 
 

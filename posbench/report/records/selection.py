@@ -3,7 +3,7 @@
 
 A smoke run (``train=smoke``: a few steps, to check that a config runs at all) beside runs of a
 real budget is left out of the report, with one line saying how many and why. Kept, it would be a
-"budget" of the real runs (posbench/report/budget/sweep.py groups a row's runs by their steps) and, at
+"budget" of the real runs (posbench/report/analysis/sweep.py groups a row's runs by their steps) and, at
 the same seeds, a second record of each seed in every cell. Grouping budgets only among runs that
 share every setting but the step count would keep it out of the budgets but not out of the cells;
 leaving it out is both simpler and the answer a researcher expects.
@@ -22,9 +22,10 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from posbench.core.errors import PosbenchError
+from posbench.core.suggest import did_you_mean
 
 _ABSENT = object()
-SMOKE_PRESET = Path(__file__).resolve().parents[1] / "conf" / "train" / "smoke.yaml"
+SMOKE_PRESET = Path(__file__).resolve().parents[2] / "conf" / "train" / "smoke.yaml"
 
 
 @dataclass(frozen=True)
@@ -96,3 +97,36 @@ def shown_folder(folder: Path, out_dir: Path) -> str:
         return str(folder)
     rel = Path(os.path.relpath(folder.resolve(), Path(out_dir).resolve()))
     return folder.resolve().name if all(part == ".." for part in rel.parts) else str(rel)
+
+
+@dataclass(frozen=True)
+class ComparisonRequest:
+    """posbench-report's ``--compare`` (row names) and ``--baseline`` (a row name, or None): which rows the
+    comparison section draws against which (posbench/report/comparison/frames.py)."""
+
+    rows: tuple[str, ...] = ()
+    baseline: str | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.rows or self.baseline)
+
+    def check(self, names) -> None:
+        """Every name is a row of the report: one line naming the first that is not, and the valid ones."""
+        valid = sorted(set(names))
+        for flag, given in (("--compare", self.rows), ("--baseline", (self.baseline,) if self.baseline else ())):
+            for name in given:
+                if name not in valid:
+                    raise PosbenchError(f"{flag}: no row {name!r} in this report{did_you_mean(name, valid)}; valid: "
+                                        + ", ".join(valid))
+        if self.rows and not self.baseline and len(self.rows) < 2:
+            raise PosbenchError(f"--compare {self.rows[0]} names one row: name two or more (the first is the reference, "
+                                "e.g. --compare rope,alibi) or give --baseline")
+
+    def pairs(self, names) -> list[tuple[str, str]]:
+        """(row, reference) for the rows present in a panel (``names``)."""
+        names = set(names)
+        if self.baseline:
+            rows = self.rows or tuple(sorted(n for n in names if n != self.baseline))
+            return [(a, self.baseline) for a in rows if a != self.baseline and a in names and self.baseline in names]
+        ref, *rest = self.rows
+        return [(a, ref) for a in rest if a != ref and a in names and ref in names]

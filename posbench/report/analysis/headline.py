@@ -2,7 +2,7 @@
 variants) with its verdict, the numbers that support it and the budget it was read at.
 
 Display only: every number is read from the main table (posbench/report/analysis/tables.py), the task table
-(posbench/report/tasks/frames.py) or the runs' convergence (posbench/report/budget/convergence.py) and printed with the
+(posbench/report/analysis/task_frames.py) or the runs' convergence (posbench/report/analysis/convergence.py) and printed with the
 same precision as there; nothing is computed here that those do not already state. Each builder
 returns (shown, keys, row classes): the text cells, the numbers the HTML sorts them by, and a CSS
 class per row (``control`` for a chance row)."""
@@ -12,8 +12,8 @@ from __future__ import annotations
 import pandas as pd
 
 from posbench.evaluation.protocols import PROTOCOLS
-from posbench.report.drawing.style import parse_row_name
-from posbench.report.load import base_of
+from posbench.report.records.rows import parse_row_name
+from posbench.report.records.load import base_of
 from posbench.report.analysis.tables import NOT_DEFINED, NOT_EVALUATED
 
 NOTES = {NOT_DEFINED: "not defined", NOT_EVALUATED: "not evaluated"}
@@ -105,7 +105,7 @@ def _panel_order(table: pd.DataFrame) -> pd.Series:
 def lm_headline(table: pd.DataFrame, conv: pd.DataFrame, windowed: bool = False, trends: pd.DataFrame | None = None):
     """The language models' headline: the unwindowed rows (``windowed``: the windowed controls), each
     panel's rows by rank (mean log-perplexity over the lengths), with the panel named where the report
-    has several (beside the name). ``trends`` (posbench/report/budget/sweep.py, a sweep of several budgets):
+    has several (beside the name). ``trends`` (posbench/report/analysis/sweep.py, a sweep of several budgets):
     each row's trend beside its budget, the largest (``conv`` holds the runs of the largest budgets)."""
     ratio = next((c for c in table.columns if c.endswith("/1x")), None)
     is_windowed = table["windowed"].fillna(False).astype(bool) if "windowed" in table else pd.Series(False, index=table.index)

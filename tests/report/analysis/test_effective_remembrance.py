@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from posbench.report.analysis.bootstrap import seeds_and_text
-from posbench.report.effective_remembrance import summarise
+from posbench.report.analysis.effective_remembrance import summarise
 
 
 def values(tv: np.ndarray) -> pd.DataFrame:

@@ -3,7 +3,7 @@ one setting at a time.
 
 A main-table row (protocol, variant, model, train_len; report/analysis/tables.py) is a point with
 coordinates: its training length, its model's size (the size's name, ordered by its parameters),
-its corpus (the ``@<corpus>`` part of the model's name: report/load.py names the corpus where the
+its corpus (the ``@<corpus>`` part of the model's name: report/records/load.py names the corpus where the
 runs hold more than one), its tokenizer (the ``/<tokenizer>`` part; bytes without), its RoPE base (the
 ``|base=<b>`` part, where the runs were trained at more than one: experiment=rope_base) and its layer
 pattern (``model.mixers``: ``attention``, or e.g. ``gdn-gdn-gdn-attention``), which every line holds
@@ -23,11 +23,11 @@ import math
 import numpy as np
 import pandas as pd
 
-from posbench.report.budget import sweep
+from posbench.report.analysis import sweep
 
 from posbench.report.analysis import axis, bootstrap
-from posbench.report.load import base_of, base_text, corpus_of
-from posbench.report.sections.tokenizers import BYTE
+from posbench.report.records.load import base_of, base_text, corpus_of
+from posbench.report.analysis.tokenizers import BYTE
 from posbench.report.analysis.tables import EQUAL_CONTEXT
 
 TRAIN_LEN, SIZE, CORPUS, TOKENIZER, PATTERN = "train_len", "size", "corpus", "tokenizer", "pattern"
@@ -38,7 +38,7 @@ NUMERIC = {TRAIN_LEN: "train_len", SIZE: "params", ROPE_BASE: "rope_base"}
 AXIS_NAMES = {TRAIN_LEN: "training length", SIZE: "model size (parameters)", CORPUS: "corpus", TOKENIZER: "tokenizer",
               ROPE_BASE: "RoPE base"}
 COORDS = ["protocol", "variant", SIZE, CORPUS, TOKENIZER, ROPE_BASE, TRAIN_LEN, PATTERN]
-NO_BASE = "-"  # a model label that names no RoPE base (report/load.py with_base_labels: one base, or none)
+NO_BASE = "-"  # a model label that names no RoPE base (report/records/load.py with_base_labels: one base, or none)
 PLAIN = "attention"  # the layer pattern of a model with attention in every layer (the default)
 DEFAULT_CORPUS = "-"  # the runs were trained on one corpus (its name is not in the model's)
 

@@ -1,6 +1,6 @@
 """What a report keeps besides its records, as data: ``manifest.json`` beside ``report.md``, written
 with it every time, and the only thing a rebuild (``posbench-report FOLDER --rebuild``,
-posbench/report/committed.py) reads of the report besides its CSV files and figures.
+posbench/report/records/committed.py) reads of the report besides its CSV files and figures.
 
 It holds what the report's words show and its records do not: each shown run's config as written
 (with this machine's paths portable: posbench/core/paths.py; the report shows the settings shared and
@@ -34,7 +34,7 @@ import pandas as pd
 
 from posbench.core.errors import PosbenchError
 from posbench.core.paths import portable
-from posbench.report.provenance import shown_commands, shown_environment, shown_runs
+from posbench.report.records.provenance import shown_commands, shown_environment, shown_runs
 
 MANIFEST = "manifest.json"
 FORMAT = 1
@@ -157,7 +157,7 @@ def read_manifest(folder: Path) -> Manifest:
         what = e.args[0] if isinstance(e, ValueError) and e.args and str(e.args[0]) in FIELDS else None
         where = f"field {what!r}" if what else f"a field ({type(e).__name__}: {e})"
         raise PosbenchError(f"{path}: {where} is not what format {FORMAT} holds (the module doc of "
-                            f"posbench/report/manifest.py); {fix}") from None
+                            f"posbench/report/records/manifest.py); {fix}") from None
     return manifest
 
 

@@ -1,10 +1,10 @@
-"""posbench/report/checks.py: what the report reads from a run is checked first, so that a damaged run is
+"""posbench/report/records/checks.py: what the report reads from a run is checked first, so that a damaged run is
 skipped with one line naming the field, never a traceback in the middle of a table."""
 
 import pandas as pd
 import pytest
 
-from posbench.report.checks import (
+from posbench.report.records.checks import (
     check_history,
     check_per_position,
     check_records,

@@ -3,7 +3,7 @@
 Each completed run's config, history and per-position curves are read once, checked, and kept in a
 ``RunFiles``: the sections take what they need from it (history.json serves three: training curves,
 convergence, task budgets; config.yaml four). The checks are the run directory's
-(posbench.store.rundir.check_metrics) plus the report's own (posbench/report/checks.py): a run that fails one is skipped with one warning
+(posbench.store.rundir.check_metrics) plus the report's own (posbench/report/records/checks.py): a run that fails one is skipped with one warning
 and listed as unreadable, never a traceback half way through a report.
 
 The per-position curves of every completed run stay in memory: a few hundred kilobytes per run
@@ -24,14 +24,14 @@ from omegaconf import DictConfig
 
 from posbench.core.errors import PosbenchError
 from posbench.evaluation.variants import VARIANTS
-from posbench.report.checks import (
+from posbench.report.records.checks import (
     check_history,
     check_per_position,
     check_records,
     parse_config,
 )
-from posbench.report.selection import Selection
-from posbench.report.drawing.style import remember_row
+from posbench.report.records.selection import Selection
+from posbench.report.records.rows import remember_row
 from posbench.spec import RunSpec
 from posbench.store.rundir import (
     CONFIG,
@@ -72,7 +72,7 @@ class LoadedRuns:
     # rows recorded for an encoding their variant does not apply to (by older code; each equals
     # the encoding's own row by construction), left out of every table: their names
     not_applicable: list[str] = ()
-    # a report rebuilt from a committed report's records (posbench/report/committed.py): what that
+    # a report rebuilt from a committed report's records (posbench/report/records/committed.py): what that
     # report kept besides its records (convergence, commands, environment, ...); None for run directories
     recorded: Any = None
 
@@ -154,7 +154,7 @@ def corpus_of(model: str) -> str | None:
 
 def with_corpus(model: str, corpus: str) -> str:
     """``<size>@<corpus>[/<tokenizer>]``: the corpus after the size, before the tokenizer, so that a
-    subword row's bytes row (report/sections/tokenizers.py: the part before "/") is on its corpus."""
+    subword row's bytes row (report/analysis/tokenizers.py: the part before "/") is on its corpus."""
     size, slash, tokenizer = str(model).partition("/")
     return f"{size}@{corpus}{slash}{tokenizer}"
 
@@ -206,7 +206,7 @@ def with_base_labels(runs: pd.DataFrame, evals: pd.DataFrame, configs: dict) -> 
     """Where the runs were trained at more than one RoPE base (``encoding.base``: experiment=rope_base),
     each run with a base named with it in its model (``with_base``): rows and panels are per model, so
     runs of different bases are different panels (the check that refuses pooled settings would refuse them
-    otherwise), and the map reads the base as an axis (report/map/points.py). One base: unchanged."""
+    otherwise), and the map reads the base as an axis (report/analysis/points.py). One base: unchanged."""
     bases = {}
     for rid, d in zip(runs["run_id"], runs.get("run_dir", [])):
         cfg = configs.get(d)

@@ -1,4 +1,4 @@
-"""posbench/report/tasks/frames.py: task-accuracy intervals over examples and seeds, runs that never learned
+"""posbench/report/analysis/task_frames.py: task-accuracy intervals over examples and seeds, runs that never learned
 the task, and which depths one window reaches."""
 
 import math
@@ -10,7 +10,7 @@ import pytest
 def test_runs_that_never_learned_the_task_at_train_len_are_named():
     """Accuracy at 1x below halfway from chance to 100% (mean over the grid, the model's own row):
     its 0% at 16x is no evidence about extrapolation, and the report says which runs these are."""
-    from posbench.report.tasks.frames import not_learned
+    from posbench.report.analysis.task_frames import not_learned
 
     rows = []
     for seed, acc in ((0, 0.9), (1, 0.2)):
@@ -31,7 +31,7 @@ def test_the_task_report_says_which_depths_one_window_reaches():
     import pandas as pd
     from omegaconf import OmegaConf
 
-    from posbench.report.tasks.frames import window_reach
+    from posbench.report.analysis.task_frames import window_reach
 
     def cfg(encoding):
         return OmegaConf.create({"encoding": {"name": encoding}, "model": {"name": "small", "d_model": 128, "n_layers": 4,
@@ -44,9 +44,9 @@ def test_the_task_report_says_which_depths_one_window_reaches():
 
 
 def test_task_accuracy_intervals_cover_examples_and_seeds():
-    """posbench/report/tasks/frames.py task_interval: one seed of 64 examples at 50% has the binomial spread
+    """posbench/report/analysis/task_frames.py task_interval: one seed of 64 examples at 50% has the binomial spread
     (about +/- 12 points); all right stays near 1; two seeds that disagree (0% and 100%) span both."""
-    from posbench.report.tasks.frames import task_interval
+    from posbench.report.analysis.task_frames import task_interval
 
     def cell(rows):
         return pd.DataFrame([{"seed": s, "condition": c, "accuracy": a, "examples": n} for s, c, a, n in rows])

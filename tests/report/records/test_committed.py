@@ -1,4 +1,4 @@
-"""posbench/report/committed.py through ``posbench-report FOLDER --rebuild``: a committed report rebuilt
+"""posbench/report/records/committed.py through ``posbench-report FOLDER --rebuild``: a committed report rebuilt
 from the records it kept gives the report its runs gave (only the figures drawn from the runs' own
 files are carried over, and said to be); records of some of its runs retrained later are taken whole
 (a row and its control from the same weights), only where they reproduce the records both hold."""
@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 
 from posbench.cli.report import main
-from posbench.report.committed import load_committed
+from posbench.report.records.committed import load_committed
 from posbench.report.drawing.png import palette_png
 
-QUICK = Path(__file__).parents[2] / "results" / "quick"  # made from its runs by the current code (COMMAND.md)
+QUICK = Path(__file__).parents[3] / "results" / "quick"  # made from its runs by the current code (COMMAND.md)
 
 
 def rebuild(folder: Path, *extra: Path) -> None:

@@ -1,4 +1,4 @@
-"""posbench/report/headline.py: each encoding beside its verdict, interval, rank and budget; each task
+"""posbench/report/analysis/headline.py: each encoding beside its verdict, interval, rank and budget; each task
 against its chance row; several panels named by what differs."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import math
 
 import pandas as pd
 
-from posbench.report.headline import lm_headline, task_headline
+from posbench.report.analysis.headline import lm_headline, task_headline
 
 
 def _main_table() -> pd.DataFrame:

@@ -1,10 +1,10 @@
-"""posbench/report/provenance.py: how the runs were made: the settings every run shares, the ones that
+"""posbench/report/records/provenance.py: how the runs were made: the settings every run shares, the ones that
 differ (an encoding's own parameters in one column), and each run's environment."""
 
 import pandas as pd
 from omegaconf import OmegaConf
 
-from posbench.report.provenance import config_split, flat_config, nested_yaml
+from posbench.report.records.provenance import config_split, flat_config, nested_yaml
 
 
 def config(name, params, lr=0.002):
