@@ -28,7 +28,7 @@ from posbench.report.records.load import LoadedRuns, RunFiles, load_runs, withou
 from posbench.report.records.selection import ComparisonRequest, Selection, is_smoke, shown_folder
 from posbench.report.analysis.tables import comparable_records, main_table, multiples, verdict_multiple
 from posbench.report.analysis.tuning import choose_settings, split_runs
-from posbench.store.rundir import read_token_losses
+from posbench.store.rundir import RunDir
 from posbench.tasks import LM
 
 log = logging.getLogger("posbench")
@@ -170,7 +170,7 @@ class ReportContext:
         if dirs.empty or dirs.iloc[0] not in self.files:
             return None
         try:
-            return read_token_losses(Path(dirs.iloc[0]))
+            return RunDir(Path(dirs.iloc[0])).read_token_losses()
         except ValueError as e:
             log.warning("skipping unreadable %s", e)
             return None

@@ -415,33 +415,6 @@ def _read_npz(path: Path) -> dict[str, np.ndarray] | None:
         raise ValueError(f"{path}: {type(e).__name__}") from None
 
 
-# -- the old functions of a run's path, for the report's readers until they take a RunDir ------------
-
-
-def read_config(run_dir: Path) -> DictConfig:
-    return RunDir(run_dir).read_config()
-
-
-def read_history(run_dir: Path) -> pd.DataFrame | None:
-    return RunDir(run_dir).read_history()
-
-
-def read_per_position(run_dir: Path) -> dict[str, np.ndarray] | None:
-    return RunDir(run_dir).read_per_position()
-
-
-def read_token_losses(run_dir: Path) -> dict[str, np.ndarray] | None:
-    return RunDir(run_dir).read_token_losses()
-
-
-def read_metrics(run_dir: Path, warn: bool = True) -> dict | None:
-    return RunDir(run_dir).read_metrics(warn)
-
-
-def write_metrics(run_dir: Path, metrics: dict) -> None:
-    RunDir(run_dir).write_metrics(metrics)
-
-
 # what names a run in every per-record table of the report (evaluations, tasks, attention, convergence)
 RUN_KEY = ["run_id", "encoding", "model", "train_len", "seed"]
 RUN_COLUMNS = ["run_id", "status", "encoding", "model", "train_len", "seed", "params", "train_steps", "train_tokens",

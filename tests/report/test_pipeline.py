@@ -15,7 +15,7 @@ import pytest
 from posbench.report.records.load import load_runs
 from posbench.report.pipeline import build_report, sections
 from posbench.report.section import SECTIONS, Output, Section, SectionOutput
-from posbench.store.rundir import read_metrics, write_metrics
+from posbench.store.rundir import RunDir
 
 
 @pytest.mark.parametrize("damage", ["no config.yaml", "corrupt per_position.npz", "corrupt history.json",
@@ -96,7 +96,7 @@ def test_a_section_from_another_package_and_no_file_outlives_its_section(runs, t
     assert {"extra_1.csv", "during_training.png", "during_training.csv"} <= set(files_listed(md))
     (out / "notes.txt").write_text("the user's")
     for run_dir in (p.parent for p in runs.glob("*/metrics.json")):  # as if trained without eval.during_training
-        write_metrics(run_dir, {**read_metrics(run_dir), "during_training": []})
+        RunDir(run_dir).write_metrics({**RunDir(run_dir).read_metrics(), "during_training": []})
     md = report(runs, out, tolerance=0.2)  # the extra section no longer applies
     assert "## Extra\n" not in md and "during_training.png" not in md
     for gone in ("extra_1.csv", "during_training.png", "during_training.csv"):
@@ -183,7 +183,7 @@ def test_a_messy_runs_folder_makes_a_report_that_lists_what_it_left_out(runs, tm
     (next(runs.glob(".hydra/*/multirun.yaml"))).write_text("hydra: [")  # a torn sweep record
     task = runs / "task_run"  # a completed run of a synthetic task beside the language models
     shutil.copytree(next(runs.glob("nope_*")), task)
-    write_metrics(task, {**read_metrics(task), "run_id": "task_run", "task": "passkey", "evaluations": []})
+    RunDir(task).write_metrics({**RunDir(task).read_metrics(), "run_id": "task_run", "task": "passkey", "evaluations": []})
     with caplog.at_level(logging.WARNING, logger="posbench"):
         md = report(runs, tmp_path / "rep")
     for i in range(len(DAMAGES)):
@@ -206,8 +206,8 @@ def test_rows_recorded_for_an_encoding_their_variant_does_not_apply_to_are_named
 
     rope = next(runs.glob("rope_*"))
     stale = [{**r, "variant": "rope+logn", "row": {"encoding": "rope", "tag": "", "variants": [{"variant": "logn"}]}}
-             for r in read_metrics(rope)["evaluations"] if r["variant"] == "rope"]
-    write_metrics(rope, {**read_metrics(rope), "evaluations": read_metrics(rope)["evaluations"] + stale})
+             for r in RunDir(rope).read_metrics()["evaluations"] if r["variant"] == "rope"]
+    RunDir(rope).write_metrics({**RunDir(rope).read_metrics(), "evaluations": RunDir(rope).read_metrics()["evaluations"] + stale})
     assert "rope+logn" in set(load_runs(runs).evals["variant"])  # logn applies to RoPE: kept
     monkeypatch.setattr(RoPE, "takes_row_temperature", lambda self: False)  # as if every layer had its own
     with caplog.at_level(logging.WARNING, logger="posbench"):

@@ -39,10 +39,9 @@ from posbench.store.rundir import (
     METRICS,
     RUN_COLUMNS,
     RUN_KEY,
+    RunDir,
     check_metrics,
     find_runs,
-    read_history,
-    read_per_position,
 )
 
 log = logging.getLogger("posbench")
@@ -82,9 +81,9 @@ def read_run_files(run_dir: Path) -> RunFiles:
         text = (run_dir / CONFIG).read_text()
     except (OSError, UnicodeDecodeError) as e:
         raise ValueError(f"{CONFIG}: {type(e).__name__}") from None
-    arrays = read_per_position(run_dir) or {}
+    arrays = RunDir(run_dir).read_per_position() or {}
     check_per_position(arrays)
-    return RunFiles(parse_config(text), text, check_history(read_history(run_dir)), arrays)
+    return RunFiles(parse_config(text), text, check_history(RunDir(run_dir).read_history()), arrays)
 
 
 def load_runs(roots: Path | Sequence[Path], selection: Selection | None = None) -> LoadedRuns:

@@ -10,7 +10,7 @@ import pandas as pd
 
 from posbench.report.drawing.document import Heading, Para, Table
 from posbench.report.section import SECTIONS, Section
-from posbench.store.rundir import find_incomplete, read_config
+from posbench.store.rundir import RunDir, find_incomplete
 
 COLUMNS = ["run_id", "status", "encoding", "train_len", "seed"]
 
@@ -18,7 +18,7 @@ COLUMNS = ["run_id", "status", "encoding", "train_len", "seed"]
 def incomplete_row(run_dir: Path) -> dict:
     """What an unfinished run is, from the resolved config it wrote when it started."""
     try:
-        cfg = read_config(run_dir)
+        cfg = RunDir(run_dir).read_config()
         known = {"encoding": cfg.encoding.name, "train_len": cfg.train_len, "seed": cfg.seed}
     except Exception:  # noqa: BLE001 - a config torn or edited by hand: still list the folder
         known = {}

@@ -18,7 +18,7 @@ from posbench.report.analysis.tables import (
     main_table,
     tex_text,
 )
-from posbench.store.rundir import read_metrics, write_metrics
+from posbench.store.rundir import RunDir
 from tests.conftest import cli
 
 
@@ -29,9 +29,9 @@ def test_not_evaluated_is_not_called_not_defined(sweep, tmp_path):
     copy = tmp_path / "runs"
     shutil.copytree(runs, copy, ignore=shutil.ignore_patterns("*_s1_*"))
     for run_dir in copy.glob("nope_*"):  # as if nope had been evaluated at 1x and 2x only
-        m = read_metrics(run_dir)
+        m = RunDir(run_dir).read_metrics()
         m["evaluations"] = [r for r in m["evaluations"] if r["multiple"] <= 2]
-        write_metrics(run_dir, m)
+        RunDir(run_dir).write_metrics(m)
     out = tmp_path / "rep"
     cli("posbench.cli.report", str(copy), "--out", str(out), "--protocols", "nonoverlapping")
     md = (out / "report.md").read_text()

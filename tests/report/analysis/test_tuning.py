@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from posbench.jobs.train import run
-from posbench.store.rundir import read_metrics
+from posbench.store.rundir import RunDir
 
 BASE = ["model=tiny", "train=smoke", "train_len=16", "eval.protocols=[nonoverlapping]", "eval.scored_tokens=256", "data=local"]
 
@@ -19,7 +19,7 @@ def test_a_learning_rate_grid_keeps_the_default_in_the_main_table_and_tunes_on_1
         for lr in (2e-3, 2e-2):
             cfg = compose(f"encoding={enc}", f"train.lr={lr}", "+encoding.lr_mult=1.0", *BASE, "eval.multiples=[1,2]",
                           f"data.path={text_corpus}", f"runs_dir={runs}")
-            made[enc, lr] = read_metrics(run(cfg))
+            made[enc, lr] = RunDir(run(cfg)).read_metrics()
     out = tmp_path / "rep"
     build_report(runs, out)
     main = pd.read_csv(out / "table.csv")

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from posbench.jobs.train import run
-from posbench.store.rundir import read_metrics
+from posbench.store.rundir import RunDir
 from tests.helpers import ext
 
 BASE = ["model=tiny", "train=smoke", "train_len=16", "eval.protocols=[nonoverlapping]", "eval.multiples=[1,4]",
@@ -25,7 +25,7 @@ def test_the_report_compares_fine_tunes_with_a_model_trained_at_the_target_and_t
     for steps in (0, 4):
         run(compose("encoding=alibi", *shared, *ext(f"extend.steps={steps}")))
         run(compose("encoding=alibi", *shared, "extend.length=16", f"extend.steps={steps}"))  # the control
-    scratch = read_metrics(run(compose("encoding=alibi", *shared, "train_len=64", "train.batch_size=2")))
+    scratch = RunDir(run(compose("encoding=alibi", *shared, "train_len=64", "train.batch_size=2"))).read_metrics()
     build_report(runs, tmp_path / "rep")
     table = pd.read_csv(tmp_path / "rep" / "table.csv")
     assert set(table["variant"]) == {"alibi", "alibi@4x+ft0", "alibi@4x+ft4", "alibi@1x+ft0", "alibi@1x+ft4"}

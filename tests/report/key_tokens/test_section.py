@@ -7,7 +7,7 @@ import numpy as np
 from posbench.jobs.train import run
 from posbench.report.pipeline import build_report
 from posbench.report.key_tokens.section import FIGURE, TABLE, KeyTokens
-from posbench.store.rundir import TOKEN_LOSSES, read_token_losses, token_loss_keys
+from posbench.store.rundir import TOKEN_LOSSES, RunDir, token_loss_keys
 
 BASE = ["model=tiny", "train=smoke", "train_len=16", "eval.multiples=[1,2,4]", "eval.protocols=[nonoverlapping]",
         "eval.scored_tokens=256", "data=local"]
@@ -17,7 +17,7 @@ def test_a_run_scored_beside_its_window_control_gets_the_key_token_section(compo
     runs = tmp_path / "runs"
     cfg = compose("encoding=rope", *BASE, "eval.variants=[local]", f"data.path={text_corpus}", f"runs_dir={runs}")
     run(cfg)
-    kept = read_token_losses(cfg.run_dir)
+    kept = RunDir(cfg.run_dir).read_token_losses()
     for L in (16, 32, 64):
         loss, doc, pos = token_loss_keys("rope", "nonoverlapping", L)
         control = token_loss_keys("rope+swaL", "nonoverlapping", L)[0]

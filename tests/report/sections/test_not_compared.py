@@ -6,7 +6,7 @@ import shutil
 import pandas as pd
 import pytest
 
-from posbench.store.rundir import read_metrics
+from posbench.store.rundir import RunDir
 from tests.conftest import cli
 
 
@@ -19,14 +19,14 @@ def test_a_report_never_compares_numbers_scored_on_different_tokens(sweep, tmp_p
     rope = next(copy.glob("rope_*"))
     cli("posbench.cli.evaluate", f"run_dir={rope}", "eval.multiples=[1,2,4]", "eval.protocols=[nonoverlapping]",
         "eval.scored_tokens=128")  # other tokens: fewer of them
-    sets = {r["token_set"] for r in read_metrics(rope)["evaluations"] if r["protocol"] == "nonoverlapping"}
+    sets = {r["token_set"] for r in RunDir(rope).read_metrics()["evaluations"] if r["protocol"] == "nonoverlapping"}
     assert len(sets) == 2  # the old records are kept beside the new ones
     out = tmp_path / "rep"
     cli("posbench.cli.report", str(copy), "--out", str(out), "--protocols", "nonoverlapping")
     table = pd.read_csv(out / "table.csv")
     evals = pd.read_csv(out / "evaluations.csv.gz")
     assert evals["token_set"].nunique() == 1  # every compared record: one token set
-    ours = [r for r in read_metrics(rope)["evaluations"] if r["protocol"] == "nonoverlapping" and r["length"] == 16]
+    ours = [r for r in RunDir(rope).read_metrics()["evaluations"] if r["protocol"] == "nonoverlapping" and r["length"] == 16]
     compared = evals[(evals["variant"] == "rope") & (evals["length"] == 16)]["ppl"].tolist()
     kept = [r["ppl"] for r in ours if r["token_set"] == evals["token_set"].iloc[0]]
     assert compared == kept and len(set(r["ppl"] for r in ours)) == 2

@@ -6,7 +6,7 @@ import shutil
 
 import pandas as pd
 
-from posbench.store.rundir import read_metrics, write_metrics
+from posbench.store.rundir import RunDir
 
 
 def test_a_trained_but_unevaluated_run_is_listed_not_dropped(sweep, tmp_path):
@@ -16,8 +16,8 @@ def test_a_trained_but_unevaluated_run_is_listed_not_dropped(sweep, tmp_path):
     copy = tmp_path / "runs"
     shutil.copytree(runs, copy, ignore=shutil.ignore_patterns("*_s1_*"))
     rope = next(copy.glob("rope_*"))
-    m = read_metrics(rope)
-    write_metrics(rope, {**m, "evaluations": []})  # as if killed while evaluating
+    m = RunDir(rope).read_metrics()
+    RunDir(rope).write_metrics({**m, "evaluations": []})  # as if killed while evaluating
     md = build_report(copy, tmp_path / "rep", protocols=["nonoverlapping"]).read_text()
     section = md.split("## Runs not in the table")[1]
     assert rope.name in section and "trained, not evaluated" in section

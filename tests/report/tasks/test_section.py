@@ -11,11 +11,11 @@ BASE = ["model=tiny", "train=smoke", "train_len=48", "eval.multiples=[1,2,4]", "
 def test_new_tasks_run_through_train_evaluation_and_the_report(compose, tmp_path, text_corpus):
     from posbench.jobs.train import run
     from posbench.report.pipeline import build_report
-    from posbench.store.rundir import read_metrics
+    from posbench.store.rundir import RunDir
 
     common = [*BASE, f"data.path={text_corpus}", f"runs_dir={tmp_path / 'runs'}"]
     for task in ("parity_check", "variable_tracking"):
-        m = read_metrics(run(compose(f"task={task}", *common)))
+        m = RunDir(run(compose(f"task={task}", *common))).read_metrics()
         assert m["status"] == "completed" and {r["length"] for r in m["task_evaluations"]} == {48, 96, 192}
     md = build_report(tmp_path / "runs", tmp_path / "rep").read_text()
     assert "## Algorithmic length generalisation by level" in md and "**Claimed vs effective length**" in md
