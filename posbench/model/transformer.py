@@ -176,6 +176,9 @@ class CausalSelfAttention(nn.Module):
             weights = partial(options.recorder.add_weights, layer) if options.recorder is not None else None
             return masked_attention(q, k, v, scale, bias, window, sink, content, block, weights)
         if kernel is Kernel.SDPA:
+            if v.shape[-1] > q.shape[-1]:  # carried features (TAPE) widen v: SDPA's flash kernel needs one width
+                scale = scale if scale is not None else q.shape[-1] ** -0.5  # (else the L x L math kernel, 8x slower
+                q, k = (F.pad(t, (0, v.shape[-1] - t.shape[-1])) for t in (q, k))  # on CPU): zeros keep q.k
             return causal_attention(q, k, v, scale)
         return biased_causal_attention(q, k, v, bias_fn, positions, scale, block=block)  # BLOCKWISE, BIASED
 
