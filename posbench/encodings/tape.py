@@ -46,6 +46,8 @@ Deviations:
   which runs A again for cos and for sin; here one kernel call averages v and z together). The model
   is posbench's (LayerNorm, GELU MLP, no RMSNorm/SwiGLU); the parameters have no weight decay
   (encoding parameters; the reference decays 0.01).
+- Not an entry of a layer pattern (``encoding=layers`` refuses it): its layers would not pass the
+  state along.
 - The paper's "tensorial" embedding with more than one rotary plane per block, and its PEFT use on a
   pre-trained Llama, are not built: this is the pre-training model of the reference's ``adape``.
 """

@@ -4,6 +4,7 @@ paper proves (a common rotation of every frequency's plane, a shift of the posit
 attention option, the extenders' refusal, and that it learns."""
 
 import math
+from functools import partial
 
 import pytest
 import torch
@@ -11,7 +12,9 @@ import torch.nn.functional as F
 
 from posbench.attention.kernels import Window
 from posbench.attention.options import AttentionOptions
+from posbench.attention.temperatures import logn_scale
 from posbench.core.errors import PosbenchError
+from posbench.evaluation.diagnostics import AttentionRecorder
 from posbench.encodings.tape import TapeState
 from posbench.evaluation.variants import make_variant
 from posbench.model.kernel_choice import choose_kernel
@@ -161,22 +164,26 @@ CASES = {
     "block": AttentionOptions(block=8), "sliding": AttentionOptions(window=Window("sliding", 8)),
     "chunked_window": AttentionOptions(window=Window("chunked", 8)), "temperature": AttentionOptions(logit_scale=0.7),
     "chunked": AttentionOptions(kernel="chunked"), "flex": AttentionOptions(kernel="flex", window=Window("sliding", 8)),
+    "logn": AttentionOptions(query_scale=partial(logn_scale, train_len=16)),
 }
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", [*CASES, "recorder"])
 def test_the_state_rides_through_every_attention_kernel(case):
     """The carried state is averaged by the same weights as the values whatever kernel the options pick:
     a window of 8 over 20 tokens agrees with the reference's explicit softmax restricted to that window."""
     model = model_of("tape")
     x = torch.randint(0, 256, (2, 20), generator=X)
-    options = CASES[case]
+    options = CASES[case] if case != "recorder" else AttentionOptions(recorder=AttentionRecorder(4, 4))
     with torch.no_grad():
         got = model(x, None, options)
     assert got.shape == (2, 20, 256) and torch.isfinite(got).all()
-    if case == "chunked":
+    if case in ("chunked", "recorder"):
         with torch.no_grad():
             torch.testing.assert_close(got, model(x))
+    if case == "flex":  # compiled flex with the window as a block mask: the explicit kernel's output
+        with torch.no_grad():
+            torch.testing.assert_close(got, model(x, None, CASES["sliding"]))
     if case == "sliding":  # the first 8 tokens see the same keys as without the window
         with torch.no_grad():
             torch.testing.assert_close(got[:, :8], model(x)[:, :8])
@@ -211,6 +218,13 @@ def test_it_learns_a_pattern_and_scores_past_its_training_length():
     with torch.no_grad():
         long = model(period.repeat(1, 13)[:, :64])  # 4x the training length
     assert torch.isfinite(long).all()
+
+
+def test_a_layer_pattern_refuses_it_in_one_line():
+    from posbench.encodings import ModelShape, build_encoding
+
+    with pytest.raises(PosbenchError, match="tape carries a positional state from each layer to the next"):
+        build_encoding("layers", ModelShape(32, 4, 2, 64), {"pattern": ["tape/swa", "rope"]})
 
 
 def test_an_odd_head_dimension_is_refused():
