@@ -33,7 +33,7 @@ def layer_inputs(model, x, layer=0):
     """(ln1 input of ``layer``, q, k, v [B, H, L, Dh]) as the model computes them."""
     h = model.tok_emb(x)
     for block in model.blocks[:layer]:
-        h = block(h, model.encoding.at(block.attn.layer), torch.arange(x.shape[1]),
+        h, _ = block(h, model.encoding.at(block.attn.layer), torch.arange(x.shape[1]),
                   model.encoding.at(block.attn.layer).prepare(torch.arange(x.shape[1]), AttentionOptions()), AttentionOptions())
     a = model.blocks[layer].ln1(h)
     B, L, D = a.shape

@@ -22,6 +22,10 @@ layer (every one is a no-op here, so the model's plain path is unchanged for the
 * **gate**     ``gate(x, y, layer)`` the attention output gated from the layer input;
 * **content**  ``content_bias(x, q, k, layer)`` a data-dependent term on the logits (FoX, CoPE). Positions are always explicit tensors, never an implied
 ``arange(seq_len)``, so sliding windows, randomized positions and interpolation need no new code.
+
+An encoding whose positional state changes from layer to layer (TAPE) overrides ``carried``: the state
+``prepare`` returns is then passed along the blocks, each layer reading the state the layer before it
+handed on (``after_attention``, ``after_mlp``); for every other encoding one state serves all layers.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ FAMILY_ORDER = ("absolute / none", "rotary", "score bias", "relative (content)")
 
 # each flag the model reads, and the hook whose override makes it true
 HOOK_OF_FLAG = {"uses_input": "embed", "uses_rotation": "rotate", "uses_bias": "bias",
-                "uses_relative": "relative_attention"}
+                "uses_relative": "relative_attention", "carries_state": "carried"}
 
 
 class Overrides:
@@ -94,6 +98,7 @@ class PositionalEncoding(nn.Module):
     uses_rotation = Overrides("rotate")
     uses_bias = Overrides("bias")
     uses_relative = Overrides("relative_attention")
+    carries_state = Overrides("carried")
     _overridden: frozenset = frozenset()
     # logits depend on positions only through differences (tested: shifting all positions changes nothing)
     translation_invariant: bool = False
@@ -205,6 +210,22 @@ class PositionalEncoding(nn.Module):
         raw scores q.k * scale of one block of queries), from the layer's input x [B, L, D] and its
         queries and keys [B, H, L, Dh]; None: none. It must only use tokens at or before each query."""
         return None
+
+    # -- a positional state carried from layer to layer (TAPE) ---------------------------------------
+    def carried(self, state: Any) -> torch.Tensor | None:
+        """Per-token positional features [B or 1, H, L, E] of ``state`` that a layer's attention averages
+        with its own weights, beside the values (``after_attention`` receives the average); None: nothing
+        is carried, and ``prepare``'s state serves every layer unchanged."""
+        return None
+
+    def after_attention(self, state: Any, mixed: torch.Tensor, layer: int) -> Any:
+        """The state after layer ``layer``'s attention, from ``mixed`` = A @ carried(state) [B, H, L, E]
+        (A: that layer's attention weights, the ones that average its values)."""
+        return state
+
+    def after_mlp(self, state: Any, m: torch.Tensor, layer: int) -> Any:
+        """The state layer ``layer`` hands on to the next, from its MLP's output m [B, L, D]."""
+        return state
 
     # -- relative content terms -------------------------------------------------------------------
     def relative_attention(self, q, k, v, positions, layer: int, options: AttentionOptions) -> torch.Tensor:

@@ -113,6 +113,9 @@ class Layers(PositionalEncoding):
                 if part.uses_input:
                     raise PosbenchError(f"{self.name}: {name} is an input encoding (added to the embeddings once, "
                                         "not per layer); a pattern holds rotary, bias or no-position layers")
+                if part.carries_state:  # each layer reads the state the one before it updated: no per-layer mix
+                    raise PosbenchError(f"{self.name}: {name} carries a positional state from each layer to the next, "
+                                        f"which a layer pattern does not pass along; use encoding={name}")
                 self.parts[name] = part
             if window is not None and self.parts[name].uses_relative:
                 raise PosbenchError(f"{self.name}: {name} computes its own attention and takes no window")

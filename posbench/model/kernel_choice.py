@@ -134,7 +134,8 @@ def extender_check(enc: Any, layer: int, window: Optional[Window], sink: Any, co
     a layer whose encoding has more, rather than drop it."""
     what = ("no rotation" if not enc.uses_rotation else "a score bias" if enc.uses_bias
             else f"a window ({window.tag})" if window is not None else "a sink logit" if sink is not None
-            else "a content-dependent term" if content else None)
+            else "a content-dependent term" if content
+            else "a positional state carried from layer to layer (TAPE)" if enc.carries_state else None)
     if what is not None:
         raise PosbenchError(f"a training-free extender (options.attention) cannot serve layer {layer} of {enc.name}, "
                             f"which has {what}; extenders run rotation and a plain softmax only (RoPE, partial RoPE)")

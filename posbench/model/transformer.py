@@ -119,18 +119,30 @@ class CausalSelfAttention(nn.Module):
     def forward(self, x, enc: PositionalEncoding, positions, pos_state, options: AttentionOptions, flex: bool = False):
         """x [B, L, D] -> [B, L, D], through the kernel ``choose_kernel`` picks for this layer
         (posbench/model/kernel_choice.py: the kernels and their precedence)."""
+        return self.attend(x, enc, positions, pos_state, options, flex)[0]
+
+    def attend(self, x, enc: PositionalEncoding, positions, pos_state, options: AttentionOptions, flex: bool = False):
+        """(``forward``'s output, the attention average of the encoding's carried state [B, H, L, E], or
+        None where it carries none): the carried features ride along as extra value channels, so one
+        kernel call gives both with the same weights (TAPE)."""
         B, L, D = x.shape
         qkv = self.qkv(x) if self.canon_b is None else self.canon_b(self.qkv(x))  # [B, L, 3D]
         q, k, v = qkv.view(B, L, 3, self.n_heads, D // self.n_heads).permute(2, 0, 3, 1, 4)  # each [B, H, L, Dh]
         kernel = choose_kernel(enc, self.layer, options, flex, q.device)
+        carried = enc.carried(pos_state)  # [B or 1, H, L, E] or None
+        if carried is not None:
+            v = torch.cat((v, carried.to(v.dtype).expand(B, -1, -1, -1)), dim=-1)
         if kernel is Kernel.OWN:  # content-position terms (Shaw, Transformer-XL) or no softmax (stick-breaking)
             y = enc.relative_attention(q, k, v, positions, self.layer, options)
         elif kernel is Kernel.EXTENDER:  # ReRoPE, SelfExtend, DCA (posbench/evaluation/variants/): q, k not yet rotated
             y = options.attention(q, k, v, enc, positions, options)
         else:
             y = self.softmax_attention(kernel, x, q, k, v, enc, positions, pos_state, options)
+        mixed = None
+        if carried is not None:
+            y, mixed = y.split((D // self.n_heads, carried.shape[-1]), dim=-1)
         y = enc.gate(x, y, self.layer)  # [B, H, L, Dh]: an output gate from the layer's input (gated attention), else y
-        return self.dropout(self.proj(y.transpose(1, 2).reshape(B, L, D)))  # [B, L, D]
+        return self.dropout(self.proj(y.transpose(1, 2).reshape(B, L, D))), mixed  # [B, L, D]
 
     def softmax_attention(self, kernel: Kernel, x, q, k, v, enc, positions, pos_state, options: AttentionOptions):
         """softmax(q.k * scale + bias [+ content term]) v with the encoding's hooks, by ``kernel``:
@@ -164,6 +176,9 @@ class CausalSelfAttention(nn.Module):
             weights = partial(options.recorder.add_weights, layer) if options.recorder is not None else None
             return masked_attention(q, k, v, scale, bias, window, sink, content, block, weights)
         if kernel is Kernel.SDPA:
+            if v.shape[-1] > q.shape[-1]:  # carried features (TAPE) widen v: SDPA's flash kernel needs one width
+                scale = scale if scale is not None else q.shape[-1] ** -0.5  # (else the L x L math kernel, 8x slower
+                q, k = (F.pad(t, (0, v.shape[-1] - t.shape[-1])) for t in (q, k))  # on CPU): zeros keep q.k
             return causal_attention(q, k, v, scale)
         return biased_causal_attention(q, k, v, bias_fn, positions, scale, block=block)  # BLOCKWISE, BIASED
 
@@ -213,14 +228,24 @@ class Block(nn.Module):
         return "attn" in self._modules
 
     def forward(self, x, enc, positions, pos_state, options, flex=False):
+        """-> (x after the block, the positional state the next layer reads): ``pos_state`` itself,
+        except for an encoding that carries its state from layer to layer (``carries_state``: TAPE),
+        which updates it after the attention and after the MLP."""
         h = self.ln1(x) if self.canon_a is None else self.canon_a(self.ln1(x))
-        if self.is_attention:
+        carries = self.is_attention and enc.carries_state
+        if carries:
+            y, mixed = self.attn.attend(h, enc, positions, pos_state, options, flex)
+            x, pos_state = x + y, enc.after_attention(pos_state, mixed, self.attn.layer)
+        elif self.is_attention:
             x = x + self.attn(h, enc, positions, pos_state, options, flex)
         else:
             # state passing in training; under a window, at least W tokens a token (sliding) or a reset every W (chunked): posbench/mixers/state.py
             x = x + self.mixer_drop(mix(self.mixer, h, options.window))
         h = self.ln2(x) if self.canon_c is None else self.canon_c(self.ln2(x))
-        return x + self.mlp(h)
+        m = self.mlp(h)
+        if carries:
+            pos_state = enc.after_mlp(pos_state, m, self.attn.layer)
+        return x + m, pos_state
 
 
 def build_blocks(cfg: ModelConfig) -> nn.ModuleList:
@@ -277,12 +302,13 @@ class LanguageModel(nn.Module):
         states = {}  # per-forward state of each layer's encoding (one for a plain model), computed once
         for i, layer in enumerate(self.blocks):
             if not layer.is_attention:  # a recurrent mixer: no positions, no encoding
-                x = layer(x, None, positions, None, options, flex)
+                x, _ = layer(x, None, positions, None, options, flex)
                 continue
             enc = self.encoding.at(i)
             if id(enc) not in states:
                 states[id(enc)] = enc.prepare(positions, options)
-            x = layer(x, enc, positions, states[id(enc)], options, flex)
+            # the state layer i hands on is the one the next layer of the same encoding reads (TAPE's)
+            x, states[id(enc)] = layer(x, enc, positions, states[id(enc)], options, flex)
         return self.head(self.ln_f(x))
 
 

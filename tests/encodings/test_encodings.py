@@ -17,7 +17,7 @@ from posbench.evaluation.resolved import ResolvedEval
 from tests.helpers import model_of, tiny_model
 
 MODERN = ["layers", "rope_swa", "irope", "rnope_swa", "ssmax", "sink", "gated", "fox", "cope", "stickbreaking",
-          "path", "path_fox", "hope", "decoupled_rope", "comrope", "cable"]
+          "path", "path_fox", "hope", "decoupled_rope", "comrope", "cable", "tape"]
 
 
 X = torch.Generator().manual_seed(1)
