@@ -144,7 +144,8 @@ def test_the_rows_names_and_records():
     names = [r.name for r in rows(enc, cfg)]
     assert names[:4] == ["rope", "rope+yarn@4x+tuned", "rope+dynamic_ntk+tuned8", "rope+longrope@4x+tuned"]
     row = rows(enc, cfg)[1]
-    assert row.record()["variants"] == [{"variant": "tuned", "scaling": "yarn", "factor": 4.0, "budget": 16, "windows": 8}]
+    assert row.record()["variants"] == [{"variant": "tuned", "scaling": "yarn", "factor": 4.0, "budget": 16, "windows": 8,
+                                                "objective": "loss"}]
     assert not tuned("yarn", 4.0).applies_to(model_of("alibi").encoding)
 
 
@@ -166,3 +167,27 @@ def test_the_tuned_rows_are_scored_with_their_search_in_the_records():
     # the default chosen: exactly the rope_scaling row's score; another: another score
     assert (got["rope+ntk@4x+tuned3", 64]["ppl"] == got["rope+ntk@4x", 64]["ppl"]) == (fit["chosen"] == fit["default"])
     assert all(math.isfinite(r["ppl"]) for r in records)
+
+
+def test_the_needle_objective_scores_only_the_planted_keys_answer_tokens():
+    """LongRoPE2's needle-driven objective: passkey examples from the training split, the loss over the key's
+    digits at the end only (a hand-computed cross-entropy over those targets)."""
+    from posbench.evaluation.variants.tuned import heldout_loss, needle_windows
+
+    windows, scored = needle_windows(CALIBRATION, 64, 3)
+    assert windows.shape == (3, 65) and scored.shape == (3, 64)
+    assert scored.sum(1).tolist() == [5, 5, 5] and scored[:, -5:].all()
+    for w in windows:  # the question's key is the needle's key
+        text = bytes(w.numpy().astype(np.uint8))
+        assert text.count(b"|key=") == 2 and text[-5:].isdigit() and text.index(text[-5:]) < len(text) - 5
+    model = model_of("rope").float()
+    with torch.no_grad():
+        logits = model(windows[:, :-1], None, AttentionOptions())
+    want = torch.nn.functional.cross_entropy(logits[:, -5:].flatten(0, 1), windows[:, -5:].flatten())
+    assert heldout_loss(model, windows, AttentionOptions(), 10_000, "cpu", scored) == pytest.approx(float(want), rel=1e-5)
+    v = tuned("ntk", 4.0, budget=2, windows=2, objective="needle")
+    assert v.suffix() == "+ntk@4x+tuned2-needle"
+    v.fit(model, fit_eval(text=None), 64, torch.device("cpu"))
+    assert v.fit_record(64)["objective"] == "needle" and v.fit_record(64)["evaluations"] == 2
+    with pytest.raises(PosbenchError, match=r"^\+tuned's needle objective plants byte-level passkeys .* use objective: loss$"):
+        tuned("ntk", 4.0, objective="needle").fit(model, fit_eval(calibration=CALIBRATION.astype(np.int32)), 64, "cpu")
