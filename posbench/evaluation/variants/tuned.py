@@ -20,8 +20,8 @@ What each method searches (the default is always the first setting evaluated; it
   mscale uniform in [0, 3] (0: no temperature).
 * ``ntk``: alpha (s), base' = base alpha^(d/(d-2)) [bloc97's NTK-aware scaling as in jquesnelle/yarn
   ``scaled_rope/LlamaNTKScaledRotaryEmbedding.py``: ``base * alpha ** (dim / (dim-2))``; posbench's ``ntk``
-  takes alpha = s]. The other settings: a grid log-spaced over [1, s^2] (alpha 1 is plain RoPE), the grid
-  point nearest s replaced by s.
+  takes alpha = s]. The other settings: a grid log-spaced over [1, s^2] ([1, 4] for s < 2; alpha 1 is plain
+  RoPE), the grid point nearest s replaced by s.
 * ``dynamic_ntk``: its scaling factor f (1), base' = base (f L / L_train - (f - 1))^(d/(d-2)) past L_train
   [emozilla's dynamic NTK as in jquesnelle/yarn ``scaled_rope/LlamaDynamicScaledRotaryEmbedding.py``
   (``self.ntk``) and HF ``_compute_dynamic_ntk_parameters`` (``factor``); posbench's ``dynamic_ntk`` is f = 1].
@@ -115,7 +115,7 @@ def candidate_settings(scaling: str, budget: int, factor: float | None) -> list[
     if scaling == "yarn":
         return _yarn_settings(budget)
     if scaling == "ntk":
-        return _log_grid(1.0, max(factor, 1.0) ** 2, budget, factor, "alpha")
+        return _log_grid(1.0, max(factor, 2.0) ** 2, budget, factor, "alpha")  # [1, 4] at least: s = 1 has a grid
     if scaling == "dynamic_ntk":
         return _log_grid(*DYNAMIC_NTK_BOX, budget, 1.0, "factor")
     raise PosbenchError(f"{scaling} has no grid of settings; its settings come from its search")
@@ -213,7 +213,8 @@ class Fit:
 
     def record(self, scaling: str, budget: int) -> dict:
         return {"scaling": scaling, "budget": budget, "evaluations": len(self.settings), "text": "train split",
-                "objective": self.objective, "heldout_windows": self.windows, "default": self.settings[0], "default_loss": round(self.losses[0], 5),
+                "objective": self.objective, "heldout_windows": self.windows,
+                "default": self.settings[0], "default_loss": round(self.losses[0], 5),
                 "chosen": self.settings[self.chosen], "chosen_loss": round(self.losses[self.chosen], 5),
                 "heldout_loss_band": [round(min(self.losses), 5), round(max(self.losses), 5)],
                 "searched": [{"setting": s, "heldout_loss": round(v, 5)} for s, v in zip(self.settings, self.losses)]}
@@ -343,7 +344,7 @@ class TunedScaling(Variant):
     def options(self, opts: AttentionOptions, length: int, train_len: int) -> AttentionOptions:
         p, factor = self.params, self.factor_at(length, train_len)
         if length <= train_len:  # nothing fitted there: the default row's scaling
-            if p.scaling == "longrope":  # explicit factors: the default row's, or LongRoPE's first individual
+            if p.scaling == "longrope":  # the short factors (all 1), as the default row's, with no table to read
                 return opts.replace(rope=(_longrope_at_train_len(), factor))
             return opts.replace(rope=(p.scaling, factor))
         fit = self.fitted.get(length)

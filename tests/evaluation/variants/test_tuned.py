@@ -53,6 +53,9 @@ def test_the_defaults_are_the_papers():
     assert candidate_settings("yarn", 16, 4.0)[0] == {"beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0}
     assert candidate_settings("ntk", 16, 4.0)[0] == {"alpha": 4.0}
     assert candidate_settings("dynamic_ntk", 16, None)[0] == {"factor": 1.0}
+    for factor in (1.0, 4.0, 16.0):  # budget distinct settings whatever s (s = 1 too)
+        assert len({s["alpha"] for s in candidate_settings("ntk", 16, factor)}) == 16
+    assert len({s["factor"] for s in candidate_settings("dynamic_ntk", 16, None)}) == 16
     # the searched sets grow with the budget: a larger budget searches the smaller one's YaRN settings too
     assert candidate_settings("yarn", 16, 4.0)[:8] == candidate_settings("yarn", 8, 4.0)
     assert all(s["beta_slow"] < s["beta_fast"] for s in candidate_settings("yarn", 64, 4.0))
