@@ -93,3 +93,115 @@ def yarn_init(head_dim: int, base: float, train_len: int, factor: float) -> np.n
     high = min(math.ceil(dim_of(1.0)), head_dim - 1)
     ramp = np.clip((np.arange(head_dim // 2) - low) / max(high - low, 1e-3), 0, 1)
     return np.round(factor * ramp + (1 - ramp), 2)
+
+
+class DimMonoSearch:
+    """dim_mono: monotone factors in [1, s] on a grid (microsoft/LongRoPE DimMonoGeneticAlgorithm)."""
+
+    def __init__(self, loss_of, factor: float, budget: dict, seed: int):
+        self.loss_of, self.factor, self.b = loss_of, factor, budget
+        self.rng = np.random.default_rng(seed)
+        self.seen: dict[tuple, float] = {}
+
+    def evaluate(self, f: np.ndarray) -> float:
+        key = tuple(np.round(f, 4))
+        if key not in self.seen:
+            self.seen[key] = self.loss_of(f)
+        return self.seen[key]
+
+    def is_new(self, f: np.ndarray) -> bool:
+        return tuple(np.round(f, 4)) not in self.seen and bool(np.all(np.diff(f) >= 0))
+
+    def mutate(self, f: np.ndarray) -> np.ndarray:
+        step, top = self.b["step"], self.factor
+        for _ in range(1000):
+            new = f.copy()
+            for d in range(len(new)):
+                if self.rng.random() < 0.3:
+                    lo = 1.0 if d == 0 else new[d - 1]
+                    hi = top if d == len(new) - 1 else new[d + 1]
+                    grid = np.arange(lo, hi + step / 2, step)
+                    if len(grid):
+                        new[d] = round(float(grid[self.rng.integers(len(grid))]), 4)
+            if self.is_new(new):
+                return new
+        return new
+
+    def crossover(self, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+        if np.allclose(a, b):
+            return None
+        for _ in range(self.b["max_crossover_try"]):
+            new = a.copy()
+            for d in range(len(new)):
+                if self.rng.random() < 0.3 and self.rng.random() < 0.5:
+                    new[d] = b[d]
+            if self.is_new(new):
+                return new
+        return None
+
+    def run(self, inits: list[np.ndarray]) -> tuple[np.ndarray, float, list[float]]:
+        population = list(inits)
+        init = min(inits, key=self.evaluate)  # the population grows from the best start
+        while len(population) < self.b["population"]:
+            child = self.mutate(init)
+            self.evaluate(child)
+            population.append(child)
+        curve = []
+        for _ in range(self.b["iterations"]):
+            parents = sorted(population, key=self.evaluate)[: self.b["parents"]]
+            curve.append(self.evaluate(parents[0]))
+            population = list(parents)
+            for _ in range(self.b["mutations"]):
+                child = self.mutate(parents[self.rng.integers(len(parents))])
+                self.evaluate(child)
+                population.append(child)
+            for _ in range(self.b["crossovers"]):
+                i, j = sorted(self.rng.choice(len(parents), 2, replace=False))
+                child = self.crossover(parents[i], parents[j])
+                child = self.mutate(parents[i]) if child is None else child
+                self.evaluate(child)
+                population.append(child)
+        best = min(population, key=self.evaluate)
+        curve.append(self.evaluate(best))
+        return best, self.evaluate(best), curve
+
+    def run_exactly(self, inits: list[np.ndarray], evaluations: int) -> list[tuple[np.ndarray, float]]:
+        """The same search cut to exactly ``evaluations`` evaluations (fewer only where no new monotone
+        individual can be drawn): the starts first (the first of them always), a population of half the
+        budget grown from the best start by mutation, then generations whose parents are the better half
+        (at least 2), each child alternately a mutant and a crossover (a mutant where the crossover finds
+        nothing new), until the budget is spent. Returns every evaluated individual with its loss, in
+        the order evaluated (the tuned rows' record of the search: posbench/evaluation/variants/tuned.py)."""
+        order: list[np.ndarray] = []
+
+        def spend(f: np.ndarray) -> None:
+            key = tuple(np.round(f, 4))
+            if len(self.seen) < evaluations and key not in self.seen:
+                self.evaluate(f)
+                order.append(f)
+
+        for f in inits:
+            spend(f)
+        population = list(order)
+        size = min(evaluations, max(len(population), -(-evaluations // 2)))
+        stuck = 0
+        while len(self.seen) < size and stuck < 10:
+            before = len(self.seen)
+            child = self.mutate(min(population, key=self.evaluate))
+            spend(child)
+            population += [child] if len(self.seen) > before else []
+            stuck = stuck + 1 if len(self.seen) == before else 0
+        parity = 0
+        while len(self.seen) < evaluations and stuck < 10:
+            parents = sorted(population, key=self.evaluate)[: max(2, len(population) // 2)]
+            before = len(self.seen)
+            child = None
+            if parity % 2 and len(parents) > 1:
+                i, j = sorted(self.rng.choice(len(parents), 2, replace=False))
+                child = self.crossover(parents[i], parents[j])
+            child = self.mutate(parents[self.rng.integers(len(parents))]) if child is None else child
+            parity += 1
+            spend(child)
+            population += [child] if len(self.seen) > before else []
+            stuck = stuck + 1 if len(self.seen) == before else 0
+        return [(f, self.seen[tuple(np.round(f, 4))]) for f in order]

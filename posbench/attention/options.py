@@ -26,7 +26,8 @@ class AttentionOptions:
     block        blockwise causal attention: a query sees keys from the previous block of ``block``
                  tokens on (Sun et al. 2022); None: full causal attention
     logit_scale  every attention logit (content and position terms) is multiplied by it
-    rope         (scaling type, factor) for rotary encodings (posbench/attention/rope_scalings.py);
+    rope         (scaling type, factor) for rotary encodings (posbench/attention/rope_scalings.py): the
+                 type's registered name, or a ``RopeScaling`` at settings of its own (the ``tuned`` rows);
                  None: the frequencies the model was trained with
     recorder     attention diagnostics (posbench/evaluation/diagnostics.py), evaluation only
     attention    rotary encodings: an evaluation variant's own attention, called instead of
@@ -50,7 +51,7 @@ class AttentionOptions:
     kernel: str = "auto"
     block: Optional[int] = None
     logit_scale: float = 1.0
-    rope: Optional[tuple[str, float]] = None
+    rope: Optional[tuple[Any, float]] = None  # (str | RopeScaling, factor)
     recorder: Any = None
     attention: Optional[Callable] = None
     window: Any = None

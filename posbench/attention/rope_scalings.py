@@ -221,10 +221,12 @@ ROPE_SCALINGS.register("pose_yarn")(RopeScaling(_compute_yarn, _at_least_one("po
                                                 training_positions=_pose_positions))
 
 
-def scaled_frequencies(scaling: str, head_dim: int, base: float, factor: float, original_length: int,
+def scaled_frequencies(scaling: "str | RopeScaling", head_dim: int, base: float, factor: float, original_length: int,
                        length: int) -> tuple[torch.Tensor, float]:
-    """(inverse frequencies, factor on the logits) of ``scaling`` at ``factor`` for windows of ``length``."""
-    kind = ROPE_SCALINGS.get(scaling)
+    """(inverse frequencies, factor on the logits) of ``scaling`` at ``factor`` for windows of ``length``:
+    a registered type's name, or a ``RopeScaling`` itself (a type at settings of its own, e.g. YaRN at
+    other betas: the ``tuned`` rows, posbench/evaluation/variants/tuned.py)."""
+    kind = scaling if isinstance(scaling, RopeScaling) else ROPE_SCALINGS.get(scaling)
     kind.validate(factor)
     return kind.compute(head_dim, base, factor, original_length, length)
 

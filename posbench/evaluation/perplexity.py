@@ -133,6 +133,8 @@ def evaluate_model(model: LanguageModel, ev: ResolvedEval, device: torch.device,
                 continue
             keep = row.name in paired
             row.fit(model, ev, L, device)  # what a variant learns at L (HeadScale), on the training split
+            if fitted := row.fit_record(L):  # what it chose there (+tuned's searched settings and their losses)
+                bases = [{**base, "fit": fitted} for base in bases]
             scores = score_plans(model, stream, [plans[c.protocol, L] for c in cells], L, eval_cfg.batch_tokens,
                                  device, bar, row, row.options(ev.options, L, train_len), per_token=keep)
             for base, c, sc in zip(bases, cells, scores):

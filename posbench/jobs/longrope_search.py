@@ -15,6 +15,7 @@ import torch.nn.functional as F
 
 from posbench.attention import longrope
 from posbench.attention.longrope import BUDGET, read_table, table_key, yarn_init
+from posbench.attention.longrope import DimMonoSearch as _Search  # the search itself lives beside its table
 from posbench.attention.options import AttentionOptions
 from posbench.attention.rope_scalings import (
     ROPE_SCALINGS,
@@ -25,77 +26,6 @@ from posbench.core.errors import PosbenchError
 from posbench.data.load import load_corpus
 from posbench.jobs.evaluate import model_from_checkpoint
 from posbench.store.rundir import RunDir
-
-
-class _Search:
-    """dim_mono: monotone factors in [1, s] on a grid (microsoft/LongRoPE DimMonoGeneticAlgorithm)."""
-
-    def __init__(self, loss_of, factor: float, budget: dict, seed: int):
-        self.loss_of, self.factor, self.b = loss_of, factor, budget
-        self.rng = np.random.default_rng(seed)
-        self.seen: dict[tuple, float] = {}
-
-    def evaluate(self, f: np.ndarray) -> float:
-        key = tuple(np.round(f, 4))
-        if key not in self.seen:
-            self.seen[key] = self.loss_of(f)
-        return self.seen[key]
-
-    def is_new(self, f: np.ndarray) -> bool:
-        return tuple(np.round(f, 4)) not in self.seen and bool(np.all(np.diff(f) >= 0))
-
-    def mutate(self, f: np.ndarray) -> np.ndarray:
-        step, top = self.b["step"], self.factor
-        for _ in range(1000):
-            new = f.copy()
-            for d in range(len(new)):
-                if self.rng.random() < 0.3:
-                    lo = 1.0 if d == 0 else new[d - 1]
-                    hi = top if d == len(new) - 1 else new[d + 1]
-                    grid = np.arange(lo, hi + step / 2, step)
-                    if len(grid):
-                        new[d] = round(float(grid[self.rng.integers(len(grid))]), 4)
-            if self.is_new(new):
-                return new
-        return new
-
-    def crossover(self, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
-        if np.allclose(a, b):
-            return None
-        for _ in range(self.b["max_crossover_try"]):
-            new = a.copy()
-            for d in range(len(new)):
-                if self.rng.random() < 0.3 and self.rng.random() < 0.5:
-                    new[d] = b[d]
-            if self.is_new(new):
-                return new
-        return None
-
-    def run(self, inits: list[np.ndarray]) -> tuple[np.ndarray, float, list[float]]:
-        population = list(inits)
-        init = min(inits, key=self.evaluate)  # the population grows from the best start
-        while len(population) < self.b["population"]:
-            child = self.mutate(init)
-            self.evaluate(child)
-            population.append(child)
-        curve = []
-        for _ in range(self.b["iterations"]):
-            parents = sorted(population, key=self.evaluate)[: self.b["parents"]]
-            curve.append(self.evaluate(parents[0]))
-            population = list(parents)
-            for _ in range(self.b["mutations"]):
-                child = self.mutate(parents[self.rng.integers(len(parents))])
-                self.evaluate(child)
-                population.append(child)
-            for _ in range(self.b["crossovers"]):
-                i, j = sorted(self.rng.choice(len(parents), 2, replace=False))
-                child = self.crossover(parents[i], parents[j])
-                child = self.mutate(parents[i]) if child is None else child
-                self.evaluate(child)
-                population.append(child)
-        best = min(population, key=self.evaluate)
-        curve.append(self.evaluate(best))
-        return best, self.evaluate(best), curve
 
 
 @torch.no_grad()

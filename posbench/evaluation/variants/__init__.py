@@ -11,7 +11,8 @@ made before rows were recorded.
 Built-ins (one module each, registered with ``@register``): ``rope_scaling`` (rope+yarn@16x),
 ``bca`` (+bca), ``temperature`` (+temp0.1), ``randpos`` (+randpos), and through ``eval.variants``
 ``rerope``, ``selfextend``, ``dca``, ``streaming`` (StreamingLLM), ``local`` (+swaL), ``logn``,
-``floorlog`` and ``headscale`` (per-head temperatures fitted at each length with the model frozen). Another package's come through
+``floorlog``, ``headscale`` (per-head temperatures fitted at each length with the model frozen) and ``tuned``
+(a RoPE scaling at the settings of least held-out loss, searched at each length). Another package's come through
 the entry-point group ``posbench.variants`` or a ``module:attr`` path in ``eval.variants``.
 """
 
@@ -72,6 +73,10 @@ class Row:
         """Let each variant fit what it learns at ``length`` (HeadScale), before the row is scored there."""
         for v in self.variants:
             v.fit(model, ev, length, device)
+
+    def fit_record(self, length: int) -> dict:
+        """What the variants fitted at ``length``, for the records (variant name -> its record; empty: nothing)."""
+        return {v.name: r for v in self.variants if (r := v.fit_record(length)) is not None}
 
     def undefined_reason(self, encoding, length: int) -> str | None:
         """Why this row has no score at ``length``: a variant's reason (it changes what the

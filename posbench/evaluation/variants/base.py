@@ -69,6 +69,11 @@ class Variant:
         the scored text). Default: nothing to fit."""
         return None
 
+    def fit_record(self, length: int) -> dict | None:
+        """What ``fit`` chose at ``length``, for the records of the row there (+tuned's search); None: nothing
+        to record (the default, and HeadScale's scales, which are logged)."""
+        return None
+
     def undefined_for(self, encoding, length: int) -> str | None:
         """The same, for a variant that needs to know the model (its shape, its encoding's Params):
         by default ``undefined_reason``."""

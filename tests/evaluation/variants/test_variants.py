@@ -87,7 +87,8 @@ def test_only_the_window_variants_mark_their_rows_as_controls():
 
 # the built-ins whose defaults ask for nothing need no entry; a variant that needs a setting to exist
 # (which scaling, which encodings) is made with its smallest one
-MINIMAL = {"rope_scaling": {"type": "yarn", "factor": 4.0}, "bca": {"encodings": ["rope"]}, "temperature": {"c": 0.1}}
+MINIMAL = {"rope_scaling": {"type": "yarn", "factor": 4.0}, "bca": {"encodings": ["rope"]}, "temperature": {"c": 0.1},
+           "tuned": {"factor": 4.0}}
 
 
 @pytest.mark.parametrize("name", __import__("posbench.evaluation.variants", fromlist=["VARIANTS"]).VARIANTS.builtins())
