@@ -71,8 +71,8 @@ def token_layout(plan: WindowPlan, L: int) -> tuple[np.ndarray, np.ndarray]:
     window_doc = np.searchsorted(docs, plan.unit_docs[plan.units])
     scored = plan.scored.astype(np.int64)
     doc = np.repeat(window_doc, scored)
-    # the k-th scored token of a window holding s of them sits at L - s + k
-    first = np.repeat(L - scored, scored)
+    # the k-th scored token of a window holding s of them sits at L - s + k (less its unscored_last)
+    first = np.repeat(plan.scored_from(L), scored)
     k = np.arange(len(doc)) - np.repeat(np.cumsum(scored) - scored, scored)
     return doc.astype(np.int32), (first + k).astype(np.int32)
 
@@ -237,7 +237,9 @@ def score_plans(model, stream: torch.Tensor, plans: list[WindowPlan], L: int, ba
                 continue
             rows_ = torch.as_tensor(where[k][lo:hi] - s)
             scored = torch.as_tensor(plan.scored[lo:hi], dtype=torch.int64)
-            mask = torch.arange(L)[None, :] >= (L - scored[:, None])  # the scored final positions
+            stop = L - torch.as_tensor(plan.tail()[lo:hi])  # the scored positions end before any unscored_last
+            at = torch.arange(L)[None, :]
+            mask = (at >= (stop - scored)[:, None]) & (at < stop[:, None])  # the scored final positions
             masked = loss[rows_].masked_fill(~mask, 0)
             pos_sum[k] += masked.sum(0)
             pos_count[k] += mask.sum(0).double()
