@@ -152,34 +152,32 @@ class PublishedText:
         return int(self.ends[-1])
 
 
-def published_text(val: np.ndarray, separator: bytes, first: int, budget: int, room: int) -> PublishedText:
-    """The consecutive whole documents from the first that starts at or after ``first`` (and after the
-    split's first token, so that a prefix token precedes it), until they span at least ``budget`` tokens
-    (separators between them included), or no document is left that ends ``room`` tokens (the longest
-    default window) before the split's end: a window that starts in the text may read past it, never
-    past the split. Fixed by the settings and the split alone."""
+def published_text(val: np.ndarray, separator: bytes, first: int, n_docs: int, room: int) -> PublishedText:
+    """``n_docs`` consecutive whole documents from the first that starts at or after ``first`` (and after
+    the split's first token, so that a prefix token precedes it), as LCEG reads the first ten documents
+    of its test set: fewer where the split ends first, for the text ends ``room`` tokens (the longest
+    default window) before the split's end, so that a window starting in the text may read past it,
+    never past the split. Without separators the one document is UNSEPARATED_TOKENS of the split from
+    ``first`` (as the stream protocols score that many there). Fixed by the settings and the split alone."""
     starts, ends = documents(np.asarray(val), separator)
     lo = max(first, 1)
     if len(starts) == 1 and starts[0] < lo:  # no separators: the split is one document, read from ``first``
-        starts, ends = np.array([lo]), np.array([min(len(val) - 1 - room, lo + budget)])
-    pick = np.flatnonzero((starts >= lo) & (ends + room <= len(val) - 1))
+        starts, ends = np.array([lo]), np.array([min(len(val) - 1 - room, lo + UNSEPARATED_TOKENS)])
+    pick = np.flatnonzero((starts >= lo) & (ends + room <= len(val) - 1))[:n_docs]
     if len(pick) == 0 or ends[pick[0]] <= starts[pick[0]]:
         raise PosbenchError(f"no validation document starts at or after eval.first_scored={first} and ends {room} tokens "
                             f"before the split's end (it has {len(val)} tokens); use a smaller eval.first_scored or a "
                             "larger corpus")
-    span = ends[pick] - starts[pick[0]]
-    last = int(np.searchsorted(span, budget))  # the first document whose end reaches the budget
-    pick = pick[: min(last, len(pick) - 1) + 1]
     return PublishedText(starts[pick], ends[pick], pick if len(starts) > 1 else np.array([0]), len(starts))
 
 
 def check_inside(plan: WindowPlan, L: int, n_val: int, protocol: str) -> WindowPlan:
     """Every window of ``plan`` reads inside the split: its L inputs and the target after its last one."""
     if len(plan.ends) == 0:
-        raise PosbenchError(f"{protocol}: the published text holds no window of {L} tokens; raise eval.published_tokens")
+        raise PosbenchError(f"{protocol}: the published text holds no window of {L} tokens; raise eval.published_docs")
     if plan.ends.min() - L < 0 or plan.ends.max() > n_val - 1:
         raise PosbenchError(f"{protocol}: a window of {L} tokens would read past the validation split ({n_val} tokens) "
-                            "after the published text; lower eval.published_tokens or eval.first_scored")
+                            "after the published text; lower eval.published_docs or eval.first_scored")
     return plan
 
 

@@ -98,8 +98,7 @@ class StreamProtocol(Protocol):
 
 class PublishedProtocol(Protocol):
     """A protocol as a paper's or a library's code computes perplexity, on the published text
-    (windows.published_text: whole consecutive validation documents from S0 on, ``eval.published_tokens``
-    long). Each scores its own tokens (some the same token in several windows, some a different set at
+    (windows.published_text: ``eval.published_docs`` whole consecutive validation documents from S0 on). Each scores its own tokens (some the same token in several windows, some a different set at
     each length), so each token set is named after its protocol alone: the report never compares
     one with another protocol's numbers. ``windows`` gives a plan's (ends, scored, unscored_last,
     document of each window) at length L; the plan is checked to read inside the split."""
@@ -109,11 +108,11 @@ class PublishedProtocol(Protocol):
 
     def prepare(self, val_tokens, eval_cfg, train_len, doc_separator):
         return published_text(np.asarray(val_tokens), doc_separator.encode(), first_scored(eval_cfg, train_len),
-                              eval_cfg.published_tokens, segment_length(eval_cfg, train_len))
+                              eval_cfg.published_docs, segment_length(eval_cfg, train_len))
 
     def token_set(self, eval_cfg, train_len, n_val=0, corpus_hash=""):
         prefix = f"{corpus_hash}:" if corpus_hash else ""
-        return f"{prefix}{self.name}[documents from {first_scored(eval_cfg, train_len)}, {eval_cfg.published_tokens} tokens]"
+        return f"{prefix}{self.name}[{eval_cfg.published_docs} documents from {first_scored(eval_cfg, train_len)}]"
 
     def plan(self, length, eval_cfg, train_len, n_val, context):
         if not isinstance(context, PublishedText):

@@ -51,7 +51,7 @@ class LcegStarts(PublishedProtocol):
         starts = list(range(0, n - L, lceg_stride(eval_cfg, train_len)))[:-1]  # all_ix.pop(): the last dropped
         if not starts:
             raise PosbenchError(f"lceg_starts: the published text ({n} tokens) holds no window of {L} tokens; "
-                                "raise eval.published_tokens")
+                                "raise eval.published_docs")
         # x = text[i : i + L] predicts text[i + 1 : i + L]: the window ending at a + i + L, its last prediction unscored
         return ([a + i + L for i in starts], [L - 1] * len(starts), [1] * len(starts),
                 [int((text.starts <= a + i + L - 1).sum()) - 1 for i in starts])

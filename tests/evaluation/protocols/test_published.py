@@ -113,7 +113,7 @@ def reference_lceg(a, b, L, W):
 @pytest.mark.parametrize("L", [3, 8, 16, 40])
 def test_each_published_protocol_is_its_references_loop(L):
     val = split_of_documents([50, 7, 33, 1, 64, 12, 90, 30, 200])
-    cfg = dict(multiples=[1, 2], first_scored=40, published_tokens=200, segment=48)
+    cfg = dict(multiples=[1, 2], first_scored=40, published_docs=6, segment=48)
     ctx = PROTOCOLS.get("lm_eval_rolling")().prepare(val, EvalConfig(**cfg), 8, "\0")
     docs = list(zip(ctx.starts.tolist(), ctx.ends.tolist()))
     assert docs[0][0] == 51 and len(docs) == 6  # from the first document starting at or after 40
@@ -129,7 +129,7 @@ def test_each_published_protocol_is_its_references_loop(L):
 @pytest.mark.parametrize("name", PUBLISHED)
 def test_windows_read_inside_the_split_and_scored_predictions_never_see_past_the_text(name):
     val = split_of_documents([300, 90, 500, 200, 1000, 129, 50])
-    cfg = EvalConfig(multiples=[1, 2, 4], first_scored=None, published_tokens=400, lceg_stride=3)
+    cfg = EvalConfig(multiples=[1, 2, 4], first_scored=None, published_docs=2, lceg_stride=3)
     handler = PROTOCOLS.get(name)()
     ctx = handler.prepare(val, cfg, 8, "\0")
     for L in (8, 16, 32):
@@ -138,19 +138,19 @@ def test_windows_read_inside_the_split_and_scored_predictions_never_see_past_the
         found = pairs(plan, L)
         assert all(ctx.start - 1 <= first and target < ctx.end for first, target in found)
         assert plan.min_context == min(t - f - 1 for f, t in found)  # the fewest tokens before a scored target
-    assert token_set(name, cfg, 8, len(val), "abc") == f"abc:{name}[documents from 128, 400 tokens]"
+    assert token_set(name, cfg, 8, len(val), "abc") == f"abc:{name}[2 documents from 128]"
 
 
 def test_the_published_text_is_whole_consecutive_documents_from_first_scored():
     val = split_of_documents([300, 90, 500, 200, 1000, 129, 50])
     starts, ends = documents(val, b"\0")
-    t = published_text(val, b"\0", 128, 600, 128)
-    assert t.starts.tolist() == starts[1:4].tolist() and t.ends.tolist() == ends[1:4].tolist()  # 90 + 500 < 600
-    assert t.docs.tolist() == [1, 2, 3]
+    t = published_text(val, b"\0", 128, 3, 128)
+    assert t.starts.tolist() == starts[1:4].tolist() and t.ends.tolist() == ends[1:4].tolist()
+    assert t.docs.tolist() == [1, 2, 3] and t.start == starts[1] and t.end == ends[3]
     # the last documents leave no room for a window past them: the text stops before
-    assert published_text(val, b"\0", 128, 10**6, 128).docs.tolist() == [1, 2, 3, 4]
+    assert published_text(val, b"\0", 128, 100, 128).docs.tolist() == [1, 2, 3, 4]
     with pytest.raises(PosbenchError, match="no validation document starts at or after eval.first_scored=5000"):
-        published_text(val, b"\0", 5000, 600, 128)
+        published_text(val, b"\0", 5000, 3, 128)
 
 
 def test_a_window_past_the_split_is_refused_in_one_line():
@@ -159,7 +159,7 @@ def test_a_window_past_the_split_is_refused_in_one_line():
 
 
 @pytest.mark.parametrize("override, message", [
-    ({"published_tokens": 0}, "eval.published_tokens must be a positive integer, got 0"),
+    ({"published_docs": 0}, "eval.published_docs must be a positive integer, got 0"),
     ({"lceg_stride": 0}, r"eval.lceg_stride must be a positive integer, got 0 \(or null for the default\)"),
 ])
 def test_bad_published_settings_get_one_line(override, message):
@@ -179,7 +179,7 @@ def test_scoring_with_unscored_final_predictions_is_the_references_shorter_windo
     model = build_model(ModelConfig(name="t", d_model=16, n_layers=1, n_heads=2, mlp_ratio=2), "rope", {}, 8, 8).eval()
     val = split_of_documents([50, 7, 33, 1, 64, 12, 90, 30, 200])
     stream = torch.as_tensor(val.astype(np.int64))
-    cfg = dict(multiples=[1, 2], first_scored=40, published_tokens=200, segment=48, stride=5, lceg_stride=3)
+    cfg = dict(multiples=[1, 2], first_scored=40, published_docs=6, segment=48, stride=5, lceg_stride=3)
     ctx = PROTOCOLS.get("hf_strided")().prepare(val, EvalConfig(**cfg), 8, "\0")
     L = 16
     for name in PUBLISHED:
@@ -195,3 +195,11 @@ def test_scoring_with_unscored_final_predictions_is_the_references_shorter_windo
         assert sc.pos_sum.sum() == pytest.approx(sum(naive), rel=1e-5), name
         _, positions = token_layout(plan, L)
         assert np.array_equal(np.bincount(positions, minlength=L), sc.pos_count.astype(int)), name
+
+
+def test_without_separators_the_published_text_is_one_stretch_of_the_split():
+    val = np.random.default_rng(0).integers(1, 256, 5000).astype(np.uint8)
+    t = published_text(val, b"\0", 100, 10, 64)
+    assert t.starts.tolist() == [100] and t.ends.tolist() == [5000 - 1 - 64] and t.docs.tolist() == [0]
+    plan = plan_of("lm_eval_rolling", 32, t, n_val=len(val))
+    assert pairs(plan, 32)[0] == (99, 100) and plan.tokens_scored == t.end - t.start
