@@ -1,9 +1,10 @@
 """Perplexity at many lengths: the heart of the benchmark.
 
 Each protocol of ``eval.protocols`` (``nonoverlapping``, ``sliding``, ``press_sliding``,
-``fixed_target``; see posbench/evaluation/protocols/) is a plan of windows and of the final positions
-scored in each; every length of a protocol scores the same tokens, so its numbers differ only by
-how much context (and which positions) the model is given. One routine, ``score_plans``, runs the
+``fixed_target``, and the published ones; see posbench/evaluation/protocols/) is a plan of windows and
+of the final positions scored in each (less any unscored last ones: WindowPlan.unscored_last); every
+length of a protocol scores the same tokens (but YaRN's and LCEG's published rules), so its numbers
+differ only by how much context (and which positions) the model is given. One routine, ``score_plans``, runs the
 plans of one row and length together: a window two protocols share (every other L/2-sliding window
 is a non-overlapping one) is run once.
 

@@ -135,8 +135,8 @@ def document_targets(val: np.ndarray, separator: bytes, first: int, target_token
 class PublishedText:
     """The text the published protocols score (lm_eval_rolling, hf_strided, lceg_starts, yarn_truncated):
     whole validation documents, consecutive in the split, as a reference reads a test set of documents
-    or its concatenation. ``stream[start - 1]`` is the separator before the first document (the
-    reference's BOS/EOT prefix, replaced by the checkpoint's BOS on posbench-eval-hf under ``--bos``)."""
+    or its concatenation. ``stream[start - 1]`` is the separator before the first document: where a
+    reference puts its BOS/EOT prefix."""
 
     starts: np.ndarray  # each document's first token
     ends: np.ndarray  # each document's end (exclusive: its separator)

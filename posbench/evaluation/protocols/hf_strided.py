@@ -21,9 +21,10 @@ Deviations: the text is the published text (the separators between documents sta
 are scored, as the joined newlines are); perplexity is the token mean, where the documentation's loop
 weighs each window's mean loss by trg_len - 1 (it subtracts one shifted label per window, which only
 the first window loses): a weighting that differs by about one token per window, not a different
-token set. Without a BOS at the text's start (transformers' pull request on BOS handling in this loop
-finds a much higher perplexity without one): posbench-eval-hf with ``--bos`` puts the checkpoint's BOS
-at every window's first input instead, which that loop does not.
+token set. No BOS anywhere, as in the documented loop (a pull request to transformers' docs finds a
+much higher perplexity for a model trained with one when it is missing: posbench's byte models have
+none). posbench-eval-hf cannot score it (its text is chosen in bytes, then tokenized: scored_text.py
+refuses it).
 """
 
 from __future__ import annotations

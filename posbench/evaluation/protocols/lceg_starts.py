@@ -2,7 +2,8 @@
 and Generalization in LLMs", arXiv 2409.12181): windows of L tokens starting every 256 tokens of the
 concatenated text, every token of each scored.
 
-Reference read: Leooyii/LCEG ``eval_perplexity/eval_pi.py`` (the other eval_*.py share it):
+Reference read: Leooyii/LCEG ``eval_perplexity/eval_pi.py`` (and its ``scripts/eval_ppl_pi.sh``; the other
+methods' eval_*.py beside it were not read):
 ``get_as_batch``: ``all_ix = list(range(0, len(data) - seq_length, sliding_window)); all_ix.pop()``
 with ``sliding_window=256``, each window ``x = data[i : i + seq_length]``, the loss
 ``model(input_ids=x, labels=x).loss`` (labels shifted inside: the L - 1 targets x[1:]); the reported

@@ -7,21 +7,21 @@ them with ``prefix_token=self.prefix_token_id`` (the tokenizer's BOS, else its E
 ``max_seq_len=self.max_length`` and ``context_len=1``. With context_len 1 the prediction windows are
 max_seq_len = L long and disjoint:
 
-    window 1:  inputs [prefix] + doc[:L-1]            predicts doc[0 : min(L, n)]      (all of them)
-    window k:  inputs doc[kL - 1 - L + ... : kL - 1]   predicts doc[(k-1)L : min(kL, n)] (L before the last target)
+    first window:  inputs [prefix] + doc[:L-1]    predicts doc[0 : min(L, n)], all of them
+    then, with p tokens predicted so far and e = min(p + L, n):
+                   inputs doc[e - 1 - L : e - 1]    predicts doc[p : e]  (the L tokens before the last target)
 
-i.e. posbench's non-overlapping windows laid from each document's start, the first one reading the
-prefix token first; a final window shorter than L reads the L tokens before its last target, as in
-lm-eval. Every token of every document is scored once, the separators never. lm-eval reports per
-document the summed log-likelihood and aggregates word_perplexity, byte_perplexity and bits_per_byte
-(summed nats over summed words or bytes): posbench's bits per byte is that bits_per_byte.
+i.e. non-overlapping windows laid from each document's start, the first one reading the prefix token
+first; a final window with fewer than L targets reads the L tokens before its last target. Every token
+of every document is scored once, the separators never. lm-eval reports per document the summed
+log-likelihood and aggregates word_perplexity, byte_perplexity and bits_per_byte (summed nats over
+summed words or bytes): posbench's bits per byte is that bits_per_byte.
 
-Deviations: the prefix token is the separator before the document (posbench's byte models have no BOS;
-posbench-eval-hf puts the checkpoint's BOS in its place when ``--bos`` gives one, which also replaces
-the first input of every later window, where lm-eval has text: ``--bos no`` keeps lm-eval's later
-windows exact and the separator as prefix). A document shorter than L is one window from its prefix,
-its predictions past the document not scored (lm-eval feeds a shorter window: causal, the same numbers).
-Documents: the published text's (windows.published_text), not a dataset's test split.
+Deviations: the prefix token is the separator before the document (posbench's byte models have no BOS).
+A document shorter than L is one window from its prefix, its predictions past the document not scored
+(lm-eval feeds a shorter window: causal, the same numbers). Documents: the published text's
+(windows.published_text), not a dataset's test split. posbench-eval-hf cannot score it (its text is
+chosen in bytes, then tokenized: scored_text.py refuses it).
 """
 
 from __future__ import annotations

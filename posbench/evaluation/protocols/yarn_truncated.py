@@ -10,8 +10,8 @@ lengths 200 to 8000 in steps of 200). Nothing slides: tokens past L - 1 of a doc
 so at each length another set of tokens is scored (the early tokens of each document, where a model's
 loss is highest); the reference repository's issues discuss it.
 
-Here: one window per document of the published text, reading the separator before it (the BOS's
-place; posbench-eval-hf's ``--bos`` puts the checkpoint's BOS there) and the document, its first
+Here: one window per document of the published text, reading the separator before it (in the BOS's
+place: posbench's byte models have none) and the document, its first
 min(n, L - 1) predictions scored, none past the document. The record's perplexity is exp(token mean);
 the mean of per-document perplexities, YaRN's number, is computed from the records' per-document nats by
 scripts/published_protocols.py. Deviation: the published text's documents instead of gov_report's.
