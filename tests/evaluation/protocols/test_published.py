@@ -203,3 +203,19 @@ def test_without_separators_the_published_text_is_one_stretch_of_the_split():
     assert t.starts.tolist() == [100] and t.ends.tolist() == [5000 - 1 - 64] and t.docs.tolist() == [0]
     plan = plan_of("lm_eval_rolling", 32, t, n_val=len(val))
     assert pairs(plan, 32)[0] == (99, 100) and plan.tokens_scored == t.end - t.start
+
+
+@pytest.mark.parametrize("name", PUBLISHED)
+def test_a_subword_tokenizers_scored_text_refuses_them_in_one_line(name):
+    """posbench-eval-hf's path (scored_text.scored_stream: the text chosen in bytes, then tokenized) has no
+    documents in tokens to plan them on: refused before anything is tokenized, naming the protocol."""
+    from types import SimpleNamespace
+
+    from posbench.evaluation.resolved import ResolvedEval
+    from posbench.evaluation.scored_text import scored_stream
+
+    corpus = SimpleNamespace(fingerprint={"tokenizer": {"kind": "file"}})
+    ev = ResolvedEval(EvalConfig(protocols=["nonoverlapping", name]), 64)
+    with pytest.raises(PosbenchError, match=f"^eval.protocols: {name} scores whole documents chosen in tokens, .* "
+                                            "with data.tokenizer=file use nonoverlapping, sliding or press_sliding$"):
+        scored_stream(corpus, ev)
