@@ -32,6 +32,7 @@ from posbench.data.corpus import DataConfig
 from posbench.data.tokenizer import vocab_size as tokenizer_vocab
 from posbench.encodings import ModelShape, PositionalEncoding, encoding_class
 from posbench.encodings import available as encoding_names
+from posbench.evaluation.protocols import PROTOCOLS
 from posbench.evaluation.resolved import ResolvedEval, resolve_eval
 from posbench.evaluation.scored_text import check_corpus_fits
 from posbench.evaluation.settings import EvalConfig
@@ -239,10 +240,10 @@ class RunSpec:
                 raise PosbenchError("eval.during_training is for training from scratch: set eval.during_training=[] "
                                     "for an extension run")
         if self.task.is_lm:
-            if not self.data.tokenizer.is_bytes and "fixed_target" in self.eval.protocols:
-                raise PosbenchError(f"eval.protocols: fixed_target scores the last tokens of documents, other text under "
-                                    f"another tokenizer; with data.tokenizer={self.data.tokenizer.label} use "
-                                    "nonoverlapping, sliding or press_sliding")
+            bytes_only = [p for p in self.eval.protocols if PROTOCOLS.get(p).bytes_only]
+            if not self.data.tokenizer.is_bytes and bytes_only:
+                raise PosbenchError(f"eval.protocols: {bytes_only[0]} {PROTOCOLS.get(bytes_only[0]).bytes_only}; with "
+                                    f"data.tokenizer={self.data.tokenizer.label} use nonoverlapping, sliding or press_sliding")
             return
         task = self.task.build()
         if not self.data.tokenizer.is_bytes:

@@ -87,8 +87,8 @@ def ext(*extra):
 def scored_targets(plan, L):
     """Set of (target index, context tokens before it) for every scored token of a plan."""
     out = {}
-    for end, k in zip(plan.ends, plan.scored):
-        for j in range(L - k, L):  # window position j predicts stream[end - L + 1 + j] with j tokens before it
+    for end, k, first in zip(plan.ends, plan.scored, plan.scored_from(L)):
+        for j in range(first, first + k):  # window position j predicts stream[end - L + 1 + j] with j tokens before it
             t = int(end) - L + 1 + j
             assert t not in out, "a token scored twice"
             out[t] = j

@@ -1,9 +1,10 @@
 """Perplexity at many lengths: the heart of the benchmark.
 
 Each protocol of ``eval.protocols`` (``nonoverlapping``, ``sliding``, ``press_sliding``,
-``fixed_target``; see posbench/evaluation/protocols/) is a plan of windows and of the final positions
-scored in each; every length of a protocol scores the same tokens, so its numbers differ only by
-how much context (and which positions) the model is given. One routine, ``score_plans``, runs the
+``fixed_target``, and the published ones; see posbench/evaluation/protocols/) is a plan of windows and
+of the final positions scored in each (less any unscored last ones: WindowPlan.unscored_last); every
+length of a protocol scores the same tokens (but YaRN's and LCEG's published rules), so its numbers
+differ only by how much context (and which positions) the model is given. One routine, ``score_plans``, runs the
 plans of one row and length together: a window two protocols share (every other L/2-sliding window
 is a non-overlapping one) is run once.
 
@@ -71,8 +72,8 @@ def token_layout(plan: WindowPlan, L: int) -> tuple[np.ndarray, np.ndarray]:
     window_doc = np.searchsorted(docs, plan.unit_docs[plan.units])
     scored = plan.scored.astype(np.int64)
     doc = np.repeat(window_doc, scored)
-    # the k-th scored token of a window holding s of them sits at L - s + k
-    first = np.repeat(L - scored, scored)
+    # the k-th scored token of a window holding s of them sits at L - s + k (less its unscored_last)
+    first = np.repeat(plan.scored_from(L), scored)
     k = np.arange(len(doc)) - np.repeat(np.cumsum(scored) - scored, scored)
     return doc.astype(np.int32), (first + k).astype(np.int32)
 
@@ -239,7 +240,9 @@ def score_plans(model, stream: torch.Tensor, plans: list[WindowPlan], L: int, ba
                 continue
             rows_ = torch.as_tensor(where[k][lo:hi] - s)
             scored = torch.as_tensor(plan.scored[lo:hi], dtype=torch.int64)
-            mask = torch.arange(L)[None, :] >= (L - scored[:, None])  # the scored final positions
+            stop = L - torch.as_tensor(plan.tail()[lo:hi])  # the scored positions end before any unscored_last
+            at = torch.arange(L)[None, :]
+            mask = (at >= (stop - scored)[:, None]) & (at < stop[:, None])  # the scored final positions
             masked = loss[rows_].masked_fill(~mask, 0)
             pos_sum[k] += masked.sum(0)
             pos_count[k] += mask.sum(0).double()

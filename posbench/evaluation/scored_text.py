@@ -61,9 +61,8 @@ def scored_stream(corpus, ev: ResolvedEval) -> tuple[np.ndarray, Segments]:
     ev = ev.with_settings(in_bytes(ev.settings, ev.train_len, corpus.fingerprint))
     eval_cfg, separator = ev.settings, ev.separator
     if bad := [p for p in eval_cfg.protocols if not issubclass(PROTOCOLS.get(p), StreamProtocol)]:
-        raise PosbenchError(f"eval.protocols: {bad[0]} scores the last tokens of documents, other text under another "
-                            f"tokenizer; with data.tokenizer={tokenizers_name(corpus)} use nonoverlapping, sliding "
-                            "or press_sliding")
+        raise PosbenchError(f"eval.protocols: {bad[0]} {PROTOCOLS.get(bad[0]).bytes_only}; with "
+                            f"data.tokenizer={tokenizers_name(corpus)} use nonoverlapping, sliding or press_sliding")
     S0, seg = ev.first_scored, ev.segment
     key = (S0, seg, eval_cfg.scored_tokens, separator)
     # by what the corpus is (its text and its tokenizer), never by the object's id, which a later corpus can reuse

@@ -28,6 +28,10 @@ class EvalConfig:
     first_scored: Optional[int] = None  # S0, no target before it; None: 16 x train_len (history for every window up to 16x)
     target_tokens: Optional[int] = None  # fixed_target: final tokens of each document; None: train_len / 2
     target_docs: int = 64  # fixed_target: documents scored
+    # the published protocols (lm_eval_rolling, hf_strided, lceg_starts, yarn_truncated): this many whole consecutive
+    # validation documents from first_scored on (LCEG's ten; posbench/evaluation/windows.py published_text)
+    published_docs: int = 10
+    lceg_stride: Optional[int] = None  # lceg_starts: tokens between window starts; None: train_len / 16 (LCEG's 256 at 4096)
     batch_tokens: int = 16384  # tokens per forward pass
     # evaluation-time variants: extra rows from the same weights (posbench/evaluation/variants/)
     rope_scaling: List[str] = field(default_factory=list)  # rope: any of the RoPE scalings (linear, ntk, dynamic_ntk, yarn)
@@ -73,7 +77,7 @@ def check_multiples(multiples, train_len: int) -> None:
                             "not a whole length; use multiples that give whole lengths, e.g. [1,2,4,8,16]")
 
 
-NULLABLE = ("scored_tokens", "segment")
+NULLABLE = ("scored_tokens", "segment", "lceg_stride")
 
 
 def check_eval(eval_cfg, train_len: int) -> None:
@@ -90,7 +94,7 @@ def check_eval(eval_cfg, train_len: int) -> None:
             cls().check(eval_cfg, train_len)
     if eval_cfg.first_scored is not None and eval_cfg.first_scored < 1:
         raise PosbenchError(f"eval.first_scored must be positive (or null for 16 x train_len), got {eval_cfg.first_scored}")
-    for key in ("scored_tokens", "segment", "target_docs", "batch_tokens"):
+    for key in ("scored_tokens", "segment", "target_docs", "batch_tokens", "published_docs", "lceg_stride"):
         if getattr(eval_cfg, key) is not None and getattr(eval_cfg, key) < 1:
             raise PosbenchError(f"eval.{key} must be a positive integer, got {getattr(eval_cfg, key)}"
                                 + (" (or null for the default)" if key in NULLABLE else ""))

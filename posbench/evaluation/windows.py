@@ -20,6 +20,21 @@ class WindowPlan:
     min_context: int  # fewest tokens of context any scored token sees
     units: np.ndarray | None = None  # [n] the unit (segment, or fixed-target window) each window scores into
     unit_docs: np.ndarray | None = None  # [units] the validation document of each unit
+    # [n] predictions at the window's very end that are not scored (None: none), before the ``scored`` ones:
+    # window position p is scored when L - unscored_last - scored <= p < L - unscored_last. A reference that
+    # labels its inputs (transformers' labels=input_ids) predicts L - 1 targets from L inputs; a window shorter
+    # than L in the reference is a window of L here whose predictions past its text are not scored (causal:
+    # the scored ones never see them)
+    unscored_last: np.ndarray | None = None
+
+    def scored_from(self, L: int) -> np.ndarray:
+        """[n] each window's first scored position at length L (that prediction saw that many earlier tokens)."""
+        return L - self.tail() - np.asarray(self.scored, dtype=np.int64)
+
+    def tail(self) -> np.ndarray:
+        """[n] ``unscored_last``, zeros where None."""
+        return np.zeros(len(self.ends), dtype=np.int64) if self.unscored_last is None else \
+            np.asarray(self.unscored_last, dtype=np.int64)
 
     @property
     def tokens_scored(self) -> int:
@@ -114,6 +129,56 @@ def document_targets(val: np.ndarray, separator: bytes, first: int, target_token
     if len(ends) > n_docs:
         ends = ends[np.linspace(0, len(ends) - 1, num=n_docs).round().astype(np.int64)]
     return np.unique(ends)
+
+
+@dataclass(frozen=True)
+class PublishedText:
+    """The text the published protocols score (lm_eval_rolling, hf_strided, lceg_starts, yarn_truncated):
+    whole validation documents, consecutive in the split, as a reference reads a test set of documents
+    or its concatenation. ``stream[start - 1]`` is the separator before the first document: where a
+    reference puts its BOS/EOT prefix."""
+
+    starts: np.ndarray  # each document's first token
+    ends: np.ndarray  # each document's end (exclusive: its separator)
+    docs: np.ndarray  # each document's index in the split
+    n_docs: int  # documents in the split
+
+    @property
+    def start(self) -> int:
+        return int(self.starts[0])
+
+    @property
+    def end(self) -> int:
+        return int(self.ends[-1])
+
+
+def published_text(val: np.ndarray, separator: bytes, first: int, n_docs: int, room: int) -> PublishedText:
+    """``n_docs`` consecutive whole documents from the first that starts at or after ``first`` (and after
+    the split's first token, so that a prefix token precedes it), as LCEG reads the first ten documents
+    of its test set: fewer where the split ends first, for the text ends ``room`` tokens (the longest
+    default window) before the split's end, so that a window starting in the text may read past it,
+    never past the split. Without separators the one document is UNSEPARATED_TOKENS of the split from
+    ``first`` (as the stream protocols score that many there). Fixed by the settings and the split alone."""
+    starts, ends = documents(np.asarray(val), separator)
+    lo = max(first, 1)
+    if len(starts) == 1 and starts[0] < lo:  # no separators: the split is one document, read from ``first``
+        starts, ends = np.array([lo]), np.array([min(len(val) - 1 - room, lo + UNSEPARATED_TOKENS)])
+    pick = np.flatnonzero((starts >= lo) & (ends + room <= len(val) - 1))[:n_docs]
+    if len(pick) == 0 or ends[pick[0]] <= starts[pick[0]]:
+        raise PosbenchError(f"no validation document starts at or after eval.first_scored={first} and ends {room} tokens "
+                            f"before the split's end (it has {len(val)} tokens); use a smaller eval.first_scored or a "
+                            "larger corpus")
+    return PublishedText(starts[pick], ends[pick], pick if len(starts) > 1 else np.array([0]), len(starts))
+
+
+def check_inside(plan: WindowPlan, L: int, n_val: int, protocol: str) -> WindowPlan:
+    """Every window of ``plan`` reads inside the split: its L inputs and the target after its last one."""
+    if len(plan.ends) == 0:
+        raise PosbenchError(f"{protocol}: the published text holds no window of {L} tokens; raise eval.published_docs")
+    if plan.ends.min() - L < 0 or plan.ends.max() > n_val - 1:
+        raise PosbenchError(f"{protocol}: a window of {L} tokens would read past the validation split ({n_val} tokens) "
+                            "after the published text; lower eval.published_docs or eval.first_scored")
+    return plan
 
 
 def stride_for(length: int, stride: int | None) -> int:

@@ -74,7 +74,7 @@ TRAIN_CASES = [
     ("+trainlen=32", "unknown config key 'trainlen' (did you mean train_len or train?); valid keys at the top level: attention, compile, data, device, "
      "encoding, eval, evaluate_after_training, extend, logger, model, precision, retry_diverged, runs_dir, seed, task, threads, train, train_len"),
     ("+eval.multipless=[1,2]", "unknown config key 'eval.multipless' (did you mean multiples?); valid keys of eval: attention_examples, attention_stats, batch_tokens, bca, during_training, first_scored, "
-     "multiples, press_stride, protocols, rope_factor, rope_scaling, scored_tokens, segment, stride, target_docs, target_tokens, temperature, variants"),
+     "lceg_stride, multiples, press_stride, protocols, published_docs, rope_factor, rope_scaling, scored_tokens, segment, stride, target_docs, target_tokens, temperature, variants"),
     # Hydra's and OmegaConf's multi-line errors
     ("train.stpes=5", "unknown config key 'train.stpes' (did you mean steps?); valid keys of train: batch_size, beta1, beta2, budgets, checkpoint_every, "
      "cooldown, cooldown_shape, grad_clip, log_every, lr, min_lr_ratio, random_positions, random_positions_kind, schedule, steps, val_batches, "
@@ -138,6 +138,9 @@ TRAIN_CASES = [
      "(got bpe1024); use task=lm with a subword tokenizer"),
     ("data/tokenizer=bpe eval.protocols=[fixed_target]", "eval.protocols: fixed_target scores the last tokens of documents, "
      "other text under another tokenizer; with data.tokenizer=bpe1024 use nonoverlapping, sliding or press_sliding"),
+    ("data/tokenizer=bpe eval.protocols=[nonoverlapping,lceg_starts]", "eval.protocols: lceg_starts scores whole documents "
+     "chosen in tokens, which a text chosen in bytes and then tokenized does not give; with data.tokenizer=bpe1024 use "
+     "nonoverlapping, sliding or press_sliding"),
     # a variant that gives this run no row
     ("encoding=alibi eval.rope_scaling=[yarn]", "eval.rope_scaling=[yarn] adds no row for encoding alibi (it applies to decoupled_rope, gated, hope, p_rope, rope, sink, ssmax); "
      "set eval.rope_scaling=[] or use an encoding it applies to"),
@@ -276,7 +279,7 @@ def test_train_len_longer_than_the_validation_data_allows(entry, tmp_path, cache
     ("eval.protocols=[slidng]", f"unknown eval protocol 'slidng'; valid: {', '.join(PROTOCOLS.names())}"),
     ("+eval.stried=4", "unknown config key 'eval.stried' (did you mean stride?); valid keys of eval: attention_examples, attention_stats, batch_tokens, bca, "
      "during_training, first_scored, "
-     "multiples, press_stride, protocols, rope_factor, rope_scaling, scored_tokens, segment, stride, target_docs, target_tokens, temperature, variants"),
+     "lceg_stride, multiples, press_stride, protocols, published_docs, rope_factor, rope_scaling, scored_tokens, segment, stride, target_docs, target_tokens, temperature, variants"),
     ("eval.rope_scaling=[yarn]", "eval.rope_scaling=[yarn] adds no row for encoding alibi (it applies to decoupled_rope, gated, hope, p_rope, rope, sink, ssmax); "
      "set eval.rope_scaling=[] or use an encoding it applies to"),
     ("--foo", "unrecognized arguments: --foo (posbench-eval --help lists the flags)"),

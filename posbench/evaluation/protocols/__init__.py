@@ -39,6 +39,13 @@ can bootstrap over documents.
     them as context (which may reach into the previous document). The targets never change, so a
     change with L is the effect of more context and of the far positions the targets now sit at,
     without the early-token curse. Its targets are not those of the stream protocols.
+``lm_eval_rolling``, ``hf_strided``, ``lceg_starts``, ``yarn_truncated`` (the published protocols)
+    Perplexity as lm-evaluation-harness, transformers' documentation, LCEG and YaRN compute it, on
+    the published text (``eval.published_docs`` whole consecutive documents from S0:
+    windows.published_text); each its own token set (LCEG's repeat tokens, YaRN's change with L), so
+    they stand beside posbench's only in scripts/published_protocols.py. A window may leave its last
+    predictions unscored (WindowPlan.unscored_last: a reference's labels = inputs, or a shorter
+    reference window). Rules and references: each module's docstring.
 """
 
 from __future__ import annotations

@@ -6,9 +6,12 @@ from __future__ import annotations
 import numpy as np
 
 from posbench.evaluation.windows import (
+    PublishedText,
     Segments,
     WindowPlan,
+    check_inside,
     first_scored,
+    published_text,
     segment_length,
     stream_segments,
 )
@@ -26,7 +29,13 @@ class Protocol:
     note = ""
     shows_stride = False  # the report adds "(stride ...)" to ``words``, read from the records (sliding windows)
     needs_history = False
-    order = 100  # where the report lists it among the protocols (built-ins: 10 to 40, in the order they were added)
+    order = 100  # where the report lists it among the protocols (built-ins: 10 to 80, in the order they were added)
+    # why it cannot score a subword tokenizer's text (chosen in bytes, then tokenized: posbench/evaluation/scored_text.py);
+    # "" for the stream protocols, which can
+    bytes_only = ""
+    # it scores the same targets, each once, at every length (what makes its lengths comparable); False: a published
+    # protocol whose targets change with L (YaRN's truncation) or repeat (LCEG's overlapping windows)
+    fixed_targets = True
 
     def check(self, eval_cfg, train_len: int) -> None:
         """One-line errors for settings of this protocol."""
@@ -85,3 +94,34 @@ class StreamProtocol(Protocol):
             strides.append(S)
         return WindowPlan(np.concatenate(ends), np.concatenate(scored), L - max(strides), units=np.concatenate(units),
                           unit_docs=context.docs)
+
+
+class PublishedProtocol(Protocol):
+    """A protocol as a paper's or a library's code computes perplexity, on the published text
+    (windows.published_text: ``eval.published_docs`` whole consecutive validation documents from S0 on). Each scores its own tokens (some the same token in several windows, some a different set at
+    each length), so each token set is named after its protocol alone: the report never compares
+    one with another protocol's numbers. ``windows`` gives a plan's (ends, scored, unscored_last,
+    document of each window) at length L; the plan is checked to read inside the split."""
+
+    words_short = ""  # the one-line definition (the protocols table of scripts/published_protocols.py)
+    bytes_only = "scores whole documents chosen in tokens, which a text chosen in bytes and then tokenized does not give"
+
+    def prepare(self, val_tokens, eval_cfg, train_len, doc_separator):
+        return published_text(np.asarray(val_tokens), doc_separator.encode(), first_scored(eval_cfg, train_len),
+                              eval_cfg.published_docs, segment_length(eval_cfg, train_len))
+
+    def token_set(self, eval_cfg, train_len, n_val=0, corpus_hash=""):
+        prefix = f"{corpus_hash}:" if corpus_hash else ""
+        return f"{prefix}{self.name}[{eval_cfg.published_docs} documents from {first_scored(eval_cfg, train_len)}]"
+
+    def plan(self, length, eval_cfg, train_len, n_val, context):
+        if not isinstance(context, PublishedText):
+            raise ValueError(f"the {self.name} protocol needs the published text (its prepare)")
+        ends, scored, tail, docs = (np.asarray(x, dtype=np.int64) for x in self.windows(length, eval_cfg, train_len, context))
+        # each window is one unit, in the document of its last scored target (a strided window may straddle a separator)
+        plan = WindowPlan(ends, scored, int((length - tail - scored).min()) if len(ends) else 0,
+                          units=np.arange(len(ends)), unit_docs=context.docs[docs], unscored_last=tail)
+        return check_inside(plan, length, n_val, self.name)
+
+    def windows(self, length: int, eval_cfg, train_len: int, text: PublishedText):
+        raise NotImplementedError

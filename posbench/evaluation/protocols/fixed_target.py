@@ -23,6 +23,7 @@ class FixedTarget(Protocol):
     note = ("the same final tokens of each validation document, scored with the L - m tokens before them as context "
             "(the targets never change, only context and position do)")
     needs_history = True
+    bytes_only = "scores the last tokens of documents, other text under another tokenizer"
 
     def check(self, eval_cfg, train_len):
         check_within_shortest("target_tokens", eval_cfg.target_tokens, eval_cfg, train_len,

@@ -211,12 +211,17 @@ def test_1x_perplexity_is_identical_whichever_multiples_were_requested():
 def test_every_protocol_scores_the_same_targets_at_every_length(name):
     """Every built-in protocol (one file each in posbench/evaluation/protocols/, found by the registry, so a
     new one is tested here with no edit): its windows lie inside the stream, and the targets it scores
-    are the same at every length, so its lengths differ only in the context they give."""
+    are the same at every length, so its lengths differ only in the context they give. A published
+    protocol whose targets change with L or repeat (``fixed_targets`` False) says so, and its token set
+    is its own name (tests/evaluation/protocols/test_published.py checks its windows)."""
     cfg = eval_cfg(protocols=[name], stride=None, scored_tokens=None, press_stride=2, target_tokens=4, target_docs=4)
     train_len = 8
     val = split_of_documents([300, 90, 500, 200, 1000, 129, 50])
     check_eval(cfg, train_len)
     expected = None
+    if not PROTOCOLS.get(name).fixed_targets:
+        assert token_set(name, cfg, train_len, len(val)).startswith(name + "[")
+        return
     for L in (8, 16, 32):
         plan = stream_plan(name, L, cfg, train_len, val)
         targets = sorted(scored_targets(plan, L))
