@@ -26,7 +26,15 @@ def protocol_items(evals: pd.DataFrame) -> tuple[list[str], str]:
             groups.setdefault(sets[p], []).append(p)
         shared = [g for g in groups.values() if len(g) > 1]
         alone = [g[0] for g in groups.values() if len(g) == 1]
-        text += "Each protocol scores the same tokens at every length."
+        moving = [p for p in protocols if p in PROTOCOLS and not PROTOCOLS[p].fixed_targets]
+        fixed = [p for p in protocols if p not in moving]
+        if not moving:
+            text += "Each protocol scores the same tokens at every length."
+        else:
+            text += (f"{_names(fixed)} {'scores' if len(fixed) == 1 else 'score'} the same tokens at every length; "
+                     if fixed else "") + (f"{_names(moving)} {'does' if len(moving) == 1 else 'do'} not (the tokens "
+                                          "scored, or how often, change with the length), so "
+                                          f"{'its' if len(moving) == 1 else 'their'} ratios between lengths mix text with length.")
         if shared:
             text += " " + "; ".join(f"{_names(g)} score the same tokens, so their numbers can be compared with each other"
                                     for g in shared) + "."

@@ -17,7 +17,9 @@ section that is a topic of its own) and the ``section.py`` of each topic package
     budget_axis (42)      budget/: verdicts at every training budget, their trends, the 1x loss's floor (budgets.csv)
     map (43)              map/: verdicts across training length, size, corpus, tokenizer, RoPE base: per axis holds / changes / cannot be told
     rope_base (44)        rope_base/: runs at several RoPE bases: the measured onset of the climb against Liu et al.'s and Men et al.'s predictions
+    forecast (45)         forecast/: a power law per row and axis, its backtest, and forecasts past the data where it passed
     extension (50)        extension/: fine-tuned context extension against steps (extend runs)
+    tuned_extenders (51)  RoPE scalings tuned at evaluation on equal budgets: default against tuned, the held-out band
     decision_guide (55)   which RoPE context extension to use, per target length
     tasks (60)            tasks/: synthetic tasks: accuracy, effective length, heatmaps
     algorithmic (65)      tasks/: the algorithmic suite by Chomsky level

@@ -1,11 +1,11 @@
-"""The tuned-extenders table (posbench/report/tuned_extenders.py): each tuned row beside its default row, with
+"""The tuned-extenders table (posbench/report/sections/tuned_extenders.py): each tuned row beside its default row, with
 the held-out losses of its search and their band."""
 
 import math
 
 import pandas as pd
 
-from posbench.report.tuned_extenders import default_row, tuned_frame, tuned_markdown
+from posbench.report.sections.tuned_extenders import default_row, tuned_frame, tuned_table
 
 
 def fit(default_loss, chosen, losses):
@@ -32,8 +32,9 @@ def test_each_tuned_record_is_paired_with_its_default_row_and_averaged_over_runs
     frame = tuned_frame(pd.DataFrame(rows))
     assert len(frame) == 2 and set(frame["default_ppl"]) == {11.0, 13.0}
     assert (frame["band_lo"] == 2.1).all() and (frame["band_hi"] == 2.5).all() and (frame["chosen"] == "alpha 1").all()
-    table = tuned_markdown(frame)
-    assert "| `rope+ntk@4x+tuned3` | `rope+ntk@4x` | p | 4x | 2 | 3 | 12.000 -> 11.000 | 2.2000 -> 2.1000 | 2.1000-2.5000 | alpha 1 |" in table
+    line = tuned_table(frame).iloc[0].tolist()
+    assert line == ["rope+ntk@4x+tuned3", "rope+ntk@4x", "p", "4x", 2, 3, "12.000 -> 11.000", "2.2000 -> 2.1000",
+                    "2.1000-2.5000", "alpha 1"]
 
 
 def test_a_default_row_without_a_score_reads_not_defined():
@@ -42,5 +43,5 @@ def test_a_default_row_without_a_score_reads_not_defined():
              "ppl": 10.0, "fit": fit(2.2, 1.0, [2.2, 2.1, 2.5])}]
     frame = tuned_frame(pd.DataFrame(rows))
     assert frame["default"].iloc[0] == "rope+longrope@4x" and math.isnan(frame["default_ppl"].iloc[0])
-    assert "n/d -> 10.000" in tuned_markdown(frame)
-    assert tuned_frame(pd.DataFrame(rows[:1])).empty and tuned_markdown(tuned_frame(pd.DataFrame(rows[:1]))) == ""
+    assert tuned_table(frame)["ppl default -> tuned"].iloc[0] == "n/d -> 10.000"
+    assert tuned_frame(pd.DataFrame(rows[:1])).empty and tuned_table(tuned_frame(pd.DataFrame(rows[:1]))).empty

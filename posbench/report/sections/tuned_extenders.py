@@ -11,9 +11,9 @@ protocol and length (the row's name without ``+tuned...``: ``rope+yarn@16x+tuned
     band_lo, band_hi                  the held-out loss over every searched setting: the sensitivity band
     chosen                            the chosen setting, as text
 
-``tuned_markdown`` renders the per-run rows averaged over seeds (runs of one model and encoding), one line
-per tuned row, protocol and multiple. Reads the evaluation frame of posbench/report/load.py (``evals``, whose
-records keep their ``fit``), nothing else.
+``tuned_table`` averages the per-run rows over seeds (runs of one model and encoding), one line per tuned
+row, protocol and multiple. Reads the evaluation frame of posbench/report/records/load.py (``evals``, whose
+records keep their ``fit``), nothing else. The section is shown where a report holds tuned rows.
 """
 
 from __future__ import annotations
@@ -22,6 +22,9 @@ import math
 import re
 
 import pandas as pd
+
+from posbench.report.drawing.document import Heading, Para, Table
+from posbench.report.section import SECTIONS, Output, Section
 
 TUNED_SUFFIX = re.compile(r"\+tuned\d*(-[a-z]+)?$")
 COLUMNS = ["run_id", "variant", "default", "protocol", "multiple", "scaling", "objective", "budget", "evaluations",
@@ -64,20 +67,43 @@ def tuned_frame(evals: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out, columns=COLUMNS)
 
 
-def tuned_markdown(frame: pd.DataFrame) -> str:
-    """The table: default and tuned perplexity (mean over runs), the held-out losses and the band."""
+def tuned_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """The table: one line per tuned row, protocol and multiple, its runs averaged: default and tuned
+    perplexity, the held-out losses of the default and the chosen setting, and the band over the searched."""
     if frame.empty:
-        return ""
+        return pd.DataFrame()
     numeric = ["default_ppl", "tuned_ppl", "default_heldout", "tuned_heldout", "band_lo", "band_hi"]
     g = frame.groupby(["variant", "default", "protocol", "multiple", "evaluations"], sort=True)
     agg = g[numeric].mean().reset_index()
     runs, chosen = g["run_id"].nunique().values, g["chosen"].agg(lambda c: c.iloc[0] if c.nunique() == 1 else "varies").values
-    lines = ["| row | default row | protocol | multiple | runs | evaluations | ppl default -> tuned | "
-             "held-out loss default -> tuned | band (held-out, over the searched) | chosen |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for a, n, c in zip(agg.itertuples(), runs, chosen):
-        d = "n/d" if math.isnan(a.default_ppl) else f"{a.default_ppl:.3f}"
-        lines.append(f"| `{a.variant}` | `{a.default}` | {a.protocol} | {a.multiple:g}x | {n} | {a.evaluations} | "
-                     f"{d} -> {a.tuned_ppl:.3f} | {a.default_heldout:.4f} -> {a.tuned_heldout:.4f} | "
-                     f"{a.band_lo:.4f}-{a.band_hi:.4f} | {c} |")
-    return "\n".join(lines) + "\n"
+    return pd.DataFrame({
+        "row": agg["variant"], "default row": agg["default"], "protocol": agg["protocol"],
+        "multiple": [f"{m:g}x" for m in agg["multiple"]], "runs": runs, "evaluations": agg["evaluations"],
+        "ppl default -> tuned": [f"{'n/d' if math.isnan(d) else f'{d:.3f}'} -> {t:.3f}"
+                                 for d, t in zip(agg["default_ppl"], agg["tuned_ppl"])],
+        "held-out loss default -> tuned": [f"{d:.4f} -> {t:.4f}" for d, t in zip(agg["default_heldout"], agg["tuned_heldout"])],
+        "band (held-out, over the searched)": [f"{lo:.4f}-{hi:.4f}" for lo, hi in zip(agg["band_lo"], agg["band_hi"])],
+        "chosen": chosen})
+
+
+@SECTIONS.register("tuned_extenders")
+class TunedExtenders(Section):
+    order = 51  # after context extension (50): the same RoPE scalings, tuned at evaluation
+    files = (Output("tuned_extenders.csv", "per scored record of a tuned row past train_len: its default row's "
+                    "perplexity, the held-out losses of the default and the chosen setting, the band, the setting"),)
+
+    def applies(self, ctx) -> bool:
+        return not tuned_frame(ctx.evals).empty
+
+    def build(self, ctx, out) -> list:
+        frame = tuned_frame(ctx.evals)
+        out.csv("tuned_extenders.csv", frame)
+        return [Heading("Tuned extenders on equal budgets"),
+                Para("Each `+tuned` row is its RoPE scaling with the setting that gave the lowest held-out loss among "
+                     "`evaluations` settings searched at that length, the default first, on windows of the training "
+                     "split, never the scored text (posbench/evaluation/variants/tuned.py). Beside it: its default "
+                     "row's perplexity, the held-out losses of the default and the chosen setting (nats per token of "
+                     "the row's objective: every token, or a passkey's digits for `-needle` rows), and the band of "
+                     "held-out losses over every searched setting (how much the setting matters). Each method gets "
+                     "the same number of evaluations. Files: `tuned_extenders.csv`."),
+                Table(tuned_table(frame))]
