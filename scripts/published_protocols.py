@@ -41,7 +41,7 @@ from posbench.evaluation.protocols.base import PublishedProtocol
 from posbench.evaluation.scored_text import with_scored_text
 from posbench.jobs.corpora import check_same_corpus
 from posbench.jobs.evaluate import completed_metrics, model_from_checkpoint
-from posbench.store.rundir import load_checkpoint
+from posbench.store.rundir import RunDir
 
 OWN = ("nonoverlapping", "sliding")
 PUBLISHED = ("lm_eval_rolling", "hf_strided", "lceg_starts", "yarn_truncated")
@@ -96,15 +96,16 @@ def as_reported(row: dict) -> str:
 def score(run_dir: Path, multiples: list[float], published_docs: int | None, streaming: bool):
     """The rows of the table for one run: every protocol at ``multiples`` (each row with the run's name,
     train_len and the seconds the scoring took)."""
-    completed_metrics(run_dir)
-    model, cfg = model_from_checkpoint(load_checkpoint(run_dir), torch.device("cpu"))
+    folder = RunDir(run_dir)
+    completed_metrics(folder)
+    model, cfg = model_from_checkpoint(folder.load_checkpoint(), torch.device("cpu"))
     if not cfg.task.is_lm or not cfg.data.tokenizer.is_bytes:
         raise PosbenchError(f"{run_dir} is not a byte language model run; the published protocols score whole "
                             "documents of a byte corpus")
     if model.encoding.name != "rope" and streaming:
         streaming = False  # the streaming variant is for RoPE models: its row is left out
     corpus = load_corpus(cfg.data)
-    check_same_corpus(run_dir, corpus)
+    check_same_corpus(folder, corpus)
     base = replace(cfg.eval, multiples=list(multiples), rope_scaling=[], temperature=[], bca=[], variants=[],
                    during_training=[], attention_stats=False,
                    published_docs=published_docs or cfg.eval.published_docs)

@@ -156,8 +156,9 @@ def numeric_fields() -> list[tuple[str, str, str, type]]:
 
 
 # fields added after the convention whose own declared rule takes 0 (a probability: flip-flop with no
-# ignore instructions); every other refusal of the old convention still holds for them
-ZERO_OK_BY_RULE = {("task", "flip_flop", "train_ignore")}
+# ignore instructions; a count: a window with no attention sinks); every other refusal of the old convention
+# still holds for them
+ZERO_OK_BY_RULE = {("task", "flip_flop", "train_ignore"), ("variant", "local", "sinks")}
 
 
 def refused_by_the_old_convention(kind, name, key) -> list:

@@ -161,7 +161,11 @@ class Table:
 def markdown_cells(frame: pd.DataFrame) -> pd.DataFrame:
     """The frame with every ``|`` of its text cells and headers escaped as ``\\|``: a ``|`` inside a cell
     (a model label ``small|base=500``) would otherwise end the cell and shift every column after it."""
-    shown = frame.reset_index(drop=True).map(lambda v: v.replace("|", "\\|") if isinstance(v, str) else v)
+    shown = frame.reset_index(drop=True).copy()
+    for i in range(shown.shape[1]):  # only text cells that hold a "|": every other cell keeps its value and dtype
+        col = shown.iloc[:, i]
+        if not pd.api.types.is_numeric_dtype(col) and col.map(lambda v: isinstance(v, str) and "|" in v).any():
+            shown.iloc[:, i] = col.map(lambda v: v.replace("|", "\\|") if isinstance(v, str) else v)
     shown.columns = [c.replace("|", "\\|") if isinstance(c, str) else c for c in shown.columns]
     return shown
 
