@@ -31,7 +31,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-import torch.nn.functional as F
 
 
 def windows(run_dir: Path, length: int, count: int) -> torch.Tensor:

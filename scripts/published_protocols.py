@@ -37,7 +37,6 @@ from posbench.data.load import load_corpus
 from posbench.evaluation.perplexity import evaluate_model, protocol_contexts, token_set_documents
 from posbench.evaluation.plan import perplexity_plan
 from posbench.evaluation.protocols import PROTOCOLS
-from posbench.evaluation.protocols.base import PublishedProtocol
 from posbench.evaluation.scored_text import with_scored_text
 from posbench.jobs.corpora import check_same_corpus
 from posbench.jobs.evaluate import completed_metrics, model_from_checkpoint

@@ -2,7 +2,8 @@
 """Count the report wing's modules and import arrows (ast; module-level and function-local imports of
 posbench.report.*; an import of a package naming its submodule counts as the submodule), and the same
 graph with each sub-package as one node. Usage: python scripts/report_imports.py [REPO] [-v] [-u]."""
-import ast, sys
+import ast
+import sys
 from pathlib import Path
 root = Path(sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else ".") / "posbench" / "report"
 pkg = "posbench.report"
@@ -28,7 +29,8 @@ real = {(a, b) for a, b in arrows if not (mods[b].name == "__init__.py" and any(
 print(f"modules: {len(mods)} ({len([m for m in mods if mods[m].name != '__init__.py'])} not counting package __init__s)")
 print(f"import arrows within report/: {len(real)}")
 if "-v" in sys.argv:
-    for a, b in sorted(real): print(f"  {a} -> {b}")
+    for a, b in sorted(real):
+        print(f"  {a} -> {b}")
 # the same graph with each sub-package of report/ as one node (a topic or shared layer as a unit)
 def unit(m):
     rest = m[len(pkg) + 1:].split(".") if m != pkg else [""]
@@ -37,4 +39,5 @@ units = {unit(m) for m in mods if m != pkg}
 uarrows = {(unit(a), unit(b)) for a, b in real if unit(a) != unit(b) and a != pkg and b != pkg}
 print(f"units (top-level modules and sub-packages of report/): {len(units)}; arrows between units: {len(uarrows)}")
 if "-u" in sys.argv:
-    for a, b in sorted(uarrows): print(f"  {a} -> {b}")
+    for a, b in sorted(uarrows):
+        print(f"  {a} -> {b}")

@@ -30,7 +30,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import torch
 
 from posbench.core.params import above, param
 from posbench.encodings import register

@@ -40,7 +40,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 
 from posbench.core.params import param, positive
 from posbench.mixers import register

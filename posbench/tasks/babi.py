@@ -120,7 +120,7 @@ class Babi(Task):
 
         def check(self) -> None:
             super().check()
-            if not self.qa or (bad := [q for q in self.qa if q not in QA]):
+            if not self.qa or any(q not in QA for q in self.qa):
                 raise PosbenchError(f"task.qa must list bAbI tasks among {', '.join(map(str, QA))}, got {list(self.qa)}")
             if self.people > len(PEOPLE):
                 raise PosbenchError(f"task.people must be in 1..{len(PEOPLE)} (the names), got {self.people}")

@@ -14,7 +14,6 @@ not parity; it is left for a study that wants that task, not added here.
 
 from __future__ import annotations
 
-import numpy as np
 
 from posbench.tasks import register
 from posbench.tasks.algorithmic import AlgorithmicTask, digits

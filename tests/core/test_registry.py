@@ -58,7 +58,7 @@ def test_a_topic_package_s_own_module_holds_built_ins_beside_the_built_in_packag
     monkeypatch.syspath_prepend(str(tmp_path))
     for name in [m for m in sys.modules if m == "wing" or m.startswith("wing.")]:
         monkeypatch.delitem(sys.modules, name)
-    from wing.registry import REG  # noqa: the planted package above
+    from wing.registry import REG  # noqa: E402 - the planted package above
 
     assert REG.builtin_modules() == ["wing.parts.plain", "wing.topic.section"]
     assert REG.builtins() == ["plain", "topical"] and REG.get("topical").__module__ == "wing.topic.section"

@@ -6,7 +6,6 @@ import math
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 from posbench.encodings import ModelShape, build_encoding
 from tests.attention.test_householder import explicit_logits, naive_path_attn

@@ -16,7 +16,7 @@ from posbench.report.analysis.prose import scored_text_note
 ROOT = Path(__file__).parents[2]
 QUICK = ROOT / "results" / "quick"
 sys.path.insert(0, str(ROOT / "scripts"))
-from convert_manifests import joins, main, manifest_from_report, scored_text  # noqa: E402
+from convert_manifests import joins, main, scored_text  # noqa: E402
 
 
 def test_the_scored_text_line_reads_back_in_both_wordings():

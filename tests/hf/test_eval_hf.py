@@ -6,7 +6,6 @@ import json
 import math
 import shutil
 
-import numpy as np
 import pytest
 import torch
 

@@ -91,7 +91,7 @@ def test_a_resume_state_that_does_not_fit_the_run_is_discarded_and_the_run_is_bi
     import logging
 
     from posbench.jobs.train import run
-    from posbench.store.rundir import RESUME, RunDir
+    from posbench.store.rundir import RESUME
 
     clean = compose(*SMALL, f"data.path={text_corpus}", f"runs_dir={tmp_path / 'clean'}")
     run(clean)

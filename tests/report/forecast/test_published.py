@@ -4,7 +4,6 @@ with the perplexity tables' arithmetic where checkable, and the class comparison
 
 from __future__ import annotations
 
-import pandas as pd
 import pytest
 
 from tests.helpers import load_script
