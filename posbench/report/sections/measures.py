@@ -225,6 +225,10 @@ STUDY_KEYS = ["protocol", "model", "train_len", "task"]
 class Measures(Section):
     order = 67
     files = (ROWS, CORRELATIONS)
+    # the key-token excess reads the runs' token_losses.npz, which a committed report's records do not keep
+    needs_runs, title = True, "The three measures side by side"
+    caption = ("Ratio on equal context, key-token excess and task effective length per row, with Spearman's rank "
+               "correlation of each pair over seeds.")
 
     def applies(self, ctx) -> bool:
         return bool(_frames(ctx))
@@ -236,7 +240,7 @@ class Measures(Section):
         out.csv(ROWS.name, rows[STUDY_KEYS + [c for c in rows.columns if c not in STUDY_KEYS]])
         out.csv(CORRELATIONS.name, pairs[STUDY_KEYS + [c for c in pairs.columns if c not in STUDY_KEYS]])
         longest = f"{ctx.multiple:g}x"
-        blocks = [Heading("The three measures side by side"),
+        blocks = [Heading(self.title),
                   Para(f"Per study (protocol, model, train_len, task), the rows that have all three measures: the ratio on "
                        f"equal context at {longest} (the verdict's statistic; low is good), the key-token excess at "
                        f"{longest} (key-token share minus mirror share, in percentage points; high: the row uses the "
@@ -249,17 +253,24 @@ class Measures(Section):
                        "measures are over seeds alone (the main table's also cover the text).")]
         for study, (r, p) in frames.items():
             protocol, model, train_len, task = study
-            blocks.append(Para(f"**{task}**, {protocol}, {model}, train_len {train_len}: " + _verdict_words(p) + " "
+            blocks.append(Para(f"**{task}**, {protocol}, {model}, train_len {train_len}: " + _verdict_words(p, r) + " "
                                + _differ_words(r)))
             blocks.append(Table(_display_pairs(p)))
             blocks.append(Table(_display_rows(r)))
         return blocks
 
 
-def _verdict_words(p: pd.DataFrame) -> str:
-    return "; ".join(f"{NAMES[a]} and {NAMES[b]} **{w}** (rho {rho:.2f}{_span(lo, hi)})"
-                     for a, b, w, rho, lo, hi in zip(p["measure_a"], p["measure_b"], p["word"], p["spearman"],
-                                                     p["spearman_lo"], p["spearman_hi"])) + "."
+def _verdict_words(p: pd.DataFrame, r: pd.DataFrame) -> str:
+    """Each pair's word with its correlation; where a measure ties every row, that there is none."""
+    tied = [m for m in MEASURES if r[m].nunique() == 1]
+    words = []
+    for a, b, w, rho, lo, hi in zip(p["measure_a"], p["measure_b"], p["word"], p["spearman"], p["spearman_lo"],
+                                    p["spearman_hi"]):
+        why = [NAMES[m] for m in (a, b) if m in tied]
+        number = f"rho {rho:.2f}{_span(lo, hi)}" if np.isfinite(rho) else \
+            f"no correlation: every row has the same {' and '.join(why) or 'rank'}"
+        words.append(f"{NAMES[a]} and {NAMES[b]} **{w}** ({number})")
+    return "; ".join(words) + "."
 
 
 def _span(lo, hi) -> str:
@@ -272,7 +283,8 @@ def _differ_words(r: pd.DataFrame) -> str:
     if not top > 0:
         return "Every row has the same rank by all three measures."
     names = ", ".join(f"`{n}`" for n in r.loc[r["rank_spread"] == top, "row"])
-    return f"The ranks differ most for {names} ({top:g} places between its best and worst measure)."
+    return (f"The ranks differ most for {names}: {top:g} place{'s' if top != 1 else ''} between the best and the worst "
+            "rank by the three measures.")
 
 
 def _display_pairs(p: pd.DataFrame) -> pd.DataFrame:

@@ -62,7 +62,19 @@ def test_a_reversed_ranking_disagrees():
     assert by.loc[("ratio", "effective_length"), "word"] == "disagree"
     assert by.loc[("key_excess", "effective_length"), "word"] == "agree"  # those two still rank alike
     assert set(table.loc[table["rank_spread"] == 3, "row"]) == {"a", "d"}  # best by one measure, worst by another
-    assert "ranks differ most for `a`, `d`" in measures._differ_words(table)
+    assert "ranks differ most for `a`, `d`: 3 places" in measures._differ_words(table)
+
+
+def test_a_measure_that_ties_every_row_has_no_correlation_and_says_why():
+    rows = [row("a", 1.05, 0.03, 32), row("b", 1.5, 0.02, 32), row("c", 3.0, 0.01, 32)]
+    table, pairs = compare_rows(rows, THRESHOLD, replicates=100)
+    by = pairs.set_index(["measure_a", "measure_b"])
+    assert np.isnan(by.loc[("ratio", "effective_length"), "spearman"])
+    assert by.loc[("ratio", "effective_length"), "word"] == "cannot be told with 3 seeds"
+    text = measures._verdict_words(pairs, table)
+    assert "ratio on equal context and effective length **cannot be told with 3 seeds** (no correlation: every row " \
+           "has the same effective length)" in text
+    assert "ratio on equal context and key-token excess **agree** (rho 1.00 [1.00, 1.00])" in text
 
 
 def test_two_noisy_seeds_cannot_tell():
