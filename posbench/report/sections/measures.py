@@ -26,7 +26,8 @@ which come from the same runs; its task seeds apart), recomputes each row's meas
 drawn (the mean of the per-seed values; the effective length from the mean accuracy of the seeds
 drawn) and the correlation. A replicate whose measure ties every row has no correlation and is left
 out. The words come from the interval alone: **agree** where it lies above 0, **disagree** where below,
-**cannot be told with N seeds** otherwise, or where a row has a single seed (nothing to resample).
+**cannot be told with N seeds** otherwise, where a row has a single seed (nothing to resample), or where
+a measure ties every row as measured (no correlation to call agreement).
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ from posbench.report.analysis import bootstrap
 from posbench.report.analysis.headline import with_interval
 from posbench.report.analysis.key_tokens import paired_rows
 from posbench.report.analysis.tables import completed, far_control, multiples
-from posbench.report.analysis.task_frames import KEYS as TASK_KEYS
 from posbench.report.drawing.document import Heading, Para, Table
 from posbench.report.section import SECTIONS, Output, Section
 
@@ -136,7 +136,9 @@ def compare_rows(rows: list[RowSeeds], threshold: float, replicates: int = REPLI
         kept = reps[np.isfinite(reps)]
         lo, hi = np.percentile(kept, [2.5, 97.5]) if len(kept) >= replicates / 2 else (np.nan, np.nan)
         pairs.append({"measure_a": a, "measure_b": b, "rows": len(rows), "seeds": seeds, "spearman": rho,
-                      "spearman_lo": lo, "spearman_hi": hi, "replicates": len(kept), "word": word(lo, hi, seeds)})
+                      "spearman_lo": lo, "spearman_hi": hi, "replicates": len(kept),
+                      # no correlation on the rows as measured (a measure ties them all): nothing to call agreement
+                      "word": word(lo, hi, seeds) if np.isfinite(rho) else word(np.nan, np.nan, seeds)})
     ranks = stats.rankdata(-observed, axis=-1)  # 1: best, ties averaged
     out = []
     for k, r in enumerate(rows):
