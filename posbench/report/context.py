@@ -22,6 +22,7 @@ import pandas as pd
 from posbench.core.errors import PosbenchError
 from posbench.report.analysis import task_frames
 from posbench.report.analysis import convergence, sweep
+from posbench.report.analysis.key_tokens import RULES, SeedKeyCounts, read_key_counts
 from posbench.report.records.checks import pooled_encoding_settings
 from posbench.report.records.committed import load_committed
 from posbench.report.records.load import LoadedRuns, RunFiles, load_runs, without_runs
@@ -176,6 +177,12 @@ class ReportContext:
             return None
 
     # -- frames several sections share --------------------------------------------------------------
+    @cached_property
+    def key_counts(self) -> SeedKeyCounts:
+        """Each seed's key-token counts under ``--key-tokens``' rule (posbench/report/analysis/key_tokens.py),
+        read once from the runs' token_losses.npz for the key-token section and the measures side by side."""
+        return read_key_counts(self.evals, self.token_losses, self.token_sets, RULES[self.options.key_tokens])
+
     @cached_property
     def table(self) -> pd.DataFrame:
         """The main table (posbench/report/analysis/tables.py); with budgets, at each row's largest budget, with

@@ -29,7 +29,8 @@ FIGURE = Output("window_curves.png", "loss by position in the window, full pass 
 
 
 def _frames(ctx):
-    return ctx.derived("key_tokens", lambda: key_token_frames(ctx.evals, ctx.token_losses, ctx.token_sets, _rule(ctx)))
+    return ctx.derived("key_tokens", lambda: key_token_frames(ctx.evals, ctx.token_losses, ctx.token_sets, _rule(ctx),
+                                                              read=ctx.key_counts))
 
 
 def _rule(ctx):

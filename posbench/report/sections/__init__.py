@@ -23,6 +23,7 @@ section that is a topic of its own) and the ``section.py`` of each topic package
     decision_guide (55)   which RoPE context extension to use, per target length
     tasks (60)            tasks/: synthetic tasks: accuracy, effective length, heatmaps
     algorithmic (65)      tasks/: the algorithmic suite by Chomsky level
+    measures (67)         ratio on equal context, key-token excess and task effective length side by side: rank correlations
     attention (70)        attention distance and entropy (eval.attention_stats)
     per_position (80)     loss by position at the longest length
     training_curves (90)  training and validation loss against step

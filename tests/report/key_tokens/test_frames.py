@@ -1,4 +1,5 @@
-"""Key tokens (posbench/report/key_tokens/frames.py): exactly the tokens meeting the rule are chosen, none
+"""Key tokens (posbench/report/analysis/key_tokens.py, the rule and each seed's counts;
+posbench/report/key_tokens/frames.py, the statistics): exactly the tokens meeting the rule are chosen, none
 where the two passes agree, and the statistics find a made-up far-context gain with its sign and
 invent none."""
 
@@ -9,15 +10,8 @@ import pandas as pd
 import pytest
 
 from posbench.report.analysis.bootstrap import panel_draws
-from posbench.report.key_tokens.frames import (
-    KeyTokenRule,
-    key_counts,
-    key_stats,
-    key_token_frames,
-    mirror,
-    paired_rows,
-    select,
-)
+from posbench.report.analysis.key_tokens import KeyTokenRule, key_counts, mirror, paired_rows, select
+from posbench.report.key_tokens.frames import key_stats, key_token_frames
 from posbench.store.rundir import token_loss_keys
 
 

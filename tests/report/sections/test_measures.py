@@ -1,0 +1,161 @@
+"""The three measures side by side (posbench/report/sections/measures.py) on made-up rows: identical
+rankings agree with a correlation of 1, reversed ones disagree, two noisy seeds cannot tell, fewer
+than three rows make no study, and the interval over seeds covers a known correlation in a simulation."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from posbench.report.sections import measures
+from posbench.report.sections.measures import RowSeeds, compare_rows, effective_lengths, spearman_rows, word
+
+LENGTHS = np.array([16, 16, 32, 32, 64, 64], dtype=float)  # two conditions per length
+THRESHOLD = 0.8
+
+
+def accuracy_for(length: int, seeds: int) -> np.ndarray:
+    """Task accuracy [seeds, cells] whose effective length is ``length`` (0: fails at the shortest)."""
+    return np.tile(np.where(LENGTHS <= length, 0.95, 0.2), (seeds, 1))
+
+
+def row(name, ratio, excess, length, seeds=3, noise=0.0, rng=None) -> RowSeeds:
+    jitter = (lambda: rng.normal(0, noise, seeds)) if rng is not None else (lambda: np.zeros(seeds))
+    return RowSeeds(name, np.log(ratio) + jitter(), excess + jitter() / 10, accuracy_for(length, seeds), LENGTHS)
+
+
+def test_effective_lengths_follow_the_task_tables_rule():
+    acc = np.array([[0.9, 0.9, 0.9, 0.7, 0.9, 0.9],  # fails at 32: 16
+                    [0.9, 0.9, 0.9, 0.9, 0.9, 0.9],  # all pass: 64
+                    [0.5, 0.9, 0.9, 0.9, 0.9, 0.9]])  # fails at once: 0, though longer lengths pass
+    assert effective_lengths(acc, LENGTHS, THRESHOLD).tolist() == [16, 64, 0]
+
+
+def test_spearman_rows_is_scipys_spearman_for_every_replicate():
+    rng = np.random.default_rng(1)
+    x, y = rng.normal(size=(50, 5)), rng.normal(size=(50, 5))
+    y[:, 0] = y[:, 1]  # a tie
+    expected = [stats.spearmanr(a, b).statistic for a, b in zip(x, y)]
+    assert np.allclose(spearman_rows(x, y), expected)
+    assert np.isnan(spearman_rows(np.ones((1, 4)), x[:1, :4])).all()  # constant: no correlation
+
+
+def test_identical_rankings_agree_with_a_correlation_of_one():
+    rng = np.random.default_rng(0)
+    rows = [row("a", 1.05, 0.03, 64, noise=0.005, rng=rng), row("b", 1.5, 0.02, 32, noise=0.005, rng=rng),
+            row("c", 3.0, 0.01, 16, noise=0.005, rng=rng), row("d", 9.0, 0.0, 0, noise=0.005, rng=rng)]
+    table, pairs = compare_rows(rows, THRESHOLD, replicates=400)
+    assert (pairs["spearman"] == 1).all() and (pairs["word"] == "agree").all()
+    assert (pairs["spearman_lo"] > 0).all()
+    assert table["ratio_rank"].tolist() == table["key_excess_rank"].tolist() == [1, 2, 3, 4]
+    assert (table["rank_spread"] == 0).all()
+    assert table["ratio"].iloc[0] == pytest.approx(np.exp(np.log(1.05) + rows[0].log_ratio.mean() - np.log(1.05)))
+    assert table["ratio_lo"].iloc[0] <= table["ratio"].iloc[0] <= table["ratio_hi"].iloc[0]
+
+
+def test_a_reversed_ranking_disagrees():
+    # the flattest ratio has the least key-token excess and the shortest effective length
+    rows = [row("a", 1.05, 0.0, 0), row("b", 1.5, 0.01, 16), row("c", 3.0, 0.02, 32), row("d", 9.0, 0.03, 64)]
+    table, pairs = compare_rows(rows, THRESHOLD, replicates=200)
+    by = pairs.set_index(["measure_a", "measure_b"])
+    assert by.loc[("ratio", "key_excess"), "spearman"] == -1 and by.loc[("ratio", "key_excess"), "word"] == "disagree"
+    assert by.loc[("ratio", "effective_length"), "word"] == "disagree"
+    assert by.loc[("key_excess", "effective_length"), "word"] == "agree"  # those two still rank alike
+    assert set(table.loc[table["rank_spread"] == 3, "row"]) == {"a", "d"}  # best by one measure, worst by another
+    assert "ranks differ most for `a`, `d`: 3 places" in measures._differ_words(table)
+
+
+def test_a_measure_that_ties_every_row_has_no_correlation_and_says_why():
+    rows = [row("a", 1.05, 0.03, 32), row("b", 1.5, 0.02, 32), row("c", 3.0, 0.01, 32)]
+    table, pairs = compare_rows(rows, THRESHOLD, replicates=100)
+    by = pairs.set_index(["measure_a", "measure_b"])
+    assert np.isnan(by.loc[("ratio", "effective_length"), "spearman"])
+    assert by.loc[("ratio", "effective_length"), "word"] == "cannot be told with 3 seeds"
+    text = measures._verdict_words(pairs, table)
+    assert "ratio on equal context and effective length **cannot be told with 3 seeds** (no correlation: every row " \
+           "has the same effective length)" in text
+    assert "ratio on equal context and key-token excess **agree** (rho 1.00 [1.00, 1.00])" in text
+
+
+def test_two_noisy_seeds_cannot_tell():
+    rng = np.random.default_rng(3)
+    # the measures barely differ between rows next to the seeds' noise
+    rows = [row(n, 2.0 + 0.01 * k, 0.01 + 0.0001 * k, 32, seeds=2, noise=0.5, rng=rng) for k, n in enumerate("abcd")]
+    _, pairs = compare_rows(rows, THRESHOLD, replicates=400)
+    assert pairs.loc[0, "word"] == "cannot be told with 2 seeds"
+    assert pairs.loc[0, "spearman_lo"] < 0 < pairs.loc[0, "spearman_hi"]
+
+
+def test_the_words_come_from_the_interval_alone():
+    assert word(0.1, 0.9, 3) == "agree" and word(-0.9, -0.2, 3) == "disagree"
+    assert word(-0.2, 0.9, 5) == "cannot be told with 5 seeds"
+    assert word(1.0, 1.0, 1) == "cannot be told with 1 seed"  # one seed: nothing to resample
+
+
+class FakeContext:
+    """What study_rows reads of a ReportContext: made-up LM records with a window control, each
+    seed's key-token counts, task records."""
+
+    def __init__(self, variants):
+        self.has_lm, self.multiple = True, 4.0
+        evals, tasks, counts = [], [], {}
+        for k, v in enumerate(variants):
+            for seed in (0, 1):
+                for m, ppl in ((1.0, 10.0), (4.0, 10.0 * (1.1 + k + 0.01 * seed))):
+                    for variant, p in ((v, ppl), (v + "+swaL", 10.5 if m > 1 else 10.0)):
+                        evals.append(dict(protocol="nonoverlapping", variant=variant, model="tiny", train_len=16,
+                                          seed=seed, multiple=m, length=int(16 * m), ppl=p, status="completed",
+                                          run_id=f"{v}-{seed}", windowed=variant.endswith("+swaL")))
+                for L in (16, 32, 64):
+                    tasks.append(dict(task="passkey", variant=v, encoding=v, model="tiny", train_len=16, seed=seed,
+                                      length=L, multiple=L / 16, condition=0.5, accuracy=0.95 if L <= 64 >> k else 0.1))
+            cell = ("nonoverlapping", v, "tiny", 16)
+            counts[(cell, 4.0, 64)] = [(s, SimpleCounts(100 - 10 * k, 10)) for s in (0, 1)]
+        self.evals, self.task_records = pd.DataFrame(evals), pd.DataFrame(tasks)
+        self.key_counts = type("Read", (), {"counts": counts})()
+        self.options = type("Options", (), {"threshold": THRESHOLD})()
+        self._derived = {}
+
+    def derived(self, key, compute):
+        return self._derived.setdefault(key, compute())
+
+
+class SimpleCounts:
+    def __init__(self, key, mirror):
+        self.key, self.mirror, self.tokens = np.array([key]), np.array([mirror]), np.array([1000])
+
+
+def test_rows_of_a_report_are_matched_by_variant_and_the_section_needs_three():
+    ctx = FakeContext(["alibi", "nope", "rope"])
+    studies = measures.study_rows(ctx)
+    assert list(studies) == [("nonoverlapping", "tiny", 16, "passkey")]
+    rows = studies[("nonoverlapping", "tiny", 16, "passkey")]
+    assert [r.name for r in rows] == ["alibi", "nope", "rope"]
+    # alibi: ratio 1.1 / min(1x 10, window 10.5) on seed 0; excess (100 - 10) / 1000
+    assert rows[0].log_ratio[0] == pytest.approx(np.log(1.1)) and rows[0].key_excess[0] == pytest.approx(0.09)
+    assert effective_lengths(rows[1].accuracy, rows[1].lengths, THRESHOLD)[0] == 32
+    assert measures.Measures().applies(ctx)
+    assert not measures.Measures().applies(FakeContext(["alibi", "rope"]))  # two rows: no section
+
+
+def test_the_interval_covers_the_correlation_of_the_rows_means():
+    """Rows whose true measures have a known Spearman correlation, each measured on 4 noisy seeds: over
+    repeated experiments the 95% interval covers the true correlation most of the time."""
+    rng = np.random.default_rng(7)
+    n = 8
+    base = np.arange(n, dtype=float)
+    # a second measure whose true ranks are the first's with two neighbouring pairs swapped
+    other = base.copy()
+    other[[1, 2]], other[[5, 6]] = other[[2, 1]], other[[6, 5]]
+    rho = stats.spearmanr(base, other).statistic
+    covered, widths, trials = 0, [], 30
+    for t in range(trials):  # each row's true measure apart by 1 from its neighbours, seeds' noise sd 1
+        rows = [RowSeeds(str(i), -(base[i] + rng.normal(0, 1.0, 4)), (other[i] + rng.normal(0, 1.0, 4)) / 100,
+                         accuracy_for(16, 4), LENGTHS) for i in range(n)]
+        _, pairs = compare_rows(rows, THRESHOLD, replicates=200, rng_seed=t)
+        p = pairs.iloc[0]
+        covered += p["spearman_lo"] - 1e-9 <= rho <= p["spearman_hi"] + 1e-9
+        widths.append(p["spearman_hi"] - p["spearman_lo"])
+    assert rho == pytest.approx(0.952, abs=1e-3)
+    assert np.mean(widths) > 0.05  # the seeds' noise moves the ranks: no interval of one point covers by luck
+    assert covered >= 0.85 * trials
