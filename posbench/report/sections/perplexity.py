@@ -90,9 +90,8 @@ class Perplexity(Section):
                     f"{1 + FAR_MARGIN:g} (the whole interval) the row **uses far context**; below, it is **local** (it "
                     "gains nothing from keys past train_len, whatever its ratio). " if has_far else "")
                  + "`mean log-ppl (rank over lengths)`: the mean log-perplexity over every evaluated length up to the verdict's multiple, with the row's rank in its "
-                 "panel (low only for a row good at 1x and at every length; tied where no test separates two rows, each "
-                 f"pair tested on its own at {ALPHA}, not adjusted for multiplicity: a rank orders, the Holm-corrected ≈ "
-                 "marks test). "
+                 "panel: 1 the lowest (low only for a row good at 1x and at every length), rows equal at the printed "
+                 "three decimals share a rank (1, 2, 2, 4); a rank orders, the Holm-corrected ≈ marks test. "
                  f"`extrap. len`: the longest length up to which every evaluated length stays within {tolerance:.0%} of 1x. "
                  "Rows with an evaluation-time window (`+bca`, `+swa…`, StreamingLLM's `+streaming`) are controls: read them beside the row without it."
                  + "".join(f" {note}" for note in row_caveats(table["variant"]))),
