@@ -22,21 +22,24 @@ class Headline(Section):
             conv = convergence.at_largest_budget(ctx.convergence)  # the budget the verdicts are read at
             trends = ctx.budget_trends if ctx.has_budgets else None
             shown, keys, classes = headline.lm_headline(ctx.table, conv, trends=trends)
-            blocks += [Table(shown, keys, classes, css="headline"),
-                       Para("One row per encoding, by verdict (flat, mild, undecided, broken, none) and then by rank over lengths"
+            blocks += [Table(shown, keys, classes, css="headline", cell_class=headline.verdict_cells(shown)),
+                       Para(("One row per encoding and panel (first column), grouped by panel, in each" if len(shown.columns)
+                             and shown.columns[0] in ("protocol", "panel") else "One row per encoding,")
+                            + " by verdict (flat, mild, undecided, broken, none) and then by rank over lengths"
                             + (headline_ratio_words(ratio, shown) if ratio else "")
-                            + "; `rank over lengths`: by mean log-perplexity over the lengths (tied where no test separates two rows; the summary's `rank at 1x` is by 1x perplexity alone)"
+                            + "; `rank over lengths`: by mean log-perplexity over the lengths, 1 the lowest (rows equal at its printed three decimals share a rank; the summary's `rank at 1x` is by 1x perplexity alone)"
                             + ("; `window / full`: perplexity at the longest length with a window of train_len keys "
                                "over without it (above 1: the row uses far context)"
                                if "window / full" in shown else "")
                             + "; `budget`: what the runs trained for"
                             + ("; `trend`: how the verdict moved over the budgets, tested paired by seed (section Verdicts by "
                                "training budget)" if "trend" in shown else "")
-                            + ". Click a header to sort.")]
+                            + "; the colour of a verdict is its class. Click a header to sort.")]
             controls, ckeys, cclasses = headline.lm_headline(ctx.table, conv, windowed=True, trends=trends)
             if not controls.empty:
                 blocks += [Para("Windowed controls (an evaluation-time window limits what each query sees; not in the "
-                                "verdicts above):"), Table(controls, ckeys, cclasses, css="headline")]
+                                "verdicts above):"),
+                           Table(controls, ckeys, cclasses, css="headline", cell_class=headline.verdict_cells(controls))]
         if not ctx.task_records.empty:
             table = task_frames.task_table(ctx.task_records, ctx.options.threshold)
             scored = ctx.all_completed[ctx.all_completed["run_id"].isin(set(ctx.task_records["run_id"]))]
