@@ -99,6 +99,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--with", dest="with_folders", type=Path, action="append", default=[], metavar="FOLDER",
                         help="with --rebuild: a committed report of some of the same runs retrained later; their records "
                              "replace these on the protocols it scored (repeatable)")
+    parser.add_argument("--vector", action="store_true",
+                        help="also write every figure drawn as a PDF beside its PNG (vector, for print; linked beside the "
+                             "figure in the report); off by default, the committed reports stay small")
     parser.add_argument("--wandb", action="store_true", help="also log the tables and figures to a wandb run (logger settings from WANDB_* variables; offline by default)")
     args = parser.parse_args(argv)
     with user_errors():
@@ -116,7 +119,7 @@ def main(argv: list[str] | None = None) -> None:
         shown_as = tuple(shown_folder(p, out or p.parent) if p.suffix == records.SUFFIX else "" for p in args.runs_dirs)
         options = Options(args.tolerance, args.improving, args.spread, args.threshold, protocols, args.rebuild,
                           tuple(args.with_folders), args.multiple, Selection(args.only, tuple(args.where)), compare,
-                          args.key_tokens, shown_as, parse_requests(args.forecasts))
+                          args.key_tokens, shown_as, parse_requests(args.forecasts), vector=args.vector)
         with runs_folders(args.runs_dirs, args.out, args.rebuild) as folders:
             report = make_report(folders, out, options)
         if args.wandb:

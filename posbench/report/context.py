@@ -56,6 +56,7 @@ class Options:
     # --forecast AXIS=VALUE: forecasts past the data at these values (posbench/report/forecast/section.py);
     # none: one doubling past each line's largest point
     forecasts: tuple[tuple[str, float], ...] = ()
+    vector: bool = False  # --vector: every drawn figure also as a PDF beside its PNG (drawing/plot.py)
 
 
 class ReportContext:

@@ -73,7 +73,7 @@ def run_section(section: Section, ctx: ReportContext, out_dir: Path, written: di
     before = set(written)
     try:
         with plugin_code("report section", section.name, type(section).__module__, "building its part of the report"):
-            return section.build(ctx, SectionOutput(out_dir, section, written)) if section.applies(ctx) else None
+            return section.build(ctx, SectionOutput(out_dir, section, written, ctx.options.vector)) if section.applies(ctx) else None
     except PosbenchError as e:
         if SECTIONS.is_builtin(section.name):
             raise  # e.g. a folder that cannot be written: the report's own one-line error
@@ -156,11 +156,12 @@ def make_report(runs_dir: Path | list[Path], out_dir: Path, options: Options) ->
             blocks += built
             ran.append(section)
     blocks += files_blocks(ran, written)
+    # before the pages are drawn: a figure links its PDF where one lies beside it, never an older report's
+    remove_stale(out_dir, every, written)
     md, page = render(blocks, out_dir, "posbench report")
     report, manifest = out_dir / REPORT, manifest_of(ctx).to_json()  # what a rebuild reads (report/records/manifest.py)
     write_or_fail(out_dir, lambda: (atomic_write_text(out_dir / MANIFEST, manifest),
                                     atomic_write_text(out_dir / "report.html", page), atomic_write_text(report, md)))
-    remove_stale(out_dir, every, written)
     return Report(report, written)
 
 

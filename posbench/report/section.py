@@ -32,6 +32,7 @@ import pandas as pd
 from posbench.core.errors import PosbenchError
 from posbench.core.files import atomic_write_bytes, atomic_write_text
 from posbench.core.registry import Registry, subclass_check
+from posbench.report.drawing.png import VECTOR_SUFFIX, vector_path
 
 if TYPE_CHECKING:
     from posbench.report.context import ReportContext
@@ -50,6 +51,10 @@ class Output:
         return re.sub(r"<[^>]*>", "*", self.name)
 
     def matches(self, name: str) -> bool:
+        """``name`` is this file, or a figure's vector copy (``x.pdf`` beside ``x.png``: posbench-report
+        --vector), which is listed, kept and removed with it."""
+        if self.is_figure and name.endswith(VECTOR_SUFFIX):
+            name = name[: -len(VECTOR_SUFFIX)] + ".png"
         return fnmatch.fnmatchcase(name, self.pattern)
 
     @property
@@ -89,8 +94,9 @@ class SectionOutput:
     description) so that the report lists it and keeps it. A name the section did not declare is
     a programming error; a folder that cannot be written is the user's, in one line."""
 
-    def __init__(self, folder: Path, section: Section, written: dict[str, str]):
+    def __init__(self, folder: Path, section: Section, written: dict[str, str], vector: bool = False):
         self.folder, self.section, self.written = folder, section, written
+        self.vector = vector  # figures also as PDF (posbench-report --vector)
 
     def _claim(self, name: str, description: str | None) -> Path:
         declared = next((f for f in self.section.files if f.matches(name)), None)
@@ -114,9 +120,16 @@ class SectionOutput:
         write_or_fail(self.folder, lambda: atomic_write_bytes(path, data))
 
     def figure(self, name: str, plot: Callable[..., Any], *args: Any, description: str | None = None) -> Any:
-        """``plot(*args, path)``, which draws and saves the figure; returns what it returns."""
+        """``plot(*args, path)``, which draws and saves the figure; returns what it returns. With
+        ``vector``, the figure's PDF beside it is written and listed too."""
+        from posbench.report.drawing.plot import vector_copies  # matplotlib only where a figure is drawn
+
         path = self._claim(name, description)
-        return write_or_fail(self.folder, lambda: plot(*args, path))
+        with vector_copies(self.vector):
+            result = write_or_fail(self.folder, lambda: plot(*args, path))
+        if self.vector and (pdf := vector_path(path)).is_file():
+            self.written[pdf.name] = f"`{name}` as a PDF (vector, for print)"
+        return result
 
 
 def write_or_fail(folder: Path, write: Callable[[], Any]) -> Any:

@@ -70,6 +70,25 @@ def test_the_files_list_is_what_the_report_folder_holds_and_every_file_is_declar
         assert f"]({figure})" in md  # every figure written is shown
 
 
+def test_with_vector_every_drawn_figure_is_also_a_pdf_listed_and_linked_and_a_later_report_removes_it(runs, tmp_path):
+    from posbench.report.context import Options
+    from posbench.report.pipeline import make_report
+
+    out = tmp_path / "rep"
+    options = Options(0.05, 0.02, 0.1, 0.8, ["nonoverlapping"], vector=True)
+    md = make_report(runs, out, options).path.read_text()
+    html = (out / "report.html").read_text()
+    figures = sorted(p.name for p in out.glob("*.png"))
+    assert "ppl_vs_length.png" in figures
+    for figure in figures:
+        pdf = figure[:-4] + ".pdf"
+        assert (out / pdf).read_bytes()[:5] == b"%PDF-", pdf
+        assert f"]({figure}) ([PDF]({pdf}))" in md and f'<a href="{pdf}">PDF</a>' in html
+        assert pdf in files_listed(md)
+    md = report(runs, out)  # without --vector: no PDF of an older drawing is left beside the new PNG
+    assert not list(out.glob("*.pdf")) and ".pdf" not in md and ">PDF</a>" not in (out / "report.html").read_text()
+
+
 class Extra(Section):
     """A plug-in section: one table, while --tolerance stays below 10%."""
 

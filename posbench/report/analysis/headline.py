@@ -88,8 +88,8 @@ def tokens_text(n: float) -> str:
 
 def panel_label(rows: pd.DataFrame, keys: list[str]):
     """(column name, row -> its panel in few words), naming only what differs between the panels
-    ("protocol": "sliding"; "panel": "small, L=128"): the column sits beside the name, and must stay
-    narrow on a phone. None with one panel (no column)."""
+    ("protocol": "sliding"; "panel": "small, L=128"): the column must stay narrow on a phone. None
+    with one panel (no column)."""
     varying = [k for k in keys if rows[k].nunique() > 1]
     if not varying:
         return None
@@ -102,10 +102,21 @@ def _panel_order(table: pd.DataFrame) -> pd.Series:
     return table["protocol"].map(lambda p: order.get(p, 99))
 
 
+def verdict_cells(shown: pd.DataFrame) -> pd.DataFrame:
+    """A headline's cell classes (drawing/document.py ``Table.cell_class``): each ``verdict`` cell's
+    class (``verdict_css`` of its word before the comma: "flat, local" is flat; "not defined at 16x"
+    none), the colours the map's "at a glance" table gives its verdicts; every other cell none."""
+    classes = pd.DataFrame("", index=shown.index, columns=shown.columns)
+    if "verdict" in shown:
+        classes["verdict"] = [verdict_css(str(v).split(",")[0].strip()) for v in shown["verdict"]]
+    return classes
+
+
 def lm_headline(table: pd.DataFrame, conv: pd.DataFrame, windowed: bool = False, trends: pd.DataFrame | None = None):
-    """The language models' headline: the unwindowed rows (``windowed``: the windowed controls), each
-    panel's rows by rank (mean log-perplexity over the lengths), with the panel named where the report
-    has several (beside the name). ``trends`` (posbench/report/analysis/sweep.py, a sweep of several budgets):
+    """The language models' headline: the unwindowed rows (``windowed``: the windowed controls), grouped
+    by panel (model, train_len, protocol), each panel's rows by verdict class then rank (mean
+    log-perplexity over the lengths), with the panel named in the first column where the report has
+    several. ``trends`` (posbench/report/analysis/sweep.py, a sweep of several budgets):
     each row's trend beside its budget, the largest (``conv`` holds the runs of the largest budgets)."""
     ratio = next((c for c in table.columns if c.endswith("/1x")), None)
     is_windowed = table["windowed"].fillna(False).astype(bool) if "windowed" in table else pd.Series(False, index=table.index)
@@ -125,9 +136,9 @@ def lm_headline(table: pd.DataFrame, conv: pd.DataFrame, windowed: bool = False,
         (t["protocol"], t["variant"], t["model"], t["train_len"]): t["trend"] for _, t in trends.iterrows()}
     shown, keys = [], []
     for _, r in rows.iterrows():
-        s, k = {"encoding": r["variant"]}, {}
-        if panel_of:
-            s[panel_of[0]] = panel_of[1](r)
+        # the panel first: the rows are grouped by it, and a reader finds a panel before its encodings
+        s, k = ({panel_of[0]: panel_of[1](r)} if panel_of else {}), {}
+        s["encoding"] = r["variant"]
         if ratio:
             label, longest = _label(r, ratio), ratio.split("/")[0]
             s["verdict"], k["verdict"] = label, verdict_rank(label)

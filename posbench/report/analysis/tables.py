@@ -200,8 +200,9 @@ def main_table(evals: pd.DataFrame, tolerance: float, token_sets: dict | None = 
     from it, ``verdict_16x_1x`` keeps the ratio's class, ``verdict_basis`` says which);
     ``label`` (the verdict, a flat one qualified by far_context);
     ``mean_log_ppl`` (mean log-perplexity over the evaluated lengths) with ``_lo`` / ``_hi``;
-    ``rank_1x`` and ``rank_mean_log_ppl`` within the panel, tied where no test separates two rows
-    (bootstrap.tied_ranks); ``extrapolation_len`` (from the mean curve) and
+    ``rank_1x`` within the panel, tied where no test separates two rows (bootstrap.tied_ranks);
+    ``rank_mean_log_ppl`` within the panel, 1 the lowest, tied where the printed values are equal
+    (``rank_by_value``); ``extrapolation_len`` (from the mean curve) and
     ``extrapolation_len_min`` (worst seed).
 
     ``M``, the multiple of the verdict, the ratio, the far-context columns, the extrapolation length
@@ -251,16 +252,30 @@ def main_table(evals: pd.DataFrame, tolerance: float, token_sets: dict | None = 
     if table.empty:
         return table
     key = lambda i: tuple(table.loc[i, k] for k in CELL_KEYS)  # noqa: E731
-    for k, name in ((ms.index(1.0) if 1.0 in ms else None, "rank_1x"), (None, "rank_mean_log_ppl")):
-        # ranks among the unwindowed rows (the windowed ones among themselves), tied where no test separates them
-        if name == "rank_1x" and k is None:
-            continue
-        table[name] = math.nan
-        for _, idx in table.groupby(PANEL_KEYS + ["windowed"]).groups.items():
-            table.loc[idx, name] = bootstrap.tied_ranks([reps[key(i)] for i in idx], k)
+    # ranks among the unwindowed rows (the windowed ones among themselves): at 1x tied where no test
+    # separates two rows; over lengths by the mean log-perplexity as printed (rank_by_value)
+    table["rank_1x"] = math.nan
+    table["rank_mean_log_ppl"] = math.nan
+    for _, idx in table.groupby(PANEL_KEYS + ["windowed"]).groups.items():
+        if 1.0 in ms:
+            table.loc[idx, "rank_1x"] = bootstrap.tied_ranks([reps[key(i)] for i in idx], ms.index(1.0))
+        table.loc[idx, "rank_mean_log_ppl"] = rank_by_value(table.loc[idx, "mean_log_ppl"], MEAN_LOG_DIGITS)
     _far_context(table, reps, ms, tolerance)
     _mark_best(table, reps_all, all_ms)
     return table
+
+
+MEAN_LOG_DIGITS = 3  # the decimals the mean log-perplexity is printed with (display_table)
+
+
+def rank_by_value(values, digits: int) -> list[float]:
+    """Competition ranks ("1, 2, 2, 4"), lowest value first: rank 1 is the lowest (the best perplexity),
+    rows equal once rounded to ``digits`` decimals, as printed, share a rank, and the next rank skips
+    as many places as shared the one before. NaN for a row without a value. Ties are read at the
+    printed precision, not from the tests: a rank orders what the reader sees; whether two rows
+    differ is the ≈ marks' and pairs.csv's to say."""
+    shown = [float(f"{v:.{digits}f}") if pd.notna(v) and np.isfinite(v) else math.nan for v in values]
+    return [math.nan if math.isnan(v) else float(1 + sum(1 for o in shown if o < v)) for v in shown]
 
 
 def interval_kind(c: bootstrap.CellReplicates) -> str:
@@ -423,8 +438,8 @@ def display_table(table: pd.DataFrame, markdown: bool = True) -> pd.DataFrame:
     cells not significantly different from it (Holm-adjusted) and ``n/r`` where the comparison is
     not resolvable with the seeds there are; the ratio with its interval and verdict (a flat one
     qualified by its far-context use), the window control's ratio to the row at the longest length;
-    the mean log-perplexity over lengths with the row's rank in its panel (tied where no test
-    separates two rows)."""
+    the mean log-perplexity over lengths with the row's rank in its panel (1 the lowest, tied where
+    the printed values are equal: ``rank_by_value``)."""
     ms = multiple_columns(table)
     out = table[CELL_KEYS + ["seeds"]].copy()
     bold = (lambda s: f"**{s}**") if markdown else (lambda s: f"\\textbf{{{s}}}")
@@ -466,7 +481,7 @@ def display_table(table: pd.DataFrame, markdown: bool = True) -> pd.DataFrame:
                 for _, r in table.iterrows()]
     if "mean_log_ppl" in table:
         out["mean log-ppl (rank over lengths)"] = ["-" if pd.isna(r["mean_log_ppl"]) else
-                                      f"{r['mean_log_ppl']:.3f}{span(r, 'mean_log_ppl', '.3f')} ({int(r['rank_mean_log_ppl'])})"
+                                      f"{r['mean_log_ppl']:.{MEAN_LOG_DIGITS}f}{span(r, 'mean_log_ppl', f'.{MEAN_LOG_DIGITS}f')} ({int(r['rank_mean_log_ppl'])})"
                                       for _, r in table.iterrows()]
     if "extrapolation_len" in table:
         out["extrap. len"] = ["-" if pd.isna(v) else f"{int(v)}" for v in table["extrapolation_len"]]

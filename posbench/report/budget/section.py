@@ -19,7 +19,7 @@ import pandas as pd
 
 from posbench.report.analysis import convergence, sweep
 from posbench.report.budget.figure import plot_budget_axis
-from posbench.report.drawing.document import Heading, Image, Para, Table
+from posbench.report.drawing.document import Bullets, Heading, Image, Para, Table
 from posbench.report.section import SECTIONS, Output, Section
 
 # one run per configuration: the fall within each run (what the reports before budget branches said)
@@ -66,17 +66,21 @@ def _cell(r, col: str, fmt: str = ".2f") -> str:
     return f"{r[col]:{fmt}}{span}"
 
 
+# the trend columns' legend, one item per column (as one paragraph, with the lines before it, it ran to 1,900 characters)
 TREND = ("`change per doubling`: how the verdict's statistic (on equal context where the row has a window control, "
          "else its ratio to 1x) moved from the budget before, per doubling of the budget, paired by seed (the budgets of "
-         "one seed are cool-downs of one trunk, scored on the same documents) [95% interval]. `trend`, from these tests: "
+         "one seed are cool-downs of one trunk, scored on the same documents) [95% interval].",
+         "`trend`, from these tests: "
          "**stable** only where an equivalence test bounds the change within +-{margin:.0%} per doubling (two one-sided "
          "tests at 5%: its 90% interval inside) at each of the last two steps and the class is the same, decided, at the "
          "last two budgets; **class stable, ratio moving** where the class holds and the last step's interval excludes "
          "no change; **class stable, change not resolved** where the class holds and neither test decides; **moving** "
          "where the class changes; **undecided** where one of the last two verdicts is (**undecided, ratio moving** where "
-         "the last step's interval excludes no change all the same). `1x fall`: the relative change "
+         "the last step's interval excludes no change all the same).",
+         "`1x fall`: the relative change "
          "of the 1x loss (log perplexity) from each budget to the next, between annealed models (this, not the fall "
-         "within one schedule, says whether a row is still learning). With four or more budgets, `floor E`: the fitted "
+         "within one schedule, says whether a row is still learning).",
+         "With four or more budgets, `floor E`: the fitted "
          "L(T) = E + A T^-alpha of the 1x loss against training tokens with its 95% profile range, and how far the "
          "largest budget's loss lies `above floor`; blank where the profile range reaches 0 (the budgets do not "
          "identify a floor).")
@@ -138,12 +142,12 @@ class BudgetAxis(Section):
             "alpha": [f"{v:.2f}" if np.isfinite(v) and ok else "" for v, ok in zip(trends["alpha"], identified)],
             "above floor": [f"{100 * v:.1f}%" if np.isfinite(v) and ok else "" for v, ok in zip(trends["above floor"], identified)]})
         return [Heading("Verdicts by training budget"),
-                Para("The same configurations trained for several budgets, each an annealed model of its budget "
-                     "(with `train.budgets`: a cool-down branch of one warmup-stable-decay trunk, equal to a run of "
-                     "that budget). Each budget's numbers are the main table's for the records at that budget "
-                     "[95% intervals over text and seeds]; the main table and the summary read the largest. "
-                     + (CONTROL if "window / full" in shown else "")
-                     + TREND.format(margin=sweep.STABLE_MARGIN)),
+                Para(("The same configurations trained for several budgets, each an annealed model of its budget "
+                      "(with `train.budgets`: a cool-down branch of one warmup-stable-decay trunk, equal to a run of "
+                      "that budget). Each budget's numbers are the main table's for the records at that budget "
+                      "[95% intervals over text and seeds]; the main table and the summary read the largest. "
+                      + (CONTROL if "window / full" in shown else "")).rstrip()),
+                Bullets([item.format(margin=sweep.STABLE_MARGIN) for item in TREND]),
                 Table(shown.reset_index(drop=True)),
                 Image("budgets.png", self.files[2].description),
                 Table(shown_trends)]

@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from posbench.report.drawing.page import page, toc_html, toc_md
+from posbench.report.drawing.png import vector_path
 
 
 def _inline_html(text: str) -> str:
@@ -197,8 +198,14 @@ class Image:
     file: str
     alt: str
 
-    def md(self, _):
-        return f"![{self.alt}]({self.file})"
+    def vector(self, folder: Path) -> str:
+        """The figure's vector copy beside it (posbench-report --vector), "" where there is none."""
+        pdf = vector_path(Path(self.file))
+        return str(pdf) if (Path(folder) / pdf).is_file() else ""
+
+    def md(self, folder):
+        pdf = self.vector(folder) if folder is not None else ""
+        return f"![{self.alt}]({self.file})" + (f" ([PDF]({pdf}))" if pdf else "")
 
     def html(self, folder: Path):
         # click to enlarge: the figure is its own :target, shown at full size over the page (CSS in
@@ -206,9 +213,11 @@ class Image:
         # copy (embedded, every committed report held each figure twice, a third larger in base64)
         anchor = "fig-" + slug(Path(self.file).stem.replace("_", "-"))
         alt = html.escape(self.alt)
+        pdf = self.vector(folder) if folder is not None else ""
+        vector_link = f'; <a href="{html.escape(pdf)}">PDF</a>' if pdf else ""
         return (f'<figure id="{anchor}"><a class="close" href="#_">close ✕</a>'
                 f'<a href="#{anchor}" title="enlarge"><img alt="{alt}" src="{html.escape(self.file)}"></a>'
-                f"<figcaption>{alt} (click to enlarge)</figcaption></figure>")
+                f"<figcaption>{alt} (click to enlarge{vector_link})</figcaption></figure>")
 
 
 @dataclass

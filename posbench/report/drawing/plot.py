@@ -1,11 +1,14 @@
 """The report's plot helpers, shared by every topic's figure (matplotlib, files only): each row's
 colour and line style from its encoding (style.py), the family grid (one panel per family, wrapped:
 figure_layout.py), a panel's finish, one family's lines with their bands (nope, the baseline, dashed in
-every family), and the one way a figure is written (PNG at 100 dpi, 256 colours, atomically)."""
+every family), and the one way a figure is written (PNG at 100 dpi, 256 colours, atomically; with
+``vector_copies(True)``, also a PDF of it beside the PNG: posbench-report --vector)."""
 
 from __future__ import annotations
 
 import io
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 from posbench.report.drawing.mplconfig import use_writable_config_dir
@@ -21,7 +24,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from posbench.core.files import atomic_write_bytes  # noqa: E402
-from posbench.report.drawing.png import palette_png  # noqa: E402
+from posbench.report.drawing.png import palette_png, vector_path  # noqa: E402
 from posbench.report.drawing.figure_layout import distinct_styles, family_axes, wrapped_grid  # noqa: E402
 from posbench.report.drawing.style import row_style  # noqa: E402
 
@@ -63,11 +66,34 @@ def finish_panel(ax, title: str, last_row: bool, first_col: bool, xlabel: str, y
         ax.legend(fontsize=7)
 
 
+# whether save also writes a vector copy: set around one section's figure (SectionOutput.figure) from
+# posbench-report --vector, so that no plotting function has to carry the flag
+_VECTOR = ContextVar("posbench_report_vector_copies", default=False)
+
+
+@contextmanager
+def vector_copies(on: bool):
+    """Within it, ``save`` also writes each figure as a PDF beside its PNG (``vector_path``)."""
+    token = _VECTOR.set(on)
+    try:
+        yield
+    finally:
+        _VECTOR.reset(token)
+
+
 def save(fig, path: Path) -> None:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    vector = None
+    if _VECTOR.get():
+        out = io.BytesIO()
+        # no creation date: the same figure gives the same bytes (a rebuild compares them)
+        fig.savefig(out, format="pdf", bbox_inches="tight", metadata={"CreationDate": None})
+        vector = out.getvalue()
     plt.close(fig)
     atomic_write_bytes(path, palette_png(buf.getvalue()))
+    if vector is not None:
+        atomic_write_bytes(vector_path(path), vector)
 
 
 def family_lines(ax, sub: pd.DataFrame, names, cols: list[str], lengths: np.ndarray, scale: float,

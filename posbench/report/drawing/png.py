@@ -27,6 +27,18 @@ def palette_png(data: bytes) -> bytes:
     return out.getvalue()
 
 
+# a figure's vector copy (posbench-report --vector): a PDF, about a sixth of an SVG's bytes (results/quick's
+# ppl_vs_length: PDF 33 kB, SVG 191 kB, its PNG 65 kB; ratio_heatmap: PDF 20 kB, SVG 65 kB, PNG 15 kB). Off by
+# default: at half to 1.4 times its PNG's bytes, a PDF of each of the ~130 figures the committed reports hold
+# (7.8 MiB of PNG) would add some 4 to 11 MiB to a repository kept under a size limit
+VECTOR_SUFFIX = ".pdf"
+
+
+def vector_path(path: Path) -> Path:
+    """Where a figure's vector copy lies: beside its PNG, the same stem."""
+    return Path(path).with_suffix(VECTOR_SUFFIX)
+
+
 def keep_figure(source: Path, target: Path) -> None:
     """An older report's figure kept (never redrawn) at ``target``: re-encoded once as figures are stored
     now; nothing is written where ``target`` is ``source`` and already so encoded."""

@@ -16,7 +16,7 @@ from matplotlib.ticker import NullFormatter
 from posbench.core.errors import PosbenchError
 
 from posbench.report.drawing import plot
-from posbench.report.drawing.document import Heading, Image, Para, Table
+from posbench.report.drawing.document import Bullets, Heading, Image, Para, Table
 from posbench.report.drawing.figure_layout import wrapped_grid
 from posbench.report.drawing.png import keep_figure
 from posbench.report.analysis.headline import with_interval
@@ -167,14 +167,19 @@ class KeyTokens(Section):
                        "recurrent layer reads each token after train_len to 2 train_len - 1 tokens), "
                        "and predicts it well: LSD = loss(window) - loss(full) > alpha and LCL = -loss(full) > beta "
                        f"(Fang et al. 2024, arXiv 2410.23771; here {_rule(ctx).describe()}; docs/protocols.md, \"Key "
-                       "tokens\"). `key tokens`: their share of the tokens scored; `mirror tokens`: the share the "
-                       "window predicts better by the same margin (the noise floor: where far context is noise the two "
-                       "are alike); `key ppl`: the perplexity on the key tokens under the full pass (LongPPL with the "
-                       "row as its own evaluator) and under the window; `gain on key tokens`: the second over the first "
-                       "(at least exp(alpha) per token by construction: read it with the share). Beside them, at the "
-                       "verdict's multiple, the main table's ratio and its far-context gain on every token. Brackets: "
-                       "95% intervals over the scored documents and seeds (docs/report.md); perplexities and gains over "
-                       "the seeds with key tokens (`seeds`).")]
+                       "tokens\")."),
+                  # the columns one item each (with the definition, one paragraph of 1,200 characters)
+                  Bullets(["`key tokens`: their share of the tokens scored; `mirror tokens`: the share the "
+                           "window predicts better by the same margin (the noise floor: where far context is noise the two "
+                           "are alike).",
+                           "`key ppl`: the perplexity on the key tokens under the full pass (LongPPL with the "
+                           "row as its own evaluator) and under the window; `gain on key tokens`: the second over the first "
+                           "(at least exp(alpha) per token by construction: read it with the share).",
+                           "Beside them, at the "
+                           "verdict's multiple, the main table's ratio and its far-context gain on every token.",
+                           "Brackets: "
+                           "95% intervals over the scored documents and seeds (docs/report.md); perplexities and gains over "
+                           "the seeds with key tokens (`seeds`)."])]
         if not (keys["seeds_with_keys"] > 0).any():
             blocks.append(Para("No row has key tokens at any multiple under this rule."))
         blocks.append(Table(display(keys, ctx.table)))

@@ -11,7 +11,7 @@ import math
 import pandas as pd
 
 from posbench.report.analysis import sweep
-from posbench.report.drawing.document import Heading, Image, Para, Table
+from posbench.report.drawing.document import Bullets, Heading, Image, Para, Table
 from posbench.report.drawing.style import row_order
 from posbench.report.analysis.headline import verdict_css, with_interval
 from posbench.report.analysis import points as P
@@ -92,18 +92,23 @@ class Map(Section):
                        "equal context where the row has a window control (`basis`: equal context) and from its "
                        f"{ctx.ratio_column} ratio otherwise (on unequal context), with the statistic [95% interval] and the "
                        "perplexity at 1x beside it (per token of the point's tokenizer; a ratio can fall because its baseline "
-                       "rose, so each step's words name the 1x change, tested alike, except between tokenizers). "
-                       "Along each axis (the other settings held) the statistic's change between consecutive points, and "
+                       "rose, so each step's words name the 1x change, tested alike, except between tokenizers)."),
+                  # the tests and their words apart: as one paragraph with the above it ran to 2,000 characters
+                  Para("Along each axis (the other settings held) the statistic's change between consecutive points, and "
                        "over the whole axis, is tested per doubling of the training length or of the parameters (per step "
                        "between corpora and tokenizers), paired by seed where the points share seeds, else unpaired; a "
-                       f"change needs {W.MIN_SEEDS} seeds or more at both points. The words: **holds across the axis** where "
-                       f"the class is the same and decided at every point and every step is bounded within "
-                       f"+-{W.MARGIN:.0%} over the step by an equivalence test (TOST: its 90% interval inside); **changes** where a "
-                       "step's (or the whole axis') test rejects no change at 5% after Holm's adjustment over the axis' tests "
-                       "of that encoding (where, which way: *rises* means the longer context costs more, extrapolation "
-                       "worsens); **cannot be told** otherwise, with the reason. The budget axis reads the budget "
-                       "section's trend at each point: holds where every point's is stable, changes where one is moving "
-                       "or its ratio moving, its test Holm-adjusted over the points."),
+                       f"change needs {W.MIN_SEEDS} seeds or more at both points."),
+                  Bullets([f"**holds across the axis** where "
+                           f"the class is the same and decided at every point and every step is bounded within "
+                           f"+-{W.MARGIN:.0%} over the step by an equivalence test (TOST: its 90% interval inside);",
+                           "**changes** where a "
+                           "step's (or the whole axis') test rejects no change at 5% after Holm's adjustment over the axis' tests "
+                           "of that encoding (where, which way: *rises* means the longer context costs more, extrapolation "
+                           "worsens);",
+                           "**cannot be told** otherwise, with the reason.",
+                           "The budget axis reads the budget "
+                           "section's trend at each point: holds where every point's is stable, changes where one is moving "
+                           "or its ratio moving, its test Holm-adjusted over the points."], lead="The words:"),
                   Para("What the intervals cannot promise: where one scored document carries a difference, a draw of "
                        "text that misses it has a shifted mean and a small variance, and at 5 seeds the interval then "
                        "covers in about 81-88% of trials rather than 95% (simulated on the committed records' structure, "

@@ -181,7 +181,9 @@ class DecisionGuide(Section):
                        "seeds, as the main table; over seeds alone where the records have no per-document "
                        "losses: `interval` in `decision_guide.csv`], and the Holm-corrected p-value of the comparison "
                        "with the target's lowest mean (rows of the same weights: paired over documents; of other "
-                       "weights, such as a fine-tune: t over seeds, \"n/r\" (not resolvable) with one seed). A fine-tune appears at its own target and at every longer one it "
+                       "weights, such as a fine-tune: t over seeds, \"n/r\" (not resolvable) with one seed)."),
+                  # what follows, apart (as one paragraph with the above it ran to 1,200 characters and more)
+                  Para("A fine-tune appears at its own target and at every longer one it "
                        "was scored at (its factor names the target it was tuned for); the control (continued at "
                        "train_len) at every target. A best choice is named only where every comparison with it is "
                        "significant (`decision_guide.csv`)." + "".join(f" {n}" for n in row_caveats(frame["row"])))]

@@ -13,7 +13,7 @@ import pandas as pd
 from posbench.report.drawing.plot import PANEL, PLAIN, family_grid, family_lines, save
 from matplotlib.ticker import NullFormatter
 
-from posbench.report.drawing.document import Heading, Image, Para, Table, markdown_table
+from posbench.report.drawing.document import Bullets, Heading, Image, Table, markdown_table
 from posbench.report.drawing.figure_layout import family_columns, first_in_grid_row
 from posbench.report.section import SECTIONS, Output, Section
 from posbench.report.analysis.stats import ALPHA
@@ -70,35 +70,45 @@ class Perplexity(Section):
         has_equal = "equal_ctx" in table and table["equal_ctx"].notna().any()
         return [
             Heading("Perplexity by evaluation length"),
-            Para(f"Perplexity: the geometric mean over seeds [95% interval over {over}: Student's t on the per-seed "
-                 "log-perplexities with the variance of the scored validation documents added (docs/report.md)]. "
-                 "**Bold**: lowest mean in its column within the same protocol, model and train_len; ≈: not "
-                 "significantly different from it (Holm-corrected over the panel's comparisons, adjusted p ≥ "
-                 f"{ALPHA}; rows of other weights are tested over seeds, rows of the same weights over documents); "
-                 f"`{NOT_RESOLVABLE}`: the difference from the best cannot be resolved with the seeds there are "
-                 "(one seed: no seed variance to test a difference between two trained models against). "
-                 f"`{ONE_DOC}`: leaving one scored document out turns the sign of the difference from the best "
-                 "(`pairs.csv` gives each difference's range with each document left out and the largest document's "
-                 "share). "
-                 f"`{NOT_DEFINED}`: the encoding is not defined at that length (a learned table past its size); "
-                 f"`{NOT_EVALUATED}`: not evaluated at that length (for at least one seed) on the compared tokens. "
-                 + (verdict_legend(ratio, tolerance, has_equal) if ratio else "")
-                 + (f"`window control / full`: perplexity at the longest length with a sliding window of train_len keys "
-                    "in every attention layer (the row's `+swaL`; a recurrent layer reads each token after train_len to "
-                    "2 train_len - 1 tokens, itself included, from a zero state: at least what the window gives) over "
-                    "without it, same weights and documents: above "
-                    f"{1 + FAR_MARGIN:g} (the whole interval) the row **uses far context**; below, it is **local** (it "
-                    "gains nothing from keys past train_len, whatever its ratio). " if has_far else "")
-                 + "`mean log-ppl (rank over lengths)`: the mean log-perplexity over every evaluated length up to the verdict's multiple, with the row's rank in its "
-                 "panel (low only for a row good at 1x and at every length; tied where no test separates two rows, each "
-                 f"pair tested on its own at {ALPHA}, not adjusted for multiplicity: a rank orders, the Holm-corrected ≈ "
-                 "marks test). "
-                 f"`extrap. len`: the longest length up to which every evaluated length stays within {tolerance:.0%} of 1x. "
-                 "Rows with an evaluation-time window (`+bca`, `+swa…`, StreamingLLM's `+streaming`) are controls: read them beside the row without it."
-                 + "".join(f" {note}" for note in row_caveats(table["variant"]))),
+            # the legend as one item per column or mark: as one paragraph it ran to 3,000 characters
+            Bullets([item.strip() for item in legend_items(table, ratio, tolerance, over, has_far, has_equal) if item.strip()],
+                    lead="How to read the table:"),
             Table(shown),
             Image("ppl_vs_length.png", "perplexity against evaluation length (bands: 95% interval over text and seeds)"),
         ]
+
+
+def legend_items(table: pd.DataFrame, ratio: str | None, tolerance: float, over: str, has_far: bool,
+                 has_equal: bool) -> list[str]:
+    """The main table's legend, one item per column or mark."""
+    return [
+        f"Perplexity: the geometric mean over seeds [95% interval over {over}: Student's t on the per-seed "
+        "log-perplexities with the variance of the scored validation documents added (docs/report.md)].",
+        "**Bold**: lowest mean in its column within the same protocol, model and train_len; ≈: not "
+        "significantly different from it (Holm-corrected over the panel's comparisons, adjusted p ≥ "
+        f"{ALPHA}; rows of other weights are tested over seeds, rows of the same weights over documents).",
+        f"`{NOT_RESOLVABLE}`: the difference from the best cannot be resolved with the seeds there are "
+        "(one seed: no seed variance to test a difference between two trained models against).",
+        f"`{ONE_DOC}`: leaving one scored document out turns the sign of the difference from the best "
+        "(`pairs.csv` gives each difference's range with each document left out and the largest document's "
+        "share).",
+        f"`{NOT_DEFINED}`: the encoding is not defined at that length (a learned table past its size); "
+        f"`{NOT_EVALUATED}`: not evaluated at that length (for at least one seed) on the compared tokens.",
+        verdict_legend(ratio, tolerance, has_equal) if ratio else "",
+        (f"`window control / full`: perplexity at the longest length with a sliding window of train_len keys "
+         "in every attention layer (the row's `+swaL`; a recurrent layer reads each token after train_len to "
+         "2 train_len - 1 tokens, itself included, from a zero state: at least what the window gives) over "
+         "without it, same weights and documents: above "
+         f"{1 + FAR_MARGIN:g} (the whole interval) the row **uses far context**; below, it is **local** (it "
+         "gains nothing from keys past train_len, whatever its ratio)." if has_far else ""),
+        "`mean log-ppl (rank over lengths)`: the mean log-perplexity over every evaluated length up to the verdict's "
+        "multiple, with the row's rank in its panel: 1 the lowest (low only for a row good at 1x and at every length), "
+        "rows equal at the printed three decimals share a rank (1, 2, 2, 4); a rank orders, the Holm-corrected ≈ "
+        "marks test.",
+        f"`extrap. len`: the longest length up to which every evaluated length stays within {tolerance:.0%} of 1x.",
+        "Rows with an evaluation-time window (`+bca`, `+swa…`, StreamingLLM's `+streaming`) are controls: read them "
+        "beside the row without it." + "".join(f" {note}" for note in row_caveats(table["variant"])),
+    ]
 
 
 def verdict_legend(ratio: str, tolerance: float, equal: bool) -> str:

@@ -18,7 +18,7 @@ from posbench.report.analysis import task_frames
 from posbench.report.tasks import algorithmic, effective_length, flip_flop
 from posbench.report.tasks.figure import plot_task_accuracy, plot_task_heatmaps
 from posbench.report.analysis import convergence
-from posbench.report.drawing.document import Heading, Image, Para, Table
+from posbench.report.drawing.document import Bullets, Heading, Image, Para, Table
 from posbench.report.section import SECTIONS, Output, Section
 from posbench.tasks import TASKS
 
@@ -49,24 +49,27 @@ class Tasks(Section):
         out.csv("effective_length.csv", effective)
         scored = ctx.all_completed[ctx.all_completed["run_id"].isin(set(records["run_id"]))]
         blocks = [Heading("Do the models use far context? Synthetic tasks"),
-                  Para("Models trained on a synthetic task at `train_len` and scored at multiples of it "
-                       "(`task.loss`: `answer` trains the answer positions only, `mixed` adds the language-model "
-                       "loss on every token; each run's setting is under \"How these runs were made\"). Accuracy "
+                  # the legend one item per column (as one paragraph it ran to 1,700 characters)
+                  Bullets(["Accuracy "
                        "in %: for passkey exact match, the fraction of examples whose every key digit is the "
                        "model's argmax given the true tokens before it (what greedy decoding would produce); for "
                        "MQAR, copy, the algorithmic tasks and flip_flop the fraction of answer tokens right (queried values, copied "
                        "bytes, target symbols, read bits); variable_tracking and common_words exact match. Mean over the task's grid "
                        "(passkey: needle depths; MQAR: numbers of pairs; flip_flop: ignore probabilities) and over seeds [95% interval over examples and seeds: Student's t on the per-seed "
-                       "accuracies with the examples' binomial variance added, conservative for token accuracy]. "
+                       "accuracies with the examples' binomial variance added, conservative for token accuracy].",
                        "`chance`: the baseline, the best score without retrieving (passkey: guessed digits; MQAR: "
                        "the best score without binding keys to values, 1/pairs, since the values are distinct and no "
                        "answer is in the input, checked by simulation in posbench/tasks/mqar.py; copy: a random "
                        "letter; variable_tracking: 1/chains, a value of the window without following its chain; "
                        "common_words: naming random words of the list, 1/C(distinct words, common), lower at longer "
-                       "lengths; the algorithmic tasks and flip_flop: a constant symbol): read accuracy against it, per cell. `beyond train_len`: mean "
-                       f"over every longer length. `effective length`: the longest length up to which accuracy "
+                       "lengths; the algorithmic tasks and flip_flop: a constant symbol): read accuracy against it, per cell.",
+                       "`beyond train_len`: mean over every longer length.",
+                       f"`effective length`: the longest length up to which accuracy "
                        f"(mean over seeds) stays at or above {threshold:.0%} in every cell of the grid (0: not "
-                       "even at train_len)."),
+                       "even at train_len)."],
+                      lead="Models trained on a synthetic task at `train_len` and scored at multiples of it "
+                           "(`task.loss`: `answer` trains the answer positions only, `mixed` adds the language-model "
+                           "loss on every token; each run's setting is under \"How these runs were made\")."),
                   Table(task_frames.display_task_table(table)),
                   *[Para(_task_budget(task, ctx.convergence_of(g), improving,
                                       (records.loc[records["task"] == task, "loss"] == "mixed").any()))
@@ -75,7 +78,7 @@ class Tasks(Section):
                   Para(_effective_text()),
                   Table(effective_length.display_effective_table(effective))]
         if not (low := task_frames.not_learned(records)).empty:
-            blocks.insert(3, Para(_not_learned_text(low)))
+            blocks[3:3] = _not_learned_blocks(low)
         if reach := task_frames.window_reach(scored, ctx.configs):
             blocks.insert(3, Para(_reach_text(reach)))
         for task, g in task_frames.heatmap_frame(records).groupby("task"):
@@ -116,18 +119,21 @@ def _effective_text() -> str:
             "whose chance runs from 10^-5 (passkey) to 1/2 (two-chain variable tracking).")
 
 
-def _not_learned_text(low) -> str:
-    """One sentence naming the runs that had not learned their task at train_len (task_frames.not_learned)."""
+def _not_learned_blocks(low) -> list:
+    """The runs that had not learned their task at train_len (task_frames.not_learned), one item per row,
+    what that means, and, one item per encoding, why where its initialisation explains it (as one paragraph
+    it ran to 3,500 characters)."""
     parts = []
     for (task, variant, model, train_len), g in low.groupby(["task", "variant", "model", "train_len"]):
         seeds = ", ".join(f"{int(s)} ({100 * a:.0f}%)" for s, a in zip(g["seed"], g["accuracy"]))
         parts.append(f"`{variant}` on {task} ({model}, {train_len}): seed{'s' if len(g) > 1 else ''} {seeds}")
     notes = [f"`{e}`: {note}" for e in sorted(set(low["variant"])) if (note := _init_note(e))]
-    return ("**Not learned at train_len** (accuracy at train_len, mean over the grid, below halfway from chance to "
-            "100%): " + "; ".join(parts) + ". These runs had not learned the task where they were trained, so their "
-            "accuracy beyond train_len says nothing about extrapolation; the rows' means and intervals include them, "
-            "and every evaluation-time row of the same weights inherits it."
-            + (" Why, where the initialisation explains it: " + "; ".join(notes) + "." if notes else ""))
+    return [Bullets(parts, lead="**Not learned at train_len** (accuracy at train_len, mean over the grid, below halfway "
+                                "from chance to 100%):"),
+            Para("These runs had not learned the task where they were trained, so their accuracy beyond train_len says "
+                 "nothing about extrapolation; the rows' means and intervals include them, and every evaluation-time "
+                 "row of the same weights inherits it."),
+            *([Bullets(notes, lead="Why, where the initialisation explains it:")] if notes else [])]
 
 
 def _init_note(encoding: str) -> str:
@@ -182,7 +188,9 @@ class Algorithmic(Section):
                      "regular; reverse string: context-free; duplicate string, binary addition, bucket sort: "
                      "context-sensitive) and flip-flop language modelling (Liu et al. 2023, arXiv 2306.00946; a regular "
                      "language), in decoder layout (input, `|`, target; posbench/tasks/algorithmic.py), trained on input "
-                     "lengths 1..N (N: the longest that fits `train_len`) and scored on longer ones. Per-token accuracy in %: "
+                     "lengths 1..N (N: the longest that fits `train_len`) and scored on longer ones."),
+                # the columns apart: as one paragraph with the above it ran past 1,000 characters
+                Para("Per-token accuracy in %: "
                      "`1x` on inputs of N/2 + 1..N; `beyond train_len` Ruoss et al.'s score (arXiv 2305.16843), the "
                      "accuracy averaged uniformly over the input lengths N + 1 .. the longest evaluated (each evaluation "
                      "window weighted by the input lengths it scores) [95% interval over examples and seeds, as the task "

@@ -7,7 +7,7 @@ import math
 
 import pandas as pd
 
-from posbench.report.analysis.headline import lm_headline, task_headline
+from posbench.report.analysis.headline import lm_headline, task_headline, verdict_cells
 
 
 def _main_table() -> pd.DataFrame:
@@ -60,13 +60,25 @@ def test_the_task_headline_reads_each_task_against_its_chance_row():
     assert shown.iloc[0]["4x accuracy % [95%]"] == "60 [55, 65]" and shown.iloc[2]["1x accuracy % [95%]"] == "0"
 
 
-def test_several_panels_are_named_beside_the_encoding_by_what_differs():
-    two = pd.concat([_main_table(), _main_table().assign(protocol="sliding")], ignore_index=True)
+def test_several_panels_are_named_first_by_what_differs_and_their_rows_kept_together():
+    two = pd.concat([_main_table().assign(protocol="sliding"), _main_table()], ignore_index=True)
     shown, _, _ = lm_headline(two, pd.DataFrame())
-    assert list(shown.columns[:2]) == ["encoding", "protocol"] and set(shown["protocol"]) == {"nonoverlapping", "sliding"}
+    assert list(shown.columns[:2]) == ["protocol", "encoding"] and set(shown["protocol"]) == {"nonoverlapping", "sliding"}
     three = pd.concat([two, _main_table().assign(train_len=128)], ignore_index=True)
     shown, _, _ = lm_headline(three, pd.DataFrame())
-    assert shown.columns[1] == "panel" and "sliding, L=64" in set(shown["panel"])
+    assert shown.columns[0] == "panel" and "sliding, L=64" in set(shown["panel"])
+    # grouped: each panel's rows in one run, not interleaved with another panel's
+    runs = [p for i, p in enumerate(shown["panel"]) if i == 0 or p != shown["panel"].iloc[i - 1]]
+    assert len(runs) == len(set(runs)) == 3
+    assert list(shown["panel"]) == sorted(shown["panel"], key=lambda p: ("L=128" in p, "sliding" in p))
+
+
+def test_each_verdict_cell_is_coloured_by_its_class():
+    shown, _, _ = lm_headline(_main_table(), pd.DataFrame())
+    classes = verdict_cells(shown).set_index(shown["encoding"])
+    assert classes.loc["alibi", "verdict"] == "v-flat" and classes.loc["rope", "verdict"] == "v-broken"
+    assert classes.loc["learned", "verdict"] == ""  # "not defined at 16x": no verdict, no colour
+    assert (classes.drop(columns="verdict") == "").all().all()  # only the verdicts are coloured
 
 
 def test_panels_of_rope_bases_follow_the_base_s_number():

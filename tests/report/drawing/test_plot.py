@@ -23,6 +23,25 @@ def test_a_figure_is_saved_as_a_png_and_closed(tmp_path):
     assert not plot.plt.get_fignums()
 
 
+def test_with_vector_copies_a_figure_is_also_a_pdf_of_the_same_bytes_each_time(tmp_path):
+    def draw(path):
+        fig, axes = plot.family_grid(1, 1)
+        axes[0][0].plot([1, 2, 4], [3.0, 2.5, 2.4])
+        plot.save(fig, path)
+
+    draw(tmp_path / "plain.png")
+    assert not (tmp_path / "plain.pdf").exists()  # off by default
+    with plot.vector_copies(True):
+        draw(tmp_path / "f.png")
+        first = (tmp_path / "f.pdf").read_bytes()
+        draw(tmp_path / "f.png")
+    assert first[:5] == b"%PDF-" and b"%%EOF" in first[-16:]
+    assert (tmp_path / "f.pdf").read_bytes() == first  # no creation date: a rebuild writes the same file
+    assert (tmp_path / "f.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and not plot.plt.get_fignums()
+    draw(tmp_path / "g.png")  # the copies end with the block
+    assert not (tmp_path / "g.pdf").exists()
+
+
 def test_a_row_is_drawn_in_its_encoding_s_colour_and_a_variant_s_line_style():
     assert plot.colour("alibi") == ENCODINGS.get("alibi").colour and plot.family_of("alibi") == ENCODINGS.get("alibi").family
     assert plot.colour("xpos+bca") == plot.colour("xpos") and plot.linestyle("xpos+bca") != plot.linestyle("xpos")  # a window: its own line

@@ -30,10 +30,10 @@ def test_new_tasks_run_through_train_evaluation_and_the_report(compose, tmp_path
 def test_runs_that_did_not_learn_are_explained_by_their_initialisation_where_it_does():
     """FoX and stick-breaking declare what their initialisation does to attention over distance; the
     task report prints it beside their runs that never learned the task (and says nothing for others)."""
-    from posbench.report.tasks.section import _not_learned_text
+    from posbench.report.tasks.section import _not_learned_blocks
 
     low = pd.DataFrame([{"task": "passkey", "variant": v, "model": "small", "train_len": 64, "seed": 0, "accuracy": 0.0}
                         for v in ("fox", "stickbreaking", "rope_swa")])
-    text = _not_learned_text(low)
+    text = "\n\n".join(block.md(None) for block in _not_learned_blocks(low))
     assert "`fox`: at the authors' initialisation" in text and "`stickbreaking`: at initialisation" in text
     assert "`rope_swa`:" not in text
