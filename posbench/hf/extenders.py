@@ -168,7 +168,7 @@ def _register() -> None:
     AttentionInterface.register(NAME, extender_attention)
 
 
-def undefined_reason(variant: Variant | None, train_len: int) -> str | None:
+def extender_undefined_reason(variant: Variant | None, train_len: int) -> str | None:
     """Why the row has no score at this context length (StreamingLLM with no recent key left), else None."""
     no_cache = getattr(variant, "no_cache", None)
     return no_cache(train_len) if no_cache is not None else None
@@ -202,7 +202,7 @@ def extended(model, variant: Variant | None, train_len: int):
         _state.update(variant=None, train_len=None, tables=None)
 
 
-def check_called() -> None:
+def check_extended() -> None:
     """After a forward under ``extended``: the rotary module and the registered attention both ran."""
     if _state["calls"] == 0 or _state["rotary_calls"] == 0:
         raise PosbenchError("this family's attention does not go through transformers' AttentionInterface and its "

@@ -76,7 +76,7 @@ class CheckpointRequest:
     progress: bool = True
 
 
-def slug(name: str) -> str:
+def checkpoint_slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9.-]+", "-", name).strip("-") or "checkpoint"
 
 
@@ -85,7 +85,7 @@ def tokenizer_file(ckpt, cache_dir: str) -> Path:
     checkpoint: ``data.tokenizer``'s label ``file-<name>`` names its token sets in the report)."""
     text = ckpt.tokenizer.backend_tokenizer.to_str()
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-    path = Path(cache_dir).expanduser() / "hf-tokenizers" / digest / f"{slug(ckpt.name)}.json"
+    path = Path(cache_dir).expanduser() / "hf-tokenizers" / digest / f"{checkpoint_slug(ckpt.name)}.json"
     if not path.is_file():
         make_dirs(path.parent)
         atomic_write_text(path, text)
@@ -94,7 +94,7 @@ def tokenizer_file(ckpt, cache_dir: str) -> Path:
 
 def run_id(ckpt, request: CheckpointRequest, corpus_hash: str) -> str:
     what = json.dumps([ckpt.identity, ckpt.dtype, ckpt.bos_id, corpus_hash], sort_keys=True)
-    return f"hf-{slug(ckpt.name)}_L{ckpt.context_length}_s0_{hashlib.sha1(what.encode()).hexdigest()[:10]}"
+    return f"hf-{checkpoint_slug(ckpt.name)}_L{ckpt.context_length}_s0_{hashlib.sha1(what.encode()).hexdigest()[:10]}"
 
 
 def run_config(ckpt, request: CheckpointRequest, data: DataConfig) -> dict:
@@ -103,7 +103,7 @@ def run_config(ckpt, request: CheckpointRequest, data: DataConfig) -> dict:
         "checkpoint": {"path": str(ckpt.path.resolve()), "name": ckpt.name, "model_type": ckpt.model_type,
                        "identity": ckpt.identity, "dtype": ckpt.dtype, "bos": request.bos, "bos_token_id": ckpt.bos_id,
                        "trust_remote_code": request.trust_remote_code, "learned_positions": ckpt.learned_positions},
-        "encoding": {"name": ckpt.model_type}, "model": {"name": slug(ckpt.name)},
+        "encoding": {"name": ckpt.model_type}, "model": {"name": checkpoint_slug(ckpt.name)},
         "train_len": ckpt.context_length, "seed": 0,
         # not trained by posbench: no steps; lr 0 because the report reads every run's train.lr as a number
         "train": {"steps": 0, "lr": 0.0},
@@ -155,7 +155,7 @@ def _score_into(run_dir: Path, rid: str, ckpt, request: CheckpointRequest, data:
     records, per_pos, token_losses = evaluate_checkpoint(ckpt, ev, rows, request.progress)
     old = RunDir(run_dir).load_metrics()
     metrics = old or new_metrics(
-        rid, encoding=ckpt.model_type, model=f"{slug(ckpt.name)}/{data.tokenizer.label}", train_len=ckpt.context_length,
+        rid, encoding=ckpt.model_type, model=f"{checkpoint_slug(ckpt.name)}/{data.tokenizer.label}", train_len=ckpt.context_length,
         seed=0, params=sum(p.numel() for p in ckpt.model.parameters()), train_steps=0, train_tokens=0, train_wall_s=0.0,
         final_train_loss=None, final_val_loss=None, device=describe(ckpt.device), torch_version=torch.__version__,
         posbench_version=__version__, python=platform.python_version(), corpus=corpus_stats(corpus), task="lm",

@@ -39,7 +39,7 @@ from posbench.evaluation.variants import Variant
 from posbench.hf import extenders as extenders_
 from posbench.hf.checkpoint import LoadedCheckpoint
 from posbench.hf.scalings import Scaling, scaled
-from posbench.hf.window import SUFFIX, check_called, windowed
+from posbench.hf.window import SUFFIX, check_windowed, windowed_model
 from posbench.store.rundir import per_position_key, token_loss_keys
 
 
@@ -80,7 +80,7 @@ def undefined_reason(ckpt: LoadedCheckpoint, length: int, row: CheckpointRow | N
     recent key at this context length), else None."""
     if ckpt.learned_positions is not None and length > ckpt.learned_positions:
         return f"learned table has {ckpt.learned_positions} positions, window needs {length}"
-    return extenders_.undefined_reason(row.extender, ckpt.context_length) if row is not None else None
+    return extenders_.extender_undefined_reason(row.extender, ckpt.context_length) if row is not None else None
 
 
 class WindowForward:
@@ -119,7 +119,7 @@ def evaluate_checkpoint(ckpt: LoadedCheckpoint, ev: ResolvedEval, rows: list[Che
     bar = progress_bar(total=total, unit="tok", desc="eval", enabled=progress)
     try:
         for row in rows:
-            with scaled(ckpt.model, row.scaling, train_len), windowed(ckpt.model, row.window), \
+            with scaled(ckpt.model, row.scaling, train_len), windowed_model(ckpt.model, row.window), \
                     extenders_.extended(ckpt.model, row.extender, train_len):
                 for L in ev.lengths:
                     bar.set_description(f"eval {row.name} L={L}")
@@ -133,9 +133,9 @@ def evaluate_checkpoint(ckpt: LoadedCheckpoint, ev: ResolvedEval, rows: list[Che
                     scores = score_plans(forward, stream, [plans[p, L] for p in ev.protocols], L,
                                          ev.settings.batch_tokens, ckpt.device, bar, per_token=keep_tokens)
                     if row.window is not None:
-                        check_called()
+                        check_windowed()
                     if row.extender is not None:
-                        extenders_.check_called()
+                        extenders_.check_extended()
                     for base, p, sc in zip(bases, ev.protocols, scores):
                         records.append(scored_record(base, sc, plans[p, L], contexts[p], L))
                         per_position[per_position_key(row.name, p, L)] = position_means(sc)

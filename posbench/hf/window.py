@@ -56,7 +56,7 @@ def _register() -> None:
 
 
 @contextmanager
-def windowed(model, size: int | None):
+def windowed_model(model, size: int | None):
     """The model attending within ``size`` keys for the block (None: unchanged)."""
     if size is None:
         yield model
@@ -76,8 +76,8 @@ def windowed(model, size: int | None):
         _state["size"] = None
 
 
-def check_called() -> None:
-    """After a forward under ``windowed``: the model's attention went through the registry."""
+def check_windowed() -> None:
+    """After a forward under ``windowed_model``: the model's attention went through the registry."""
     if _state["calls"] == 0:
         raise PosbenchError("this family's attention does not go through transformers' AttentionInterface: "
                             "+swaL cannot be applied to it")

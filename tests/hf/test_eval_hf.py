@@ -202,7 +202,7 @@ def test_the_window_control_is_transformers_own_sliding_window(tmp_path):
     leaves the model as it was afterwards."""
     import transformers
 
-    from posbench.hf.window import check_called, windowed
+    from posbench.hf.window import check_windowed, windowed_model
 
     W, L = 4, 12
     path = save_tiny("mistral", tmp_path / "m")
@@ -212,9 +212,9 @@ def test_the_window_control_is_transformers_own_sliding_window(tmp_path):
     x = torch.randint(3, 250, (2, L))
     with torch.no_grad():
         before = plain(input_ids=x).logits
-        with windowed(plain, W):
+        with windowed_model(plain, W):
             ours = plain(input_ids=x).logits
-            check_called()
+            check_windowed()
         after = plain(input_ids=x).logits
         reference = native(input_ids=x).logits
     assert torch.allclose(ours, reference, atol=1e-10)

@@ -28,11 +28,11 @@ PARITY = 1e-12
 
 
 def hf_forward(hf, variant, x, train_len):
-    from posbench.hf.extenders import check_called, extended
+    from posbench.hf.extenders import check_extended, extended
 
     with torch.no_grad(), extended(hf, variant, train_len):
         out = hf(input_ids=x, use_cache=False).logits
-        check_called()
+        check_extended()
     return out
 
 
@@ -145,7 +145,7 @@ def test_posbench_eval_hf_scores_the_extender_rows_and_the_scaling_rows_window_c
 
 def test_refusals(tiny_checkpoints, tmp_path, compose):
     from posbench.hf import checkpoint as checkpoints
-    from posbench.hf.extenders import extenders, undefined_reason
+    from posbench.hf.extenders import extender_undefined_reason, extenders
 
     def refused(names, config, family, match):
         with pytest.raises(PosbenchError, match=match) as e:
@@ -164,8 +164,8 @@ def test_refusals(tiny_checkpoints, tmp_path, compose):
             "rotates no channel")
     assert [v.suffix() for v in extenders(["rerope", "streaming", "rerope"], llama, "llama")] == ["+rerope", "+streaming"]
     # StreamingLLM's 4 sinks leave no recent key at a context of 5: a row without scores and the reason
-    assert "leave no recent keys at train_len 5" in undefined_reason(make_variant("streaming"), 5)
-    assert undefined_reason(make_variant("rerope"), 5) is None
+    assert "leave no recent keys at train_len 5" in extender_undefined_reason(make_variant("streaming"), 5)
+    assert extender_undefined_reason(make_variant("rerope"), 5) is None
 
 
 def test_the_command_refuses_an_extender_on_gpt2_in_one_line_and_writes_nothing(tiny_checkpoints, tmp_path):
