@@ -161,13 +161,19 @@ def window_reach(runs: pd.DataFrame, configs: Mapping[str, DictConfig]) -> list[
 def effective_length(cells: pd.DataFrame, threshold: float) -> int:
     """The longest length up to which every (length, condition) cell's accuracy is >= threshold;
     ``cells``: length, accuracy (one row per cell). 0 when the first length already fails."""
-    best = 0
-    for length, g in cells.groupby("length"):  # ascending
-        if (g["accuracy"] >= threshold).all():
-            best = int(length)
-        else:
-            break
-    return best
+    if cells.empty:
+        return 0
+    return int(effective_lengths(cells["accuracy"].to_numpy(float), cells["length"].to_numpy(), threshold))
+
+
+def effective_lengths(accuracy: np.ndarray, lengths: np.ndarray, threshold: float) -> np.ndarray:
+    """``effective_length`` on each row of ``accuracy`` [..., C] at once (cells' ``lengths`` [C]): the
+    longest length up to which every cell is >= threshold (0 where the shortest already fails); the
+    measures section's bootstrap reads it for thousands of replicates."""
+    order = np.unique(lengths)
+    ok = np.stack([(accuracy[..., lengths == L] >= threshold).all(-1) for L in order], -1)  # [..., lengths]
+    last = np.cumprod(ok, -1).sum(-1)  # how many lengths pass from the shortest on
+    return np.where(last > 0, order[np.maximum(last - 1, 0)], 0).astype(float)
 
 
 def task_table(frame: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD) -> pd.DataFrame:

@@ -43,6 +43,7 @@ from posbench.report.analysis import bootstrap
 from posbench.report.analysis.headline import with_interval
 from posbench.report.analysis.key_tokens import paired_rows
 from posbench.report.analysis.tables import completed, far_control, multiples
+from posbench.report.analysis.task_frames import effective_lengths
 from posbench.report.drawing.document import Heading, Para, Table
 from posbench.report.section import SECTIONS, Output, Section
 
@@ -72,16 +73,6 @@ class RowSeeds:
     @property
     def seeds(self) -> int:
         return min(len(self.log_ratio), len(self.accuracy))
-
-
-def effective_lengths(accuracy: np.ndarray, lengths: np.ndarray, threshold: float) -> np.ndarray:
-    """task_frames.effective_length on each row of ``accuracy`` [..., C]: the longest length up to which
-    every cell is >= threshold (0 where the shortest already fails)."""
-    order = np.unique(lengths)
-    ok = np.stack([(accuracy[..., lengths == L] >= threshold).all(-1) for L in order], -1)  # [..., lengths]
-    run = np.cumprod(ok, -1)  # 1 while every length so far passes
-    last = run.sum(-1)  # how many lengths pass from the shortest on
-    return np.where(last > 0, order[np.maximum(last - 1, 0)], 0).astype(float)
 
 
 def oriented(rows: list[RowSeeds], lm: list[np.ndarray], task: list[np.ndarray], threshold: float) -> np.ndarray:
