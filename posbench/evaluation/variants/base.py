@@ -13,7 +13,10 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from posbench.attention.options import AttentionOptions
+from posbench.core.errors import PosbenchError
 
 
 class Variant:
@@ -96,3 +99,20 @@ class RowTemperature(Variant):
 
     def applies_to(self, encoding) -> bool:
         return encoding.takes_row_temperature()
+
+
+def calibration_of(ev, length: int, what: str) -> np.ndarray:
+    """The training split a variant fits on at ``length`` (``ev.calibration``, never the scored text);
+    refused in one line, naming ``what`` the variant does there, where it holds no window of length + 1."""
+    if ev.calibration is None or len(ev.calibration) < length + 2:
+        have = 0 if ev.calibration is None else len(ev.calibration)
+        raise PosbenchError(f"{what} at {length} tokens on the training split, which has {have} tokens here; "
+                            f"it needs more than {length + 1}")
+    return np.asarray(ev.calibration)
+
+
+def split_windows(tokens: np.ndarray, length: int, n: int, seed: list[int]) -> np.ndarray:
+    """n windows of length + 1 tokens (inputs and their next tokens) at random places of ``tokens``,
+    drawn with ``seed``: [n, length + 1], read from the split in place."""
+    starts = np.random.default_rng(seed).integers(0, len(tokens) - length - 1, size=n)
+    return tokens[starts[:, None] + np.arange(length + 1)[None, :]]

@@ -44,7 +44,7 @@ from posbench.attention.options import AttentionOptions
 from posbench.core.errors import PosbenchError
 from posbench.core.params import param, positive
 from posbench.evaluation.variants import register
-from posbench.evaluation.variants.base import RowTemperature
+from posbench.evaluation.variants.base import RowTemperature, calibration_of, split_windows
 
 log = logging.getLogger(__name__)
 
@@ -94,11 +94,8 @@ class HeadScale(RowTemperature):
     def fit(self, model, ev, length: int, device) -> None:
         if length <= ev.train_len or length in self.fitted:
             return
-        if ev.calibration is None or len(ev.calibration) < length + 2:
-            have = 0 if ev.calibration is None else len(ev.calibration)
-            raise PosbenchError(f"+headscale fits its scales at {length} tokens on the training split, which has "
-                                f"{have} tokens here; it needs more than {length + 1}")
-        self.fitted[length] = fit_head_scales(model, np.asarray(ev.calibration), length, self.params, ev.options, device)
+        tokens = calibration_of(ev, length, "+headscale fits its scales")
+        self.fitted[length] = fit_head_scales(model, tokens, length, self.params, ev.options, device)
         s = self.fitted[length]
         log.info("headscale at L=%d: scales mean %.3f, min %.3f, max %.3f", length, float(s.mean()), float(s.min()), float(s.max()))
 
@@ -135,11 +132,8 @@ def _fit(model, tokens: np.ndarray, length: int, p, options: AttentionOptions, d
         q.requires_grad_(False)
     try:
         for step in range(p.steps):
-            rng = np.random.default_rng([FIT_SEED, length, step])
-            starts = rng.integers(0, len(tokens) - length - 1, size=p.batch)
-            idx = starts[:, None] + np.arange(length)[None, :]  # [batch, L], read from the split in place
-            x = torch.from_numpy(tokens[idx].astype(np.int64)).to(device)
-            y = torch.from_numpy(tokens[idx + 1].astype(np.int64)).to(device)
+            windows = torch.from_numpy(split_windows(tokens, length, p.batch, [FIT_SEED, length, step]).astype(np.int64))
+            x, y = windows[:, :-1].to(device), windows[:, 1:].to(device)
             for group in optimiser.param_groups:
                 group["lr"] = p.lr * factor(step)
             logits = model(x, None, options.replace(query_scale=HeadScales(scales)))

@@ -71,7 +71,7 @@ from posbench.attention.rope_scalings import ROPE_SCALINGS, RopeScaling, plain_f
 from posbench.core.errors import PosbenchError
 from posbench.core.params import at_least, one_of, param, positive
 from posbench.evaluation.variants import register
-from posbench.evaluation.variants.base import Variant
+from posbench.evaluation.variants.base import Variant, calibration_of, split_windows
 from posbench.tasks import build_task
 
 log = logging.getLogger(__name__)
@@ -169,9 +169,7 @@ def _unfitted(length: int):
 
 def heldout_windows(tokens: np.ndarray, length: int, n: int) -> torch.Tensor:
     """n windows of length + 1 tokens of ``tokens`` (the training split), drawn with the seed (TUNE_SEED, L)."""
-    starts = np.random.default_rng([TUNE_SEED, length]).integers(0, len(tokens) - length - 1, size=n)
-    idx = starts[:, None] + np.arange(length + 1)[None, :]
-    return torch.from_numpy(np.asarray(tokens)[idx].astype(np.int64))
+    return torch.from_numpy(split_windows(np.asarray(tokens), length, n, [TUNE_SEED, length]).astype(np.int64))
 
 
 def needle_windows(tokens: np.ndarray, length: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -311,10 +309,7 @@ class TunedScaling(Variant):
         if length <= ev.train_len or length in self.fitted:
             return
         p = self.params
-        if ev.calibration is None or len(ev.calibration) < length + 2:
-            have = 0 if ev.calibration is None else len(ev.calibration)
-            raise PosbenchError(f"+tuned searches its settings at {length} tokens on the training split, which has "
-                                f"{have} tokens here; it needs more than {length + 1}")
+        calibration_of(ev, length, "+tuned searches its settings")
         if p.objective == "needle":
             if np.asarray(ev.calibration).dtype != np.uint8:
                 raise PosbenchError("+tuned's needle objective plants byte-level passkeys (posbench/tasks/passkey.py); "
