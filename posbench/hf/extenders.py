@@ -54,6 +54,7 @@ import torch
 from posbench.attention.kernels import piecewise_rotary_attention
 from posbench.attention.rope_scalings import plain_frequencies
 from posbench.core.errors import PosbenchError
+from posbench.hf.attention import one_head_per_query, registered_attention
 from posbench.encodings.rope import apply_rotation, rotation_tables
 from posbench.evaluation.variants import Variant, make_variant
 from posbench.hf.scalings import rotary_modules
@@ -136,9 +137,7 @@ def extender_attention(module, query, key, value, attention_mask, scaling=None, 
                             f"({query.shape[2]} queries, {key.shape[2]} keys)")
     _state["calls"] += 1
     inv_freq, attention_scaling, rotary_dim = _state["tables"]
-    if key.shape[1] != query.shape[1]:  # grouped-query attention: each key head serves a group of query heads
-        key = key.repeat_interleave(query.shape[1] // key.shape[1], dim=1)
-        value = value.repeat_interleave(query.shape[1] // value.shape[1], dim=1)
+    key, value = one_head_per_query(query, key, value)
     L = query.shape[2]
     positions = torch.arange(L, device=query.device)
 
@@ -162,11 +161,6 @@ def extender_attention(module, query, key, value, attention_mask, scaling=None, 
     return out.transpose(1, 2).contiguous(), None
 
 
-def _register() -> None:
-    from transformers import AttentionInterface
-
-    AttentionInterface.register(NAME, extender_attention)
-
 
 def extender_undefined_reason(variant: Variant | None, train_len: int) -> str | None:
     """Why the row has no score at this context length (StreamingLLM with no recent key left), else None."""
@@ -183,23 +177,16 @@ def extended(model, variant: Variant | None, train_len: int):
     modules = rotary_modules(model)
     if not modules:
         raise PosbenchError(f"{type(model).__name__} has no rotary_emb module: {variant.suffix()[1:]} cannot be applied")
-    _register()
-    before = model.config._attn_implementation
-    try:
-        model.set_attn_implementation(NAME)
-    except (ValueError, NotImplementedError) as e:
-        raise PosbenchError(f"{type(model).__name__} cannot take {variant.suffix()[1:]} through transformers' "
-                            f"AttentionInterface ({str(e).splitlines()[0][:120]})") from None
-    _state.update(variant=variant, train_len=int(train_len), tables=None, calls=0, rotary_calls=0)
-    try:
-        for parent, attr, old in modules:
-            setattr(parent, attr, Unrotated(old, model.config))
-        yield model
-    finally:
-        for parent, attr, old in modules:
-            setattr(parent, attr, old)
-        model.set_attn_implementation(before)
-        _state.update(variant=None, train_len=None, tables=None)
+    with registered_attention(model, NAME, extender_attention, variant.suffix()[1:]):
+        _state.update(variant=variant, train_len=int(train_len), tables=None, calls=0, rotary_calls=0)
+        try:
+            for parent, attr, old in modules:
+                setattr(parent, attr, Unrotated(old, model.config))
+            yield model
+        finally:
+            for parent, attr, old in modules:
+                setattr(parent, attr, old)
+            _state.update(variant=None, train_len=None, tables=None)
 
 
 def check_extended() -> None:

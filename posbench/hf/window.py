@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from posbench.core.errors import PosbenchError
+from posbench.hf.attention import one_head_per_query, registered_attention
 
 NAME = "posbench_window"
 SUFFIX = "+swaL"  # posbench's WINDOW_CONTROL (evaluation/variants/local.py): the report pairs rows by it
@@ -38,9 +39,7 @@ def window_attention(module, query, key, value, attention_mask, scaling=None, dr
     own = kwargs.get("sliding_window") or getattr(module, "sliding_window", None)
     if isinstance(own, int) and own > 0:
         size = min(size, own)
-    if key.shape[1] != query.shape[1]:  # grouped-query attention: each key head serves a group of query heads
-        key = key.repeat_interleave(query.shape[1] // key.shape[1], dim=1)
-        value = value.repeat_interleave(query.shape[1] // value.shape[1], dim=1)
+    key, value = one_head_per_query(query, key, value)
     lq, lk = query.shape[2], key.shape[2]
     q = torch.arange(lk - lq, lk, device=query.device)[:, None]
     k = torch.arange(lk, device=query.device)[None, :]
@@ -49,11 +48,6 @@ def window_attention(module, query, key, value, attention_mask, scaling=None, dr
     return out.transpose(1, 2).contiguous(), None
 
 
-def _register() -> None:
-    from transformers import AttentionInterface
-
-    AttentionInterface.register(NAME, window_attention)
-
 
 @contextmanager
 def windowed_model(model, size: int | None):
@@ -61,19 +55,12 @@ def windowed_model(model, size: int | None):
     if size is None:
         yield model
         return
-    _register()
-    before = model.config._attn_implementation
-    try:
-        model.set_attn_implementation(NAME)
-    except (ValueError, NotImplementedError) as e:
-        raise PosbenchError(f"{type(model).__name__} cannot take +swaL through transformers' AttentionInterface "
-                            f"({str(e).splitlines()[0][:120]})") from None
-    _state["size"], _state["calls"] = int(size), 0
-    try:
-        yield model
-    finally:
-        model.set_attn_implementation(before)
-        _state["size"] = None
+    with registered_attention(model, NAME, window_attention, "+swaL"):
+        _state["size"], _state["calls"] = int(size), 0
+        try:
+            yield model
+        finally:
+            _state["size"] = None
 
 
 def check_windowed() -> None:
