@@ -56,7 +56,8 @@ N = len(available())  # the presets that sweep every encoding grow with the regi
 EXPECTED_JOBS = {"algorithmic": 144, "far_context_tasks": 96, "alibi_paper": 8, "all_encodings": N, "budget": 36, "budget_lr": 48,
                  "converged": 20, "extension": 240, "hybrids": 36, "lr_grid": 6 * N, "map": 21, "map_lr": 56,
                  "modern": 72, "quick": 5, "reference": 6 * N, "rope_extension": 1, "swan": 9, "tasks": 30,
-                 "tokenizers": 42, "mqar_levers": 6, "rope_base": 15, "learned_tasks": 147}
+                 "tokenizers": 42, "mqar_levers": 6, "rope_base": 15, "learned_tasks": 147,
+                 "frontier2": 42}
 
 
 # the largest sweeps compose hundreds of jobs (25-40 s each on 2 cores; modern's 72, 12 s): run with -m slow
@@ -114,6 +115,25 @@ def test_the_hybrids_preset_puts_each_layer_pattern_beside_the_attention_rows(ca
         {(0.25, "neox")}
     tiny = compose_jobs("config", ["experiment=hybrids", "+hybrid=gdn", "seed=0", "model=tiny"], multirun=True)
     assert [(c.model.d_model, list(c.model.mixers)) for c in tiny] == [(64, ["gdn"])]
+
+
+def test_the_frontier2_preset_puts_the_new_rows_beside_their_baselines(cache_dir):
+    """experiment=frontier2: the 2025-26 rows at the map's point (WSD branches, window control, the common
+    rate), DeltaProduct at n_h 1, 2, 3 with negative eigenvalues, Mamba-3 beside Mamba-2; the study
+    script's task lines compose (flip_flop's learned setting, parity on the recurrent rows)."""
+    specs = [validate(c) for c in compose_jobs("config", ["experiment=frontier2", "seed=0"], multirun=True)]
+    attention = {s.encoding.name for s in specs if s.model.name == "small"}
+    assert attention == {"nope", "rope", "alibi", "tape", "comrope", "cable", "sink", "gated", "ssmax"}
+    recurrent = {s.model.name: (tuple(s.model.layer_mixers()), dict(s.model.mixer_params)) for s in specs if s.model.name != "small"}
+    assert recurrent == {**{f"small_deltaproduct_nh{n}": (("deltaproduct",) * 4, {"deltaproduct": {"householder": n, "neg_eigval": True}})
+                            for n in (1, 2, 3)},
+                         "small_mamba2": (("mamba2",) * 4, {}), "small_mamba3": (("mamba3",) * 4, {})}
+    assert {(s.train.schedule, tuple(s.train.budgets), s.train.lr, s.train_len, tuple(s.eval.variants)) for s in specs} == \
+        {("wsd", (600, 1200), 0.002, 64, ("local",))}
+    tasks = [validate(c) for c in compose_jobs("config", ["experiment=frontier2", "+learned=flip_flop", "train.budgets=[]",
+                                                          "eval.variants=[]", "+hybrid=mamba3", "seed=0"], multirun=True)]
+    assert [(s.task.name, s.train.steps, s.model.init, s.model.name, s.train_len) for s in tasks] == \
+        [("flip_flop", 1000, "torch", "small_mamba3", 64)]
 
 
 def test_the_learned_tasks_preset_trains_each_task_at_its_own_setting(cache_dir):

@@ -146,7 +146,9 @@ EXTRA = {"extension": ["+extension=rope_linear,rope_llama3,rope_pose,rope_drope,
          # one recurrent, one hybrid and one attention row, one seed, budgets of a few steps
          "hybrids": ["+hybrid=gdn,samba,rope", "seed=0", "train.budgets=[6,12]", "train.warmup_steps=1"],
          # two tasks (one with a curriculum) on an attention and a recurrent row, one seed
-         "learned_tasks": ["+learned=mqar,flip_flop", "+hybrid=rope,gdn", "seed=0"]}
+         "learned_tasks": ["+learned=mqar,flip_flop", "+hybrid=rope,gdn", "seed=0"],
+         # a new attention row of each kind and the two new recurrences
+         "frontier2": ["+hybrid=tape,cable,deltaproduct_nh2,mamba3", "seed=0", "train.budgets=[6,12]", "train.warmup_steps=1"]}
 
 
 @pytest.mark.slow

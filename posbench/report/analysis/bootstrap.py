@@ -622,30 +622,3 @@ def holm(pvalues: list[float]) -> list[float]:
         running = max(running, min(1.0, (len(order) - rank) * p[i]))
         out[i] = running
     return out.tolist()
-
-
-def tied_ranks(cells: list[CellReplicates | None], k: int | None) -> list[float]:
-    """Ranks with ties drawn from the tests: a row's rank is 1 + the number of rows lower than it by
-    a significant difference (``compare`` at ALPHA, each pair on its own: the pairs are not a
-    pre-declared family), so rows that no test separates share a rank. ``k``: the length index;
-    None: the mean log-perplexity over every length. NaN for a row without a value."""
-    cells = [c if c is None or k is not None else _mean_over_lengths(c) for c in cells]
-    col = 0 if k is None else k
-    means = [c.observed[:, col].mean() if c is not None and np.isfinite(c.observed[:, col]).all() else math.nan
-             for c in cells]
-    ranks = []
-    for i, c in enumerate(cells):
-        if not np.isfinite(means[i]):
-            ranks.append(math.nan)
-            continue
-        ahead = sum(1 for j, other in enumerate(cells) if j != i and np.isfinite(means[j]) and means[j] < means[i]
-                    and compare(other, c, col).p < ALPHA)
-        ranks.append(float(1 + ahead))
-    return ranks
-
-
-def _mean_over_lengths(c: CellReplicates) -> CellReplicates:
-    return CellReplicates(c.observed.mean(1, keepdims=True),
-                          None if c.replicates is None else c.replicates.mean(2, keepdims=True),
-                          c.text, c.seeds, c.runs, c.n_docs,
-                          None if c.docs is None else c.docs.mean(1, keepdims=True), c.doc_tokens)

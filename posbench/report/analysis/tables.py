@@ -200,9 +200,8 @@ def main_table(evals: pd.DataFrame, tolerance: float, token_sets: dict | None = 
     from it, ``verdict_16x_1x`` keeps the ratio's class, ``verdict_basis`` says which);
     ``label`` (the verdict, a flat one qualified by far_context);
     ``mean_log_ppl`` (mean log-perplexity over the evaluated lengths) with ``_lo`` / ``_hi``;
-    ``rank_1x`` within the panel, tied where no test separates two rows (bootstrap.tied_ranks);
-    ``rank_mean_log_ppl`` within the panel, 1 the lowest, tied where the printed values are equal
-    (``rank_by_value``); ``extrapolation_len`` (from the mean curve) and
+    ``rank_1x`` (by the 1x perplexity) and ``rank_mean_log_ppl`` within the panel, 1 the lowest, tied
+    where the printed values are equal (``rank_by_value``); ``extrapolation_len`` (from the mean curve) and
     ``extrapolation_len_min`` (worst seed).
 
     ``M``, the multiple of the verdict, the ratio, the far-context columns, the extrapolation length
@@ -251,14 +250,13 @@ def main_table(evals: pd.DataFrame, tolerance: float, token_sets: dict | None = 
     table = pd.DataFrame(rows)
     if table.empty:
         return table
-    key = lambda i: tuple(table.loc[i, k] for k in CELL_KEYS)  # noqa: E731
-    # ranks among the unwindowed rows (the windowed ones among themselves): at 1x tied where no test
-    # separates two rows; over lengths by the mean log-perplexity as printed (rank_by_value)
+    # ranks among the unwindowed rows (the windowed ones among themselves), by the values as printed
+    # (rank_by_value): whether two rows differ is the tests' to say (the ≈ marks, pairs.csv), as at every length
     table["rank_1x"] = math.nan
     table["rank_mean_log_ppl"] = math.nan
     for _, idx in table.groupby(PANEL_KEYS + ["windowed"]).groups.items():
         if 1.0 in ms:
-            table.loc[idx, "rank_1x"] = bootstrap.tied_ranks([reps[key(i)] for i in idx], ms.index(1.0))
+            table.loc[idx, "rank_1x"] = rank_by_value(table.loc[idx, "1x"], PPL_DIGITS)
         table.loc[idx, "rank_mean_log_ppl"] = rank_by_value(table.loc[idx, "mean_log_ppl"], MEAN_LOG_DIGITS)
     _far_context(table, reps, ms, tolerance)
     _mark_best(table, reps_all, all_ms)
@@ -266,6 +264,7 @@ def main_table(evals: pd.DataFrame, tolerance: float, token_sets: dict | None = 
 
 
 MEAN_LOG_DIGITS = 3  # the decimals the mean log-perplexity is printed with (display_table)
+PPL_DIGITS = 2  # ... and a perplexity
 
 
 def rank_by_value(values, digits: int) -> list[float]:

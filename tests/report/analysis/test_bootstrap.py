@@ -167,21 +167,6 @@ def test_one_seed_cannot_resolve_a_difference_between_weights():
     assert lo < hi
 
 
-def test_ranks_are_tied_where_no_test_separates_two_rows():
-    """Three rows of other weights at 3 seeds: two whose per-seed difference changes sign share rank
-    1; one worse on every seed by far is third."""
-    draws = bootstrap.panel_draws(DOCS, REPLICATES)
-    tokens = np.full(DOCS, 100.0)
-
-    def cell(name, per_seed):
-        nats = np.asarray(per_seed)[:, None, None] * tokens[None, None, :]
-        return bootstrap.cell_from_arrays([0, 1, 2], nats, tokens, draws, {name})
-
-    cells = [cell("a", [1.00, 1.10, 0.95]), cell("b", [1.02, 1.05, 1.00]), cell("c", [2.0, 2.1, 2.05]), None]
-    ranks = bootstrap.tied_ranks(cells, 0)
-    assert ranks[:3] == [1, 1, 3] and math.isnan(ranks[3])
-
-
 # --- structures resampled from the committed per-document losses -------------------------
 
 BUDGET_RECORDS = Path(__file__).resolve().parents[3] / "results" / "budget" / "evaluations.csv.gz"

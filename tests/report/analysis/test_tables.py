@@ -95,15 +95,16 @@ def test_without_per_document_losses_the_table_falls_back_to_seeds_and_holm_corr
     assert len(pairs) == 4 and pairs["correction"].str.startswith("Holm over the 4 comparisons").all()
 
 
-def test_the_rank_over_lengths_gives_rank_1_to_the_lowest_and_ties_rows_equal_as_printed():
-    """One seed each (no test can separate two rows): the lowest mean log-perplexity is 1, the worst
-    last; two rows equal at the printed three decimals share 2 and the next is 4 (competition ranks);
+def test_the_ranks_give_rank_1_to_the_lowest_and_tie_rows_equal_as_printed():
+    """One seed each (no test can separate two rows): the lowest mean log-perplexity (and 1x
+    perplexity) is 1, the worst last; two rows equal at the printed three decimals share 2 and the next is 4 (competition ranks);
     the printed cell carries the rank."""
     evals = fake_evals({"worst": [[9.0, 9.5]], "best": [[5.0, 5.0]], "tie_a": [[6.0, 6.0]], "tie_b": [[6.0001, 6.0001]],
                         "no_value": [[float("nan"), float("nan")]]})
     table = main_table(evals, 0.05).set_index("variant")
-    ranks = table["rank_mean_log_ppl"]
-    assert ranks[["best", "tie_a", "tie_b", "worst"]].tolist() == [1, 2, 2, 4] and math.isnan(ranks["no_value"])
+    for column in ("rank_mean_log_ppl", "rank_1x"):  # at 1x too, though no test separates two rows with one seed
+        ranks = table[column]
+        assert ranks[["best", "tie_a", "tie_b", "worst"]].tolist() == [1, 2, 2, 4] and math.isnan(ranks["no_value"])
     shown = display_table(table.reset_index()).set_index("variant")["mean log-ppl (rank over lengths)"]
     assert shown["best"].endswith("(1)") and shown["tie_b"].endswith("(2)") and shown["worst"].endswith("(4)")
 

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# The rows of 2025-26 (conf/experiment/frontier2.yaml) on a CPU machine: every part in order, each a
+# posbench-train or posbench-eval sweep that skips what it finds done, so the same command resumes.
+#
+#   bash scripts/frontier2_study.sh ROOT [ROPE_BASE]   # runs in ROOT/frontier2*; ROPE_BASE: the RoPE-base
+#                                                      # study's run folder (default ROOT/rope_base), whose
+#                                                      # RoPE runs at base 10^4 and train_len 256 are tuned
+#
+#   ROOT/frontier2          the 14 rows x 3 seeds (WSD branches of 600 and 1200 steps), then the sink + window
+#                           rows (+swaL+sink4) of sink, gated, ssmax, rope and alibi and nope's +headscale
+#   ROOT/frontier2_tasks    flip_flop on every row, parity_check on the recurrent rows with rope and nope
+#   ROOT/frontier2_randpos  RoPE on integer and on real random positions (both rows are named +randpos)
+#   ROOT/frontier2_tuned    copies of the 1200-step RoPE runs at train_len 64 (this study's) and 256
+#                           (ROPE_BASE's, where they are finished), scored with each extension at its
+#                           default and tuned on held-out text (+tuned) at 1x..16x
+# Records: every KEEP_S seconds (default 600) and after each part the ended runs of each folder are kept in
+# RECORDS_DIR/<folder>.parquet (default results/frontier2/records; posbench-records keep), so that a machine
+# lost between sessions loses only unfinished runs: commit them as they grow.
+# Jobs: POSBENCH_JOBS (default 2) single-thread jobs side by side; POSBENCH_BIN the folder of the posbench
+# commands to use (default .venv/bin; run from a worktree of a fixed commit, docs/testing.md).
+# Extra overrides for every posbench-train line (a check at toy size): FRONTIER2_TRAIN, e.g.
+#   FRONTIER2_TRAIN='model=tiny train.budgets=[6,12] train.batch_size=4 seed=0' bash scripts/frontier2_study.sh /tmp/f2
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=${1:?usage: bash scripts/frontier2_study.sh ROOT [ROPE_BASE]}
+ROPE_BASE=${2:-$ROOT/rope_base}
+BIN=${POSBENCH_BIN:-.venv/bin}
+KEEP_S=${KEEP_S:-600}
+RECORDS_DIR=${RECORDS_DIR:-results/frontier2/records}
+read -r -a EXTRA <<< "${FRONTIER2_TRAIN:-}"
+export POSBENCH_JOBS=${POSBENCH_JOBS:-2}
+FOLDERS=(frontier2 frontier2_tasks frontier2_randpos frontier2_tuned)
+mkdir -p "$RECORDS_DIR" "${FOLDERS[@]/#/$ROOT/}"
+say() { echo "[frontier2_study $(date -u +%H:%M:%SZ)] $*"; }
+keep() { for f in "${FOLDERS[@]}"; do say "$f: $("$BIN/posbench-records" keep "$ROOT/$f" "$RECORDS_DIR/$f.parquet")"; done; }
+# finished runs below $1 of the attention rows named by the rest (folders <encoding>_<model>_L<n>_s<seed>_<id>:
+# a recurrent row's model name has an underscore, small_mamba3, so nope's pattern leaves it out), one per line
+runs_of() { local dir=$1 d; shift; for e in "$@"; do for d in "$dir/${e}"_*; do
+    [[ $(basename "$d") =~ ^${e}_[a-z0-9]+_L[0-9]+_s[0-9]+_[0-9a-f]+$ && -f $d/metrics.json ]] && echo "$d"; done; done | sort; }
+# a Hydra sweep over run folders: run_dir='a','b',...
+as_sweep() { local q; q=$(sed "s/.*/'&'/" | paste -sd, -); [ -n "$q" ] && echo "run_dir=$q"; }
+# the 1200-step runs among the folders on stdin (the branch the map's verdicts read)
+longest_branch() { "$BIN/python" -c '
+import sys
+from omegaconf import OmegaConf
+for line in sys.stdin:
+    if OmegaConf.load(line.strip() + "/config.yaml").train.steps == 1200:
+        print(line.strip())'; }
+
+for f in "${FOLDERS[@]}"; do
+    [ -f "$RECORDS_DIR/$f.parquet" ] && say "restore $f: $("$BIN/posbench-records" unpack "$RECORDS_DIR/$f.parquet" "$ROOT/$f")"
+done
+(while sleep "$KEEP_S"; do keep; done) &
+keeper=$!
+trap 'kill $keeper 2>/dev/null' EXIT
+
+say "1. the 14 rows"
+"$BIN/posbench-train" -m experiment=frontier2 "runs_dir=$ROOT/frontier2" "${EXTRA[@]}"
+keep
+
+say "2. the sink + window rows and nope's +headscale"
+sinks=$(runs_of "$ROOT/frontier2" sink gated ssmax rope alibi | as_sweep) || true
+[ -n "$sinks" ] && "$BIN/posbench-eval" -m "$sinks" 'eval.variants=[local,{name: local, sinks: 4}]'
+nope=$(runs_of "$ROOT/frontier2" nope | as_sweep) || true
+[ -n "$nope" ] && "$BIN/posbench-eval" -m "$nope" 'eval.variants=[local,headscale]'
+keep
+
+say "3. tasks: flip_flop on every row, parity_check on the recurrent rows with rope and nope"
+"$BIN/posbench-train" -m experiment=frontier2 +learned=flip_flop 'train.budgets=[]' 'eval.variants=[]' \
+    'eval.multiples=[1,2,4,8,16]' "runs_dir=$ROOT/frontier2_tasks" "${EXTRA[@]}"
+"$BIN/posbench-train" -m experiment=frontier2 task=parity_check model.init=torch train.steps=1000 'train.budgets=[]' \
+    'eval.variants=[]' 'eval.multiples=[1,2,4,8,16]' \
+    +hybrid=nope,rope,deltaproduct_nh1,deltaproduct_nh2,deltaproduct_nh3,mamba2,mamba3 \
+    "runs_dir=$ROOT/frontier2_tasks" "${EXTRA[@]}"
+keep
+
+say "4. RoPE on integer and on real random positions"
+"$BIN/posbench-train" -m experiment=frontier2 +hybrid=rope train.random_positions=2048 \
+    train.random_positions_kind=integer,float "runs_dir=$ROOT/frontier2_randpos" "${EXTRA[@]}"
+keep
+
+say "5. tuned extenders at train_len 64 and 256"
+for run in $( { runs_of "$ROOT/frontier2" rope; runs_of "$ROPE_BASE" rope | while read -r r; do
+        "$BIN/python" -c 'import sys; from omegaconf import OmegaConf as O; c = O.load(sys.argv[1] + "/config.yaml")
+sys.exit(0 if c.train_len == 256 and c.encoding.base == 10000.0 else 1)' "$r" && echo "$r"; done; } | longest_branch); do
+    [ -d "$ROOT/frontier2_tuned/$(basename "$run")" ] || cp -r "$run" "$ROOT/frontier2_tuned/"
+done
+tuned=$(runs_of "$ROOT/frontier2_tuned" rope | as_sweep) || true
+[ -n "$tuned" ] && "$BIN/posbench-eval" -m "$tuned" 'eval.multiples=[1,2,4,8,16]' \
+    'eval.rope_scaling=[ntk,dynamic_ntk,yarn,longrope]' \
+    'eval.variants=[{name: tuned, scaling: yarn, factor: 16},{name: tuned, scaling: ntk, factor: 16},{name: tuned, scaling: dynamic_ntk},{name: tuned, scaling: longrope, factor: 16}]'
+keep
+say "done"
