@@ -39,13 +39,15 @@ runs_of() { local dir=$1 d; shift; for e in "$@"; do for d in "$dir/${e}"_*; do
     [[ $(basename "$d") =~ ^${e}_[a-z0-9]+_L[0-9]+_s[0-9]+_[0-9a-f]+$ && -f $d/metrics.json ]] && echo "$d"; done; done | sort; }
 # a Hydra sweep over run folders: run_dir='a','b',...
 as_sweep() { local q; q=$(sed "s/.*/'&'/" | paste -sd, -); [ -n "$q" ] && echo "run_dir=$q"; }
-# the 1200-step runs among the folders on stdin (the branch the map's verdicts read)
+# the runs of the longest branch (1200 steps in the study) per train_len among the folders on stdin
 longest_branch() { "$BIN/python" -c '
 import sys
 from omegaconf import OmegaConf
-for line in sys.stdin:
-    if OmegaConf.load(line.strip() + "/config.yaml").train.steps == 1200:
-        print(line.strip())'; }
+runs = [(line.strip(), OmegaConf.load(line.strip() + "/config.yaml")) for line in sys.stdin if line.strip()]
+longest = {}
+for _, c in runs:
+    longest[c.train_len] = max(longest.get(c.train_len, 0), c.train.steps)
+print("\n".join(d for d, c in runs if c.train.steps == longest[c.train_len]))'; }
 
 for f in "${FOLDERS[@]}"; do
     [ -f "$RECORDS_DIR/$f.parquet" ] && say "restore $f: $("$BIN/posbench-records" unpack "$RECORDS_DIR/$f.parquet" "$ROOT/$f")"

@@ -183,8 +183,8 @@ def panel_items(sub: pd.DataFrame, tolerance: float) -> tuple[str, list[str]]:
         lead += ":"
     ranked = plain.dropna(subset=["mean_log_ppl"]).sort_values("mean_log_ppl") if "mean_log_ppl" in plain else plain.iloc[:0]
     if len(ranked) > 1:
-        items.append(f"Rank over lengths (by mean log-perplexity over {cols[0]} ... {longest}; rows that no test "
-                     "separates share a rank): " + ", ".join(f"{_rank(r)}`{r['variant']}` ({r['mean_log_ppl']:.3f})" for _, r in ranked.iterrows())
+        items.append(f"Rank over lengths (by mean log-perplexity over {cols[0]} ... {longest}; rows equal at the "
+                     "printed three decimals share a rank): " + ", ".join(f"{_rank(r)}`{r['variant']}` ({r['mean_log_ppl']:.3f})" for _, r in ranked.iterrows())
                      + ".")
     for col in dict.fromkeys(["1x", longest]):
         if sentence := _best_sentence(plain, col).strip():

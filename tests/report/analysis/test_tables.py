@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import scipy.stats
 
-from posbench.report.analysis.prose import summary_paragraphs
+from posbench.report.analysis.prose import summary_lists, summary_paragraphs
 from posbench.report.analysis.tables import (
     comparisons,
     display_table,
@@ -107,6 +107,10 @@ def test_the_ranks_give_rank_1_to_the_lowest_and_tie_rows_equal_as_printed():
         assert ranks[["best", "tie_a", "tie_b", "worst"]].tolist() == [1, 2, 2, 4] and math.isnan(ranks["no_value"])
     shown = display_table(table.reset_index()).set_index("variant")["mean log-ppl (rank over lengths)"]
     assert shown["best"].endswith("(1)") and shown["tie_b"].endswith("(2)") and shown["worst"].endswith("(4)")
+    (_, items), = summary_lists(table.reset_index(), 0.05)
+    (ranks_item,) = [i for i in items if i.startswith("Rank over lengths")]
+    assert "rows equal at the printed three decimals share a rank" in ranks_item
+    assert "1. `best`" in ranks_item and "2. `tie_a`" in ranks_item and "2. `tie_b`" in ranks_item and "4. `worst`" in ranks_item
 
 
 def doc_evals(spec, docs=40, seeds=3, spread=0.3, seed=0):
