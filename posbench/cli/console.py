@@ -5,17 +5,29 @@ KeyboardInterrupt traceback. Only the standard library and posbench.core.errors 
 
 from __future__ import annotations
 
+import os
+import sys
 from importlib import import_module
 
 from posbench.core.errors import note_interrupts, raise_if_interrupted, user_errors
 
 
+SIGPIPE_EXIT = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader went away
+
+
 def _run(module: str) -> None:
     note_interrupts()
-    with user_errors():
-        command = import_module(module).main
-        raise_if_interrupted()  # a Ctrl-C swallowed inside an import still stops before any work
-        command()
+    try:
+        with user_errors():
+            command = import_module(module).main
+            raise_if_interrupted()  # a Ctrl-C swallowed inside an import still stops before any work
+            command()
+    except BrokenPipeError:
+        # the reader of the output went away (`| head`, a study script stopped while a command printed):
+        # no traceback; what the command had written (files are written whole) stays. stdout goes to
+        # devnull so that Python's own flush at exit does not raise again (Python's signal docs' recipe).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(SIGPIPE_EXIT)
 
 
 def train() -> None:

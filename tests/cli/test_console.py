@@ -160,3 +160,17 @@ def test_an_interrupt_that_surfaces_as_another_error_is_still_one_line_and_130(m
     monkeypatch.setattr(errors, "_interrupted", False)
     with pytest.raises(RecursionError), errors.user_errors():
         raise RecursionError("a bug")
+
+
+def test_a_reader_that_goes_away_ends_a_command_without_a_traceback(tmp_path):
+    """A command printing into a pipe whose reader closed (`posbench-report ... | head`, a study
+    script stopped while posbench-records printed its line) exits 141, as a shell reports a writer
+    killed by SIGPIPE, with nothing on stderr."""
+    (tmp_path / "loud.py").write_text("def main():\n    for _ in range(100_000):\n        print('x' * 100)\n")
+    code = "from posbench.cli.console import _run; _run('loud')"
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])})
+    proc.stdout.read(10)
+    proc.stdout.close()  # the reader goes away while the command still prints
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141 and err == ""

@@ -72,7 +72,8 @@ def task_interval(g: pd.DataFrame) -> tuple[float, float]:
 
 def task_frame(runs: pd.DataFrame, configs: Mapping[str, DictConfig]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(records, left out): one row per task record of a completed run (``accuracy``: its task's
-    metric), on its task's most common example set; the records on other sets apart. ``configs``:
+    metric), on its task's most common example set and at its row's largest budget; the records on
+    other sets or of a smaller budget apart. ``configs``:
     the runs' configs by run directory (the task's parameters give its chance level and loss)."""
     frame = _records(runs, "task_evaluations")
     if frame.empty:
@@ -86,7 +87,22 @@ def task_frame(runs: pd.DataFrame, configs: Mapping[str, DictConfig]) -> tuple[p
     frame["loss"] = [None if run_task[rid] is None else run_task[rid].params.loss for rid in frame["run_id"]]
     main = frame.groupby("task")["example_set"].agg(lambda s: s.value_counts().index[0])
     keep = frame["example_set"] == frame["task"].map(main)
+    # a row trained for several budgets (train.budgets: branches of one trunk, each a run of the same seed)
+    # is read at its largest, as the perplexity tables read theirs: two branches in one cell would be
+    # averaged as if they were one run
+    dirs = dict(zip(runs["run_id"], runs["run_dir"]))
+    steps = frame["run_id"].map(lambda rid: _steps_of(configs.get(dirs.get(rid))))
+    largest = steps.groupby([frame[k] for k in ("task", "encoding", "model", "train_len", "seed")]).transform("max")
+    keep &= ~(steps < largest)
     return frame[keep].reset_index(drop=True), frame[~keep].reset_index(drop=True)
+
+
+def _steps_of(cfg: DictConfig | None) -> float:
+    """A run's training steps from its config (NaN where it cannot say: then it is kept)."""
+    try:
+        return float(cfg.train.steps)
+    except Exception:  # noqa: BLE001 - a config without train.steps (a checkpoint's run) has no budget to compare
+        return float("nan")
 
 
 def _task_of_run(cfg: DictConfig):
@@ -114,6 +130,34 @@ def not_learned(frame: pd.DataFrame) -> pd.DataFrame:
     g = own.groupby([*KEYS, "seed"], as_index=False).agg(accuracy=("accuracy", "mean"), chance=("chance", "mean"))
     low = g[g["accuracy"] < (g["chance"].fillna(0) + 1) / 2]
     return low[[*KEYS, "seed", "accuracy"]].reset_index(drop=True)
+
+
+LEARNED_SHARE = 0.9  # a task counts where some row reaches this share of its ceiling (100%) at train_len
+
+
+def learned_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """Which rows learned each task where they were trained, and whether the task counts. Per task, model
+    and train_len, each model's own row (variant == encoding: an evaluation-time row of the same weights
+    inherits what they learned) at 1x: the accuracy per run (mean over the grid's conditions), then the
+    mean over seeds. A row *learned* the task where that mean reaches ``LEARNED_SHARE`` of the ceiling
+    (100%); the task *counts* where some row learned it, since beyond train_len a task no row learned says
+    nothing about extrapolation. Columns: task, model, train_len, learned (the rows that did, best first),
+    rows (how many rows were scored), best, best_accuracy, seeds (of the best row), counts."""
+    own = frame[(frame["variant"] == frame["encoding"]) & (frame["multiple"] == 1)]
+    cols = ["task", "model", "train_len", "learned", "rows", "best", "best_accuracy", "seeds", "counts"]
+    if own.empty or own["accuracy"].notna().sum() == 0:
+        return pd.DataFrame(columns=cols)
+    runs = per_seed(own)
+    rows = runs.groupby(KEYS, as_index=False).agg(accuracy=("accuracy", "mean"), seeds=("seed", "nunique"))
+    out = []
+    for (task, model, train_len), g in rows.groupby(["task", "model", "train_len"], sort=True):
+        g = g.sort_values(["accuracy", "variant"], ascending=[False, True])
+        learned = g[g["accuracy"] >= LEARNED_SHARE]
+        best = g.iloc[0]
+        out.append({"task": task, "model": model, "train_len": int(train_len), "learned": list(learned["variant"]),
+                    "rows": len(g), "best": best["variant"], "best_accuracy": float(best["accuracy"]),
+                    "seeds": int(best["seeds"]), "counts": not learned.empty})
+    return pd.DataFrame(out, columns=cols)
 
 
 def one_hop_reach(cfg: DictConfig) -> tuple[int, int] | None:

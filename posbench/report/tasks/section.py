@@ -32,6 +32,7 @@ class Tasks(Section):
              Output("task_records.csv", "every task record (those on another example set too)"),
              Output("task_accuracy.png", "task accuracy against evaluation length"),
              Output("effective_length.csv", "claimed vs effective length per task and variant (RULER, NoLiMa)"),
+             Output("task_learned.csv", "per task: the rows that learned it at train_len and whether it counts"),
              Output(HEATMAP.format("<task>"), "one task's accuracy by evaluation length and condition"))
 
     def applies(self, ctx) -> bool:
@@ -81,6 +82,9 @@ class Tasks(Section):
             blocks[3:3] = _not_learned_blocks(low)
         if reach := task_frames.window_reach(scored, ctx.configs):
             blocks.insert(3, Para(_reach_text(reach)))
+        learned = task_frames.learned_rows(records)  # first after the table: which of its rows to read at all
+        out.csv("task_learned.csv", learned.assign(learned=[", ".join(v) for v in learned["learned"]]))
+        blocks[3:3] = _learned_blocks(learned)
         for task, g in task_frames.heatmap_frame(records).groupby("task"):
             condition = _condition_name(task)
             if condition is None:
@@ -90,7 +94,8 @@ class Tasks(Section):
             blocks.append(Image(name, caption))
         if not ctx.task_left_out.empty:
             blocks.append(Para(f"{len(ctx.task_left_out)} task records were scored on another example set (other task "
-                               "settings or corpus) and are in no table or figure."))
+                               "settings or corpus) or by a smaller budget of a row trained for several (the tables read "
+                               "each row's largest) and are in no table or figure."))
         return blocks
 
 
@@ -117,6 +122,29 @@ def _effective_text() -> str:
             "the length, whose chance falls as the list grows), the level below which the report calls a run not "
             "learned: RULER's bar, Llama-2-7B's 85.6% at 4K, is a large model's score and no fixed number fits tasks "
             "whose chance runs from 10^-5 (passkey) to 1/2 (two-chain variable tracking).")
+
+
+def _learned_blocks(learned: pd.DataFrame) -> list:
+    """Which rows learned each task at train_len (task_frames.learned_rows), and the tasks that do not count."""
+    if learned.empty:
+        return []
+    bar = f"{task_frames.LEARNED_SHARE:.0%}"
+    shown = pd.DataFrame({
+        "task": learned["task"], "model": learned["model"], "train_len": learned["train_len"],
+        f"rows at or above {bar} at train_len": [", ".join(f"`{v}`" for v in rows) or "none" for rows in learned["learned"]],
+        "best row (accuracy at train_len, seeds)": [f"`{b}` ({100 * a:.0f}%, {n})" for b, a, n in
+                                                    zip(learned["best"], learned["best_accuracy"], learned["seeds"])],
+        "counts": ["yes" if c else "no" for c in learned["counts"]]})
+    blocks = [Para(f"**Which rows learned each task.** A row learned a task where its accuracy at train_len (mean over "
+                   f"the grid, then over seeds; the model's own row) reaches {bar} of the ceiling (100%); a task counts "
+                   "where some row learned it."),
+              Table(shown)]
+    if not (missed := learned[~learned["counts"]]).empty:
+        names = ", ".join(f"{t} ({m}, {L})" for t, m, L in zip(missed["task"], missed["model"], missed["train_len"]))
+        blocks.append(Para(f"**Not counted**: {names}: no row learned it where it was trained, so its accuracy beyond "
+                           "train_len says nothing about which encoding extrapolates; its rows stay in the tables as "
+                           "measured."))
+    return blocks
 
 
 def _not_learned_blocks(low) -> list:

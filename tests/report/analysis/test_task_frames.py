@@ -25,6 +25,29 @@ def test_runs_that_never_learned_the_task_at_train_len_are_named():
     assert not_learned(pd.DataFrame(rows))["seed"].tolist() == [0, 1]
 
 
+def test_a_task_counts_where_some_row_reached_90_percent_of_its_ceiling_at_train_len():
+    """Per task: the rows whose 1x accuracy (mean over the grid, then over seeds; the model's own row, not
+    an evaluation-time row) reaches 90%, best first; a task no row learned does not count."""
+    from posbench.report.analysis.task_frames import learned_rows
+
+    rows = []
+    for task, per_row in (("mqar", {"rope": (1.0, 0.9), "alibi": (0.95, 0.93), "nope": (0.95, 0.7)}),
+                          ("parity_check", {"rope": (0.55, 0.5), "alibi": (0.5, 0.5), "nope": (0.6, 0.5)})):
+        for encoding, by_seed in per_row.items():
+            for seed, acc in enumerate(by_seed):
+                for condition, shift in ((0.0, 0.02), (1.0, -0.02)):  # the grid's mean is the seed's accuracy
+                    for variant, mult in ((encoding, 1.0), (encoding, 4.0), (encoding + "+swaL", 1.0)):
+                        rows.append({"task": task, "variant": variant, "encoding": encoding, "model": "tiny",
+                                     "train_len": 64, "seed": seed, "multiple": mult, "length": int(64 * mult), "condition": condition,
+                                     "chance": 0.5, "accuracy": acc + shift if mult == 1.0 and variant == encoding else 1.0})
+    got = learned_rows(pd.DataFrame(rows)).set_index("task")
+    assert got.loc["mqar", "learned"] == ["rope", "alibi"]  # 0.95 and 0.94 reach 0.9, best first; nope's 0.825 does not
+    assert (got.loc["mqar", "best"], got.loc["mqar", "best_accuracy"], got.loc["mqar", "seeds"]) == ("rope", pytest.approx(0.95), 2)
+    assert got.loc["mqar", "counts"] and got.loc["mqar", "rows"] == 3
+    assert got.loc["parity_check", "learned"] == [] and not got.loc["parity_check", "counts"]  # (+swaL's 100% is not the row's own)
+    assert got.loc["parity_check", "best"] == "nope"
+
+
 def test_the_task_report_says_which_depths_one_window_reaches():
     """rope_swa at train_len 64 has a window of 16 keys in every layer: only depth 1 (10 back) is within
     one window; irope has a global layer, so the note does not apply to it."""
@@ -62,3 +85,23 @@ def test_task_accuracy_intervals_cover_examples_and_seeds():
     lo5, hi5 = task_interval(cell([(0, d, 0.5, 64) for d in (0.0, 0.25, 0.5, 0.75, 1.0)]))
     assert hi5 - lo5 < 0.6 * (one[1] - one[0]) and lo5 < 0.5 < hi5
     assert all(math.isnan(v) for v in task_interval(cell([(0, 0.0, 0.5, 0)])))  # nothing scored: no interval
+
+
+def test_a_row_trained_for_several_budgets_is_read_at_its_largest():
+    """Two budget branches of one seed (train.budgets) are two runs of the same row and seed: the table
+    reads the longer, as the perplexity tables do, and the shorter's records are left out (averaged
+    together, a cell's mean fell outside its own interval)."""
+    from omegaconf import OmegaConf
+
+    from posbench.report.analysis.task_frames import task_frame
+
+    runs, configs = [], {}
+    for run_id, steps, acc in (("short", 6, 0.3), ("long", 12, 0.7)):
+        records = [{"variant": "rope", "task": "parity_check", "length": 64 * m, "multiple": float(m), "condition": None,
+                    "example_set": "e", "examples": 64, "exact": acc, "token_accuracy": acc} for m in (1, 2)]
+        runs.append({"run_id": run_id, "encoding": "rope", "model": "tiny", "train_len": 64, "seed": 0,
+                     "run_dir": f"/runs/{run_id}", "task_evaluations": records})
+        configs[f"/runs/{run_id}"] = OmegaConf.create({"task": {"name": "parity_check"}, "train": {"steps": steps}})
+    kept, left = task_frame(pd.DataFrame(runs), configs)
+    assert set(kept["run_id"]) == {"long"} and kept["accuracy"].tolist() == [0.7, 0.7]
+    assert set(left["run_id"]) == {"short"}
