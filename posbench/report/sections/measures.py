@@ -13,10 +13,13 @@ Three measures of one encoding (a row) each answer "does it extrapolate", each i
                              or above ``--threshold`` in every condition of every length
                              (posbench/report/analysis/task_frames.py effective_length); long is good
 
-A study is one protocol, model, train_len and task; its rows are the encodings (the table's unwindowed
-rows with a window control) whose LM runs kept per-token losses and whose task runs (same model and
-train_len) were scored: the variant names match. The section is shown where some study has at least
-``MIN_ROWS`` such rows.
+A study is one protocol, model shape, train_len and task; its rows are the encodings (the table's
+unwindowed rows with a window control) whose LM runs kept per-token losses and whose task runs (same
+model and train_len) were scored: the variant names match. Models of one width, depth and head count
+are one study (``model_groups``): a recurrent or hybrid pattern (``small_gdn``) joins the attention rows
+of its shape (``small``) as the row ``nope (small_gdn)``, since each model name is a panel of its own
+elsewhere in the report and alone it would never make a study. The section is shown where some study
+has at least ``MIN_ROWS`` such rows.
 
 Each measure is oriented so that higher is better (the ratio as minus its log), and per pair of
 measures the section gives Spearman's rank correlation across the rows (scipy.stats.spearmanr) with a
@@ -149,7 +152,7 @@ def compare_rows(rows: list[RowSeeds], threshold: float, replicates: int = REPLI
 
 
 def study_rows(ctx) -> dict[tuple, list[RowSeeds]]:
-    """Per study (protocol, model, train_len, task): its rows with all three measures (module doc)."""
+    """Per study (protocol, model shape, train_len, task): its rows with all three measures (module doc)."""
     if not ctx.has_lm or ctx.multiple is None or ctx.task_records.empty:
         return {}
     done = completed(ctx.evals)
@@ -159,6 +162,7 @@ def study_rows(ctx) -> dict[tuple, list[RowSeeds]]:
     done = done[done["multiple"].isin(ms)]
     key_counts = ctx.key_counts.counts
     tasks = ctx.task_records[ctx.task_records["accuracy"].notna()]
+    groups = model_groups(ctx)
     studies: dict[tuple, list[RowSeeds]] = {}
     for cell in paired_rows(done):
         protocol, variant, model, train_len = cell
@@ -170,10 +174,28 @@ def study_rows(ctx) -> dict[tuple, list[RowSeeds]]:
         for task, g in mine.groupby("task"):
             accuracy, lengths = _task_seeds(g)
             if accuracy is not None:
-                studies.setdefault((protocol, model, train_len, task), []).append(
-                    RowSeeds(variant, log_ratio, excess, accuracy, lengths))
+                group = groups.get(model, model)
+                studies.setdefault((protocol, group, train_len, task), []).append(
+                    RowSeeds(variant if model == group else f"{variant} ({model})", log_ratio, excess, accuracy, lengths))
     return {k: sorted(v, key=lambda r: r.name) for k, v in sorted(studies.items(), key=lambda kv: tuple(map(str, kv[0])))
             if len(v) >= MIN_ROWS}
+
+
+def model_groups(ctx) -> dict[str, str]:
+    """Each model name of the report's runs -> the name of its study's model: the models of one shape
+    (d_model, n_layers, n_heads in their configs) share the shortest of their names (small_gdn, small_mamba2
+    and small -> small). A model whose config cannot say stays alone."""
+    shapes: dict[str, tuple] = {}
+    for run_dir, model in zip(ctx.completed["run_dir"], ctx.completed["model"]):
+        try:
+            m = ctx.configs[run_dir].model
+            shapes.setdefault(model, (int(m.d_model), int(m.n_layers), int(m.n_heads)))
+        except Exception:  # noqa: BLE001 - a checkpoint's run or an old config: its own study
+            continue
+    by_shape: dict[tuple, list[str]] = {}
+    for model, shape in shapes.items():
+        by_shape.setdefault(shape, []).append(model)
+    return {model: min(names, key=lambda n: (len(n), n)) for names in by_shape.values() for model in names}
 
 
 def _lm_seeds(done: pd.DataFrame, cell: tuple, ms: list[float], counted: list) -> tuple | None:
@@ -234,7 +256,8 @@ class Measures(Section):
         out.csv(CORRELATIONS.name, pairs[STUDY_KEYS + [c for c in pairs.columns if c not in STUDY_KEYS]])
         longest = f"{ctx.multiple:g}x"
         blocks = [Heading(self.title),
-                  Para(f"Per study (protocol, model, train_len, task), the rows that have all three measures: the ratio on "
+                  Para(f"Per study (protocol, model shape, train_len, task; a recurrent or hybrid model joins the attention "
+                       f"rows of its shape, named beside its row), the rows that have all three measures: the ratio on "
                        f"equal context at {longest} (the verdict's statistic; low is good), the key-token excess at "
                        f"{longest} (key-token share minus mirror share, in percentage points; high: the row uses the "
                        f"far context) and the task's effective length at {100 * ctx.options.threshold:.0f}% accuracy "
@@ -302,4 +325,4 @@ def _display_rows(r: pd.DataFrame) -> pd.DataFrame:
     })
 
 
-__all__ = ["Measures", "RowSeeds", "compare_rows", "effective_lengths", "spearman_rows", "study_rows", "word"]
+__all__ = ["Measures", "RowSeeds", "compare_rows", "effective_lengths", "model_groups", "spearman_rows", "study_rows", "word"]

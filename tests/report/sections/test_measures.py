@@ -4,6 +4,7 @@ than three rows make no study, and the interval over seeds covers a known correl
 
 import numpy as np
 import pandas as pd
+from omegaconf import OmegaConf
 import pytest
 from scipy import stats
 
@@ -96,22 +97,27 @@ class FakeContext:
     """What study_rows reads of a ReportContext: made-up LM records with a window control, each
     seed's key-token counts, task records."""
 
-    def __init__(self, variants):
+    def __init__(self, variants, models=None):
         self.has_lm, self.multiple = True, 4.0
-        evals, tasks, counts = [], [], {}
+        evals, tasks, counts, runs = [], [], {}, []
+        models = models or {}  # variant -> model name (default tiny), each of the tiny shape
         for k, v in enumerate(variants):
+            model = models.get(v, "tiny")
             for seed in (0, 1):
                 for m, ppl in ((1.0, 10.0), (4.0, 10.0 * (1.1 + k + 0.01 * seed))):
                     for variant, p in ((v, ppl), (v + "+swaL", 10.5 if m > 1 else 10.0)):
-                        evals.append(dict(protocol="nonoverlapping", variant=variant, model="tiny", train_len=16,
+                        evals.append(dict(protocol="nonoverlapping", variant=variant, model=model, train_len=16,
                                           seed=seed, multiple=m, length=int(16 * m), ppl=p, status="completed",
                                           run_id=f"{v}-{seed}", windowed=variant.endswith("+swaL")))
                 for L in (16, 32, 64):
-                    tasks.append(dict(task="passkey", variant=v, encoding=v, model="tiny", train_len=16, seed=seed,
+                    tasks.append(dict(task="passkey", variant=v, encoding=v, model=model, train_len=16, seed=seed,
                                       length=L, multiple=L / 16, condition=0.5, accuracy=0.95 if L <= 64 >> k else 0.1))
-            cell = ("nonoverlapping", v, "tiny", 16)
+                runs.append(dict(run_id=f"{v}-{seed}", run_dir=f"/runs/{v}-{seed}", model=model))
+            cell = ("nonoverlapping", v, model, 16)
             counts[(cell, 4.0, 64)] = [(s, SimpleCounts(100 - 10 * k, 10)) for s in (0, 1)]
-        self.evals, self.task_records = pd.DataFrame(evals), pd.DataFrame(tasks)
+        self.evals, self.task_records, self.completed = pd.DataFrame(evals), pd.DataFrame(tasks), pd.DataFrame(runs)
+        shape = OmegaConf.create({"model": {"d_model": 64, "n_layers": 2, "n_heads": 2}})
+        self.configs = {r["run_dir"]: shape for r in runs}
         self.key_counts = type("Read", (), {"counts": counts})()
         self.options = type("Options", (), {"threshold": THRESHOLD})()
         self._derived = {}
@@ -136,6 +142,16 @@ def test_rows_of_a_report_are_matched_by_variant_and_the_section_needs_three():
     assert effective_lengths(rows[1].accuracy, rows[1].lengths, THRESHOLD)[0] == 32
     assert measures.Measures().applies(ctx)
     assert not measures.Measures().applies(FakeContext(["alibi", "rope"]))  # two rows: no section
+
+
+def test_a_recurrent_model_of_the_same_shape_joins_the_attention_rows_study():
+    """Each model name is a panel of its own elsewhere; here a pattern of the tiny shape (tiny_gdn) is a
+    row of the tiny study, named with its model, so that two attention rows and it make a study."""
+    ctx = FakeContext(["alibi", "nope", "rope"], models={"nope": "tiny_gdn"})
+    assert measures.model_groups(ctx) == {"tiny": "tiny", "tiny_gdn": "tiny"}
+    (study,) = measures.study_rows(ctx)
+    assert study == ("nonoverlapping", "tiny", 16, "passkey")
+    assert [r.name for r in measures.study_rows(ctx)[study]] == ["alibi", "nope (tiny_gdn)", "rope"]
 
 
 def test_the_interval_covers_the_correlation_of_the_rows_means():
