@@ -26,37 +26,36 @@ class Summary(Section):
                   convergence.budget_paragraph(convergence.at_largest_budget(ctx.convergence), ctx.options.improving)]
         if not ctx.task_runs.empty:
             scored.append("The task runs are scored by accuracy, in their own section.")
+        budgets = []
         if ctx.has_budgets and not ctx.budget_trends.empty:
-            scored.append(budget_headline(ctx.budget_trends))
+            lead, items = budget_lists(ctx.budget_trends)
+            budgets.append(Bullets(items, lead))
         return [Heading("Summary"), Bullets([s for s in scored if s], "**How the numbers were scored** (protocols, "
                                                                        "text and training budget):"),
-                *[Bullets(items, lead) for lead, items in summary_lists(ctx.table, ctx.options.tolerance)]]
+                *budgets, *[Bullets(items, lead) for lead, items in summary_lists(ctx.table, ctx.options.tolerance)]]
 
 
-def budget_headline(trends) -> str:
-    """The runs were trained for several budgets: every verdict below is at its row's largest budget,
-    named with its trend (the section "Verdicts by training budget" has every budget)."""
-    text = ("**Budgets.** The runs were trained for several budgets; every verdict below is read at its row's "
-            f"largest budget ({', '.join(sorted({str(int(s)) for s in trends['largest']}, key=int))} steps). ")
+def budget_lists(trends) -> tuple[str, list[str]]:
+    """(lead, items): the runs were trained for several budgets, so every verdict below is at its row's
+    largest budget, named with its trend, one item per row (with several panels, per row and verdict, each
+    panel's change beside it; as one paragraph a map's ran to 6,000 characters). The section "Verdicts by
+    training budget" has every budget."""
+    lead = ("**Budgets.** The runs were trained for several budgets; every verdict below is read at its row's "
+            f"largest budget ({', '.join(sorted({str(int(s)) for s in trends['largest']}, key=int))} steps):")
     panel = panel_label(trends, [k for k in ("model", "train_len") if k in trends])  # None: one panel
-    for lead, prefix in TREND_LEADS:
+    items = []
+    for word, prefix in TREND_LEADS:
         rows = trends[trends["trend"].str.startswith(prefix)]
-        if rows.empty:
-            continue
         if panel is None:  # the lead says the trend's first words; the brackets say the rest
-            text += f"{lead}: " + ", ".join(
-                f"`{r['variant']}` {r['verdict at largest']} ({_rest(r['trend'], prefix)})"
-                for _, r in rows.iterrows()) + ". "
+            items += [f"{word}: `{r['variant']}` {r['verdict at largest']} ({_rest(r['trend'], prefix)})."
+                      for _, r in rows.iterrows()]
             continue
         # several panels (a map): a row's name once, with each panel's change per doubling; the full words
         # stay in the section "Verdicts by training budget" (one item per row and panel read as a wall)
-        items = []
         for (variant, verdict), group in rows.groupby(["variant", "verdict at largest"], sort=True):
             where = ", ".join(f"{panel[1](r)} ({_change(r['trend'])})" for _, r in group.iterrows())
-            items.append(f"`{variant}` {verdict} at {where}")
-        text += f"{lead}: " + "; ".join(items) + ". "
-    return text.strip()
-
+            items.append(f"{word}: `{variant}` {verdict} at {where}.")
+    return lead, items
 
 
 def _change(trend: str) -> str:

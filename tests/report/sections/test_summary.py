@@ -3,7 +3,7 @@ verdicts; with several training budgets, each verdict at its row's largest."""
 
 import pandas as pd
 
-from posbench.report.sections.summary import Summary, budget_headline
+from posbench.report.sections.summary import Summary, budget_lists
 from tests.helpers import run_section
 
 
@@ -25,9 +25,13 @@ def test_with_several_budgets_the_summary_names_each_rows_trend_word():
                                      "class stable, change not resolved (600 to 1200 steps: x1.20 per doubling [0.90, 1.60])",
                                      "moving: broken at 600 to mild at 1200 steps (600 to 1200 steps: x0.78 per doubling "
                                      "[0.75, 0.82])"]})
-    text = budget_headline(trends)
-    assert text.startswith("**Budgets.** The runs were trained for several budgets; every verdict below is read at "
-                           "its row's largest budget (1200 steps).")
+    lead, items = budget_lists(trends)
+    assert lead == ("**Budgets.** The runs were trained for several budgets; every verdict below is read at "
+                    "its row's largest budget (1200 steps):")
+    assert len(items) == 5  # one item per row, in the order of the trend words
+    assert [i.split(":")[0] for i in items] == ["Stable (paired test, within 5% per doubling)", "Class stable, ratio moving",
+                                                "Class stable, change not resolved", "Moving", "Undecided"]
+    text = " ".join(items)
     assert "Class stable, ratio moving: `rope` broken (600 to 1200 steps: x1.32 per doubling [1.13, 1.55])." in text
     assert "Stable (paired test, within 5% per doubling): `alibi` flat (flat, within +-5%" in text
     assert "Undecided: `fire` undecided (undecided at 600, undecided at 1200 steps (600 to 1200 steps: x1.10 per " \
@@ -41,7 +45,7 @@ def test_with_several_panels_the_budget_words_name_each_row_once_with_its_panels
     trends = pd.DataFrame({"variant": ["rope", "rope", "alibi"], "model": ["small@stdlib", "small@pydocs", "small@stdlib"],
                            "train_len": [64, 64, 64], "largest": [1200] * 3, "verdict at largest": ["broken"] * 3,
                            "trend": [trend.format("1.30"), trend.format("1.50"), trend.format("1.20")]})
-    text = budget_headline(trends)
-    assert ("Class stable, ratio moving: `alibi` broken at small@stdlib (x1.20 per doubling [1.10, 1.60]); `rope` "
-            "broken at small@stdlib (x1.30 per doubling [1.10, 1.60]), small@pydocs (x1.50 per doubling [1.10, 1.60]).") in text
-    assert text.count("`rope`") == 1
+    _, items = budget_lists(trends)
+    assert items == ["Class stable, ratio moving: `alibi` broken at small@stdlib (x1.20 per doubling [1.10, 1.60]).",
+                     "Class stable, ratio moving: `rope` broken at small@stdlib (x1.30 per doubling [1.10, 1.60]), "
+                     "small@pydocs (x1.50 per doubling [1.10, 1.60])."]
