@@ -1,7 +1,7 @@
 """Convert committed reports written before manifest.json: read back, once, what a
 rebuild needs from each report.md's words (each run's config block, the commands, the environment
 table, the joined folders' line, the rows that do not apply, the scored-text line) and write it as
-``manifest.json`` beside it (posbench/report/records/manifest.py), which is all ``posbench-report FOLDER
+``manifest.json.gz`` beside it (posbench/report/records/manifest.py), which is all ``posbench-report FOLDER
 --rebuild`` reads of the report from then on.
 
     python scripts/convert_manifests.py results/*/ results/far_context/*/     # skips folders that have one
@@ -17,13 +17,14 @@ Verify a conversion by rebuilding (the folder's COMMAND.md gives the command) an
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from pathlib import Path
 
 import pandas as pd
 
-from posbench.report.records.manifest import MANIFEST, Join, Manifest, read_manifest
+from posbench.report.records.manifest import MANIFEST, Join, Manifest, manifest_data, manifest_path, read_manifest, write_manifest
 
 REPORT = "report.md"
 CONFIG_BLOCK = re.compile(r"<details><summary>config of (\S+)</summary>\n\n```\n(.*?)\n```", re.S)
@@ -101,9 +102,9 @@ def main(argv: list[str] | None = None) -> int:
             made = manifest_from_report((folder / REPORT).read_text())
             if not made.configs:
                 raise ValueError(f"its {REPORT} holds no config block")
-            path = folder / MANIFEST
+            path = manifest_path(folder)
             if args.check:
-                same = path.is_file() and path.read_text() == made.to_json()
+                same = path.is_file() and manifest_data(folder) == json.loads(made.to_json())
                 print(f"{folder}: {'the same' if same else 'differs from ' + MANIFEST}")
                 failed += not same
                 continue
@@ -111,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
                 read_manifest(folder)  # a damaged one says so; a good one is kept (the report wrote it)
                 print(f"{folder}: has {MANIFEST} already, kept")
                 continue
-            path.write_text(made.to_json())
+            write_manifest(folder, made)
             print(f"{folder}: wrote {MANIFEST} ({len(made.configs)} configs, {len(made.commands)} commands, "
                   f"{len(made.environment)} environment rows, {len(made.joins)} joins, "
                   f"{len(made.not_applicable)} rows not applying, {len(made.scored_text)} scored token sets)")

@@ -11,7 +11,7 @@
 #   ROOT/frontier2_tasks    flip_flop on every row, parity_check on the recurrent rows with rope and nope
 #   ROOT/frontier2_randpos  RoPE on integer and on real random positions (both rows are named +randpos)
 #   ROOT/frontier2_tuned    copies of the 1200-step RoPE runs at train_len 64 (this study's) and 256
-#                           (ROPE_BASE's, where they are finished), scored with each extension at its
+#                           (ROPE_BASE's, those completed with their weights), scored with each extension at its
 #                           default and tuned on held-out text (+tuned) at 1x..16x
 # Records: every KEEP_S seconds (default 600) and after each part the ended runs of each folder are kept in
 # RECORDS_DIR/<folder>.parquet (default results/frontier2/records; posbench-records keep), so that a machine
@@ -33,10 +33,16 @@ FOLDERS=(frontier2 frontier2_tasks frontier2_randpos frontier2_tuned)
 mkdir -p "$RECORDS_DIR" "${FOLDERS[@]/#/$ROOT/}"
 say() { echo "[frontier2_study $(date -u +%H:%M:%SZ)] $*"; }
 keep() { for f in "${FOLDERS[@]}"; do say "$f: $("$BIN/posbench-records" keep "$ROOT/$f" "$RECORDS_DIR/$f.parquet")"; done; }
-# finished runs below $1 of the attention rows named by the rest (folders <encoding>_<model>_L<n>_s<seed>_<id>:
-# a recurrent row's model name has an underscore, small_mamba3, so nope's pattern leaves it out), one per line
+# completed runs with their weights below $1 of the attention rows named by the rest (folders
+# <encoding>_<model>_L<n>_s<seed>_<id>: a recurrent row's model name has an underscore, small_mamba3, so nope's
+# pattern leaves it out), one per line. A run unpacked from records has no weights (posbench-records keeps
+# none): it cannot be scored again, so it is left out and its kept records stand; runs that failed, diverged or
+# were interrupted are left out too (posbench-eval refuses them).
 runs_of() { local dir=$1 d; shift; for e in "$@"; do for d in "$dir/${e}"_*; do
-    [[ $(basename "$d") =~ ^${e}_[a-z0-9]+_L[0-9]+_s[0-9]+_[0-9a-f]+$ && -f $d/metrics.json ]] && echo "$d"; done; done | sort; }
+    if [[ $(basename "$d") =~ ^${e}_[a-z0-9]+_L[0-9]+_s[0-9]+_[0-9a-f]+$ && -f $d/checkpoint.pt ]] && completed "$d"; then
+        echo "$d"; fi; done; done | sort; }
+completed() { "$BIN/python" -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["status"] != "completed")' \
+    "$1/metrics.json" 2>/dev/null; }
 # a Hydra sweep over run folders: run_dir='a','b',...
 as_sweep() { local q; q=$(sed "s/.*/'&'/" | paste -sd, -); [ -n "$q" ] && echo "run_dir=$q"; }
 # the runs of the longest branch (1200 steps in the study) per train_len among the folders on stdin
@@ -82,10 +88,15 @@ say "4. RoPE on integer and on real random positions"
 keep
 
 say "5. tuned extenders at train_len 64 and 256"
-for run in $( { runs_of "$ROOT/frontier2" rope; runs_of "$ROPE_BASE" rope | while read -r r; do
-        "$BIN/python" -c 'import sys; from omegaconf import OmegaConf as O; c = O.load(sys.argv[1] + "/config.yaml")
-sys.exit(0 if c.train_len == 256 and c.encoding.base == 10000.0 else 1)' "$r" && echo "$r"; done; } | longest_branch); do
-    [ -d "$ROOT/frontier2_tuned/$(basename "$run")" ] || cp -r "$run" "$ROOT/frontier2_tuned/"
+at256() { "$BIN/python" -c 'import sys; from omegaconf import OmegaConf as O; c = O.load(sys.argv[1] + "/config.yaml")
+sys.exit(0 if c.train_len == 256 and c.encoding.base == 10000.0 else 1)' "$1"; }
+candidates=$(runs_of "$ROOT/frontier2" rope; runs_of "$ROPE_BASE" rope | while read -r r; do at256 "$r" && echo "$r"; done || true)
+chosen=$(printf '%s\n' "$candidates" | longest_branch)  # a failure here stops the script (set -e), not silently
+for run in $chosen; do
+    name=$(basename "$run") target="$ROOT/frontier2_tuned/$(basename "$run")"
+    [ -f "$target/checkpoint.pt" ] && continue
+    rm -rf "$target" "$ROOT/frontier2_tuned/.copy_$name"  # a copy cut off before, or unpacked without weights
+    cp -r "$run" "$ROOT/frontier2_tuned/.copy_$name" && mv "$ROOT/frontier2_tuned/.copy_$name" "$target"
 done
 tuned=$(runs_of "$ROOT/frontier2_tuned" rope | as_sweep) || true
 [ -n "$tuned" ] && "$BIN/posbench-eval" -m "$tuned" 'eval.multiples=[1,2,4,8,16]' \

@@ -14,13 +14,15 @@ BIN=${POSBENCH_BIN:-.venv/bin}
 if [ $# -gt 0 ]; then
     folders=("$@")
 else
-    mapfile -t folders < <(find results -name manifest.json -exec dirname {} \; | sort)
+    mapfile -t folders < <(find results \( -name manifest.json.gz -o -name manifest.json \) -exec dirname {} \; | sort -u)
 fi
 for folder in "${folders[@]}"; do
-    [ -f "$folder/manifest.json" ] || { echo "rebuild_reports: $folder has no manifest.json (not a committed report)" >&2; exit 2; }
-    mapfile -t joins < <("$BIN/python" -c 'import json, sys
-for j in json.load(open(sys.argv[1])).get("joins") or []:
-    print(j["folder"])' "$folder/manifest.json")
+    [ -f "$folder/manifest.json.gz" ] || [ -f "$folder/manifest.json" ] || {
+        echo "rebuild_reports: $folder has no manifest.json.gz (not a committed report)" >&2; exit 2; }
+    mapfile -t joins < <("$BIN/python" -c 'import sys
+from posbench.report.records.manifest import manifest_data
+for j in manifest_data(sys.argv[1]).get("joins") or []:
+    print(j["folder"])' "$folder")
     args=()
     for j in "${joins[@]}"; do args+=(--with "$j"); done
     echo "[rebuild_reports $(date -u +%H:%M:%SZ)] posbench-report $folder --rebuild ${args[*]}"

@@ -6,6 +6,7 @@ KeyboardInterrupt traceback. Only the standard library and posbench.core.errors 
 from __future__ import annotations
 
 import os
+import select
 import sys
 from importlib import import_module
 
@@ -23,11 +24,23 @@ def _run(module: str) -> None:
             raise_if_interrupted()  # a Ctrl-C swallowed inside an import still stops before any work
             command()
     except BrokenPipeError:
+        if not _stdout_gone():
+            raise  # a pipe of the command's own (a subprocess, a socket): a fault to see, not a reader gone
         # the reader of the output went away (`| head`, a study script stopped while a command printed):
         # no traceback; what the command had written (files are written whole) stays. stdout goes to
         # devnull so that Python's own flush at exit does not raise again (Python's signal docs' recipe).
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(SIGPIPE_EXIT)
+
+
+def _stdout_gone() -> bool:
+    """Whether stdout is a pipe whose reader has closed it (poll reports an error on its write end)."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # no stdout, or no poll on this platform
+        return False
 
 
 def train() -> None:

@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rebuild", action="store_true",
                         help="RUNS_DIR is a committed report's folder whose runs are gone: rebuild its report from the "
                              "records it kept (evaluations.csv.gz, task_records.csv, convergence.csv, and the configs, "
-                             "commands and environment in manifest.json); --out defaults to RUNS_DIR")
+                             "commands and environment in manifest.json.gz); --out defaults to RUNS_DIR")
     parser.add_argument("--with", dest="with_folders", type=Path, action="append", default=[], metavar="FOLDER",
                         help="with --rebuild: a committed report of some of the same runs retrained later; their records "
                              "replace these on the protocols it scored (repeatable)")

@@ -2,7 +2,7 @@
 (between its ``results-index`` markers), made from the committed reports alone (``python
 scripts/results_index.py``; ``scripts/rebuild_reports.sh`` ends with it).
 
-A study is a folder with a ``manifest.json`` (a report posbench wrote) and its ``table.csv``. Each cell is
+A study is a folder with a ``manifest.json.gz`` (or an older report's ``manifest.json``: a report posbench wrote) and its ``table.csv``. Each cell is
 one encoding in one study: its verdict as the report words it and the number the verdict reads, with its
 95% interval (the perplexity ratio on equal context, 16x against the lower of 1x and the window control,
 where the report has the control; else 16x/1x, unequal context), at the study's main setting, linked to
@@ -27,6 +27,7 @@ from posbench.core.errors import PosbenchError
 from posbench.core.files import atomic_write_text
 from posbench.report.drawing.document import Heading, Para, Table, render
 from posbench.report.analysis.headline import verdict_css
+from posbench.report.records.manifest import MANIFEST, OLD_MANIFEST
 
 INDEX = "index.html"
 README = "README.md"
@@ -53,7 +54,8 @@ def is_encoding(variant: str) -> bool:
 
 def studies(root: Path) -> list[Path]:
     """Every committed report below ``root`` that has a main table, in path order."""
-    return sorted(p.parent for p in Path(root).rglob("manifest.json") if (p.parent / "table.csv").is_file())
+    found = {p.parent for name in (MANIFEST, OLD_MANIFEST) for p in Path(root).rglob(name)}
+    return sorted(f for f in found if (f / "table.csv").is_file())
 
 
 def _main_setting(rows: pd.DataFrame) -> tuple[str, int]:

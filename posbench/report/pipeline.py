@@ -2,7 +2,7 @@
 
 Reads every ``metrics.json`` below a runs folder (the report never trains or evaluates); runs that
 cannot be read are skipped with a warning and listed in the report. Beside report.md it writes
-``manifest.json``: what a rebuild of the report reads besides its records (posbench/report/records/manifest.py). The report is its sections
+``manifest.json.gz``: what a rebuild of the report reads besides its records (posbench/report/records/manifest.py). The report is its sections
 (posbench/report/section.py), in their order: each that applies writes its files and gives its
 blocks; the "Files" list is made from what they declared, and files an earlier report wrote for a
 section that no longer applies are removed.
@@ -29,7 +29,7 @@ from posbench.report.drawing.document import Heading, Image, Para, Table, render
 from posbench.report.drawing.png import keep_figure
 from posbench.report.comparison.frames import check_pairs
 from posbench.report.forecast.section import check_requests
-from posbench.report.records.manifest import MANIFEST, manifest_of
+from posbench.report.records.manifest import manifest_of, write_manifest
 from posbench.report.analysis.prose import join_words
 from posbench.report.section import SECTIONS, Section, SectionOutput, write_or_fail
 
@@ -159,8 +159,8 @@ def make_report(runs_dir: Path | list[Path], out_dir: Path, options: Options) ->
     # before the pages are drawn: a figure links its PDF where one lies beside it, never an older report's
     remove_stale(out_dir, every, written)
     md, page = render(blocks, out_dir, "posbench report")
-    report, manifest = out_dir / REPORT, manifest_of(ctx).to_json()  # what a rebuild reads (report/records/manifest.py)
-    write_or_fail(out_dir, lambda: (atomic_write_text(out_dir / MANIFEST, manifest),
+    report, manifest = out_dir / REPORT, manifest_of(ctx)  # what a rebuild reads (report/records/manifest.py)
+    write_or_fail(out_dir, lambda: (write_manifest(out_dir, manifest),
                                     atomic_write_text(out_dir / "report.html", page), atomic_write_text(report, md)))
     return Report(report, written)
 

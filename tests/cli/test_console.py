@@ -174,3 +174,14 @@ def test_a_reader_that_goes_away_ends_a_command_without_a_traceback(tmp_path):
     proc.stdout.close()  # the reader goes away while the command still prints
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 141 and err == ""
+
+
+def test_a_broken_pipe_of_the_command_s_own_is_still_a_traceback(tmp_path):
+    """Only stdout's reader going away is quiet: a pipe the command itself opened and broke (a
+    subprocess that exited) is a fault, shown as one."""
+    (tmp_path / "own_pipe.py").write_text(
+        "import os\ndef main():\n    r, w = os.pipe()\n    os.close(r)\n    os.write(w, b'x')\n")
+    code = "from posbench.cli.console import _run; _run('own_pipe')"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}, timeout=60)
+    assert proc.returncode == 1 and "BrokenPipeError" in proc.stderr

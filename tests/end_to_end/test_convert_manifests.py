@@ -1,7 +1,6 @@
 """scripts/convert_manifests.py: a report committed before manifest.json gets one from the words of its
 report.md, once, and rebuilds from it as from the manifest the report would have written."""
 
-import json
 import shutil
 import sys
 from pathlib import Path
@@ -10,7 +9,7 @@ import pandas as pd
 import pytest
 
 from posbench.cli.report import main as report
-from posbench.report.records.manifest import Join, read_manifest
+from posbench.report.records.manifest import Join, manifest_data, read_manifest
 from posbench.report.analysis.prose import scored_text_note
 
 ROOT = Path(__file__).parents[2]
@@ -41,7 +40,7 @@ def test_a_joined_folders_line_reads_back_as_the_fields_that_write_it():
 def as_before_the_manifest(folder: Path) -> None:
     """A report as written before manifest.json: each shown run's config as a block of report.md (what
     reports listed then; today manifest.json keeps them), read from the committed manifest."""
-    configs = json.loads((QUICK / "manifest.json").read_text())["configs"]
+    configs = manifest_data(QUICK)["configs"]
     blocks = "".join(f"\n\n<details><summary>config of {rid}</summary>\n\n```\n{text.rstrip()}\n```\n\n</details>"
                      for rid, text in configs.items())
     (folder / "report.md").write_text((folder / "report.md").read_text().rstrip("\n") + blocks + "\n")
@@ -49,11 +48,11 @@ def as_before_the_manifest(folder: Path) -> None:
 
 def test_a_converted_report_rebuilds_as_from_the_manifest_its_report_writes(tmp_path, capsys):
     old, committed = tmp_path / "old" / "quick", tmp_path / "committed" / "quick"
-    shutil.copytree(QUICK, old, ignore=shutil.ignore_patterns("screenshots", "manifest.json"))
+    shutil.copytree(QUICK, old, ignore=shutil.ignore_patterns("screenshots", "manifest.json*"))
     as_before_the_manifest(old)
     shutil.copytree(QUICK, committed, ignore=shutil.ignore_patterns("screenshots"))
     assert main([str(old)]) == 0
-    assert "wrote manifest.json (5 configs, 1 commands, 1 environment rows" in capsys.readouterr().out
+    assert "wrote manifest.json.gz (5 configs, 1 commands, 1 environment rows" in capsys.readouterr().out
     made = read_manifest(old)
     assert made.commands == ["posbench-train -m experiment=quick"] and made.joins == [] and len(made.scored_text) == 1
     assert made.environment.loc[0, "train tokens"] == "30252179"  # every cell as the table shows it
@@ -61,13 +60,13 @@ def test_a_converted_report_rebuilds_as_from_the_manifest_its_report_writes(tmp_
         report([str(folder), "--rebuild", "--out", str(folder.parent / "out")])
     assert (old.parent / "out" / "report.md").read_text() == (committed.parent / "out" / "report.md").read_text()
     assert main([str(old), "--check"]) == 0
-    assert main([str(old)]) == 0 and "has manifest.json already, kept" in capsys.readouterr().out
+    assert main([str(old)]) == 0 and "has manifest.json.gz already, kept" in capsys.readouterr().out
 
 
 def test_a_folder_without_a_report_fails_in_one_line_and_the_others_are_converted(tmp_path, capsys):
     good = tmp_path / "good"
-    shutil.copytree(QUICK, good, ignore=shutil.ignore_patterns("screenshots", "manifest.json"))
+    shutil.copytree(QUICK, good, ignore=shutil.ignore_patterns("screenshots", "manifest.json*"))
     as_before_the_manifest(good)
     assert main([str(tmp_path / "none"), str(good)]) == 1
     assert capsys.readouterr().err.strip() == f"{tmp_path / 'none'}: cannot convert: no report.md"
-    assert json.loads((good / "manifest.json").read_text())["format"] == 1
+    assert manifest_data(good)["format"] == 1

@@ -1,15 +1,15 @@
 """The committed studies' records files (posbench/store/records.py) give their committed reports: a report
 made from a records file has the committed tables, and every committed report rebuilt from its records
-(``--rebuild``: evaluations.csv.gz and manifest.json) is itself again, tables and words."""
+(``--rebuild``: evaluations.csv.gz and manifest.json.gz) is itself again, tables and words."""
 
 from __future__ import annotations
 
 import gzip
-import json
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from posbench.report.records.manifest import manifest_data
 
 from tests.conftest import cli
 
@@ -43,11 +43,11 @@ def test_the_map_s_records_give_its_committed_map(tmp_path):
 
 @pytest.mark.slow  # every committed report: about 6 minutes (scripts/rebuild_reports.sh does the same in place)
 # results/quick is made from runs, not rebuilt: tests/report/records/test_committed.py checks that its rebuild is the report its runs gave
-@pytest.mark.parametrize("folder", sorted(p.parent.relative_to(RESULTS) for p in RESULTS.rglob("manifest.json")
-                                          if p.parent.name != "quick"), ids=str)
+@pytest.mark.parametrize("folder", sorted({p.parent.relative_to(RESULTS) for p in RESULTS.rglob("manifest.json*")
+                                          if p.parent.name != "quick"}), ids=str)
 def test_every_committed_report_rebuilds_to_itself(folder, tmp_path):
     committed = RESULTS / folder
-    joins = [a for j in json.loads((committed / "manifest.json").read_text()).get("joins") or [] for a in ("--with", j["folder"])]
+    joins = [a for j in manifest_data(committed).get("joins") or [] for a in ("--with", j["folder"])]
     # from the repository's root, the folder named as scripts/rebuild_reports.sh names it (the report's words name it)
     cli("posbench.cli.report", str(Path("results") / folder), "--rebuild", *joins, "--out", str(tmp_path / "out"),
         cwd=RESULTS.parent)

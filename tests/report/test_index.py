@@ -4,6 +4,7 @@ to the report; README.md keeps everything outside its markers; the committed ind
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -28,7 +29,7 @@ def study(root: Path, name: str, rows: list[dict]) -> None:
     folder = root / name
     folder.mkdir(parents=True)
     pd.DataFrame(rows).to_csv(folder / "table.csv", index=False)
-    (folder / "manifest.json").write_text(json.dumps({"format": 1, "configs": {}}))
+    (folder / "manifest.json.gz").write_bytes(gzip.compress(json.dumps({"format": 1, "configs": {}}).encode()))
 
 
 @pytest.fixture

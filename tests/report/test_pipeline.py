@@ -62,7 +62,7 @@ def test_the_files_list_is_what_the_report_folder_holds_and_every_file_is_declar
     md = (sweep_report / "report.md").read_text()
     listed = files_listed(md)
     # the report's own files: its two renderings and what a rebuild reads (report/records/manifest.py)
-    on_disk = sorted(p.name for p in sweep_report.iterdir() if p.name not in ("report.md", "report.html", "manifest.json"))
+    on_disk = sorted(p.name for p in sweep_report.iterdir() if p.name not in ("report.md", "report.html", "manifest.json.gz"))
     assert sorted(listed) == on_disk
     declared = [f for s in sections() for f in s.files]
     assert all(any(f.matches(name) for f in declared) for name in on_disk)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from posbench.report.records.manifest import manifest_data
 from posbench.spec import RunSpec
 from posbench.store.identity import run_id, run_identity
 
@@ -67,7 +68,7 @@ def test_byte_runs_keep_their_ids_and_bpe_runs_get_their_own(compose):
 
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
-MANIFESTS = sorted(RESULTS.rglob("manifest.json"))
+MANIFESTS = sorted(RESULTS.rglob("manifest.json*"))
 
 
 def as_made(text: str) -> dict:
@@ -78,7 +79,7 @@ def as_made(text: str) -> dict:
 
 
 def committed_configs() -> list[tuple[str, dict]]:
-    return [(rid, as_made(text)) for m in MANIFESTS for rid, text in json.loads(m.read_text())["configs"].items()]
+    return [(rid, as_made(text)) for m in MANIFESTS for rid, text in manifest_data(m.parent)["configs"].items()]
 
 
 def test_the_committed_reports_hold_run_configs():
@@ -88,7 +89,7 @@ def test_the_committed_reports_hold_run_configs():
 
 @pytest.mark.parametrize("manifest", MANIFESTS, ids=lambda p: str(p.parent.relative_to(RESULTS)))
 def test_every_committed_run_keeps_its_id(manifest):
-    configs = json.loads(manifest.read_text())["configs"]
+    configs = manifest_data(manifest.parent)["configs"]
     assert configs, f"{manifest} has no run configs"
     for rid, text in configs.items():
         saved = as_made(text)

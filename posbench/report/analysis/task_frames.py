@@ -87,22 +87,21 @@ def task_frame(runs: pd.DataFrame, configs: Mapping[str, DictConfig]) -> tuple[p
     frame["loss"] = [None if run_task[rid] is None else run_task[rid].params.loss for rid in frame["run_id"]]
     main = frame.groupby("task")["example_set"].agg(lambda s: s.value_counts().index[0])
     keep = frame["example_set"] == frame["task"].map(main)
-    # a row trained for several budgets (train.budgets: branches of one trunk, each a run of the same seed)
-    # is read at its largest, as the perplexity tables read theirs: two branches in one cell would be
-    # averaged as if they were one run
-    dirs = dict(zip(runs["run_id"], runs["run_dir"]))
-    steps = frame["run_id"].map(lambda rid: _steps_of(configs.get(dirs.get(rid))))
-    largest = steps.groupby([frame[k] for k in ("task", "encoding", "model", "train_len", "seed")]).transform("max")
-    keep &= ~(steps < largest)
+    # a row trained for several budgets (train.budgets: cool-down branches of one trunk, each a run of the
+    # same seed) is read at its largest, as the perplexity tables read theirs: two branches in one cell
+    # would be averaged as if they were one run
+    keep &= frame["run_id"].isin(largest_branches(runs))
     return frame[keep].reset_index(drop=True), frame[~keep].reset_index(drop=True)
 
 
-def _steps_of(cfg: DictConfig | None) -> float:
-    """A run's training steps from its config (NaN where it cannot say: then it is kept)."""
-    try:
-        return float(cfg.train.steps)
-    except Exception:  # noqa: BLE001 - a config without train.steps (a checkpoint's run) has no budget to compare
-        return float("nan")
+def largest_branches(runs: pd.DataFrame) -> set:
+    """The run ids of ``runs`` that are no smaller budget of a trunk's branches: a run that is no branch
+    (no ``trunk``), or its trunk's branch of the most ``train_steps``."""
+    trunk = runs["trunk"].where(runs["trunk"].map(lambda t: isinstance(t, str))) if "trunk" in runs else \
+        pd.Series(None, index=runs.index, dtype=object)
+    steps = pd.to_numeric(runs.get("train_steps", pd.Series(np.nan, index=runs.index)), errors="coerce")
+    most = steps.groupby(trunk).transform("max")  # NaN where there is no trunk
+    return set(runs.loc[trunk.isna() | ~(steps < most), "run_id"])
 
 
 def _task_of_run(cfg: DictConfig):

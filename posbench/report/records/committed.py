@@ -4,7 +4,7 @@ where its runs are gone (``posbench-report FOLDER --rebuild [--with OTHER]``).
 A report keeps every record: those it compared in ``evaluations.csv.gz`` (each seed's perplexity and
 per-document losses), ``task_records.csv`` (with those on another example set), ``attention.csv``
 and ``during_training.csv``; those on another token set in ``not_compared.csv``; each run's budget,
-parameter count and last-doubling fall (``convergence.csv``); and, in ``manifest.json`` (posbench/report/records/manifest.py),
+parameter count and last-doubling fall (``convergence.csv``); and, in ``manifest.json.gz`` (posbench/report/records/manifest.py),
 every shown run's full config, the commands, the environment table, the folders joined, the scored
 documents and the names of rows left out because their variant does not apply. The rebuild reads
 these files only, never the words of report.md.

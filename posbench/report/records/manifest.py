@@ -1,4 +1,4 @@
-"""What a report keeps besides its records, as data: ``manifest.json`` beside ``report.md``, written
+"""What a report keeps besides its records, as data: ``manifest.json.gz`` beside ``report.md``, written
 with it every time, and the only thing a rebuild (``posbench-report FOLDER --rebuild``,
 posbench/report/records/committed.py) reads of the report besides its CSV files and figures.
 
@@ -10,6 +10,11 @@ left out because their variant does not apply, and each compared token set's sco
 summary's "Scored text" line). Rebuilding reads these fields, never the markdown: a change of
 wording cannot break a rebuild. Reports committed before the manifest were converted once from
 their report.md by ``scripts/convert_manifests.py``.
+
+The file is gzip-compressed JSON (written with mtime 0, so the same manifest is the same bytes): each
+run's config is written out whole and they differ in a few lines, so a map's 500 kB of JSON is 10 kB.
+A report written before (``manifest.json``, the same JSON uncompressed) is still read, and its next
+write replaces it.
 
 Format 1 (JSON, one object)::
 
@@ -26,6 +31,7 @@ Format 1 (JSON, one object)::
 
 from __future__ import annotations
 
+import gzip
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -33,10 +39,12 @@ from pathlib import Path
 import pandas as pd
 
 from posbench.core.errors import PosbenchError
+from posbench.core.files import atomic_write_bytes
 from posbench.core.paths import portable
 from posbench.report.records.provenance import shown_commands, shown_environment, shown_runs
 
-MANIFEST = "manifest.json"
+MANIFEST = "manifest.json.gz"
+OLD_MANIFEST = "manifest.json"  # uncompressed, as reports wrote it before: read, and replaced by the next write
 FORMAT = 1
 FIELDS = ("configs", "commands", "environment", "joins", "not_applicable", "scored_text")
 SCORED_FIELDS = ("docs", "tokens", "documents_in_split", "bytes")  # the token_sets fields the report shows
@@ -120,17 +128,38 @@ def scored_documents(token_sets: dict, names) -> dict[str, dict]:
     return out
 
 
+def manifest_path(folder: Path) -> Path:
+    """The manifest of the report in ``folder``: ``manifest.json.gz``, else an older report's
+    ``manifest.json`` where only that exists (the first where neither does)."""
+    path, old = Path(folder) / MANIFEST, Path(folder) / OLD_MANIFEST
+    return old if not path.is_file() and old.is_file() else path
+
+
+def manifest_data(folder: Path):
+    """The manifest's JSON as read (compressed or not), unchecked: ``read_manifest`` checks it."""
+    path = manifest_path(folder)
+    raw = path.read_bytes()
+    return json.loads(gzip.decompress(raw) if path.name == MANIFEST else raw)
+
+
+def write_manifest(folder: Path, manifest: Manifest) -> None:
+    """``folder/manifest.json.gz``, whole or not at all, and an older report's ``manifest.json`` removed."""
+    atomic_write_bytes(Path(folder) / MANIFEST, gzip.compress(manifest.to_json().encode(), mtime=0))
+    (Path(folder) / OLD_MANIFEST).unlink(missing_ok=True)
+
+
 def read_manifest(folder: Path) -> Manifest:
-    """``folder/manifest.json``; PosbenchError in one line where it is missing or damaged."""
-    path = Path(folder) / MANIFEST
+    """``folder/manifest.json.gz`` (or an older report's ``manifest.json``); PosbenchError in one line where
+    it is missing or damaged."""
+    path = manifest_path(folder)
     fix = ("restore it from git (git checkout -- <file>), regenerate the report from its runs, or convert a report "
            "written before manifests once with scripts/convert_manifests.py")
     if not path.is_file():
         raise PosbenchError(f"{str(folder)!r} has no {MANIFEST} (each run's config, the commands and the environment a "
                             f"rebuild reads); {fix}")
     try:
-        data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, ValueError) as e:
+        data = manifest_data(folder)
+    except (OSError, EOFError, UnicodeDecodeError, ValueError) as e:  # gzip.BadGzipFile is an OSError
         raise PosbenchError(f"cannot read {path}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}; "
                             f"{fix}") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:

@@ -17,7 +17,7 @@ A study is one protocol, model shape, train_len and task; its rows are the encod
 unwindowed rows with a window control) whose LM runs kept per-token losses and whose task runs (same
 model and train_len) were scored: the variant names match. Models of one width, depth and head count
 are one study (``model_groups``): a recurrent or hybrid pattern (``small_gdn``) joins the attention rows
-of its shape (``small``) as the row ``nope (small_gdn)``, since each model name is a panel of its own
+of its shape (``small``) as the row ``nope (small_gdn)`` (every row of a pattern is named with its model), since each model name is a panel of its own
 elsewhere in the report and alone it would never make a study. The section is shown where some study
 has at least ``MIN_ROWS`` such rows.
 
@@ -174,28 +174,37 @@ def study_rows(ctx) -> dict[tuple, list[RowSeeds]]:
         for task, g in mine.groupby("task"):
             accuracy, lengths = _task_seeds(g)
             if accuracy is not None:
-                group = groups.get(model, model)
+                group, bare = groups.get(model, (model, True))
                 studies.setdefault((protocol, group, train_len, task), []).append(
-                    RowSeeds(variant if model == group else f"{variant} ({model})", log_ratio, excess, accuracy, lengths))
+                    RowSeeds(variant if bare else f"{variant} ({model})", log_ratio, excess, accuracy, lengths))
     return {k: sorted(v, key=lambda r: r.name) for k, v in sorted(studies.items(), key=lambda kv: tuple(map(str, kv[0])))
             if len(v) >= MIN_ROWS}
 
 
-def model_groups(ctx) -> dict[str, str]:
-    """Each model name of the report's runs -> the name of its study's model: the models of one shape
-    (d_model, n_layers, n_heads in their configs) share the shortest of their names (small_gdn, small_mamba2
-    and small -> small). A model whose config cannot say stays alone."""
+def model_groups(ctx) -> dict[str, tuple[str, bool]]:
+    """Each model name of the report's runs -> (the name of its study's model, whether its rows are named
+    bare). The models of one shape (d_model, n_layers, n_heads in their configs) share one name: the
+    attention-only model's where one is present (small_gdn, small_mamba2 and small -> small), else the
+    shortest; a row is named bare only where its model is that attention-only model, every other as
+    ``nope (small_gdn)``. A model whose config cannot say stays alone, named bare."""
     shapes: dict[str, tuple] = {}
+    attention_only: set[str] = set()
     for run_dir, model in zip(ctx.completed["run_dir"], ctx.completed["model"]):
         try:
             m = ctx.configs[run_dir].model
             shapes.setdefault(model, (int(m.d_model), int(m.n_layers), int(m.n_heads)))
+            if all(str(x) == "attention" for x in (m.get("mixers") or ["attention"])):
+                attention_only.add(model)
         except Exception:  # noqa: BLE001 - a checkpoint's run or an old config: its own study
             continue
     by_shape: dict[tuple, list[str]] = {}
     for model, shape in shapes.items():
         by_shape.setdefault(shape, []).append(model)
-    return {model: min(names, key=lambda n: (len(n), n)) for names in by_shape.values() for model in names}
+    out = {}
+    for names in by_shape.values():
+        group = min(names, key=lambda n: (n not in attention_only, len(n), n))
+        out.update({model: (group, model == group and model in attention_only) for model in names})
+    return out
 
 
 def _lm_seeds(done: pd.DataFrame, cell: tuple, ms: list[float], counted: list) -> tuple | None:

@@ -1,6 +1,6 @@
 """How these runs were made: the commands, the environment and corpus, the settings shared by
 every run and one table of those that differ (posbench/report/records/provenance.py). Together they are each
-run's whole config, which manifest.json beside the report also keeps run by run: a listing of every
+run's whole config, which manifest.json.gz beside the report also keeps run by run: a listing of every
 run's config here made the map's report.md 0.8 MB."""
 
 from __future__ import annotations
@@ -33,6 +33,6 @@ class Provenance(Section):
                    Code(nested_yaml(shared), "shared config")]
         if not differing.empty:
             blocks += [Para("Settings that differ between runs (with the shared ones, each run's whole config; "
-                            "`manifest.json` keeps each run's config as written):"),
+                            "`manifest.json.gz` keeps each run's config as written):"),
                        Table(differing)]
         return blocks

@@ -88,20 +88,21 @@ def test_task_accuracy_intervals_cover_examples_and_seeds():
 
 
 def test_a_row_trained_for_several_budgets_is_read_at_its_largest():
-    """Two budget branches of one seed (train.budgets) are two runs of the same row and seed: the table
-    reads the longer, as the perplexity tables do, and the shorter's records are left out (averaged
-    together, a cell's mean fell outside its own interval)."""
+    """Two cool-down branches of one trunk (train.budgets) are two runs of the same row and seed: the
+    table reads the longer, as the perplexity tables do, and the shorter's records are left out (averaged
+    together, a cell's mean fell outside its own interval). A run of fewer steps that is no branch stays."""
     from omegaconf import OmegaConf
 
     from posbench.report.analysis.task_frames import task_frame
 
     runs, configs = [], {}
-    for run_id, steps, acc in (("short", 6, 0.3), ("long", 12, 0.7)):
+    for run_id, steps, acc, trunk, seed in (("short", 6, 0.3, "t0", 0), ("long", 12, 0.7, "t0", 0),
+                                            ("alone", 6, 0.5, None, 1)):
         records = [{"variant": "rope", "task": "parity_check", "length": 64 * m, "multiple": float(m), "condition": None,
                     "example_set": "e", "examples": 64, "exact": acc, "token_accuracy": acc} for m in (1, 2)]
-        runs.append({"run_id": run_id, "encoding": "rope", "model": "tiny", "train_len": 64, "seed": 0,
-                     "run_dir": f"/runs/{run_id}", "task_evaluations": records})
+        runs.append({"run_id": run_id, "encoding": "rope", "model": "tiny", "train_len": 64, "seed": seed,
+                     "run_dir": f"/runs/{run_id}", "task_evaluations": records, "trunk": trunk, "train_steps": steps})
         configs[f"/runs/{run_id}"] = OmegaConf.create({"task": {"name": "parity_check"}, "train": {"steps": steps}})
     kept, left = task_frame(pd.DataFrame(runs), configs)
-    assert set(kept["run_id"]) == {"long"} and kept["accuracy"].tolist() == [0.7, 0.7]
+    assert set(kept["run_id"]) == {"long", "alone"} and kept.loc[kept["run_id"] == "long", "accuracy"].tolist() == [0.7, 0.7]
     assert set(left["run_id"]) == {"short"}

@@ -14,6 +14,7 @@ import pytest
 from posbench.cli.report import main
 from posbench.report.records.committed import load_committed
 from posbench.report.drawing.png import palette_png
+from posbench.report.records.manifest import manifest_data, manifest_path
 
 QUICK = Path(__file__).parents[3] / "results" / "quick"  # made from its runs by the current code (COMMAND.md)
 
@@ -62,13 +63,14 @@ def test_a_rebuilt_report_is_the_report_its_runs_gave(quick):
 
 
 def edit_manifest(folder: Path, change) -> None:
-    data = json.loads((folder / "manifest.json").read_text())
+    data = manifest_data(folder)
     change(data)
-    (folder / "manifest.json").write_text(json.dumps(data))
+    manifest_path(folder).write_bytes(gzip.compress(json.dumps(data).encode()) if manifest_path(folder).suffix == ".gz"
+                                      else json.dumps(data).encode())
 
 
 def test_what_a_report_left_out_is_left_out_and_named_again(quick):
-    """Records on another token set (not_compared.csv) and rows named as not applying (manifest.json)
+    """Records on another token set (not_compared.csv) and rows named as not applying (the manifest)
     were never among the compared records: a rebuild lists and names them as the report did."""
     pd.DataFrame([{"run_id": "rope_x", "variant": "rope", "protocol": "nonoverlapping", "token_set": "other",
                    "compared_set": "main", "lengths": "16, 32"}]).to_csv(quick / "not_compared.csv", index=False)
@@ -77,7 +79,7 @@ def test_what_a_report_left_out_is_left_out_and_named_again(quick):
     section = (quick / "report.md").read_text().split("## Records not compared")[1].split("\n## ")[0]
     assert "`rope+logn`" in section and "rope_x" in section and "16, 32" in section
     assert pd.read_csv(quick / "not_compared.csv")["run_id"].tolist() == ["rope_x"]
-    assert json.loads((quick / "manifest.json").read_text())["not_applicable"] == ["rope+logn"]  # kept for the next
+    assert manifest_data(quick)["not_applicable"] == ["rope+logn"]  # kept for the next
     main([str(quick), "--rebuild", "--protocols", "sliding", "--out", str(quick.parent / "sliding")])
     assert "rope_x" not in (quick.parent / "sliding" / "report.md").read_text()  # its protocol is not reported
 
@@ -87,14 +89,14 @@ def test_rebuilding_twice_changes_nothing(quick):
     first = (quick / "report.md").read_text()
     rebuild(quick)
     assert (quick / "report.md").read_text() == first
-    assert (quick / "manifest.json").read_text() == (QUICK / "manifest.json").read_text()
+    assert manifest_data(quick) == manifest_data(QUICK)
 
 
 def test_the_runs_of_a_committed_report_are_its_records_with_the_manifests_configs():
     loaded = load_committed(QUICK)
     assert sorted(loaded.runs["run_id"]) == sorted(pd.read_csv(QUICK / "evaluations.csv.gz")["run_id"].unique())
     assert {f.config_text.rstrip() for f in loaded.files.values()} == {
-        c.rstrip() for c in json.loads((QUICK / "manifest.json").read_text())["configs"].values()}
+        c.rstrip() for c in manifest_data(QUICK)["configs"].values()}
     recorded = loaded.recorded
     assert recorded.commands == ["posbench-train -m experiment=quick"] and recorded.joins == []
     assert recorded.environment.loc[0, "runs"] == "5"
@@ -102,7 +104,7 @@ def test_the_runs_of_a_committed_report_are_its_records_with_the_manifests_confi
 
 def test_a_rebuild_reads_the_manifest_and_never_the_words_of_the_report(quick, tmp_path):
     """The committed report.md reworded (or gone) rebuilds the same report; what the
-    rebuild shows of the provenance comes from manifest.json."""
+    rebuild shows of the provenance comes from manifest.json.gz."""
     main([str(quick), "--rebuild", "--out", str(tmp_path / "first")])
     (quick / "report.md").write_text("# a report in other words\n\nCommands (elsewhere):\n\n```\nrm -rf /\n```\n")
     main([str(quick), "--rebuild", "--out", str(tmp_path / "reworded")])
@@ -153,7 +155,7 @@ def test_a_retrained_run_replaces_all_its_records_and_its_difference_is_stated(w
     rebuild(without_controls, other)
     first = (without_controls / "report.md").read_text()
     assert "2.0e-03 (rope)" in first
-    joins = json.loads((without_controls / "manifest.json").read_text())["joins"]
+    joins = manifest_data(without_controls)["joins"]
     assert [(j["folder"], j["runs"], j["protocols"]) for j in joins] == [(str(other), 5, ["nonoverlapping"])]
     rebuild(without_controls, other)  # the records now hold other's: it is not joined (compared with itself) again
     rebuild(without_controls)
@@ -200,7 +202,7 @@ def test_a_folder_joined_once_is_not_joined_again_under_another_spelling(without
 
 
 def test_a_folder_that_is_not_a_committed_report_is_refused_in_one_line(tmp_path, quick, capsys):
-    assert "has no manifest.json" in refused(capsys, str(tmp_path), "--rebuild")
+    assert "has no manifest.json.gz" in refused(capsys, str(tmp_path), "--rebuild")
     edit_manifest(quick, lambda m: m.update(configs={}))  # records without the manifest that keeps their configs
     assert "holds no config of run" in refused(capsys, str(quick), "--rebuild")
     assert "needs --rebuild" in refused(capsys, str(quick), "--with", str(QUICK))
@@ -257,7 +259,7 @@ def test_a_rebuild_keeps_the_committed_key_token_table_and_refuses_a_damaged_one
 
 
 @pytest.mark.parametrize("damage, words", [
-    (lambda p: p.unlink(), "has no manifest.json"),
+    (lambda p: p.unlink(), "has no manifest.json.gz"),
     (lambda p: p.write_text(p.read_text()[:200]), "cannot read"),
     (lambda p: p.write_text("[]"), "is not a posbench report manifest of format 1"),
     (lambda p: p.write_text(p.read_text().replace('"format": 1', '"format": 7')), "(format: 7)"),
@@ -267,7 +269,7 @@ def test_a_rebuild_keeps_the_committed_key_token_table_and_refuses_a_damaged_one
      "field 'commands' is not what format 1 holds"),
 ], ids=["missing", "torn", "not-an-object", "format", "field", "type"])
 def test_a_missing_or_damaged_manifest_is_refused_in_one_line_and_nothing_is_written(quick, capsys, damage, words):
-    damage(quick / "manifest.json")
+    damage(manifest_path(quick))
     before = {p.name: p.read_bytes() for p in quick.iterdir() if p.is_file()}
     err = refused(capsys, str(quick), "--rebuild")
     assert words in err and "scripts/convert_manifests.py" in err
@@ -306,7 +308,7 @@ def test_window_controls_scored_anew_replace_the_report_s_and_say_so(quick, tmp_
     rebuild(quick, other)
     text = (quick / "report.md").read_text()
     assert "its window controls were scored anew and replace this report's (largest change 5.0e-02" in text
-    joins = json.loads((quick / "manifest.json").read_text())["joins"]
+    joins = manifest_data(quick)["joins"]
     assert joins[0]["rescored"] and all(v.endswith("+swaL") for v in joins[0]["rescored"])
     table = pd.read_csv(quick / "table.csv").set_index(["protocol", "variant"])
     before = pd.read_csv(QUICK / "table.csv").set_index(["protocol", "variant"])

@@ -1,6 +1,7 @@
 """posbench/report/records/manifest.py: what a report keeps for its rebuild, as data beside report.md;
 read back exactly as written, and refused in one line where damaged."""
 
+import gzip
 import json
 from pathlib import Path
 
@@ -10,7 +11,8 @@ import pytest
 from posbench.core.errors import PosbenchError
 from posbench.core.paths import portable
 from posbench.report.drawing.document import Table
-from posbench.report.records.manifest import MANIFEST, Join, Manifest, manifest_of, read_manifest, scored_documents, shown_cells
+from posbench.report.records.manifest import (MANIFEST, OLD_MANIFEST, Join, Manifest, manifest_of, read_manifest,
+                                              scored_documents, shown_cells, write_manifest)
 from posbench.report.records.provenance import environment, shown_runs
 
 
@@ -21,7 +23,8 @@ def test_a_manifest_reads_back_as_it_was_written(tmp_path):
                     [Join("results/far_context/modern", 9, ("nonoverlapping",), 210, 75, {"alibi": 4.7e-06})],
                     ["rope+logn"], {"h:segments[64, 1 per doc, from 64]": {"docs": [0, 2], "tokens": 128,
                                                                            "documents_in_split": 9}})
-    (tmp_path / MANIFEST).write_text(made.to_json())
+    write_manifest(tmp_path, made)
+    assert (tmp_path / MANIFEST).read_bytes()[:2] == b"\x1f\x8b"  # gzip
     back = read_manifest(tmp_path)
     assert list(back.configs) == ["rope_s0", "alibi_s0"] and back.configs == made.configs  # the report's order
     assert (back.commands, back.joins, back.not_applicable, back.scored_text) == (
@@ -30,6 +33,19 @@ def test_a_manifest_reads_back_as_it_was_written(tmp_path):
     assert back.to_json() == made.to_json()
     assert back.joins[0].line().startswith("`results/far_context/modern`: every record of its 9 runs on nonoverlapping "
                                            "windows (210 records, 75 of rows this report lacked)")
+    first = (tmp_path / MANIFEST).read_bytes()
+    write_manifest(tmp_path, back)
+    assert (tmp_path / MANIFEST).read_bytes() == first  # the same manifest, the same bytes (no time in the header)
+
+
+def test_a_report_written_before_the_manifest_was_compressed_is_read_and_replaced(tmp_path):
+    """An older report's manifest.json (the same JSON, uncompressed) is read; the next write leaves the
+    compressed one alone beside report.md."""
+    made = Manifest({"rope_s0": "encoding:\n  name: rope\n"}, ["posbench-train"], pd.DataFrame({"runs": ["1"]}))
+    (tmp_path / OLD_MANIFEST).write_text(made.to_json())
+    assert read_manifest(tmp_path).configs == made.configs
+    write_manifest(tmp_path, made)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [MANIFEST]
 
 
 def test_cells_are_kept_as_the_table_shows_them():
@@ -65,9 +81,9 @@ def test_a_report_from_runs_keeps_its_shown_runs_commands_and_environment(sweep_
 
 
 def test_a_damaged_manifest_is_one_line_naming_the_file_and_the_fix(tmp_path):
-    (tmp_path / MANIFEST).write_text(json.dumps({"format": 1, "configs": {}, "commands": [], "joins": [],
-                                                 "not_applicable": [], "scored_text": {},
-                                                 "environment": {"columns": ["a"], "rows": [[1]]}}))
+    (tmp_path / MANIFEST).write_bytes(gzip.compress(json.dumps({
+        "format": 1, "configs": {}, "commands": [], "joins": [], "not_applicable": [], "scored_text": {},
+        "environment": {"columns": ["a"], "rows": [[1]]}}).encode()))
     with pytest.raises(PosbenchError, match="field 'environment' is not what format 1 holds") as e:
         read_manifest(tmp_path)
     assert "\n" not in str(e.value) and "convert_manifests.py" in str(e.value)
