@@ -127,20 +127,25 @@ def evaluate_run(folder: RunDir, eval_cfg: EvalConfig, runtime: Runtime = Runtim
     ``from_run``: the settings of ``eval_cfg`` that are the run's own (EvalRequest.from_run), said
     with what is scored, once every check has passed (a refusal stays one line)."""
     metrics = completed_metrics(folder)
+    new = None
+    if only_missing:
+        # planned from the run's config.yaml, before its weights load: with every record there nothing is
+        # loaded, so a run unpacked from kept records (posbench-records keeps no weights) is a finished no-op
+        spec = RunSpec.from_config(folder.read_run_config())
+        plan = asked_for(spec.with_eval(eval_cfg), metrics)
+        new = missing(plan, metrics)
+        if not new:
+            _say_what_is_scored(folder, from_run, len(plan), new, metrics, spec.train_len)
+            return metrics, 0
     device = resolve_device(runtime.device)
     model, cfg = model_from_checkpoint(folder.load_checkpoint(), device)
     corpus = load_corpus(cfg.data)
     check_same_corpus(folder, corpus)  # scored on the text it was trained on, or not at all
     cfg.with_eval(eval_cfg).check_corpus(corpus, evaluated=True)  # every window asked for fits, before anything is scored
-    if from_run:  # not conf/eval's defaults: say so, and how to change them
-        log.info("%s: eval settings from the run's config.yaml (give them on the command line to change them): %s",
-                 folder.name, " ".join(from_run))
-    if only_missing:  # say what a re-run skips, so that a quick finish is not mistaken for a failure
-        plan = asked_for(cfg.with_eval(eval_cfg), metrics)
-        new = missing(plan, metrics)
-        # and why they are new (a changed token set rescores every length): a rescoring must not look arbitrary
-        log.info("%s: already have %d records; %s", folder.name, len(plan) - len(new),
-                 f"scoring {len(new)} new ({why_new(new, metrics, cfg.train_len)})" if new else "nothing new to score")
+    if only_missing:  # said once every check has passed, so that a refusal stays one line
+        _say_what_is_scored(folder, from_run, len(plan), new, metrics, cfg.train_len)
+    elif from_run:
+        _say_what_is_scored(folder, from_run, 0, [], metrics, cfg.train_len, records=False)
     ev = with_scored_text(cfg.with_eval(eval_cfg).resolved_eval(corpus.fingerprint, runtime.attention), corpus)
     made, per_pos, token_losses = evaluate_into(metrics, model, ev, device, progress, only_missing, show=show)
     if not made:
@@ -153,6 +158,19 @@ def evaluate_run(folder: RunDir, eval_cfg: EvalConfig, runtime: Runtime = Runtim
         folder.write_token_losses(token_losses)
     folder.write_metrics(metrics)
     return metrics, made
+
+
+def _say_what_is_scored(folder: RunDir, from_run: tuple[str, ...], planned: int, new: list, metrics: dict,
+                        train_len: int, records: bool = True) -> None:
+    """The settings taken from the run's config (not conf/eval's defaults: say so, and how to change them),
+    and what a re-run skips and scores, so that a quick finish is not mistaken for a failure, with why each
+    record is new (a changed token set rescores every length): a rescoring must not look arbitrary."""
+    if from_run:
+        log.info("%s: eval settings from the run's config.yaml (give them on the command line to change them): %s",
+                 folder.name, " ".join(from_run))
+    if records:
+        log.info("%s: already have %d records; %s", folder.name, planned - len(new),
+                 f"scoring {len(new)} new ({why_new(new, metrics, train_len)})" if new else "nothing new to score")
 
 
 def asked_for(spec, metrics: dict) -> list:

@@ -56,7 +56,7 @@ N = len(available())  # the presets that sweep every encoding grow with the regi
 EXPECTED_JOBS = {"algorithmic": 144, "far_context_tasks": 96, "alibi_paper": 8, "all_encodings": N, "budget": 36, "budget_lr": 48,
                  "converged": 20, "extension": 240, "hybrids": 36, "lr_grid": 6 * N, "map": 21, "map_lr": 56,
                  "modern": 72, "quick": 5, "reference": 6 * N, "rope_extension": 1, "swan": 9, "tasks": 30,
-                 "tokenizers": 42, "mqar_levers": 6, "rope_base": 15, "learned_tasks": 147,
+                 "tokenizers": 42, "mqar_levers": 6, "rope_base": 15, "learned_tasks": 126,
                  "frontier2": 42}
 
 
@@ -137,14 +137,18 @@ def test_the_frontier2_preset_puts_the_new_rows_beside_their_baselines(cache_dir
 
 
 def test_the_learned_tasks_preset_trains_each_task_at_its_own_setting(cache_dir):
-    """experiment=learned_tasks: each task at the window, budget, initial weights and curriculum of its
-    conf/learned/ file, the same for every row; one row composed here (the whole sweep: the slow test above)."""
+    """experiment=learned_tasks: each task at the window, budget, initial weights, curriculum and model size of
+    its conf/learned/ file, the same for every row; one row composed here (the whole sweep: the slow test above)."""
     specs = [validate(c) for c in compose_jobs("config", ["experiment=learned_tasks", "+hybrid=rope", "seed=0"], multirun=True)]
-    got = {s.task.name: (s.train_len, s.train.steps, s.model.init, list(getattr(s.task.params, "curriculum", []))) for s in specs}
-    assert got == {"mqar": (64, 2000, "torch", [4, 8]), "variable_tracking": (128, 1500, "torch", [1, 2]),
-                   "reverse_string": (64, 3000, "torch", [4, 8, 16]), "duplicate_string": (64, 1000, "torch", []),
-                   "flip_flop": (64, 1000, "torch", []), "babi": (128, 1500, "torch", []), "nolima": (64, 2500, "torch", [])}
-    assert all(s.encoding.name == "rope" and s.model.name == "tiny" and s.task.params.eval_examples == 32 for s in specs)
+    got = {s.task.name: (s.train_len, s.train.steps, s.model.init, list(getattr(s.task.params, "curriculum", [])), s.model.name)
+           for s in specs}
+    assert got == {"mqar": (64, 2000, "torch", [4, 8], "tiny"), "reverse_string": (64, 3000, "torch", [4, 8, 16], "small"),
+                   "duplicate_string": (64, 1000, "torch", [], "tiny"), "flip_flop": (64, 1000, "torch", [], "tiny"),
+                   "babi": (128, 1500, "torch", [], "tiny"), "nolima": (64, 2500, "torch", [], "tiny")}
+    assert all(s.encoding.name == "rope" and s.task.params.eval_examples == 32 for s in specs)
+    # a task's own model size keeps a recurrent row's pattern (small_gdn at the small shape)
+    (gdn,) = compose_jobs("config", ["experiment=learned_tasks", "+learned=reverse_string", "+hybrid=gdn", "seed=0"], multirun=True)
+    assert (gdn.model.name, gdn.model.d_model, list(validate(gdn).model.layer_mixers())) == ("small_gdn", 128, ["gdn"] * 4)
     mqar = next(s for s in specs if s.task.name == "mqar").task.params
     assert (mqar.pairs, mqar.alphabet, mqar.eval_pairs, mqar.stage_steps) == (16, 16, [4, 8, 16], 500)
     rows = compose_jobs("config", ["experiment=learned_tasks", "+learned=flip_flop", "seed=0"], multirun=True)

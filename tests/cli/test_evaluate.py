@@ -57,6 +57,21 @@ def test_posbench_eval_keeps_the_run_s_own_eval_settings_and_says_why_it_scores_
             "from 256]; the run's: segments[256, T=256, from 256]): 2)") in other.stderr  # the run's protocol only
 
 
+def test_a_run_without_its_weights_is_a_no_op_where_every_record_is_there(nonoverlapping_run, tmp_path):
+    """A run unpacked from kept records has no checkpoint: asked for what it has, posbench-eval says so and
+    loads nothing (a study script's resume); asked for something new, the missing weights are one line."""
+    import shutil
+
+    from tests.conftest import cli
+
+    run = Path(shutil.copytree(nonoverlapping_run, tmp_path / "run"))
+    (run / "checkpoint.pt").unlink()
+    same = cli("posbench.cli.evaluate", f"run_dir={run}", cwd=tmp_path)
+    assert f"{run.name}: already have 2 records; nothing new to score" in same.stderr
+    longer = cli("posbench.cli.evaluate", f"run_dir={run}", "eval.multiples=[1,2,4]", cwd=tmp_path, check=False)
+    assert longer.returncode != 0 and "no checkpoint at" in longer.stderr and "Traceback" not in longer.stderr
+
+
 def test_one_refusal_names_every_key_a_longer_multiple_needs(entry, nonoverlapping_run):
     """Sliding windows need the history before the scored tokens and non-overlapping ones a segment to tile:
     both keys in one line; the run's own protocol (non-overlapping) needs the segment alone."""
