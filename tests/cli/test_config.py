@@ -120,7 +120,7 @@ def test_the_hybrids_preset_puts_each_layer_pattern_beside_the_attention_rows(ca
 def test_the_frontier2_preset_puts_the_new_rows_beside_their_baselines(cache_dir):
     """experiment=frontier2: the 2025-26 rows at the map's point (WSD branches, window control, the common
     rate), DeltaProduct at n_h 1, 2, 3 with negative eigenvalues, Mamba-3 beside Mamba-2; the study
-    script's task lines compose (flip_flop's learned setting, parity on the recurrent rows)."""
+    script's other lines compose (flip_flop's learned setting, parity, integer and real random positions)."""
     specs = [validate(c) for c in compose_jobs("config", ["experiment=frontier2", "seed=0"], multirun=True)]
     attention = {s.encoding.name for s in specs if s.model.name == "small"}
     assert attention == {"nope", "rope", "alibi", "tape", "comrope", "cable", "sink", "gated", "ssmax"}
@@ -134,6 +134,14 @@ def test_the_frontier2_preset_puts_the_new_rows_beside_their_baselines(cache_dir
                                                           "eval.variants=[]", "+hybrid=mamba3", "seed=0"], multirun=True)]
     assert [(s.task.name, s.train.steps, s.model.init, s.model.name, s.train_len) for s in tasks] == \
         [("flip_flop", 1000, "torch", "small_mamba3", 64)]
+    parity = [validate(c) for c in compose_jobs("config", ["experiment=frontier2", "task=parity_check", "model.init=torch",
+                                                           "train.steps=1000", "train.budgets=[]", "eval.variants=[]",
+                                                           "+hybrid=rope,deltaproduct_nh3", "seed=0"], multirun=True)]
+    assert [(s.task.name, s.model.name, s.train.steps, tuple(s.train.budgets)) for s in parity] == \
+        [("parity_check", "small", 1000, ()), ("parity_check", "small_deltaproduct_nh3", 1000, ())]
+    randpos = [validate(c) for c in compose_jobs("config", ["experiment=frontier2", "+hybrid=rope", "train.random_positions=2048",
+                                                            "train.random_positions_kind=integer,float", "seed=0"], multirun=True)]
+    assert [s.train.random_positions_kind for s in randpos] == ["integer", "float"]
 
 
 def test_the_learned_tasks_preset_trains_each_task_at_its_own_setting(cache_dir):
