@@ -94,8 +94,13 @@ candidates=$(runs_of "$ROOT/frontier2" rope; runs_of "$ROPE_BASE" rope | while r
 chosen=$(printf '%s\n' "$candidates" | longest_branch)  # a failure here stops the script (set -e), not silently
 for run in $chosen; do
     name=$(basename "$run") target="$ROOT/frontier2_tuned/$(basename "$run")"
-    [ -f "$target/checkpoint.pt" ] && continue
-    rm -rf "$target" "$ROOT/frontier2_tuned/.copy_$name"  # a copy cut off before, or unpacked without weights
+    if [ -f "$target/metrics.json" ]; then  # copied before, or unpacked from records (its tuned records kept, no weights)
+        if [ ! -f "$target/checkpoint.pt" ]; then
+            cp "$run/checkpoint.pt" "$target/.checkpoint.tmp" && mv "$target/.checkpoint.tmp" "$target/checkpoint.pt"
+        fi
+        continue
+    fi
+    rm -rf "$target" "$ROOT/frontier2_tuned/.copy_$name"  # a copy cut off before
     cp -r "$run" "$ROOT/frontier2_tuned/.copy_$name" && mv "$ROOT/frontier2_tuned/.copy_$name" "$target"
 done
 tuned=$(runs_of "$ROOT/frontier2_tuned" rope | as_sweep) || true

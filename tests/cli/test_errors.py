@@ -324,7 +324,9 @@ def test_malformed_but_loadable_checkpoint_is_one_line(entry, trained_run, tmp_p
     ckpt["model"] = {k: v[..., :1] for k, v in ckpt["model"].items()}  # right keys, wrong shapes
     torch.save(ckpt, trained_run / "checkpoint.pt")
     metrics = (trained_run / "metrics.json").read_text()
-    code, err = entry("eval", f"run_dir={trained_run}", "eval.multiples=[1]")
+    # a token set the run lacks (the shared sweep scored 512 tokens), so that the weights are loaded: with every
+    # record there posbench-eval loads nothing (tests/cli/test_evaluate.py)
+    code, err = entry("eval", f"run_dir={trained_run}", "eval.multiples=[1]", "eval.scored_tokens=256")
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert err.startswith("posbench: error: checkpoint does not match its own config (RuntimeError: Error(s) in loading state_dict")
     assert (trained_run / "metrics.json").read_text() == metrics
