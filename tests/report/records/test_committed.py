@@ -224,6 +224,40 @@ def test_task_records_on_another_example_set_stay_left_out_in_a_rebuild(tmp_path
     assert pd.read_csv(folder / "tasks.csv").equals(pd.read_csv(QUICK.parent / "tasks" / "tasks.csv"))
 
 
+@pytest.mark.parametrize("damage, words", [
+    (lambda f: f.drop(columns="ppl"), "lacks the column(s) ppl"),
+    (lambda f: f.assign(ppl=f["ppl"].astype(object).where(f.index != 3, "n/a")), "record 5 (run"),
+    (lambda f: f.assign(ppl=f["ppl"].where(f.index != 3, -2.0)), "perplexity -2.0, where a finite number >= 1"),
+    (None, "perplexity nan, where a finite number >= 1"),
+    (lambda f: f.assign(ppl=f["ppl"].where(f.index != 3, float("inf"))), "perplexity inf"),
+    (lambda f: pd.concat([f, f.iloc[[3]]]), "2 records repeat the same run"),
+], ids=["column", "not-a-number", "negative", "nan", "inf", "duplicated"])
+def test_a_damaged_committed_csv_is_refused_in_one_line_and_the_report_is_not_rewritten(quick, capsys, damage, words):
+    """NaN or inf perplexities would silently rewrite the verdicts; a missing column, a non-number or a
+    negative one would end in a traceback; a duplicated record would count twice."""
+    csv = quick / "evaluations.csv.gz"
+    frame = pd.read_csv(csv)
+    if damage is None:  # NaN on a record that has no reason it was not scored (row 3 is a scored one)
+        assert pd.isna(frame.loc[3, "reason"]) and pd.notna(frame.loc[3, "ppl"])
+        frame.loc[3, "ppl"] = float("nan")
+    else:
+        frame = damage(frame)
+    frame.to_csv(csv, index=False)
+    before = {p.name: p.read_bytes() for p in quick.iterdir() if p.is_file()}
+    assert words in refused(capsys, str(quick), "--rebuild")
+    assert {p.name: p.read_bytes() for p in quick.iterdir() if p.is_file()} == before
+
+
+def test_a_rebuild_keeps_the_committed_key_token_table_and_refuses_a_damaged_one(quick, capsys):
+    """The records keep no per-token losses: a rebuild reads the committed key_tokens.csv (numbers kept,
+    layout current); one that lost a column is refused in one line and nothing is rewritten."""
+    table = pd.read_csv(quick / "key_tokens.csv")
+    table.drop(columns="seeds_with_keys").to_csv(quick / "key_tokens.csv", index=False)
+    before = (quick / "report.md").read_bytes()
+    assert "lacks the column(s) seeds_with_keys" in refused(capsys, str(quick), "--rebuild")
+    assert (quick / "report.md").read_bytes() == before
+
+
 def text(p: Path) -> str:
     return gzip.decompress(p.read_bytes()).decode()
 
