@@ -90,7 +90,7 @@ keep
 say "5. tuned extenders at train_len 64 and 256"
 at256() { "$BIN/python" -c 'import sys; from omegaconf import OmegaConf as O; c = O.load(sys.argv[1] + "/config.yaml")
 sys.exit(0 if c.train_len == 256 and c.encoding.base == 10000.0 else 1)' "$1"; }
-candidates=$(runs_of "$ROOT/frontier2" rope; runs_of "$ROPE_BASE" rope | while read -r r; do at256 "$r" && echo "$r"; done || true)
+candidates=$(runs_of "$ROOT/frontier2" rope; runs_of "$ROPE_BASE" rope | grep _L256_ | while read -r r; do at256 "$r" && echo "$r"; done || true)
 chosen=$(printf '%s\n' "$candidates" | longest_branch)  # a failure here stops the script (set -e), not silently
 for run in $chosen; do
     name=$(basename "$run") target="$ROOT/frontier2_tuned/$(basename "$run")"
