@@ -22,6 +22,7 @@ the ids). ``tests/project/test_results_paths.py`` fails on any absolute path lef
 from __future__ import annotations
 
 import argparse
+import gzip
 import re
 import sys
 from pathlib import Path
@@ -62,11 +63,12 @@ def convert(path: Path, write: bool) -> int:
         if changed and write:
             write_records(files, path)
         return changed
-    text = text_of(path.read_bytes())
+    packed = path.suffix == ".gz"  # a report's manifest and evaluations.csv.gz: the text inside
+    text = text_of(gzip.decompress(path.read_bytes()) if packed else path.read_bytes())
     if text is None or (new := rewritten(text)) == text:
         return 0
     if write:
-        path.write_text(new)
+        path.write_bytes(gzip.compress(new.encode(), mtime=0) if packed else new.encode())
     return 1
 
 

@@ -5,6 +5,7 @@ ones. Checked in every file, and in every text file inside a records file (posbe
 
 from __future__ import annotations
 
+import gzip
 import re
 from pathlib import Path
 
@@ -29,8 +30,11 @@ def texts(path: Path):
                 except UnicodeDecodeError:
                     pass
         return
+    data = path.read_bytes()
+    if path.suffix == ".gz":  # a report's manifest and its records (evaluations.csv.gz): the text inside
+        data = gzip.decompress(data)
     try:
-        yield path.name, path.read_text()
+        yield path.name, data.decode()
     except UnicodeDecodeError:
         pass  # a figure or an array
 
@@ -48,3 +52,15 @@ def test_no_committed_result_names_an_absolute_path(folder):
     hits = [f"{name}: {m}" for path in sorted((RESULTS / folder).rglob("*")) if path.is_file()
             for name, text in texts(path) for m in ABSOLUTE.findall(text)]
     assert not hits, f"{len(hits)} absolute paths, e.g. {hits[:3]}: run scripts/portable_paths.py"
+
+
+def test_a_compressed_file_is_read_and_rewritten_inside_its_gzip(tmp_path):
+    """A report's manifest.json.gz and evaluations.csv.gz hold run configs and paths too: the script
+    rewrites the text inside and keeps the file compressed, and this test's reader looks inside."""
+    from tests.helpers import load_script
+
+    path = tmp_path / "manifest.json.gz"
+    path.write_bytes(gzip.compress(b'{"configs": {"r": "runs_dir: /work/runs/map"}}'))
+    assert [n for n, t in texts(path) if ABSOLUTE.search(t)] == ["manifest.json.gz"]
+    assert load_script("portable_paths").convert(path, write=True) == 1
+    assert gzip.decompress(path.read_bytes()) == b'{"configs": {"r": "runs_dir: ../runs/map"}}'
