@@ -183,10 +183,12 @@ def study_rows(ctx) -> dict[tuple, list[RowSeeds]]:
 
 def model_groups(ctx) -> dict[str, tuple[str, bool]]:
     """Each model name of the report's runs -> (the name of its study's model, whether its rows are named
-    bare). The models of one shape (d_model, n_layers, n_heads in their configs) share one name: the
-    attention-only model's where one is present (small_gdn, small_mamba2 and small -> small), else the
-    shortest; a row is named bare only where its model is that attention-only model, every other as
-    ``nope (small_gdn)``. A model whose config cannot say stays alone, named bare."""
+    bare). A recurrent or hybrid pattern joins the attention-only model of its shape (d_model, n_layers,
+    n_heads in their configs: small_gdn, small_mamba2 -> small), or, with none, the patterns of one shape
+    share the shortest of their names; its rows are named with its model (``nope (small_gdn)``). Two
+    attention-only models are never joined (their names carry another setting: small@pydocs,
+    small|base=500), and where one shape has several, a pattern of it stays alone. A model whose config
+    cannot say stays alone, named bare."""
     shapes: dict[str, tuple] = {}
     attention_only: set[str] = set()
     for run_dir, model in zip(ctx.completed["run_dir"], ctx.completed["model"]):
@@ -202,8 +204,14 @@ def model_groups(ctx) -> dict[str, tuple[str, bool]]:
         by_shape.setdefault(shape, []).append(model)
     out = {}
     for names in by_shape.values():
-        group = min(names, key=lambda n: (n not in attention_only, len(n), n))
-        out.update({model: (group, model == group and model in attention_only) for model in names})
+        plain = sorted(n for n in names if n in attention_only)
+        patterns = sorted(n for n in names if n not in attention_only)
+        out.update({model: (model, True) for model in plain})  # each its own setting (small@pydocs, small|base=500)
+        if len(plain) > 1:  # a pattern would not know which setting it shares: each stays alone
+            out.update({model: (model, False) for model in patterns})
+        elif patterns:
+            group = plain[0] if plain else min(patterns, key=lambda n: (len(n), n))
+            out.update({model: (group, False) for model in patterns})
     return out
 
 

@@ -189,3 +189,14 @@ def test_the_interval_covers_the_correlation_of_the_rows_means():
     assert rho == pytest.approx(0.952, abs=1e-3)
     assert np.mean(widths) > 0.05  # the seeds' noise moves the ranks: no interval of one point covers by luck
     assert covered >= 0.85 * trials
+
+
+def test_attention_models_of_one_shape_are_other_settings_and_stay_apart():
+    """Two attention-only names of one shape are two settings of the report (a corpus, a RoPE base): never
+    one study; a pattern of that shape then does not know which it shares and stays alone too."""
+    ctx = FakeContext(["alibi", "nope", "rope"], models={"alibi": "tiny@pydocs", "nope": "tiny_gdn"},
+                      shapes={"tiny_gdn": (64, ["gdn"])})
+    assert measures.model_groups(ctx) == {"tiny": ("tiny", True), "tiny@pydocs": ("tiny@pydocs", True),
+                                          "tiny_gdn": ("tiny_gdn", False)}
+    assert not measures.study_rows(ctx)  # no study of three rows
+
