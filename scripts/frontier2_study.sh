@@ -9,7 +9,8 @@
 #   ROOT/frontier2          the 14 rows x 3 seeds (WSD branches of 600 and 1200 steps), then the sink + window
 #                           rows (+swaL+sink4) of sink, gated, ssmax, rope and alibi and nope's +headscale
 #   ROOT/frontier2_tasks    flip_flop on every row, parity_check on the recurrent rows with rope and nope
-#   ROOT/frontier2_randpos  RoPE on integer and on real random positions (both rows are named +randpos)
+#   ROOT/frontier2_randpos  RoPE on integer random positions, ROOT/frontier2_randpos_float on real ones (both
+#                           rows are named +randpos: in one folder a report would pool them as seeds of one row)
 #   ROOT/frontier2_tuned    copies of the 1200-step RoPE runs at train_len 64 (this study's) and 256
 #                           (ROPE_BASE's, those completed with their weights), scored with each extension at its
 #                           default and tuned on held-out text (+tuned) at 1x..16x
@@ -21,15 +22,18 @@
 # Extra overrides for every posbench-train line (a check at toy size): FRONTIER2_TRAIN, e.g.
 #   FRONTIER2_TRAIN='model=tiny train.budgets=[6,12] train.batch_size=4 seed=0' bash scripts/frontier2_study.sh /tmp/f2
 set -euo pipefail
+# paths given are read from where the command runs; the defaults from the repository's root
+ROOT=$(realpath -m "${1:?usage: bash scripts/frontier2_study.sh ROOT [ROPE_BASE]}")
+ROPE_BASE=$(realpath -m "${2:-$ROOT/rope_base}")
+BIN=${POSBENCH_BIN:+$(realpath -m "$POSBENCH_BIN")}
+RECORDS_DIR=${RECORDS_DIR:+$(realpath -m "$RECORDS_DIR")}
 cd "$(dirname "$0")/.."
-ROOT=${1:?usage: bash scripts/frontier2_study.sh ROOT [ROPE_BASE]}
-ROPE_BASE=${2:-$ROOT/rope_base}
-BIN=${POSBENCH_BIN:-.venv/bin}
+BIN=${BIN:-.venv/bin}
 KEEP_S=${KEEP_S:-600}
 RECORDS_DIR=${RECORDS_DIR:-results/frontier2/records}
 read -r -a EXTRA <<< "${FRONTIER2_TRAIN:-}"
 export POSBENCH_JOBS=${POSBENCH_JOBS:-2}
-FOLDERS=(frontier2 frontier2_tasks frontier2_randpos frontier2_tuned)
+FOLDERS=(frontier2 frontier2_tasks frontier2_randpos frontier2_randpos_float frontier2_tuned)
 mkdir -p "$RECORDS_DIR" "${FOLDERS[@]/#/$ROOT/}"
 say() { echo "[frontier2_study $(date -u +%H:%M:%SZ)] $*"; }
 keep() { for f in "${FOLDERS[@]}"; do say "$f: $("$BIN/posbench-records" keep "$ROOT/$f" "$RECORDS_DIR/$f.parquet")"; done; }
@@ -82,9 +86,11 @@ say "3. tasks: flip_flop on every row, parity_check on the recurrent rows with r
     "runs_dir=$ROOT/frontier2_tasks" "${EXTRA[@]}"
 keep
 
-say "4. RoPE on integer and on real random positions"
+say "4. RoPE on integer and on real random positions, a folder each"
 "$BIN/posbench-train" -m experiment=frontier2 +hybrid=rope train.random_positions=2048 \
-    train.random_positions_kind=integer,float "runs_dir=$ROOT/frontier2_randpos" "${EXTRA[@]}"
+    train.random_positions_kind=integer "runs_dir=$ROOT/frontier2_randpos" "${EXTRA[@]}"
+"$BIN/posbench-train" -m experiment=frontier2 +hybrid=rope train.random_positions=2048 \
+    train.random_positions_kind=float "runs_dir=$ROOT/frontier2_randpos_float" "${EXTRA[@]}"
 keep
 
 say "5. tuned extenders at train_len 64 and 256"

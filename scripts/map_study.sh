@@ -37,10 +37,12 @@
 # (scripts/map_gpu.sh: device=cuda precision=fp32 data.path=...). A machine can be lost between sessions: keep
 # each run's records as it finishes (posbench-records keep; results/map/RECORDS.md).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-ROOT=${1:?usage: bash scripts/map_study.sh ROOT [STAGE ...]}
+# paths given are read from where the command runs; the defaults from the repository's root
+ROOT=$(realpath -m "${1:?usage: bash scripts/map_study.sh ROOT [STAGE ...]}")
 shift
-BIN=${POSBENCH_BIN:-.venv/bin}
+BIN=${POSBENCH_BIN:+$(realpath -m "$POSBENCH_BIN")}
+cd "$(dirname "$0")/.."
+BIN=${BIN:-.venv/bin}
 PYTHON=${PYTHON:-$BIN/python}
 SMALL_RATES=${SMALL_RATES:-small:nope=0.002,rope=0.002,fox=0.002,alibi=0.004,t5=0.004,fire=0.004,kerple_log=0.004}
 STAGES=("$@")

@@ -14,10 +14,13 @@
 # Jobs: POSBENCH_JOBS (default 2) single-thread jobs side by side; POSBENCH_BIN the folder of the
 # posbench commands to use (default .venv/bin; run from a worktree of a fixed commit, docs/testing.md).
 set -euo pipefail
+# paths given are read from where the command runs; the defaults from the repository's root
+ROOT=$(realpath -m "${1:?usage: bash scripts/rope_base_study.sh ROOT [RECORDS]}")
+RECORDS=${2:+$(realpath -m "$2")}
+BIN=${POSBENCH_BIN:+$(realpath -m "$POSBENCH_BIN")}
 cd "$(dirname "$0")/.."
-ROOT=${1:?usage: bash scripts/rope_base_study.sh ROOT [RECORDS]}
-RECORDS=${2:-results/rope_base/records.parquet}
-BIN=${POSBENCH_BIN:-.venv/bin}
+RECORDS=${RECORDS:-results/rope_base/records.parquet}
+BIN=${BIN:-.venv/bin}
 KEEP_S=${KEEP_S:-600}
 export POSBENCH_JOBS=${POSBENCH_JOBS:-2}
 RUNS=$ROOT/rope_base

@@ -23,6 +23,8 @@ def _run(module: str) -> None:
             command = import_module(module).main
             raise_if_interrupted()  # a Ctrl-C swallowed inside an import still stops before any work
             command()
+            if sys.stdout is not None:
+                sys.stdout.flush()  # a last line still buffered meets a gone reader here, not in Python's flush at exit
     except BrokenPipeError:
         if not _stdout_gone():
             raise  # a pipe of the command's own (a subprocess, a socket): a fault to see, not a reader gone

@@ -176,6 +176,21 @@ def test_a_reader_that_goes_away_ends_a_command_without_a_traceback(tmp_path):
     assert proc.wait(timeout=60) == 141 and err == ""
 
 
+def test_a_last_line_still_buffered_when_the_reader_went_away_is_quiet_too(tmp_path):
+    """One short line (posbench-records' summary inside a study script's `$(...)`) stays in Python's buffer
+    until the command returns: its flush meets the gone reader inside posbench's handling, 141 and nothing
+    on stderr, not Python's own flush at exit (exit 120 and "Exception ignored"). Buffered output is the
+    default for a pipe, so PYTHONUNBUFFERED is taken away here."""
+    (tmp_path / "late.py").write_text("import time\ndef main():\n    time.sleep(1)\n    print('one line')\n")
+    code = "from posbench.cli.console import _run; _run('late')"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**env, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])})
+    proc.stdout.close()  # the reader goes away before the line is written
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141 and err == ""
+
+
 def test_a_broken_pipe_of_the_command_s_own_is_still_a_traceback(tmp_path):
     """Only stdout's reader going away is quiet: a pipe the command itself opened and broke (a
     subprocess that exited) is a fault, shown as one."""

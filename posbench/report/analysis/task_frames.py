@@ -87,21 +87,21 @@ def task_frame(runs: pd.DataFrame, configs: Mapping[str, DictConfig]) -> tuple[p
     frame["loss"] = [None if run_task[rid] is None else run_task[rid].params.loss for rid in frame["run_id"]]
     main = frame.groupby("task")["example_set"].agg(lambda s: s.value_counts().index[0])
     keep = frame["example_set"] == frame["task"].map(main)
-    # a row trained for several budgets (train.budgets: cool-down branches of one trunk, each a run of the
-    # same seed) is read at its largest, as the perplexity tables read theirs: two branches in one cell
-    # would be averaged as if they were one run
-    keep &= frame["run_id"].isin(largest_branches(runs))
+    # a row trained for several budgets (train.budgets: cool-down branches of one trunk, or runs of one seed at
+    # other train.steps) is read at its largest, as the perplexity tables read theirs (sweep.largest_budget):
+    # two budgets in one cell would be averaged as if they were one run. The rule reads the runs' steps only,
+    # so a report rebuilt from its records (which name no trunk) reads the same cells
+    keep &= largest_budget(frame, runs)
     return frame[keep].reset_index(drop=True), frame[~keep].reset_index(drop=True)
 
 
-def largest_branches(runs: pd.DataFrame) -> set:
-    """The run ids of ``runs`` that are no smaller budget of a trunk's branches: a run that is no branch
-    (no ``trunk``), or its trunk's branch of the most ``train_steps``."""
-    trunk = runs["trunk"].where(runs["trunk"].map(lambda t: isinstance(t, str))) if "trunk" in runs else \
-        pd.Series(None, index=runs.index, dtype=object)
-    steps = pd.to_numeric(runs.get("train_steps", pd.Series(np.nan, index=runs.index)), errors="coerce")
-    most = steps.groupby(trunk).transform("max")  # NaN where there is no trunk
-    return set(runs.loc[trunk.isna() | ~(steps < most), "run_id"])
+def largest_budget(frame: pd.DataFrame, runs: pd.DataFrame) -> pd.Series:
+    """Per record of ``frame``: whether its run has its row's (task, variant, model, train_len) largest
+    ``train_steps`` among the runs with records on the same example set; a run whose steps are unknown is kept."""
+    steps = pd.to_numeric(frame["run_id"].map(runs.set_index("run_id")["train_steps"]) if "train_steps" in runs
+                          else pd.Series(np.nan, index=frame.index), errors="coerce")
+    most = steps.groupby([frame[k] for k in [*KEYS, "example_set"]], dropna=False).transform("max")
+    return steps.isna() | ~(steps < most)
 
 
 def _task_of_run(cfg: DictConfig):
@@ -135,26 +135,30 @@ LEARNED_SHARE = 0.9  # a task counts where some row reaches this share of its ce
 
 
 def learned_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """Which rows learned each task where they were trained, and whether the task counts. Per task, model
-    and train_len, each model's own row (variant == encoding: an evaluation-time row of the same weights
+    """Which rows learned each task where they were trained, and whether the task counts. Per task and
+    train_len, every model's own row (variant == encoding: an evaluation-time row of the same weights
     inherits what they learned) at 1x: the accuracy per run (mean over the grid's conditions), then the
     mean over seeds. A row *learned* the task where that mean reaches ``LEARNED_SHARE`` of the ceiling
     (100%); the task *counts* where some row learned it, since beyond train_len a task no row learned says
-    nothing about extrapolation. Columns: task, model, train_len, learned (the rows that did, best first),
-    rows (how many rows were scored), best, best_accuracy, seeds (of the best row), counts."""
+    nothing about extrapolation. The rows of every model meet here (a recurrent row, small_gdn, beside the
+    attention rows of its size): a row is named with its model, ``nope (small_gdn)``, where the task and
+    length have rows of several models. Columns: task, train_len, models, learned (the rows that did, best
+    first), rows (how many rows were scored), best, best_accuracy, seeds (of the best row), counts."""
     own = frame[(frame["variant"] == frame["encoding"]) & (frame["multiple"] == 1)]
-    cols = ["task", "model", "train_len", "learned", "rows", "best", "best_accuracy", "seeds", "counts"]
+    cols = ["task", "train_len", "models", "learned", "rows", "best", "best_accuracy", "seeds", "counts"]
     if own.empty or own["accuracy"].notna().sum() == 0:
         return pd.DataFrame(columns=cols)
     runs = per_seed(own)
     rows = runs.groupby(KEYS, as_index=False).agg(accuracy=("accuracy", "mean"), seeds=("seed", "nunique"))
     out = []
-    for (task, model, train_len), g in rows.groupby(["task", "model", "train_len"], sort=True):
-        g = g.sort_values(["accuracy", "variant"], ascending=[False, True])
+    for (task, train_len), g in rows.groupby(["task", "train_len"], sort=True):
+        models = sorted(g["model"].unique())
+        g = g.assign(row=g["variant"] if len(models) == 1 else g["variant"] + " (" + g["model"] + ")")
+        g = g.sort_values(["accuracy", "row"], ascending=[False, True])
         learned = g[g["accuracy"] >= LEARNED_SHARE]
         best = g.iloc[0]
-        out.append({"task": task, "model": model, "train_len": int(train_len), "learned": list(learned["variant"]),
-                    "rows": len(g), "best": best["variant"], "best_accuracy": float(best["accuracy"]),
+        out.append({"task": task, "train_len": int(train_len), "models": ", ".join(models), "learned": list(learned["row"]),
+                    "rows": len(g), "best": best["row"], "best_accuracy": float(best["accuracy"]),
                     "seeds": int(best["seeds"]), "counts": not learned.empty})
     return pd.DataFrame(out, columns=cols)
 

@@ -140,7 +140,8 @@ def pooled_encoding_settings(runs: pd.DataFrame, configs: dict[str, DictConfig |
     """A report's rows are (encoding, model, train_len[, task]) with seeds as the unit of evidence, so
     runs of one row whose encoding settings differ (``encoding=t5`` with ``encoding.bias_scale=none`` and
     ``sqrt_dhead``), or that were trained on randomized positions beside runs that were not
-    (``train.random_positions``: such a run's plain-position row has the plain runs' name), would be
+    (``train.random_positions``: such a run's plain-position row has the plain runs' name; or on integer
+    beside real random positions, ``train.random_positions_kind``: both rows are named +randpos), would be
     pooled as seeds of one row. The first such row in one line (the setting, its values and how many
     runs have each, and the fix), None where there is none. A setting one config lacks (written before
     it existed) is not compared, except one whose value before it existed is known (store/identity.py
@@ -158,6 +159,8 @@ def pooled_encoding_settings(runs: pd.DataFrame, configs: dict[str, DictConfig |
             mine = {f"encoding.{k}": v for k, v in enc.items() if k not in APART}
             train = cfg.get("train")
             mine["train.random_positions"] = train.get("random_positions") if isinstance(train, DictConfig) else None
+            if mine["train.random_positions"] is not None:  # integer or real positions: two rows of one name (+randpos)
+                mine["train.random_positions_kind"] = train.get("random_positions_kind", "integer")
             settings.append(mine)
         for name in sorted({k for s in settings for k in s}):
             values = ["null" if s[name] is None else repr(s[name]) for s in settings if name in s]  # as --where reads it

@@ -188,21 +188,25 @@ def model_groups(ctx) -> dict[str, tuple[str, bool]]:
     share the shortest of their names; its rows are named with its model (``nope (small_gdn)``). Two
     attention-only models are never joined (their names carry another setting: small@pydocs,
     small|base=500), and where one shape has several, a pattern of it stays alone. A model whose config
-    cannot say stays alone, named bare."""
-    shapes: dict[str, tuple] = {}
+    cannot say, or one name of several shapes (experiment=learned_tasks trains small_gdn at the tiny shape
+    and, for one task, the small), stays alone, named bare."""
+    shapes: dict[str, set] = {}
     attention_only: set[str] = set()
     for run_dir, model in zip(ctx.completed["run_dir"], ctx.completed["model"]):
         try:
             m = ctx.configs[run_dir].model
-            shapes.setdefault(model, (int(m.d_model), int(m.n_layers), int(m.n_heads)))
+            shapes.setdefault(model, set()).add((int(m.d_model), int(m.n_layers), int(m.n_heads)))
             if all(str(x) == "attention" for x in (m.get("mixers") or ["attention"])):
                 attention_only.add(model)
         except Exception:  # noqa: BLE001 - a checkpoint's run or an old config: its own study
             continue
     by_shape: dict[tuple, list[str]] = {}
-    for model, shape in shapes.items():
-        by_shape.setdefault(shape, []).append(model)
     out = {}
+    for model, of_model in shapes.items():
+        if len(of_model) > 1:  # which shape's study it would join depends on its runs' order: none
+            out[model] = (model, model in attention_only)
+        else:
+            by_shape.setdefault(next(iter(of_model)), []).append(model)
     for names in by_shape.values():
         plain = sorted(n for n in names if n in attention_only)
         patterns = sorted(n for n in names if n not in attention_only)

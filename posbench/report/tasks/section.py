@@ -130,9 +130,10 @@ def _learned_blocks(learned: pd.DataFrame) -> list:
         return []
     bar = f"{task_frames.LEARNED_SHARE:.0%}"
     shown = pd.DataFrame({
-        "task": learned["task"], "model": learned["model"], "train_len": learned["train_len"],
+        "task": learned["task"], "train_len": learned["train_len"], "models": learned["models"],
         f"rows at or above {bar} at train_len": [", ".join(f"`{v}`" for v in rows) or "none" for rows in learned["learned"]],
-        "best row (accuracy at train_len, seeds)": [f"`{b}` ({100 * a:.0f}%, {n})" for b, a, n in
+        # one decimal: 89.6% is not printed as the 90% it falls short of
+        "best row (accuracy at train_len, seeds)": [f"`{b}` ({100 * a:.1f}%, {n})" for b, a, n in
                                                     zip(learned["best"], learned["best_accuracy"], learned["seeds"])],
         "counts": ["yes" if c else "no" for c in learned["counts"]]})
     blocks = [Para(f"**Which rows learned each task.** A row learned a task where its accuracy at train_len (mean over "
@@ -140,7 +141,7 @@ def _learned_blocks(learned: pd.DataFrame) -> list:
                    "where some row learned it."),
               Table(shown)]
     if not (missed := learned[~learned["counts"]]).empty:
-        names = ", ".join(f"{t} ({m}, {L})" for t, m, L in zip(missed["task"], missed["model"], missed["train_len"]))
+        names = ", ".join(f"{t} (train_len {L})" for t, L in zip(missed["task"], missed["train_len"]))
         blocks.append(Para(f"**Not counted**: {names}: no row learned it where it was trained, so its accuracy beyond "
                            "train_len says nothing about which encoding extrapolates; its rows stay in the tables as "
                            "measured."))

@@ -48,6 +48,31 @@ def test_a_task_counts_where_some_row_reached_90_percent_of_its_ceiling_at_train
     assert got.loc["parity_check", "best"] == "nope"
 
 
+def test_a_recurrent_row_meets_the_attention_rows_of_its_task_and_length():
+    """A recurrent model has a name of its own (small_gdn beside tiny): its row is judged with the attention
+    rows of the same task and train_len, named with its model, so a task the attention rows learned counts."""
+    from posbench.report.analysis.task_frames import learned_rows
+
+    rows = [{"task": "mqar", "variant": e, "encoding": e, "model": m, "train_len": 64, "seed": 0, "multiple": 1.0,
+             "length": 64, "condition": 4.0, "chance": 0.25, "accuracy": a}
+            for e, m, a in (("rope", "tiny", 1.0), ("alibi", "tiny", 0.97), ("nope", "small_gdn", 0.6))]
+    got = learned_rows(pd.DataFrame(rows)).set_index("task")
+    assert got.loc["mqar", "counts"] and got.loc["mqar", "learned"] == ["rope (tiny)", "alibi (tiny)"]
+    assert (got.loc["mqar", "rows"], got.loc["mqar", "models"]) == (3, "small_gdn, tiny")
+
+
+def test_a_row_just_below_the_bar_is_not_printed_at_it():
+    """89.6% falls short of 90%: the table prints one decimal, so its row is not shown at the bar beside "none"."""
+    from posbench.report.analysis.task_frames import learned_rows
+    from posbench.report.tasks.section import _learned_blocks
+
+    rows = [{"task": "flip_flop", "variant": "rope", "encoding": "rope", "model": "small", "train_len": 64, "seed": s,
+             "multiple": 1.0, "length": 64, "condition": None, "chance": 0.5, "accuracy": a}
+            for s, a in enumerate((0.90, 0.89, 0.897))]
+    text = "\n\n".join(block.md(None) for block in _learned_blocks(learned_rows(pd.DataFrame(rows))))
+    assert "`rope` (89.6%, 3)" in text and "**Not counted**: flip_flop (train_len 64)" in text
+
+
 def test_the_task_report_says_which_depths_one_window_reaches():
     """rope_swa at train_len 64 has a window of 16 keys in every layer: only depth 1 (10 back) is within
     one window; irope has a global layer, so the note does not apply to it."""
@@ -89,20 +114,27 @@ def test_task_accuracy_intervals_cover_examples_and_seeds():
 
 def test_a_row_trained_for_several_budgets_is_read_at_its_largest():
     """Two cool-down branches of one trunk (train.budgets) are two runs of the same row and seed: the
-    table reads the longer, as the perplexity tables do, and the shorter's records are left out (averaged
-    together, a cell's mean fell outside its own interval). A run of fewer steps that is no branch stays."""
+    table reads the longer, as the perplexity tables read a row at its largest budget, and the shorter's
+    records are left out (averaged together, a cell's mean fell outside its own interval). The rule reads
+    the runs' steps, not their trunk: a rebuilt report's runs name no trunk and read the same cells, and a
+    run of fewer steps that is no branch is left out of its row too; another row at fewer steps stays."""
     from omegaconf import OmegaConf
 
     from posbench.report.analysis.task_frames import task_frame
 
-    runs, configs = [], {}
-    for run_id, steps, acc, trunk, seed in (("short", 6, 0.3, "t0", 0), ("long", 12, 0.7, "t0", 0),
-                                            ("alone", 6, 0.5, None, 1)):
-        records = [{"variant": "rope", "task": "parity_check", "length": 64 * m, "multiple": float(m), "condition": None,
-                    "example_set": "e", "examples": 64, "exact": acc, "token_accuracy": acc} for m in (1, 2)]
-        runs.append({"run_id": run_id, "encoding": "rope", "model": "tiny", "train_len": 64, "seed": seed,
-                     "run_dir": f"/runs/{run_id}", "task_evaluations": records, "trunk": trunk, "train_steps": steps})
-        configs[f"/runs/{run_id}"] = OmegaConf.create({"task": {"name": "parity_check"}, "train": {"steps": steps}})
-    kept, left = task_frame(pd.DataFrame(runs), configs)
-    assert set(kept["run_id"]) == {"long", "alone"} and kept.loc[kept["run_id"] == "long", "accuracy"].tolist() == [0.7, 0.7]
-    assert set(left["run_id"]) == {"short"}
+    def frame_of(with_trunk: bool):
+        runs, configs = [], {}
+        for run_id, steps, acc, trunk, seed, model in (("short", 6, 0.3, "t0", 0, "tiny"), ("long", 12, 0.7, "t0", 0, "tiny"),
+                                                       ("alone", 6, 0.5, None, 1, "tiny"), ("other", 6, 0.4, None, 0, "small")):
+            records = [{"variant": "rope", "task": "parity_check", "length": 64 * m, "multiple": float(m), "condition": None,
+                        "example_set": "e", "examples": 64, "exact": acc, "token_accuracy": acc} for m in (1, 2)]
+            runs.append({"run_id": run_id, "encoding": "rope", "model": model, "train_len": 64, "seed": seed,
+                         "run_dir": f"/runs/{run_id}", "task_evaluations": records, "train_steps": steps,
+                         **({"trunk": trunk} if with_trunk else {})})
+            configs[f"/runs/{run_id}"] = OmegaConf.create({"task": {"name": "parity_check"}, "train": {"steps": steps}})
+        return task_frame(pd.DataFrame(runs), configs)
+
+    for with_trunk in (True, False):
+        kept, left = frame_of(with_trunk)
+        assert set(kept["run_id"]) == {"long", "other"} and kept.loc[kept["run_id"] == "long", "accuracy"].tolist() == [0.7, 0.7]
+        assert set(left["run_id"]) == {"short", "alone"}

@@ -69,6 +69,23 @@ def test_runs_trained_on_randomized_positions_beside_plain_ones_are_one_row_pool
     assert "--where train.random_positions=VALUE" in message
 
 
+def test_integer_and_real_random_positions_in_one_row_are_named():
+    """Integer and real random positions (train.random_positions_kind) both name their row +randpos: one
+    folder of both would pool them as seeds of one row (seen in frontier2's first script). A config written
+    before the kind existed reads as integer, and plain runs' kind is not compared."""
+    def cfg(random_positions, kind=None):
+        kind_text = "" if kind is None else f", random_positions_kind: {kind}"
+        return parse_config(f"encoding: {{name: rope}}\ntrain: {{lr: 0.002, random_positions: {random_positions}{kind_text}}}\n")
+    runs = pd.DataFrame({"run_id": list("abcd"), "run_dir": list("abcd"), "status": "completed", "encoding": "rope",
+                         "model": "small", "train_len": 64, "task": None})
+    message = pooled_encoding_settings(runs, {"a": cfg(2048, "integer"), "b": cfg(2048, "integer"), "c": cfg(2048, "float"),
+                                              "d": cfg(2048, "float")})
+    assert "differ in train.random_positions_kind ('float': 2, 'integer': 2 runs)" in message
+    assert pooled_encoding_settings(runs, {"a": cfg(2048), "b": cfg(2048, "integer"), "c": cfg(2048), "d": cfg(2048)}) is None
+    assert pooled_encoding_settings(runs, {"a": cfg("null", "float"), "b": cfg("null", "integer"), "c": cfg("null"),
+                                           "d": cfg("null")}) is None
+
+
 def test_a_t5_config_older_than_bias_scale_is_read_at_the_value_it_had():
     runs = pd.DataFrame({"run_id": list("abc"), "run_dir": list("abc"), "status": "completed", "encoding": "t5",
                          "model": "small", "train_len": 64, "task": None})

@@ -200,3 +200,16 @@ def test_attention_models_of_one_shape_are_other_settings_and_stay_apart():
                                           "tiny_gdn": ("tiny_gdn", False)}
     assert not measures.study_rows(ctx)  # no study of three rows
 
+
+def test_a_pattern_name_of_two_shapes_stays_alone_whatever_the_runs_order():
+    """experiment=learned_tasks names its Gated DeltaNet row small_gdn at the tiny shape and, for one task, at
+    the small: which study it joined would depend on which run came first, so it joins none."""
+    from omegaconf import OmegaConf
+
+    for order in (1, -1):
+        ctx = FakeContext(["alibi", "nope", "rope"], models={"nope": "tiny_gdn"}, shapes={"tiny_gdn": (64, ["gdn"])})
+        dirs = [d for d, m in zip(ctx.completed["run_dir"], ctx.completed["model"]) if m == "tiny_gdn"]
+        ctx.configs[dirs[0]] = OmegaConf.create({"model": {"d_model": 128, "n_layers": 2, "n_heads": 2, "mixers": ["gdn"]}})
+        ctx.completed = ctx.completed.iloc[::order]
+        assert measures.model_groups(ctx)["tiny_gdn"] == ("tiny_gdn", False)
+

@@ -27,7 +27,7 @@ def test_new_tasks_run_through_train_evaluation_and_the_report(compose, tmp_path
     # a smoke run learns neither task: both named as not counted, after the table
     learned = pd.read_csv(tmp_path / "rep" / "task_learned.csv").set_index("task")
     assert set(learned.index) == {"parity_check", "variable_tracking"} and not learned["counts"].any()
-    assert "**Which rows learned each task.**" in md and "**Not counted**: parity_check (tiny, 48), variable_tracking (tiny, 48)" in md
+    assert "**Which rows learned each task.**" in md and "**Not counted**: parity_check (train_len 48), variable_tracking (train_len 48)" in md
     print(md[md.index("**Claimed vs effective length**"):][:3000])
 
 
