@@ -13,9 +13,10 @@ before any onset leaves the onset not resolved; a row flat at every multiple has
 the rotary pairs whose period the training length covers) and Men et al.'s longest context the base
 supports (their long-term-decay sum B_{m, theta} >= 0 for every distance up to it). Men et al.'s bound is
 about retrieval: a model past it can keep a low perplexity while it cannot retrieve ("superficial"
-long-context ability); perplexity alone cannot show that, and no retrieval task was trained at these
-bases, so its comparison with the perplexity onset is indicative. Plain RoPE only: p-RoPE (a quarter of
-the frequencies removed) is outside both theories and its rows are shown without a prediction.
+long-context ability); perplexity alone cannot show that, so its comparison with the perplexity onset is
+indicative. Passkey runs trained at several bases test it where it speaks (posbench/report/rope_base/
+retrieval.py: each grid cell's needle distance within or beyond the bound). Plain RoPE only: p-RoPE (a
+quarter of the frequencies removed) is outside both theories and its rows are shown without a prediction.
 
 **Words** (per row and theory): *inside* where the prediction falls in the measured bracket; *earlier
 than measured* where it falls at or before the last flat multiple (the model stays flat past it); *later
@@ -32,6 +33,7 @@ from posbench.report.analysis.tables import main_table
 from posbench.report.analysis import sweep
 from posbench.report.drawing.document import Heading, Para, Table
 from posbench.report.records.load import base_of, base_text
+from posbench.report.rope_base import retrieval
 from posbench.report.rope_base.theory import liu_extrapolation_limit, men_supported_length
 from posbench.report.section import SECTIONS, Output, Section
 
@@ -148,16 +150,26 @@ def _bracket(r) -> str:
 class RopeBase(Section):
     order = 44  # after the map (43), whose base axis it reads against the theories
     files = (Output("rope_base.csv", "per row at a RoPE base: the measured onset of its perplexity's climb and "
-                                     "Liu et al.'s and Men et al.'s predictions, with the words"),)
+                                     "Liu et al.'s and Men et al.'s predictions, with the words"),
+             Output("rope_base_passkey.csv", "with passkey runs at several RoPE bases: per base and grid cell the "
+                                             "needle's distance against Men et al.'s bound and the exact match"),
+             Output("rope_base_passkey_words.csv", "per base: the cells beyond Men et al.'s bound and the word"))
 
     def applies(self, ctx) -> bool:
-        return bool(ctx.has_lm and ctx.ratio_column is not None and ctx.completed["model"].map(
-            lambda m: base_of(m)[1] is not None).any())
+        at_bases = ctx.completed["model"].map(lambda m: base_of(m)[1] is not None).any()
+        return bool(at_bases and ((ctx.has_lm and ctx.ratio_column is not None) or not ctx.task_records.empty))
 
     def build(self, ctx, out) -> list:
-        frame = theory_frame(ctx)
-        if frame.empty:
-            return []
+        frame = theory_frame(ctx) if ctx.has_lm and ctx.ratio_column is not None else pd.DataFrame()
+        blocks = self._perplexity(frame, out) if not frame.empty else []
+        cells = retrieval.passkey_cells(ctx.task_records, ctx.configs, ctx.completed)
+        if not cells.empty:
+            if not blocks:
+                blocks.append(Heading("RoPE's base against the theories"))
+            blocks += _retrieval_blocks(cells, out)
+        return blocks
+
+    def _perplexity(self, frame: pd.DataFrame, out) -> list:
         out.csv("rope_base.csv", frame)
         shown = pd.DataFrame({
             "row": frame["variant"], "base": frame["rope_base"].map(base_text),
@@ -178,8 +190,53 @@ class RopeBase(Section):
                      "limit T_extra) and Men et al. 2024 (arXiv 2405.14591: the longest context the base supports, "
                      "from its long-term decay) predict from the base, the head dimension and train_len, as multiples "
                      "of train_len (posbench/report/rope_base/theory.py has the formulas, sources and deviations). "
-                     "Men et al.'s bound is about retrieval; no retrieval task was trained at these bases, so its "
-                     "comparison with the perplexity onset is indicative only. p-RoPE is outside both theories."),
+                     "Men et al.'s bound is about retrieval, so its comparison with the perplexity onset is indicative "
+                     "only (passkey runs trained at several bases test it directly: their table in this section). "
+                     "p-RoPE is outside both theories."),
                 Para(f"Liu et al.'s prediction: {said('liu')}; Men et al.'s: {said('men')} (rows of plain RoPE; "
                      "the measured bracket is as coarse as the multiples scored)."),
                 Table(shown.reset_index(drop=True))]
+
+
+def _retrieval_blocks(cells: pd.DataFrame, out) -> list:
+    """Men et al.'s bound against passkey retrieval (posbench/report/rope_base/retrieval.py)."""
+    words = retrieval.verdicts(cells)
+    out.csv("rope_base_passkey.csv", cells.assign(retrieved_by=cells["retrieved_by"].map(_seeds),
+                                                  failed_by=cells["failed_by"].map(_seeds)))
+    out.csv("rope_base_passkey_words.csv", words)
+    shown = pd.DataFrame({
+        "base": cells["rope_base"].map(base_text), "train_len": cells["train_len"],
+        "length": [f"{L} ({m:g}x)" for L, m in zip(cells["length"], cells["multiple"])], "depth": cells["depth"],
+        "distance": cells["distance"], "Men et al. bound": cells["bound"],
+        "where": ["beyond" if b else "within" for b in cells["beyond"]],
+        "exact match [95%]": [f"{a:.2f} [{lo:.2f}, {hi:.2f}]" for a, lo, hi in zip(cells["accuracy"], cells["lo"], cells["hi"])],
+        "seeds retrieving": [f"{len(r)} of {n}" for r, n in zip(cells["retrieved_by"], cells["seeds"])]})
+    said = []
+    for _, r in words.iterrows():
+        text = f"base {base_text(r['rope_base'])} at train_len {r['train_len']} (bound {r['bound']} tokens): **{r['word']}**"
+        if r["word"] == retrieval.CONTRADICTED:
+            text += (f" ({r['beyond_retrieved']} of {r['cells_beyond']} cells beyond the bound retrieved by some seed, "
+                     f"the farthest {int(r['farthest_retrieved'])} tokens back)")
+        elif r["word"] == retrieval.CONSISTENT:
+            text += (f" ({r['seeds_superficial']} of the {_count(r['seeds_learned_at_1x'], 'seed')} that retrieve within "
+                     "the bound at train_len fail beyond it there)")
+        else:
+            text += (f" ({_count(r['cells_beyond_at_1x'], 'cell')} beyond the bound at train_len, "
+                     f"{_count(r['seeds_learned_at_1x'], 'seed')} retrieving within it there)")
+        said.append(text)
+    return [Para("**Men et al.'s bound against retrieval** (passkey runs trained at these bases; "
+                 "posbench/report/rope_base/retrieval.py): each cell of the passkey grid has a distance from the question "
+                 "back to the needle, in tokens; Men et al. say no model of a base retrieves past the base's bound. One "
+                 "model is the unit of evidence: a seed retrieves a cell where its 95% interval over the cell's examples "
+                 "lies above halfway from chance to 100%. A cell beyond the bound that some seed retrieves contradicts "
+                 "the bound; a seed that retrieves within it at train_len and fails beyond it there is Men et al.'s "
+                 "\"superficial\" case; a failure within the bound says nothing about it. " + "; ".join(said) + "."),
+            Table(shown)]
+
+
+def _seeds(seeds: list) -> str:
+    return " ".join(str(s) for s in seeds)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{int(n)} {noun}" + ("" if int(n) == 1 else "s")
