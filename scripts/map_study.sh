@@ -41,6 +41,7 @@ set -euo pipefail
 ROOT=$(realpath -m "${1:?usage: bash scripts/map_study.sh ROOT [STAGE ...]}")
 shift
 BIN=${POSBENCH_BIN:+$(realpath -m "$POSBENCH_BIN")}
+if [[ ${PYTHON:-} == */* ]]; then PYTHON=$(realpath -m "$PYTHON"); fi  # a path; a bare name (python3) is looked up
 cd "$(dirname "$0")/.."
 BIN=${BIN:-.venv/bin}
 PYTHON=${PYTHON:-$BIN/python}

@@ -22,9 +22,11 @@ def _run(module: str) -> None:
         with user_errors():
             command = import_module(module).main
             raise_if_interrupted()  # a Ctrl-C swallowed inside an import still stops before any work
-            command()
-            if sys.stdout is not None:
-                sys.stdout.flush()  # a last line still buffered meets a gone reader here, not in Python's flush at exit
+            try:
+                command()
+            finally:  # also after sys.exit (--version): a last line still buffered meets a gone reader
+                if sys.stdout is not None:  # here, not in Python's own flush at exit
+                    sys.stdout.flush()
     except BrokenPipeError:
         if not _stdout_gone():
             raise  # a pipe of the command's own (a subprocess, a socket): a fault to see, not a reader gone

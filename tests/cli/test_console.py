@@ -182,13 +182,16 @@ def test_a_last_line_still_buffered_when_the_reader_went_away_is_quiet_too(tmp_p
     on stderr, not Python's own flush at exit (exit 120 and "Exception ignored"). Buffered output is the
     default for a pipe, so PYTHONUNBUFFERED is taken away here."""
     (tmp_path / "late.py").write_text("import time\ndef main():\n    time.sleep(1)\n    print('one line')\n")
-    code = "from posbench.cli.console import _run; _run('late')"
+    # --version prints its line and leaves by sys.exit(0): the same buffered line, after a SystemExit
+    (tmp_path / "late_exit.py").write_text("import sys, time\ndef main():\n    time.sleep(1)\n    print('v 1')\n    sys.exit(0)\n")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**env, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])})
-    proc.stdout.close()  # the reader goes away before the line is written
-    err = proc.stderr.read().decode()
-    assert proc.wait(timeout=60) == 141 and err == ""
+    for module in ("late", "late_exit"):
+        code = f"from posbench.cli.console import _run; _run('{module}')"
+        proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env={**env, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])})
+        proc.stdout.close()  # the reader goes away before the line is written
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=60) == 141 and err == "", (module, err)
 
 
 def test_a_broken_pipe_of_the_command_s_own_is_still_a_traceback(tmp_path):

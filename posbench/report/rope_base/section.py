@@ -156,13 +156,14 @@ class RopeBase(Section):
              Output("rope_base_passkey_words.csv", "per base: the cells beyond Men et al.'s bound and the word"))
 
     def applies(self, ctx) -> bool:
-        at_bases = ctx.completed["model"].map(lambda m: base_of(m)[1] is not None).any()
+        # every completed run: with LM runs in the report ctx.completed holds those alone, not the passkey runs
+        at_bases = ctx.all_completed["model"].map(lambda m: base_of(m)[1] is not None).any()
         return bool(at_bases and ((ctx.has_lm and ctx.ratio_column is not None) or not ctx.task_records.empty))
 
     def build(self, ctx, out) -> list:
         frame = theory_frame(ctx) if ctx.has_lm and ctx.ratio_column is not None else pd.DataFrame()
         blocks = self._perplexity(frame, out) if not frame.empty else []
-        cells = retrieval.passkey_cells(ctx.task_records, ctx.configs, ctx.completed)
+        cells = retrieval.passkey_cells(ctx.task_records, ctx.configs, ctx.all_completed)
         if not cells.empty:
             if not blocks:
                 blocks.append(Heading("RoPE's base against the theories"))
@@ -207,13 +208,15 @@ def _retrieval_blocks(cells: pd.DataFrame, out) -> list:
     shown = pd.DataFrame({
         "base": cells["rope_base"].map(base_text), "train_len": cells["train_len"],
         "length": [f"{L} ({m:g}x)" for L, m in zip(cells["length"], cells["multiple"])], "depth": cells["depth"],
-        "distance": cells["distance"], "Men et al. bound": cells["bound"],
+        "distance": cells["distance"],
+        "Men et al. bound": [f"none up to {b}" if c else str(b) for b, c in zip(cells["bound"], cells["bound_capped"])],
         "where": ["beyond" if b else "within" for b in cells["beyond"]],
         "exact match [95%]": [f"{a:.2f} [{lo:.2f}, {hi:.2f}]" for a, lo, hi in zip(cells["accuracy"], cells["lo"], cells["hi"])],
         "seeds retrieving": [f"{len(r)} of {n}" for r, n in zip(cells["retrieved_by"], cells["seeds"])]})
     said = []
     for _, r in words.iterrows():
-        text = f"base {base_text(r['rope_base'])} at train_len {r['train_len']} (bound {r['bound']} tokens): **{r['word']}**"
+        bound = f"no bound up to {r['bound']} tokens" if r["bound_capped"] else f"bound {r['bound']} tokens"
+        text = f"base {base_text(r['rope_base'])} at train_len {r['train_len']} ({bound}): **{r['word']}**"
         if r["word"] == retrieval.CONTRADICTED:
             text += (f" ({r['beyond_retrieved']} of {r['cells_beyond']} cells beyond the bound retrieved by some seed, "
                      f"the farthest {int(r['farthest_retrieved'])} tokens back)")

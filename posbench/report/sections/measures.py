@@ -188,8 +188,9 @@ def model_groups(ctx) -> dict[str, tuple[str, bool]]:
     share the shortest of their names; its rows are named with its model (``nope (small_gdn)``). Two
     attention-only models are never joined (their names carry another setting: small@pydocs,
     small|base=500), and where one shape has several, a pattern of it stays alone. A model whose config
-    cannot say, or one name of several shapes (experiment=learned_tasks trains small_gdn at the tiny shape
-    and, for one task, the small), stays alone, named bare."""
+    cannot say stays alone, named bare; one name of several shapes (experiment=learned_tasks trains small_gdn
+    at the tiny shape and, for one task, the small) stays alone too, its rows named with it unless it is an
+    attention-only model."""
     shapes: dict[str, set] = {}
     attention_only: set[str] = set()
     for run_dir, model in zip(ctx.completed["run_dir"], ctx.completed["model"]):

@@ -67,3 +67,29 @@ def test_retrieving_only_within_the_bound_is_the_superficial_case_and_failures_w
     assert words.loc[10000.0, "word"] == UNTOLD
     never = verdicts(passkey_cells(*records(lambda *_: 0.0))).set_index("rope_base")
     assert (never["word"] == UNTOLD).all() and (never["seeds_learned_at_1x"] == 0).all()
+
+
+def test_a_bound_not_found_up_to_64x_is_shown_as_such_and_a_report_with_lm_runs_still_finds_the_passkey_cells():
+    """Men et al.'s bound is searched up to 64 x train_len (theory.py): a base whose bound lies past that is
+    printed "none up to", not as the search's end. In a report with LM runs, ctx.completed holds the LM runs
+    alone: the section reads the passkey runs from every completed run (a report of both had crashed)."""
+    from types import SimpleNamespace
+
+    from posbench.report.rope_base.section import RopeBase
+
+    recs, configs, runs = records(lambda *_: 1.0)
+    recs = recs.assign(model=recs["model"].str.replace("base=10000", "base=10000000"), run_id=recs["run_id"])
+    cells = passkey_cells(recs, configs, runs)
+    huge = cells[cells["rope_base"] == 1e7]
+    assert huge["bound_capped"].all() and not huge["beyond"].any() and not cells[cells["rope_base"] == 100.0]["bound_capped"].any()
+    lm = pd.DataFrame([{"run_id": "lm0", "run_dir": "/runs/lm0", "model": "small", "train_len": 64}])
+    written = {}
+    out = SimpleNamespace(csv=lambda name, frame: written.setdefault(name, frame))
+    ctx = SimpleNamespace(has_lm=True, ratio_column=None, completed=lm, task_records=recs, configs=configs,
+                          all_completed=pd.concat([lm, runs.assign(model=[m for m in recs.drop_duplicates("run_id")["model"]],
+                                                                   train_len=64)], ignore_index=True))
+    section = RopeBase()
+    assert section.applies(ctx)
+    text = " ".join(getattr(b, "text", "") for b in section.build(ctx, out))
+    assert "base 10000000 at train_len 64 (no bound up to 4096 tokens)" in text and "**contradicted**" in text
+    assert set(written) == {"rope_base_passkey.csv", "rope_base_passkey_words.csv"}
