@@ -23,10 +23,10 @@
 #   FRONTIER2_TRAIN='model=tiny train.budgets=[6,12] train.batch_size=4 seed=0' bash scripts/frontier2_study.sh /tmp/f2
 set -euo pipefail
 # paths given are read from where the command runs; the defaults from the repository's root
-ROOT=$(realpath -m "${1:?usage: bash scripts/frontier2_study.sh ROOT [ROPE_BASE]}")
-ROPE_BASE=$(realpath -m "${2:-$ROOT/rope_base}")
-BIN=${POSBENCH_BIN:+$(realpath -m "$POSBENCH_BIN")}
-RECORDS_DIR=${RECORDS_DIR:+$(realpath -m "$RECORDS_DIR")}
+ROOT=$(realpath -ms "${1:?usage: bash scripts/frontier2_study.sh ROOT [ROPE_BASE]}")
+ROPE_BASE=$(realpath -ms "${2:-$ROOT/rope_base}")
+BIN=${POSBENCH_BIN:+$(realpath -ms "$POSBENCH_BIN")}
+RECORDS_DIR=${RECORDS_DIR:+$(realpath -ms "$RECORDS_DIR")}
 cd "$(dirname "$0")/.."
 BIN=${BIN:-.venv/bin}
 KEEP_S=${KEEP_S:-600}

@@ -19,9 +19,9 @@
 #   LEARNED_TASKS_TRAIN='train.steps=4 task.eval_examples=2 seed=0 +learned=flip_flop' bash scripts/learned_tasks_study.sh /tmp/lt
 set -euo pipefail
 # paths given are read from where the command runs; the defaults from the repository's root
-ROOT=$(realpath -m "${1:?usage: bash scripts/learned_tasks_study.sh ROOT [RECORDS]}")
-RECORDS=${2:+$(realpath -m "$2")}
-BIN=${POSBENCH_BIN:+$(realpath -m "$POSBENCH_BIN")}
+ROOT=$(realpath -ms "${1:?usage: bash scripts/learned_tasks_study.sh ROOT [RECORDS]}")
+RECORDS=${2:+$(realpath -ms "$2")}
+BIN=${POSBENCH_BIN:+$(realpath -ms "$POSBENCH_BIN")}
 cd "$(dirname "$0")/.."
 RECORDS=${RECORDS:-results/learned_tasks/records.parquet}
 BIN=${BIN:-.venv/bin}

@@ -37,11 +37,11 @@
 # (scripts/map_gpu.sh: device=cuda precision=fp32 data.path=...). A machine can be lost between sessions: keep
 # each run's records as it finishes (posbench-records keep; results/map/RECORDS.md).
 set -euo pipefail
-# paths given are read from where the command runs; the defaults from the repository's root
-ROOT=$(realpath -m "${1:?usage: bash scripts/map_study.sh ROOT [STAGE ...]}")
+# paths given are read from where the command runs (links kept: a venv's python is a link); defaults from the root
+ROOT=$(realpath -ms "${1:?usage: bash scripts/map_study.sh ROOT [STAGE ...]}")
 shift
-BIN=${POSBENCH_BIN:+$(realpath -m "$POSBENCH_BIN")}
-if [[ ${PYTHON:-} == */* ]]; then PYTHON=$(realpath -m "$PYTHON"); fi  # a path; a bare name (python3) is looked up
+BIN=${POSBENCH_BIN:+$(realpath -ms "$POSBENCH_BIN")}
+if [[ ${PYTHON:-} == */* ]]; then PYTHON=$(realpath -ms "$PYTHON"); fi  # a path; a bare name (python3) is looked up
 cd "$(dirname "$0")/.."
 BIN=${BIN:-.venv/bin}
 PYTHON=${PYTHON:-$BIN/python}

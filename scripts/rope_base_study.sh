@@ -15,9 +15,9 @@
 # posbench commands to use (default .venv/bin; run from a worktree of a fixed commit, docs/testing.md).
 set -euo pipefail
 # paths given are read from where the command runs; the defaults from the repository's root
-ROOT=$(realpath -m "${1:?usage: bash scripts/rope_base_study.sh ROOT [RECORDS]}")
-RECORDS=${2:+$(realpath -m "$2")}
-BIN=${POSBENCH_BIN:+$(realpath -m "$POSBENCH_BIN")}
+ROOT=$(realpath -ms "${1:?usage: bash scripts/rope_base_study.sh ROOT [RECORDS]}")
+RECORDS=${2:+$(realpath -ms "$2")}
+BIN=${POSBENCH_BIN:+$(realpath -ms "$POSBENCH_BIN")}
 cd "$(dirname "$0")/.."
 RECORDS=${RECORDS:-results/rope_base/records.parquet}
 BIN=${BIN:-.venv/bin}
