@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from typing import Iterator
 from posbench.core.errors import PosbenchError
 from posbench.core.files import atomic_write_bytes, make_dirs
 from posbench.core.paths import portable
+from posbench.store.lock import hold
 from posbench.store.rundir import CHECKPOINT, LOCK, METRICS, RESUME, TOKEN_LOSSES, RunDir, find_runs
 
 LEFT_OUT = frozenset({CHECKPOINT, RESUME, LOCK, TOKEN_LOSSES})
@@ -120,8 +122,19 @@ def keep(runs: Path, records: Path) -> Kept:
     """Add ``runs``' ended runs (and its sweeps' commands) to ``records`` (created if absent): a run
     already kept is replaced only where its files changed (a later posbench-eval added records); a run
     still running, or whose lock another process holds, is left for a later call. The file is written
-    only where something changed."""
+    only where something changed. One call at a time per runs folder (``KEEP_LOCK`` in it): a study's
+    periodic keep beside its final one would otherwise each write what it read, and the last could drop a
+    run the other had just added."""
     runs, records = Path(runs), Path(records)
+    writable = os.access(runs, os.W_OK)  # someone else's read-only runs folder is kept without the lock
+    with hold(runs / KEEP_LOCK, wait=True) if writable else contextlib.nullcontext():
+        return _keep(runs, records)
+
+
+KEEP_LOCK = ".keep.lock"
+
+
+def _keep(runs: Path, records: Path) -> Kept:
     files = read_records(records) if records.exists() else {}
     before = {folder: dict(named) for folder, named in files.items()}
     copied = left = 0

@@ -59,6 +59,24 @@ def test_ended_runs_come_back_bit_for_bit_without_weights_and_a_locked_run_waits
     assert keep(runs, records).copied == 0 and records.stat().st_mtime_ns == written  # nothing changed: not rewritten
 
 
+def test_a_second_keep_of_one_runs_folder_waits_for_the_first(runs, tmp_path):
+    """A study's periodic keep beside its final one: each would write what it read, and the last could drop a
+    run the other had added. The second waits on the runs folder's keep lock, then reads what the first wrote."""
+    import threading
+
+    from posbench.store.lock import hold
+    from posbench.store.records import KEEP_LOCK
+
+    records = tmp_path / "kept.parquet"
+    with hold(runs / KEEP_LOCK):  # the first keep, still writing
+        second = threading.Thread(target=keep, args=(runs, records))
+        second.start()
+        second.join(timeout=1.0)
+        assert second.is_alive() and not records.exists()  # waiting, nothing written
+    second.join(timeout=60)
+    assert not second.is_alive() and set(read_records(records)) >= {d.name for d in run_dirs(runs)}
+
+
 def test_a_run_whose_records_grew_is_kept_again_and_one_already_unpacked_is_left(runs, tmp_path):
     records = tmp_path / "kept.parquet"
     keep(runs, records)
