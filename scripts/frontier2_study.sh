@@ -29,14 +29,14 @@ BIN=${POSBENCH_BIN:+$(realpath -ms "$POSBENCH_BIN")}
 RECORDS_DIR=${RECORDS_DIR:+$(realpath -ms "$RECORDS_DIR")}
 cd "$(dirname "$0")/.."
 BIN=${BIN:-.venv/bin}
-KEEP_S=${KEEP_S:-600}
 RECORDS_DIR=${RECORDS_DIR:-results/frontier2/records}
 read -r -a EXTRA <<< "${FRONTIER2_TRAIN:-}"
 export POSBENCH_JOBS=${POSBENCH_JOBS:-2}
 FOLDERS=(frontier2 frontier2_tasks frontier2_randpos frontier2_randpos_float frontier2_tuned)
 mkdir -p "$RECORDS_DIR" "${FOLDERS[@]/#/$ROOT/}"
-say() { echo "[frontier2_study $(date -u +%H:%M:%SZ)] $*"; }
-keep() { for f in "${FOLDERS[@]}"; do say "$f: $("$BIN/posbench-records" keep "$ROOT/$f" "$RECORDS_DIR/$f.parquet")"; done; }
+STUDY=frontier2_study
+source scripts/study_lib.sh
+keep() { local f; for f in "${FOLDERS[@]}"; do keep_runs "$ROOT/$f" "$RECORDS_DIR/$f.parquet" "$f" || return; done; }
 # completed runs with their weights below $1 of the attention rows named by the rest (folders
 # <encoding>_<model>_L<n>_s<seed>_<id>: a recurrent row's model name has an underscore, small_mamba3, so nope's
 # pattern leaves it out), one per line. A run unpacked from records has no weights (posbench-records keeps
@@ -59,12 +59,8 @@ for _, c in runs:
     longest[c.train_len] = max(longest.get(c.train_len, 0), c.train.steps)
 print("\n".join(d for d, c in runs if c.train.steps == longest[c.train_len]))'; }
 
-for f in "${FOLDERS[@]}"; do
-    [ -f "$RECORDS_DIR/$f.parquet" ] && say "restore $f: $("$BIN/posbench-records" unpack "$RECORDS_DIR/$f.parquet" "$ROOT/$f")"
-done
-(while sleep "$KEEP_S"; do keep; done) &
-keeper=$!
-trap 'kill $keeper 2>/dev/null' EXIT
+for f in "${FOLDERS[@]}"; do restore_runs "$RECORDS_DIR/$f.parquet" "$ROOT/$f" "$f"; done
+start_keeper keep
 
 say "1. the 14 rows"
 "$BIN/posbench-train" -m experiment=frontier2 "runs_dir=$ROOT/frontier2" "${EXTRA[@]}"

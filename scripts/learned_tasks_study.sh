@@ -25,18 +25,16 @@ BIN=${POSBENCH_BIN:+$(realpath -ms "$POSBENCH_BIN")}
 cd "$(dirname "$0")/.."
 RECORDS=${RECORDS:-results/learned_tasks/records.parquet}
 BIN=${BIN:-.venv/bin}
-KEEP_S=${KEEP_S:-600}
 read -r -a EXTRA <<< "${LEARNED_TASKS_TRAIN:-}"
 export POSBENCH_JOBS=${POSBENCH_JOBS:-2}
 RUNS=$ROOT/learned_tasks
 mkdir -p "$RUNS" "$(dirname "$RECORDS")"
-say() { echo "[learned_tasks_study $(date -u +%H:%M:%SZ)] $*"; }
-keep() { say "$("$BIN/posbench-records" keep "$RUNS" "$RECORDS")"; }
+STUDY=learned_tasks_study
+source scripts/study_lib.sh
+keep() { keep_runs "$RUNS" "$RECORDS"; }
 
-[ -f "$RECORDS" ] && say "restore: $("$BIN/posbench-records" unpack "$RECORDS" "$RUNS")"
-(while sleep "$KEEP_S"; do keep; done) &
-keeper=$!
-trap 'kill $keeper 2>/dev/null' EXIT
+restore_runs "$RECORDS" "$RUNS"
+start_keeper keep
 say "six tasks x seven rows x 3 seeds"
 "$BIN/posbench-train" -m experiment=learned_tasks "runs_dir=$RUNS" "${EXTRA[@]}"
 keep

@@ -51,7 +51,8 @@ STAGES=("$@")
 export POSBENCH_JOBS=${POSBENCH_JOBS:-2}
 mkdir -p "$ROOT"
 
-say() { echo "[map_study $(date -u +%H:%M:%SZ)] $*"; }
+STUDY=map_study
+source scripts/study_lib.sh
 read -ra EXTRA <<<"${MAP_EXTRA:-}"   # words, not globbed (train.budgets=[300] is a glob pattern)
 train() { say "posbench-train $* ${EXTRA[*]}"; "$BIN/posbench-train" "$@" "${EXTRA[@]}"; }
 # each line budget_commands.py prints, run with the study's runs_dir
@@ -73,12 +74,12 @@ for stage in "${STAGES[@]}"; do
     case $stage in
     restore)
         for pair in "${FOLDERS[@]}"; do
-            [ -f "${pair#*:}" ] && say "restore: $("$BIN/posbench-records" unpack "${pair#*:}" "$ROOT/${pair%%:*}")"
+            restore_runs "${pair#*:}" "$ROOT/${pair%%:*}"
         done
         ;;
     keep)
         for pair in "${FOLDERS[@]}"; do
-            [ -d "$ROOT/${pair%%:*}" ] && "$BIN/posbench-records" keep "$ROOT/${pair%%:*}" "${pair#*:}"
+            if [ -d "$ROOT/${pair%%:*}" ]; then keep_runs "$ROOT/${pair%%:*}" "${pair#*:}"; fi
         done
         ;;
     centre)

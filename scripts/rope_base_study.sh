@@ -21,17 +21,15 @@ BIN=${POSBENCH_BIN:+$(realpath -ms "$POSBENCH_BIN")}
 cd "$(dirname "$0")/.."
 RECORDS=${RECORDS:-results/rope_base/records.parquet}
 BIN=${BIN:-.venv/bin}
-KEEP_S=${KEEP_S:-600}
 export POSBENCH_JOBS=${POSBENCH_JOBS:-2}
 RUNS=$ROOT/rope_base
 mkdir -p "$RUNS" "$(dirname "$RECORDS")"
-say() { echo "[rope_base_study $(date -u +%H:%M:%SZ)] $*"; }
-keep() { say "$("$BIN/posbench-records" keep "$RUNS" "$RECORDS")"; }
+STUDY=rope_base_study
+source scripts/study_lib.sh
+keep() { keep_runs "$RUNS" "$RECORDS"; }
 
-[ -f "$RECORDS" ] && say "restore: $("$BIN/posbench-records" unpack "$RECORDS" "$RUNS")"
-(while sleep "$KEEP_S"; do keep; done) &
-keeper=$!
-trap 'kill $keeper 2>/dev/null' EXIT
+restore_runs "$RECORDS" "$RUNS"
+start_keeper keep
 for pair in 64:32 128:16 32:64 256:8; do
     L=${pair%%:*} B=${pair#*:}
     say "train_len $L: RoPE at five bases"

@@ -1,7 +1,8 @@
 """A study's run directories kept as one compact records file: every file of every kept run (and the
 sweeps' ``.hydra/*/multirun.yaml``) as a row of one Parquet table, restored bit for bit as kept: the
 configs and records (.yaml, .json) with this machine's paths made portable (posbench/core/paths.py; a
-committed file names no folder of the machine that made it), every other file as it was.
+committed file names no folder of the machine that made it), ``per_position.npz`` with its curves in
+float16 (below), every other file as it was.
 
     posbench-records keep RUNS_DIR RECORDS.parquet   # RUNS_DIR's ended runs added (less weights, resume state)
     posbench-records unpack RECORDS.parquet DEST     # the run directories again (a run already in DEST is left)
@@ -14,10 +15,18 @@ directories, so the records are the directories' own files, unchanged, not a sec
 reader would need a converter for. Parquet (pyarrow, already installed with ``datasets``) because it
 compresses a column as a whole: the rows are sorted by file name, so every run's ``metrics.json`` sits
 beside the others' and zstd finds what they share (the budget study's 145 run folders: 9.7 MB as files,
-3.3 MB as records; the map's 1,350 files: 4.7 MB as 0.4 MB). ``pd.read_parquet`` reads it without
+1.8 MB as records; the map's 1,350 files: 4.7 MB as 0.4 MB). ``pd.read_parquet`` reads it without
 posbench (columns ``folder``, ``file``, ``data``: the folder relative to RUNS_DIR, the file's name, its
 bytes). The report's own columnar records of the same runs are its ``evaluations.csv.gz``
 (posbench/report/committed.py).
+
+The per-position curves (``per_position.npz``: a run's mean loss at each window position, every variant
+and length) were 4.5 of the RoPE-base study's 5.3 MB of records: float32 in deflate, which zstd cannot
+compress across runs. Records keep them as float16 in an uncompressed npz (the same study: 1.7 MB): a
+curve moves by at most 2^-11 of its value (0.002 nats at a loss of 4), far below a line's width in the one
+figure that reads them (posbench/report/sections/per_position.py, a moving average); no table or verdict
+reads them. An older records file is rewritten in this form at its next ``keep`` (an empty RUNS_DIR will
+do), so ``keep`` stays the one writer.
 
 Left out, as ``keep`` leaves them out of a kept run: the weights (``checkpoint.pt``), the resume state,
 the lock and ``token_losses.npz`` (each scored token's loss: up to ~4 MB a run; the key-token analysis
@@ -36,11 +45,13 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Iterator
 
+import numpy as np
+
 from posbench.core.errors import PosbenchError
 from posbench.core.files import atomic_write_bytes, make_dirs
 from posbench.core.paths import portable
 from posbench.store.lock import hold
-from posbench.store.rundir import CHECKPOINT, LOCK, METRICS, RESUME, TOKEN_LOSSES, RunDir, find_runs
+from posbench.store.rundir import CHECKPOINT, LOCK, METRICS, PER_POSITION, RESUME, TOKEN_LOSSES, RunDir, find_runs
 
 LEFT_OUT = frozenset({CHECKPOINT, RESUME, LOCK, TOKEN_LOSSES})
 ENDED = ("completed", "diverged")
@@ -96,14 +107,39 @@ def write_records(files: Files, path: Path) -> None:
 def kept_bytes(path: Path) -> bytes:
     """A file as records keep it: a config or record (.yaml, .json) with this machine's paths portable
     (posbench/core/paths.py: a runs folder, a corpus path or a command names no folder of this machine);
-    any other file as it is."""
+    the per-position curves in float16 (``compact_curves``); any other file as it is."""
     data = path.read_bytes()
     if path.suffix in PORTABLE_SUFFIXES:
         try:
             return portable(data.decode()).encode()
         except UnicodeDecodeError:
             return data
-    return data
+    return compact_curves(data) if path.name == PER_POSITION else data
+
+
+FLOAT16_MAX = float(np.finfo(np.float16).max)
+
+
+def compact_curves(data: bytes) -> bytes:
+    """``per_position.npz`` as records keep it: each floating array in float16 where every finite value
+    fits (a mean loss always does; an array that would overflow stays as it was), written by ``np.savez``
+    uncompressed, which is deterministic (the same curves give the same bytes, so ``keep`` still sees
+    that a run did not change) and idempotent. A file numpy cannot read is kept as it is."""
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except Exception:  # noqa: BLE001 - a damaged file is kept as found; the report's check names it
+        return data
+
+    def half(a: np.ndarray) -> np.ndarray:
+        finite = a[np.isfinite(a)] if np.issubdtype(a.dtype, np.floating) else None
+        if finite is None or (finite.size and np.abs(finite).max() > FLOAT16_MAX):
+            return a
+        return a.astype(np.float16)
+
+    buf = io.BytesIO()
+    np.savez(buf, **{k: half(a) for k, a in arrays.items()})
+    return buf.getvalue()
 
 
 def run_files(folder: RunDir) -> dict[str, bytes]:
@@ -135,8 +171,10 @@ KEEP_LOCK = ".keep.lock"
 
 
 def _keep(runs: Path, records: Path) -> Kept:
-    files = read_records(records) if records.exists() else {}
-    before = {folder: dict(named) for folder, named in files.items()}
+    before = read_records(records) if records.exists() else {}
+    # an older file's curves in float32 are compacted here, so that it is rewritten in the current form
+    files = {folder: {name: compact_curves(data) if name == PER_POSITION else data for name, data in named.items()}
+             for folder, named in before.items()}
     copied = left = 0
     for run in map(RunDir, find_runs(runs)):
         if not (ended(run) and run.lock_is_free()):

@@ -1,8 +1,9 @@
 """The repository stays small enough to travel and to grow: a GPU call carries the working tree, the
 wheels in `.whl/` and the corpus in `.gpu_data/` together under 64 MiB (docs/testing.md). The tracked
 files keep to 35 MiB (32 MiB on 2026-11-29, once the studies' run folders became records files,
-posbench/store/records.py, and report.html linked its figures rather than embedding them): the ~23 MiB
-left is the room the next studies need, and a study that needs more compacts its records first."""
+posbench/store/records.py, and report.html linked its figures rather than embedding them; 33.5 MiB used on 2026-11-29, back to 29.6
+once records kept their per-position curves in float16): the rest is the room the next studies need, and a
+study that needs more compacts its records first."""
 
 import subprocess
 from pathlib import Path

@@ -1,5 +1,6 @@
 """A study's records file (posbench/store/records.py): the ended runs of a runs folder, less their weights
-and resume state, restored bit for bit; a run still running or locked is left for later; a run kept
+and resume state, restored bit for bit (the per-position curves in float16, within 2^-11 of each value);
+a run still running or locked is left for later; a run kept
 once is replaced only when its files change; records that would write outside their folder are refused."""
 
 from __future__ import annotations
@@ -8,14 +9,15 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from posbench.core.errors import PosbenchError
 from posbench.core.paths import portable
-from posbench.store.records import LEFT_OUT, keep, listing, read_records, unpack
-from posbench.store.rundir import RunDir
+from posbench.store.records import LEFT_OUT, compact_curves, keep, listing, read_records, unpack, write_records
+from posbench.store.rundir import PER_POSITION, RunDir
 from tests.conftest import tree
 
 
@@ -47,7 +49,15 @@ def test_ended_runs_come_back_bit_for_bit_without_weights_and_a_locked_run_waits
     for d in dirs[1:]:
         expected = {k: portable(v.decode()).encode() if k.endswith((".yaml", ".json")) else v
                     for k, v in files_of(d).items() if k not in LEFT_OUT and not k.endswith(".tmp")}
-        assert files_of(back / d.name) == expected and expected  # every file kept, byte for byte, paths portable
+        got = files_of(back / d.name)
+        assert PER_POSITION in expected and set(got) == set(expected)
+        curves, original = RunDir(back / d.name).read_per_position(), RunDir(d).read_per_position()
+        assert set(curves) == set(original) and original
+        for key, curve in curves.items():  # float16: within half a float16 step of each value, NaN where NaN
+            assert curve.dtype == np.float16
+            np.testing.assert_allclose(curve.astype(float), original[key], rtol=2.0 ** -11, atol=0)
+        del got[PER_POSITION], expected[PER_POSITION]
+        assert got == expected  # every other file kept, byte for byte, paths portable
         tmp = tempfile.gettempdir().rstrip("/") + "/"  # the runs' folders lie under it
         assert tmp in (d / "config.yaml").read_text() and tmp not in (back / d.name / "config.yaml").read_text()
     assert not [p for p in back.rglob("*") if p.name in LEFT_OUT]
@@ -89,6 +99,44 @@ def test_a_run_whose_records_grew_is_kept_again_and_one_already_unpacked_is_left
     written, left = unpack(records, tmp_path / "back")
     assert written == 0 and left == len(read_records(records))
     assert not (tmp_path / "back" / d.name / "metrics.json").read_text().endswith("\n\n")
+
+
+def test_records_of_float32_curves_are_rewritten_compact_at_the_next_keep_and_then_left(runs, tmp_path):
+    """Records written before the curves were compacted: the next keep (even of an empty runs folder)
+    rewrites them in float16, and a keep after that finds nothing to change."""
+    import io
+
+    old = tmp_path / "old.parquet"
+    files = {d.name: {p.name: p.read_bytes() for p in d.iterdir() if p.is_file() and p.name not in LEFT_OUT}
+             for d in run_dirs(runs)}
+    write_records(files, old)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    before = old.stat().st_size
+    keep(empty, old)
+    kept = read_records(old)
+    assert old.stat().st_size < before and set(kept) == set(files)
+    for folder, named in kept.items():
+        with np.load(io.BytesIO(named[PER_POSITION])) as z:
+            assert {z[k].dtype for k in z.files} == {np.dtype(np.float16)}
+        assert named["metrics.json"] == files[folder]["metrics.json"]  # only the curves change
+    written = old.stat().st_mtime_ns
+    keep(empty, old)
+    assert old.stat().st_mtime_ns == written
+
+
+def test_compact_curves_is_idempotent_and_leaves_what_float16_cannot_hold_or_numpy_cannot_read():
+    import io
+
+    buf = io.BytesIO()
+    np.savez_compressed(buf, loss=np.array([3.25, np.nan, 1.0], np.float32), big=np.array([1e6], np.float32),
+                        steps=np.arange(3))
+    once = compact_curves(buf.getvalue())
+    assert compact_curves(once) == once
+    with np.load(io.BytesIO(once)) as z:
+        assert (z["loss"].dtype, z["big"].dtype, z["steps"].dtype) == (np.float16, np.float32, np.arange(3).dtype)
+        assert np.isnan(z["loss"][1]) and z["big"][0] == 1e6
+    assert compact_curves(b"not an npz") == b"not an npz"
 
 
 @pytest.mark.parametrize("folder", ["../outside", "/etc/x", "a/../../b"])

@@ -119,6 +119,12 @@ def per_seed(frame: pd.DataFrame) -> pd.DataFrame:
     return ok.groupby([*KEYS, "seed", "length", "multiple"], as_index=False)["accuracy"].mean()
 
 
+def learned_floor(chance):
+    """Halfway from chance to 100%: the accuracy a model at train_len must reach to count as having
+    learned its task (a scalar or a column of chances)."""
+    return (chance + 1) / 2
+
+
 def not_learned(frame: pd.DataFrame) -> pd.DataFrame:
     """The runs that had not learned their task at train_len: accuracy at 1x (mean over the grid's
     conditions, on the model's own row) below halfway from chance to 100%. Their accuracy beyond
@@ -127,7 +133,7 @@ def not_learned(frame: pd.DataFrame) -> pd.DataFrame:
     if own.empty:
         return pd.DataFrame(columns=[*KEYS, "seed", "accuracy"])
     g = own.groupby([*KEYS, "seed"], as_index=False).agg(accuracy=("accuracy", "mean"), chance=("chance", "mean"))
-    low = g[g["accuracy"] < (g["chance"].fillna(0) + 1) / 2]
+    low = g[g["accuracy"] < learned_floor(g["chance"].fillna(0))]
     return low[[*KEYS, "seed", "accuracy"]].reset_index(drop=True)
 
 

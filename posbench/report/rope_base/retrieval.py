@@ -27,9 +27,9 @@ from typing import Mapping
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from posbench.report.analysis.task_frames import task_interval
+from posbench.report.analysis.task_frames import learned_floor, task_interval
 from posbench.report.records.load import base_of
-from posbench.report.rope_base.theory import men_supported_length
+from posbench.report.rope_base.theory import head_dim_of, men_supported_length
 from posbench.spec import TaskSpec
 
 TASK = "passkey"
@@ -48,11 +48,11 @@ def passkey_cells(records: pd.DataFrame, configs: Mapping[str, DictConfig], runs
     own = own[own["model"].map(lambda m: base_of(m)[1] is not None) & own["accuracy"].notna()]
     if own.empty:
         return pd.DataFrame()
-    task, d_head = _task_and_head(own, configs, runs)
+    tasks, d_head = _tasks_and_heads(own, configs, runs)
     rows = []
     for (label, train_len, multiple, length, depth), g in own.groupby(["model", "train_len", "multiple", "length", "condition"]):
-        base = base_of(label)[1]
-        floor = (task.chance(depth) + 1) / 2
+        base, task = base_of(label)[1], tasks[label]
+        floor = learned_floor(task.chance(depth))
         cell = g[["seed", "condition", "accuracy", "examples"]]
         lo, hi = task_interval(cell)
         by_seed = {seed: task_interval(one) for seed, one in cell.groupby("seed")}
@@ -90,12 +90,13 @@ def verdicts(cells: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _task_and_head(own: pd.DataFrame, configs: Mapping[str, DictConfig], runs: pd.DataFrame):
-    """The passkey task of the runs (their parameters: the needle's place) and each label's head dimension."""
+def _tasks_and_heads(own: pd.DataFrame, configs: Mapping[str, DictConfig], runs: pd.DataFrame):
+    """Each label's passkey task (its parameters place the needle, so a label's own runs give its distances)
+    and head dimension, read from the label's first run."""
     dirs = runs.set_index("run_id")["run_dir"]
-    task, d_head = None, {}
+    tasks, d_head = {}, {}
     for label, rid in own.drop_duplicates("model")[["model", "run_id"]].itertuples(index=False):
         cfg = configs[dirs[rid]]
-        d_head[label] = int(cfg.model.d_model) // int(cfg.model.n_heads)
-        task = task or TaskSpec.from_mapping(OmegaConf.to_container(cfg.task, resolve=True)).build()
-    return task, d_head
+        d_head[label] = head_dim_of(cfg)
+        tasks[label] = TaskSpec.from_mapping(OmegaConf.to_container(cfg.task, resolve=True)).build()
+    return tasks, d_head

@@ -34,7 +34,7 @@ from posbench.report.analysis import sweep
 from posbench.report.drawing.document import Heading, Para, Table
 from posbench.report.records.load import base_of, base_text
 from posbench.report.rope_base import retrieval
-from posbench.report.rope_base.theory import liu_extrapolation_limit, men_supported_length
+from posbench.report.rope_base.theory import head_dim_of, liu_extrapolation_limit, men_supported_length
 from posbench.report.section import SECTIONS, Output, Section
 
 THEORY_ENCODINGS = ("rope",)  # the theories are about plain RoPE's frequencies
@@ -98,7 +98,7 @@ def head_dim(ctx, label: str, train_len: int) -> int | None:
     for d in runs["run_dir"]:
         cfg = ctx.configs.get(d)
         if cfg is not None and cfg.get("model") is not None:
-            return int(cfg.model.d_model) // int(cfg.model.n_heads)
+            return head_dim_of(cfg)
     return None
 
 

@@ -49,6 +49,11 @@ _TWO_PI = 2.0 * math.pi
 # ---------------------------------------------------------------------------------------------- validation
 
 
+def head_dim_of(config) -> int:
+    """The d of both theories: a run's per-head width, d_model / n_heads of its config's model."""
+    return int(config.model.d_model) // int(config.model.n_heads)
+
+
 def _check_d_head(d_head: object) -> int:
     if isinstance(d_head, bool) or not isinstance(d_head, Integral) or d_head < 2 or d_head % 2:
         raise ValueError(f"d_head={d_head!r} is invalid: RoPE needs an even integer head dimension >= 2")
