@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="report only the runs whose run id matches this glob, e.g. 'rope_*'")
     parser.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
                         help="report only the runs whose resolved config has KEY equal to VALUE, e.g. train.steps=200 "
-                             "(repeatable: every one must hold)")
+                             "(repeatable: every key must hold; a key repeated holds where any of its values does)")
     parser.add_argument("--multiple", type=float, default=None, metavar="N",
                         help="read the verdicts, the N x/1x ratio and the rank over lengths at this multiple "
                              "(default: the longest multiple every compared row was evaluated at)")

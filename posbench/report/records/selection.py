@@ -31,7 +31,8 @@ SMOKE_PRESET = Path(__file__).resolve().parents[2] / "conf" / "train" / "smoke.y
 @dataclass(frozen=True)
 class Selection:
     """posbench-report's filter: ``only`` a glob over run ids, ``where`` "key=value" items over the
-    run's resolved config (every one must hold)."""
+    run's resolved config: every key must hold, and a key given more than once holds where any of its
+    values does (``task.name=mqar``, ``task.name=babi``: the runs of either task)."""
 
     only: str | None = None
     where: tuple[str, ...] = ()
@@ -53,14 +54,22 @@ class Selection:
         """Whether a run passes the filter (a run without a readable config passes no ``--where``)."""
         if self.only and not fnmatch.fnmatchcase(str(run_id), self.only):
             return False
+        wanted: dict[str, list[str]] = {}
         for key, value in self.conditions():
+            wanted.setdefault(key, []).append(value)
+        for key, values in wanted.items():
             have = _ABSENT if config is None else OmegaConf.select(config, key, default=_ABSENT)
-            if have is _ABSENT or not _equal(have, value):
+            if have is _ABSENT or not any(_equal(have, value) for value in values):
                 return False
         return True
 
     def describe(self) -> str:
-        return " and ".join(([f"--only {self.only}"] if self.only else []) + [f"--where {w}" for w in self.where])
+        """The filter in words: keys joined by "and", a repeated key's values by "or"."""
+        by_key: dict[str, list[str]] = {}
+        for item in self.where:
+            by_key.setdefault(item.partition("=")[0].strip(), []).append(item.strip())
+        wheres = [" or ".join(items) for items in by_key.values()]
+        return " and ".join(([f"--only {self.only}"] if self.only else []) + [f"--where {w}" for w in wheres])
 
 
 def _equal(have: Any, value: str) -> bool:

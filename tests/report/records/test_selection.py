@@ -17,6 +17,12 @@ def test_the_filter_reads_run_ids_and_config_values_as_yaml():
     assert Selection(where=("train.steps=200", "train.schedule=wsd")).keeps("r", config)  # 200 a number
     assert not Selection(where=("train.steps=20",)).keeps("r", config)
     assert not Selection(where=("train.missing=1",)).keeps("r", config) and not Selection(where=("a=1",)).keeps("r", None)
+    # a key repeated: any of its values; keys apart: every one
+    either = ("encoding.name=rope", "encoding.name=alibi")
+    assert Selection(where=either).keeps("r", config) and not Selection(where=either[:1]).keeps("r", config)
+    assert not Selection(where=(*either, "train.steps=20")).keeps("r", config)
+    assert (Selection(where=(*either, "train.steps=20")).describe()
+            == "--where encoding.name=rope or encoding.name=alibi and --where train.steps=20")
     with pytest.raises(PosbenchError, match="must be key=value"):
         Selection(where=("train.steps",)).conditions()
     assert not Selection() and Selection(only="x").describe() == "--only x"
