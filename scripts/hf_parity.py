@@ -13,7 +13,7 @@ files' documents and window positions must agree, else exit 1 with one line). Pe
   store float16, so this is exact only above their rounding: ``token_ulp``, the float16 spacing at the
   largest loss compared; ``tokens_differing`` the share of tokens whose stored losses differ at all);
 - ``max_dposition``: the largest |difference| of the mean loss at a window position (``per_position.npz``,
-  float32);
+  float32 as scored; float16 in runs restored from a records file, posbench/store/records.py);
 - ``dloss`` = HF - native mean loss per token (metrics.json, float64), ``dppl_rel`` = ppl_HF / ppl_native - 1.
 
 Writes ``parity.csv`` (one line per cell) and ``parity.md`` (per model, dtype and row: the largest

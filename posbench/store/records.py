@@ -23,10 +23,12 @@ bytes). The report's own columnar records of the same runs are its ``evaluations
 The per-position curves (``per_position.npz``: a run's mean loss at each window position, every variant
 and length) were 4.5 of the RoPE-base study's 5.3 MB of records: float32 in deflate, which zstd cannot
 compress across runs. Records keep them as float16 in an uncompressed npz (the same study: 1.7 MB): a
-curve moves by at most 2^-11 of its value (0.002 nats at a loss of 4), far below a line's width in the one
+curve moves by at most 2^-11 of its value at any value above 2^-14 (0.002 nats at a loss of 4; the
+smallest mean loss of that study's 168 runs is 0.65), far below a line's width in the one
 figure that reads them (posbench/report/sections/per_position.py, a moving average); no table or verdict
 reads them. An older records file is rewritten in this form at its next ``keep`` (an empty RUNS_DIR will
-do), so ``keep`` stays the one writer.
+do), so ``keep`` stays the one writer; ``keep`` of a posbench before this form writes them back in float32
+(nothing lost, the file larger until the next keep).
 
 Left out, as ``keep`` leaves them out of a kept run: the weights (``checkpoint.pt``), the resume state,
 the lock and ``token_losses.npz`` (each scored token's loss: up to ~4 MB a run; the key-token analysis

@@ -84,3 +84,23 @@ def test_a_final_keep_that_fails_stops_the_study(tmp_path):
     records.mkdir()
     done = study(tmp_path, f"keep_runs {tmp_path / 'runs'} {records}\necho DONE")
     assert done.returncode != 0 and "DONE" not in done.stdout
+
+
+def test_a_study_that_ends_after_its_keeper_is_gone_still_exits_0(tmp_path):
+    body = "keep() { :; }\nstart_keeper keep\nkill $KEEPER\nwait $KEEPER || true\necho DONE"
+    done = study(tmp_path, body)
+    assert done.returncode == 0 and "DONE" in done.stdout
+
+
+def test_a_finished_study_does_not_keep_its_reader_waiting_for_the_keeper_s_nap(tmp_path):
+    """The keeper naps KEEP_S seconds; a nap left behind at exit held the script's stdout open, so a
+    caller reading it (a pipe, $(...)) waited up to 10 minutes after the study had ended."""
+    start = time.monotonic()
+    done = study(tmp_path, "keep() { :; }\nstart_keeper keep\necho DONE", keep_s="600")
+    assert done.returncode == 0 and "DONE" in done.stdout and time.monotonic() - start < 120
+
+
+def test_a_keep_interval_that_is_no_number_is_one_line_before_anything_runs(tmp_path):
+    done = study(tmp_path, "echo STARTED", keep_s="10x")
+    assert done.returncode == 2 and "STARTED" not in done.stdout
+    assert done.stderr.strip() == "KEEP_S=10x is not a number of seconds; give e.g. KEEP_S=600"
