@@ -10,9 +10,8 @@
 # nothing is trained twice. Then the 126 runs of the six tasks x seven rows x 3 seeds, then RoPE on random
 # positions (train.random_positions=2048, 18 runs). Every KEEP_S seconds (default 600) and after each sweep
 # the ended runs are added to RECORDS (posbench-records keep), so that a machine lost between sessions loses
-# only unfinished runs: commit RECORDS as it grows. The reports (the preset's comment):
-#   posbench-report RECORDS --where train.random_positions=null --out results/learned_tasks
-#   posbench-report RECORDS --where train.random_positions=2048 --out results/learned_tasks/randpos
+# only unfinished runs: commit RECORDS as it grows. The reports (the preset's comment): results/far_context_tasks
+# (mqar, babi, nolima) and results/algorithmic (reverse_string, duplicate_string, flip_flop), each with randpos/.
 # Jobs: POSBENCH_JOBS (default 2) single-thread jobs side by side; POSBENCH_BIN the folder of the posbench
 # commands to use (default .venv/bin; run from a worktree of a fixed commit, docs/testing.md).
 # Extra overrides for both posbench-train lines (a check at toy size): LEARNED_TASKS_TRAIN, e.g.
