@@ -56,7 +56,8 @@ def main(argv: list[str] | None = None) -> None:
                                     "committed; give another place (e.g. not under a folder named runs/)")
             kept = records.keep(args.runs_dir, args.records)
             print(f"posbench-records: {kept.copied} runs added or updated in {args.records}; "
-                  f"{kept.left} unfinished or in use left")
+                  f"{kept.left} unfinished or in use left"
+                  + ("; its runs' per-position curves rewritten in float16" if kept.compacted else ""))
         elif args.command == "unpack":
             written, left = records.unpack(args.records, args.dest)
             print(f"posbench-records: {written} folders written under {args.dest}; {left} already there, left as they were")

@@ -71,6 +71,7 @@ class Kept:
 
     copied: int
     left: int
+    compacted: bool = False  # an older file's curves rewritten in float16 (no run changed for that)
 
 
 def read_records(path: Path) -> Files:
@@ -188,9 +189,10 @@ def _keep(runs: Path, records: Path) -> Kept:
             files[folder], copied = now, copied + 1
     for sweep in sorted(runs.glob(f"{SWEEPS}/*/multirun.yaml")):
         files.setdefault(sweep.parent.relative_to(runs).as_posix(), {})[sweep.name] = kept_bytes(sweep)
+    compacted = any(files[f].get(PER_POSITION) != named.get(PER_POSITION) for f, named in before.items())
     if files != before or not records.exists():
         write_records(files, records)
-    return Kept(copied, left)
+    return Kept(copied, left, compacted)
 
 
 def unpack(records: Path, dest: Path) -> tuple[int, int]:

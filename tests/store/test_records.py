@@ -16,7 +16,7 @@ import pytest
 
 from posbench.core.errors import PosbenchError
 from posbench.core.paths import portable
-from posbench.store.records import LEFT_OUT, compact_curves, keep, listing, read_records, unpack, write_records
+from posbench.store.records import LEFT_OUT, Kept, compact_curves, keep, listing, read_records, unpack, write_records
 from posbench.store.rundir import PER_POSITION, RunDir
 from tests.conftest import tree
 
@@ -113,7 +113,7 @@ def test_records_of_float32_curves_are_rewritten_compact_at_the_next_keep_and_th
     empty = tmp_path / "empty"
     empty.mkdir()
     before = old.stat().st_size
-    keep(empty, old)
+    assert keep(empty, old) == Kept(0, 0, compacted=True)
     kept = read_records(old)
     assert old.stat().st_size < before and set(kept) == set(files)
     for folder, named in kept.items():
@@ -121,7 +121,7 @@ def test_records_of_float32_curves_are_rewritten_compact_at_the_next_keep_and_th
             assert {z[k].dtype for k in z.files} == {np.dtype(np.float16)}
         assert named["metrics.json"] == files[folder]["metrics.json"]  # only the curves change
     written = old.stat().st_mtime_ns
-    keep(empty, old)
+    assert keep(empty, old) == Kept(0, 0, compacted=False)
     assert old.stat().st_mtime_ns == written
 
 
