@@ -1,6 +1,8 @@
 """posbench/training/trainer.py: batches depend only on the seed and the step, training and validation
 use the task's loss, and bf16 training on a GPU learns and stays finite (marked ``cuda``)."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -31,6 +33,26 @@ def test_bf16_training_learns_and_stays_finite(encoding):
     assert result["final_val_loss"] < 2.0  # a repeated sentence is learned fast from ln(256) = 5.5
     with torch.no_grad(), autocast(device):
         assert model(torch.randint(0, 256, (2, 64), device=device)).dtype == torch.bfloat16
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("encoding, mixer", [("tape", "attention"), ("comrope", "attention"), ("cable", "attention"),
+                                             ("nope", "gdn"), ("nope", "deltaproduct"), ("nope", "mamba2"),
+                                             ("nope", "mamba3")])
+def test_the_newer_rows_train_in_bf16_on_a_gpu(encoding, mixer):
+    """The encodings and recurrent mixers added after the first GPU check (TAPE, ComRoPE, CABLE; Gated
+    DeltaNet, DeltaProduct, Mamba-2, Mamba-3 in every layer) learn a repeated sentence under bf16
+    autocast on CUDA, as the attention rows above do."""
+    device = resolve_device("cuda")
+    torch.manual_seed(0)
+    model = build_model(replace(SMALL, mixers=[mixer]), encoding, {}, 64, 64).to(device)
+    tokens = np.frombuffer(b"the quick brown fox jumps over the lazy dog. " * 2000, dtype=np.uint8)
+    tc = TrainConfig(steps=60, batch_size=16, warmup_steps=5, log_every=10, val_every=60, val_batches=2)
+    result = train_model(model, TrainingData(tokens, tokens[:5000], 64, 0), tc, device)
+    assert result["status"] == "completed"
+    assert result["final_val_loss"] < 2.0
+    with torch.no_grad(), autocast(device):
+        assert torch.isfinite(model(torch.randint(0, 256, (2, 1024), device=device)).float()).all()  # 16x train_len
 
 
 def compiled_and_eager_losses(device_name: str, encoding: str) -> tuple[list, list, torch.nn.Module]:
