@@ -55,6 +55,24 @@ def test_a_task_run_trains_evaluates_resumes_and_reports(compose, tmp_path, text
     assert len(pd.read_csv(tmp_path / "rep" / "runs.csv")) == 1
 
 
+def test_a_task_report_keeps_its_training_budget_lines_through_a_rebuild(compose, tmp_path, text_corpus):
+    """A report of task runs only has no budget section, yet its "Training budget" lines read the runs'
+    histories: it keeps convergence.csv, so that a rebuild from the committed folder says the same."""
+    from posbench.cli.report import main
+    from posbench.jobs.train import run
+    from posbench.report.pipeline import build_report
+
+    run(compose("encoding=alibi", "task=passkey", "task.eval_examples=4", "task.eval_depths=[0]", *BASE,
+                "train.steps=16", "train.val_every=4", f"data.path={text_corpus}", f"runs_dir={tmp_path / 'runs'}"))
+    md = build_report(tmp_path / "runs", tmp_path / "rep").read_text()
+    line = next(p for p in md.split("\n\n") if p.startswith("**Training budget (passkey):**"))
+    assert "Over the last doubling of steps" in line  # read from the history, not "the records do not tell"
+    assert (tmp_path / "rep" / "convergence.csv").exists()
+    main([str(tmp_path / "rep"), "--rebuild"])
+    rebuilt = (tmp_path / "rep" / "report.md").read_text()
+    assert line in rebuilt.split("\n\n")
+
+
 @pytest.mark.parametrize("extra, message", [
     (["task.name=sort"], "unknown task 'sort'; valid: {valid}"),  # the registry's names
     (["task=passkey", "task.digits=0"], "task.digits of 'passkey' must be positive"),

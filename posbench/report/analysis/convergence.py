@@ -197,10 +197,13 @@ def budget_paragraph(conv: pd.DataFrame, threshold: float, title: str = "Trainin
     change = known["change"]
     if change.min() >= 0:
         fall = f"still fell by {change.min():.1%} to {change.max():.1%} (median {change.median():.1%})"
-    else:  # a negative fall is a rise: say it in words, not as "fell by -12%"
-        rose = int((change < 0).sum())
-        fall = (f"fell by up to {change.max():.1%} (median {change.median():.1%}) and rose in {rose} of "
-                f"{len(change)} runs, by up to {-change.min():.1%}")
+    elif change.max() <= 0:  # a negative fall is a rise: say it in words, not as "fell by -12%"
+        fall = (f"rose in every run, by {-change.max():.1%} to {-change.min():.1%} (median "
+                f"{-change.median():.1%})")
+    else:
+        rose, median = int((change < 0).sum()), change.median()
+        fall = (f"fell by up to {change.max():.1%} (median {'fall' if median >= 0 else 'rise'} {abs(median):.1%}) "
+                f"and rose in {rose} of {len(change)} runs, by up to {-change.min():.1%}")
     text += (f"{lead} {loss} {fall}; {improving} of {len(known)} runs were still improving by more than "
              f"{threshold:.0%}")
     text += consequence[0] if improving else consequence[1]

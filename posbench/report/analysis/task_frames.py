@@ -29,6 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from posbench.core.errors import PosbenchError
 from posbench.evaluation.diagnostics import uniform_entropy
+from posbench.evaluation.variants import RANDPOS_SUFFIX
 from posbench.report.analysis.bootstrap import seeds_and_text
 from posbench.report.records.rows import remember_row
 from posbench.spec import RunSpec, TaskSpec
@@ -125,11 +126,26 @@ def learned_floor(chance):
     return (chance + 1) / 2
 
 
+def own_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """Each run's records in the row scored as the run was trained: ``<encoding>+randpos`` for a run trained
+    on randomized positions (Ruoss et al. 2023 score such a model on sampled positions; its plain row reads
+    positions 0..L-1, which it never saw as one block, and a run that learned its task as trained can read
+    chance there), the encoding's own row for every other run. An evaluation-time row of the same weights
+    (+swaL, +logn, the plain row of a randomized run) inherits what this row learned. A run is its
+    ``run_id`` where the frame has one, else its encoding, model, train_len and seed."""
+    run = (frame["run_id"] if "run_id" in frame
+           else frame[["task", "encoding", "model", "train_len", "seed"]].astype(str).agg("|".join, axis=1))
+    randpos = frame["variant"] == frame["encoding"] + RANDPOS_SUFFIX
+    trained_so = run.isin(set(run[randpos]))
+    return frame[(randpos & trained_so) | ((frame["variant"] == frame["encoding"]) & ~trained_so)]
+
+
 def not_learned(frame: pd.DataFrame) -> pd.DataFrame:
     """The runs that had not learned their task at train_len: accuracy at 1x (mean over the grid's
-    conditions, on the model's own row) below halfway from chance to 100%. Their accuracy beyond
+    conditions, on the row scored as the run was trained: ``own_rows``) below halfway from chance to 100%. Their accuracy beyond
     train_len says nothing about extrapolation. Columns: task, variant, model, train_len, seed, accuracy."""
-    own = frame[(frame["variant"] == frame["encoding"]) & (frame["multiple"] == 1) & frame["accuracy"].notna()]
+    own = own_rows(frame)
+    own = own[(own["multiple"] == 1) & own["accuracy"].notna()]
     if own.empty:
         return pd.DataFrame(columns=[*KEYS, "seed", "accuracy"])
     g = own.groupby([*KEYS, "seed"], as_index=False).agg(accuracy=("accuracy", "mean"), chance=("chance", "mean"))
@@ -142,15 +158,16 @@ LEARNED_SHARE = 0.9  # a task counts where some row reaches this share of its ce
 
 def learned_rows(frame: pd.DataFrame) -> pd.DataFrame:
     """Which rows learned each task where they were trained, and whether the task counts. Per task and
-    train_len, every model's own row (variant == encoding: an evaluation-time row of the same weights
-    inherits what they learned) at 1x: the accuracy per run (mean over the grid's conditions), then the
+    train_len, every model's own row (``own_rows``: the row scored as it was trained; an evaluation-time
+    row of the same weights inherits what it learned) at 1x: the accuracy per run (mean over the grid's conditions), then the
     mean over seeds. A row *learned* the task where that mean reaches ``LEARNED_SHARE`` of the ceiling
     (100%); the task *counts* where some row learned it, since beyond train_len a task no row learned says
     nothing about extrapolation. The rows of every model meet here (a recurrent row, small_gdn, beside the
     attention rows of its size): a row is named with its model, ``nope (small_gdn)``, where the task and
     length have rows of several models. Columns: task, train_len, models, learned (the rows that did, best
     first), rows (how many rows were scored), best, best_accuracy, seeds (of the best row), counts."""
-    own = frame[(frame["variant"] == frame["encoding"]) & (frame["multiple"] == 1)]
+    own = own_rows(frame)
+    own = own[own["multiple"] == 1]
     cols = ["task", "train_len", "models", "learned", "rows", "best", "best_accuracy", "seeds", "counts"]
     if own.empty or own["accuracy"].notna().sum() == 0:
         return pd.DataFrame(columns=cols)

@@ -33,7 +33,10 @@ class Tasks(Section):
              Output("task_accuracy.png", "task accuracy against evaluation length"),
              Output("effective_length.csv", "claimed vs effective length per task and variant (RULER, NoLiMa)"),
              Output("task_learned.csv", "per task: the rows that learned it at train_len and whether it counts"),
-             Output(HEATMAP.format("<task>"), "one task's accuracy by evaluation length and condition"))
+             Output(HEATMAP.format("<task>"), "one task's accuracy by evaluation length and condition"),
+             # the budget section keeps it where language-model runs are scored; a report of task runs only keeps
+             # it here, so that its "Training budget" lines survive a rebuild from the committed folder
+             Output("convergence.csv", "every run's budget and the fall of its validation loss over the last doubling"))
 
     def applies(self, ctx) -> bool:
         return not ctx.task_records.empty
@@ -48,6 +51,8 @@ class Tasks(Section):
         out.figure("task_accuracy.png", plot_task_accuracy, table)
         effective = effective_length.effective_table(table, records)
         out.csv("effective_length.csv", effective)
+        if not ctx.has_lm:
+            out.csv("convergence.csv", ctx.convergence)
         scored = ctx.all_completed[ctx.all_completed["run_id"].isin(set(records["run_id"]))]
         blocks = [Heading("Do the models use far context? Synthetic tasks"),
                   # the legend one item per column (as one paragraph it ran to 1,700 characters)
@@ -67,7 +72,9 @@ class Tasks(Section):
                        "`beyond train_len`: mean over every longer length.",
                        f"`effective length`: the longest length up to which accuracy "
                        f"(mean over seeds) stays at or above {threshold:.0%} in every cell of the grid (0: not "
-                       "even at train_len)."],
+                       "even at train_len); an absolute bar, the headline's too. The claimed vs effective length "
+                       "table below applies RULER's and NoLiMa's rule instead (a floor and 85% of the run's own 1x), "
+                       "so the two can differ for one row."],
                       lead="Models trained on a synthetic task at `train_len` and scored at multiples of it "
                            "(`task.loss`: `answer` trains the answer positions only, `mixed` adds the language-model "
                            "loss on every token; each run's setting is under \"How these runs were made\")."),
@@ -137,7 +144,8 @@ def _learned_blocks(learned: pd.DataFrame) -> list:
                                                     zip(learned["best"], learned["best_accuracy"], learned["seeds"])],
         "counts": ["yes" if c else "no" for c in learned["counts"]]})
     blocks = [Para(f"**Which rows learned each task.** A row learned a task where its accuracy at train_len (mean over "
-                   f"the grid, then over seeds; the model's own row) reaches {bar} of the ceiling (100%); a task counts "
+                   f"the grid, then over seeds; the model's own row, scored as trained: `+randpos` for a run trained on random "
+                   f"positions) reaches {bar} of the ceiling (100%); a task counts "
                    "where some row learned it."),
               Table(shown)]
     if not (missed := learned[~learned["counts"]]).empty:

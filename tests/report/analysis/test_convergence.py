@@ -74,8 +74,14 @@ def test_a_rise_is_said_as_a_rise_not_as_a_negative_fall():
     conv = pd.DataFrame({"steps": [1000] * 3, "train_tokens": [2048000] * 3, "change": [-0.5, 0.1, 0.3],
                          "still_improving": [False, True, True], "estimated": [False] * 3})
     text = budget_paragraph(conv, 0.02)
-    assert "fell by up to 30.0% (median 10.0%) and rose in 1 of 3 runs, by up to 50.0%" in text
+    assert "fell by up to 30.0% (median fall 10.0%) and rose in 1 of 3 runs, by up to 50.0%" in text
     assert "-50" not in text and "2 of 3 runs were still improving" in text
+    # most runs rose: the median is a rise, said as one
+    text = budget_paragraph(conv.assign(change=[-0.5, -0.2, 0.1]), 0.02)
+    assert "fell by up to 10.0% (median rise 20.0%) and rose in 2 of 3 runs, by up to 50.0%" in text
+    # every run rose: no "fell by up to -7%"
+    text = budget_paragraph(conv.assign(change=[-0.3, -0.1, -0.2], still_improving=False), 0.02)
+    assert "rose in every run, by 10.0% to 30.0% (median 20.0%)" in text and "fell" not in text
 
 
 def test_verdict_classes():

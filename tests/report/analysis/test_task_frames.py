@@ -48,6 +48,28 @@ def test_a_task_counts_where_some_row_reached_90_percent_of_its_ceiling_at_train
     assert got.loc["parity_check", "best"] == "nope"
 
 
+def test_a_run_trained_on_random_positions_is_judged_as_it_was_trained():
+    """Ruoss et al.'s randomized positions: the run is scored as trained in its +randpos row, and its plain
+    row (positions 0..L-1, never seen as one block) may read chance. It learned its task where the +randpos
+    row did; a plainly trained run of the same encoding is still judged on its plain row."""
+    from posbench.report.analysis.task_frames import learned_rows, not_learned
+
+    rows = []
+    for run_id, trained_randpos, plain, randpos in (("a", True, 0.3, 1.0), ("b", True, 0.2, 0.98), ("c", False, 0.4, None)):
+        for variant, acc in (("rope", plain), ("rope+randpos", randpos)):
+            if acc is not None:
+                rows.append({"task": "mqar", "variant": variant, "encoding": "rope", "model": "tiny", "train_len": 64,
+                             "seed": {"a": 0, "b": 1, "c": 2}[run_id], "run_id": run_id, "multiple": 1.0, "length": 64,
+                             "condition": 4.0, "chance": 0.25, "accuracy": acc})
+    frame = pd.DataFrame(rows)
+    got = learned_rows(frame).set_index("task")
+    assert got.loc["mqar", "learned"] == ["rope+randpos"] and got.loc["mqar", "counts"]
+    assert got.loc["mqar", "best_accuracy"] == pytest.approx(0.99)
+    low = not_learned(frame)
+    assert low[["variant", "seed"]].values.tolist() == [["rope", 2]]  # run c's plain row (40%), not a's or b's
+    assert not_learned(frame.drop(columns="run_id"))[["variant", "seed"]].values.tolist() == [["rope", 2]]
+
+
 def test_a_recurrent_row_meets_the_attention_rows_of_its_task_and_length():
     """A recurrent model has a name of its own (small_gdn beside tiny): its row is judged with the attention
     rows of the same task and train_len, named with its model, so a task the attention rows learned counts."""
