@@ -62,15 +62,18 @@ def test_a_task_report_keeps_its_training_budget_lines_through_a_rebuild(compose
     from posbench.jobs.train import run
     from posbench.report.pipeline import build_report
 
-    run(compose("encoding=alibi", "task=passkey", "task.eval_examples=4", "task.eval_depths=[0]", *BASE,
-                "train.steps=16", "train.val_every=4", f"data.path={text_corpus}", f"runs_dir={tmp_path / 'runs'}"))
-    md = build_report(tmp_path / "runs", tmp_path / "rep").read_text()
-    line = next(p for p in md.split("\n\n") if p.startswith("**Training budget (passkey):**"))
-    assert "Over the last doubling of steps" in line  # read from the history, not "the records do not tell"
-    assert (tmp_path / "rep" / "convergence.csv").exists()
-    main([str(tmp_path / "rep"), "--rebuild"])
-    rebuilt = (tmp_path / "rep" / "report.md").read_text()
-    assert line in rebuilt.split("\n\n")
+    args = ["encoding=alibi", *BASE, "train.steps=16", "train.val_every=4", f"data.path={text_corpus}",
+            f"runs_dir={tmp_path / 'runs'}"]
+    run(compose(*args, "task=passkey", "task.eval_examples=4", "task.eval_depths=[0]"))
+    for folder in ("tasks_only", "with_lm"):  # the second beside a language model: the budget section keeps the file
+        if folder == "with_lm":
+            run(compose(*args, "eval.protocols=[nonoverlapping]"))
+        md = build_report(tmp_path / "runs", tmp_path / folder).read_text()
+        line = next(p for p in md.split("\n\n") if p.startswith("**Training budget (passkey):**"))
+        assert "Over the last doubling of steps" in line  # read from the history, not "the records do not tell"
+        main([str(tmp_path / folder), "--rebuild"])
+        assert line in (tmp_path / folder / "report.md").read_text().split("\n\n"), folder
+    assert "## Perplexity by evaluation length" in md
 
 
 @pytest.mark.parametrize("extra, message", [

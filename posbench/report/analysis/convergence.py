@@ -176,6 +176,11 @@ TASK_CONSEQUENCE = (", so their accuracies describe models that had not finished
                     ", so the accuracies describe models that had (nearly) finished learning the task at this size")
 
 
+def _span(lo: float, hi: float) -> str:
+    """``lo`` to ``hi`` in %, one number where they print the same."""
+    return f"{lo:.1%}" if f"{lo:.1%}" == f"{hi:.1%}" else f"{lo:.1%} to {hi:.1%}"
+
+
 def budget_paragraph(conv: pd.DataFrame, threshold: float, title: str = "Training budget",
                      loss: str = "the 1x validation loss", consequence: tuple[str, str] = LM_CONSEQUENCE) -> str:
     """The budget of the report in one paragraph, so that no ratio (or accuracy) is read without it; ""
@@ -195,15 +200,20 @@ def budget_paragraph(conv: pd.DataFrame, threshold: float, title: str = "Trainin
     lead = ("From the annealed models of the budget before to those of the largest," if annealed
             else "Over the last doubling of steps")
     change = known["change"]
+    n, median = len(change), change.median()
     if change.min() >= 0:
-        fall = f"still fell by {change.min():.1%} to {change.max():.1%} (median {change.median():.1%})"
-    elif change.max() <= 0:  # a negative fall is a rise: say it in words, not as "fell by -12%"
-        fall = (f"rose in every run, by {-change.max():.1%} to {-change.min():.1%} (median "
-                f"{-change.median():.1%})")
+        fall = f"still fell by {_span(change.min(), change.max())}" + (f" (median {median:.1%})" if n > 2 else "")
+    elif change.max() < 0:  # a negative fall is a rise: say it in words, not as "fell by -12%"
+        fall = (f"rose in {'the one run' if n == 1 else f'all {n} runs'}, by {_span(-change.max(), -change.min())}"
+                + (f" (median {-median:.1%})" if n > 2 else ""))
     else:
-        rose, median = int((change < 0).sum()), change.median()
-        fall = (f"fell by up to {change.max():.1%} (median {'fall' if median >= 0 else 'rise'} {abs(median):.1%}) "
-                f"and rose in {rose} of {len(change)} runs, by up to {-change.min():.1%}")
+        fell, level, rose = int((change > 0).sum()), int((change == 0).sum()), int((change < 0).sum())
+        parts = [p for p in (fell and f"fell in {fell}{{of}}, by up to {change.max():.1%}",
+                             level and f"did not change in {level}{{of}}",
+                             f"rose in {rose}{{of}}, by up to {-change.min():.1%}") if p]
+        parts[0] = parts[0].format(of=f" of {n} runs")
+        fall = (", ".join(p.format(of="") for p in parts[:-1]) + f" and {parts[-1].format(of='')}"
+                + f" (median {'fall' if median >= 0 else 'rise'} {abs(median):.1%})")
     text += (f"{lead} {loss} {fall}; {improving} of {len(known)} runs were still improving by more than "
              f"{threshold:.0%}")
     text += consequence[0] if improving else consequence[1]

@@ -132,7 +132,8 @@ def own_rows(frame: pd.DataFrame) -> pd.DataFrame:
     positions 0..L-1, which it never saw as one block, and a run that learned its task as trained can read
     chance there), the encoding's own row for every other run. An evaluation-time row of the same weights
     (+swaL, +logn, the plain row of a randomized run) inherits what this row learned. A run is its
-    ``run_id`` where the frame has one, else its encoding, model, train_len and seed."""
+    ``run_id`` where the frame has one (every frame of the report has), else its task, encoding, model,
+    train_len and seed, which cannot tell a randomized run from a plain one of the same seed."""
     run = (frame["run_id"] if "run_id" in frame
            else frame[["task", "encoding", "model", "train_len", "seed"]].astype(str).agg("|".join, axis=1))
     randpos = frame["variant"] == frame["encoding"] + RANDPOS_SUFFIX

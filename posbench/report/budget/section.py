@@ -48,7 +48,10 @@ class Budget(Section):
 
     def build(self, ctx, out) -> list:
         conv, improving, spread = ctx.convergence, ctx.options.improving, ctx.options.spread
-        out.csv("convergence.csv", conv)
+        # the task runs' budgets too (the task section's "Training budget" lines read them), so that a rebuild
+        # from the committed folder says what the runs said; this section's table reads the language models only
+        kept = conv if ctx.task_runs.empty else pd.concat([conv, ctx.convergence_of(ctx.task_runs)], ignore_index=True)
+        out.csv("convergence.csv", kept)
         blocks = [Heading("Training budget"),
                   Para(BRANCHES.format(improving=improving) if ctx.has_budgets else SINGLE.format(improving=improving)),
                   Table(convergence.convergence_table(convergence.at_largest_budget(conv)))]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import pandas as pd
 
 from posbench.encodings import encoding_class
+from posbench.evaluation.variants import base_variant
 from posbench.report.analysis import task_frames
 from posbench.report.tasks import algorithmic, effective_length, flip_flop
 from posbench.report.tasks.figure import plot_task_accuracy, plot_task_heatmaps
@@ -34,8 +35,8 @@ class Tasks(Section):
              Output("effective_length.csv", "claimed vs effective length per task and variant (RULER, NoLiMa)"),
              Output("task_learned.csv", "per task: the rows that learned it at train_len and whether it counts"),
              Output(HEATMAP.format("<task>"), "one task's accuracy by evaluation length and condition"),
-             # the budget section keeps it where language-model runs are scored; a report of task runs only keeps
-             # it here, so that its "Training budget" lines survive a rebuild from the committed folder
+             # the budget section keeps it (with the task runs' rows) where language-model runs are scored; a report
+             # of task runs only keeps it here, so that its "Training budget" lines survive a rebuild
              Output("convergence.csv", "every run's budget and the fall of its validation loss over the last doubling"))
 
     def applies(self, ctx) -> bool:
@@ -164,7 +165,7 @@ def _not_learned_blocks(low) -> list:
     for (task, variant, model, train_len), g in low.groupby(["task", "variant", "model", "train_len"]):
         seeds = ", ".join(f"{int(s)} ({100 * a:.0f}%)" for s, a in zip(g["seed"], g["accuracy"]))
         parts.append(f"`{variant}` on {task} ({model}, {train_len}): seed{'s' if len(g) > 1 else ''} {seeds}")
-    notes = [f"`{e}`: {note}" for e in sorted(set(low["variant"])) if (note := _init_note(e))]
+    notes = [f"`{e}`: {note}" for e in sorted(set(low["variant"])) if (note := _init_note(base_variant(e)))]
     return [Bullets(parts, lead="**Not learned at train_len** (accuracy at train_len, mean over the grid, below halfway "
                                 "from chance to 100%):"),
             Para("These runs had not learned the task where they were trained, so their accuracy beyond train_len says "

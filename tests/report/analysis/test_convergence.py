@@ -64,7 +64,7 @@ def test_a_budget_branch_s_fall_is_read_from_the_annealed_branch_before_it():
     pending = convergence(runs, histories, evaluated={"b600", "b1200", "alone"}).set_index("run_id")
     assert pending["largest_budget"].to_dict() == {"b600": False, "b1200": True, "b2400": False, "alone": False}
     assert "From the annealed models of the budget before to those of the largest, the 1x validation loss still " \
-           "fell by 2.8% to 2.8%" in budget_paragraph(branch, 0.02)
+           "fell by 2.8%;" in budget_paragraph(branch, 0.02)
     # without a branch among the runs, the CSV keeps its columns of before
     alone = convergence(runs[runs["run_id"] == "alone"], histories)
     assert "basis" not in alone and "largest_budget" not in alone and alone["change"].iloc[0] == pytest.approx(0.2 / 1.2)
@@ -74,14 +74,22 @@ def test_a_rise_is_said_as_a_rise_not_as_a_negative_fall():
     conv = pd.DataFrame({"steps": [1000] * 3, "train_tokens": [2048000] * 3, "change": [-0.5, 0.1, 0.3],
                          "still_improving": [False, True, True], "estimated": [False] * 3})
     text = budget_paragraph(conv, 0.02)
-    assert "fell by up to 30.0% (median fall 10.0%) and rose in 1 of 3 runs, by up to 50.0%" in text
+    assert "fell in 2 of 3 runs, by up to 30.0% and rose in 1, by up to 50.0% (median fall 10.0%)" in text
     assert "-50" not in text and "2 of 3 runs were still improving" in text
     # most runs rose: the median is a rise, said as one
     text = budget_paragraph(conv.assign(change=[-0.5, -0.2, 0.1]), 0.02)
-    assert "fell by up to 10.0% (median rise 20.0%) and rose in 2 of 3 runs, by up to 50.0%" in text
+    assert "fell in 1 of 3 runs, by up to 10.0% and rose in 2, by up to 50.0% (median rise 20.0%)" in text
     # every run rose: no "fell by up to -7%"
     text = budget_paragraph(conv.assign(change=[-0.3, -0.1, -0.2], still_improving=False), 0.02)
-    assert "rose in every run, by 10.0% to 30.0% (median 20.0%)" in text and "fell" not in text
+    assert "rose in all 3 runs, by 10.0% to 30.0% (median 20.0%)" in text and "fell" not in text
+    # a run that did not change beside one that rose is not "rose in every run"; nor a minus sign anywhere
+    text = budget_paragraph(conv.iloc[:2].assign(change=[0.0, -0.1], still_improving=False), 0.02)
+    assert "did not change in 1 of 2 runs and rose in 1, by up to 10.0% (median rise 5.0%)" in text and "-" not in text
+    # one run: one number, no median of one
+    text = budget_paragraph(conv.iloc[:1].assign(change=[-0.05], still_improving=False), 0.02)
+    assert "rose in the one run, by 5.0%;" in text and "median" not in text
+    text = budget_paragraph(conv.iloc[:1].assign(change=[0.05]), 0.02)
+    assert "still fell by 5.0%;" in text
 
 
 def test_verdict_classes():
