@@ -143,8 +143,8 @@ def own_rows(frame: pd.DataFrame) -> pd.DataFrame:
 
 def not_learned(frame: pd.DataFrame) -> pd.DataFrame:
     """The runs that had not learned their task at train_len: accuracy at 1x (mean over the grid's
-    conditions, on the row scored as the run was trained: ``own_rows``) below halfway from chance to 100%. Their accuracy beyond
-    train_len says nothing about extrapolation. Columns: task, variant, model, train_len, seed, accuracy."""
+    conditions, on the row scored as the run was trained: ``own_rows``) below halfway from chance to
+    100%. Their accuracy beyond train_len says nothing about extrapolation. Columns: task, variant, model, train_len, seed, accuracy."""
     own = own_rows(frame)
     own = own[(own["multiple"] == 1) & own["accuracy"].notna()]
     if own.empty:
@@ -160,8 +160,8 @@ LEARNED_SHARE = 0.9  # a task counts where some row reaches this share of its ce
 def learned_rows(frame: pd.DataFrame) -> pd.DataFrame:
     """Which rows learned each task where they were trained, and whether the task counts. Per task and
     train_len, every model's own row (``own_rows``: the row scored as it was trained; an evaluation-time
-    row of the same weights inherits what it learned) at 1x: the accuracy per run (mean over the grid's conditions), then the
-    mean over seeds. A row *learned* the task where that mean reaches ``LEARNED_SHARE`` of the ceiling
+    row of the same weights inherits what it learned) at 1x: the accuracy per run (mean over the grid's
+    conditions), then the mean over seeds. A row *learned* the task where that mean reaches ``LEARNED_SHARE`` of the ceiling
     (100%); the task *counts* where some row learned it, since beyond train_len a task no row learned says
     nothing about extrapolation. The rows of every model meet here (a recurrent row, small_gdn, beside the
     attention rows of its size): a row is named with its model, ``nope (small_gdn)``, where the task and
