@@ -14,7 +14,7 @@ from __future__ import annotations
 import pandas as pd
 
 from posbench.encodings import encoding_class
-from posbench.evaluation.variants import base_variant
+from posbench.evaluation.variants import RANDPOS_SUFFIX, base_variant
 from posbench.report.analysis import task_frames
 from posbench.report.tasks import algorithmic, effective_length, flip_flop
 from posbench.report.tasks.figure import plot_task_accuracy, plot_task_heatmaps
@@ -93,6 +93,8 @@ class Tasks(Section):
         learned = task_frames.learned_rows(records)  # first after the table: which of its rows to read at all
         out.csv("task_learned.csv", learned.assign(learned=[", ".join(v) for v in learned["learned"]]))
         blocks[3:3] = _learned_blocks(learned)
+        if randomized := sorted(set(records.loc[records["variant"] == records["encoding"] + RANDPOS_SUFFIX, "encoding"])):
+            blocks.insert(3, Para(_randomized_text(randomized)))
         for task, g in task_frames.heatmap_frame(records).groupby("task"):
             condition = _condition_name(task)
             if condition is None:
@@ -130,6 +132,16 @@ def _effective_text() -> str:
             "the length, whose chance falls as the list grows), the level below which the report calls a run not "
             "learned: RULER's bar, Llama-2-7B's 85.6% at 4K, is a large model's score and no fixed number fits tasks "
             "whose chance runs from 10^-5 (passkey) to 1/2 (two-chain variable tracking).")
+
+
+def _randomized_text(encodings: list[str]) -> str:
+    """What the plain row of a run trained on random positions is (task_frames.own_rows judges the other)."""
+    rows = ", ".join(f"`{e}`" for e in encodings)
+    return (f"**Runs trained on random positions** (Ruoss et al. 2023): each is scored as it was trained, on positions "
+            f"sampled from its range ({', '.join(f'`{e}{RANDPOS_SUFFIX}`' for e in encodings)}), and at positions "
+            f"0..L-1, which it never saw as one block, in the row with the plain name ({rows}). That row is an "
+            "evaluation-time row of the same weights, not a plainly trained model; which runs learned their task is "
+            "judged on the row scored as trained.")
 
 
 def _learned_blocks(learned: pd.DataFrame) -> list:

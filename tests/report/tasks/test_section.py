@@ -37,7 +37,15 @@ def test_runs_that_did_not_learn_are_explained_by_their_initialisation_where_it_
     from posbench.report.tasks.section import _not_learned_blocks
 
     low = pd.DataFrame([{"task": "passkey", "variant": v, "model": "small", "train_len": 64, "seed": 0, "accuracy": 0.0}
-                        for v in ("fox", "stickbreaking", "rope_swa")])
+                        for v in ("fox", "stickbreaking", "rope_swa", "stickbreaking+randpos")])
     text = "\n\n".join(block.md(None) for block in _not_learned_blocks(low))
     assert "`fox`: at the authors' initialisation" in text and "`stickbreaking`: at initialisation" in text
     assert "`rope_swa`:" not in text
+    assert "`stickbreaking+randpos`: at initialisation" in text  # trained on random positions: its encoding's note
+
+
+def test_the_plain_row_of_a_run_trained_on_random_positions_is_named_for_what_it_is():
+    from posbench.report.tasks.section import _randomized_text
+
+    text = _randomized_text(["rope"])
+    assert "`rope+randpos`" in text and "(`rope`)" in text and "not a plainly trained model" in text
