@@ -207,12 +207,12 @@ def budget_paragraph(conv: pd.DataFrame, threshold: float, title: str = "Trainin
         fall = (f"rose in {'the one run' if n == 1 else f'all {n} runs'}, by {_span(-change.max(), -change.min())}"
                 + (f" (median {-median:.1%})" if n > 2 else ""))
     else:
-        fell, level, rose = int((change > 0).sum()), int((change == 0).sum()), int((change < 0).sum())
-        parts = [p for p in (fell and f"fell in {fell}{{of}}, by up to {change.max():.1%}",
-                             level and f"did not change in {level}{{of}}",
-                             f"rose in {rose}{{of}}, by up to {-change.min():.1%}") if p]
-        parts[0] = parts[0].format(of=f" of {n} runs")
-        fall = (", ".join(p.format(of="") for p in parts[:-1]) + f" and {parts[-1].format(of='')}"
+        groups = [(k, verb, tail) for k, verb, tail in (
+            (int((change > 0).sum()), "fell in", f", by up to {change.max():.1%}"),
+            (int((change == 0).sum()), "did not change in", ""),
+            (int((change < 0).sum()), "rose in", f", by up to {-change.min():.1%}")) if k]
+        words = [f"{verb} {k}{f' of {n} runs' if i == 0 else ''}{tail}" for i, (k, verb, tail) in enumerate(groups)]
+        fall = (", ".join(words[:-1]) + f" and {words[-1]}"
                 + f" (median {'fall' if median >= 0 else 'rise'} {abs(median):.1%})")
     text += (f"{lead} {loss} {fall}; {improving} of {len(known)} runs were still improving by more than "
              f"{threshold:.0%}")

@@ -126,6 +126,11 @@ def learned_floor(chance):
     return (chance + 1) / 2
 
 
+def scored_as_randomized(frame: pd.DataFrame) -> pd.Series:
+    """The records of runs trained on random positions in their row scored as trained (``<encoding>+randpos``)."""
+    return frame["variant"] == frame["encoding"] + RANDPOS_SUFFIX
+
+
 def own_rows(frame: pd.DataFrame) -> pd.DataFrame:
     """Each run's records in the row scored as the run was trained: ``<encoding>+randpos`` for a run trained
     on randomized positions (Ruoss et al. 2023 score such a model on sampled positions; its plain row reads
@@ -136,7 +141,7 @@ def own_rows(frame: pd.DataFrame) -> pd.DataFrame:
     train_len and seed, which cannot tell a randomized run from a plain one of the same seed."""
     run = (frame["run_id"] if "run_id" in frame
            else frame[["task", "encoding", "model", "train_len", "seed"]].astype(str).agg("|".join, axis=1))
-    randpos = frame["variant"] == frame["encoding"] + RANDPOS_SUFFIX
+    randpos = scored_as_randomized(frame)
     trained_so = run.isin(set(run[randpos]))
     return frame[(randpos & trained_so) | ((frame["variant"] == frame["encoding"]) & ~trained_so)]
 

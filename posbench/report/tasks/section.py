@@ -93,7 +93,7 @@ class Tasks(Section):
         learned = task_frames.learned_rows(records)  # first after the table: which of its rows to read at all
         out.csv("task_learned.csv", learned.assign(learned=[", ".join(v) for v in learned["learned"]]))
         blocks[3:3] = _learned_blocks(learned)
-        if randomized := sorted(set(records.loc[records["variant"] == records["encoding"] + RANDPOS_SUFFIX, "encoding"])):
+        if randomized := sorted(set(records.loc[task_frames.scored_as_randomized(records), "encoding"])):
             blocks.insert(3, Para(_randomized_text(randomized)))
         for task, g in task_frames.heatmap_frame(records).groupby("task"):
             condition = _condition_name(task)
