@@ -225,6 +225,15 @@ class ReportContext:
     def convergence(self) -> pd.DataFrame:
         return self.convergence_of(self.completed)
 
+    @cached_property
+    def kept_convergence(self) -> pd.DataFrame:
+        """What convergence.csv keeps: the language models' budgets and falls and the task runs' (the task
+        section's "Training budget" lines read them), so that a rebuild from the committed folder says what
+        the runs said."""
+        if not self.has_lm or self.task_runs.empty:  # without language models ``completed`` is every completed run
+            return self.convergence
+        return pd.concat([self.convergence, self.convergence_of(self.task_runs)], ignore_index=True)
+
     def convergence_of(self, runs: pd.DataFrame) -> pd.DataFrame:
         """Each of ``runs``' budget and fall over its last doubling (convergence.convergence): from its
         history, or rebuilt from records, as the committed report recorded it (the histories are

@@ -57,7 +57,8 @@ def test_a_task_run_trains_evaluates_resumes_and_reports(compose, tmp_path, text
 
 def test_a_task_report_keeps_its_training_budget_lines_through_a_rebuild(compose, tmp_path, text_corpus):
     """A report of task runs only has no budget section, yet its "Training budget" lines read the runs'
-    histories: it keeps convergence.csv, so that a rebuild from the committed folder says the same."""
+    histories: it keeps convergence.csv (posbench/report/sections/convergence.py), so that a rebuild from the
+    committed folder says the same."""
     from posbench.cli.report import main
     from posbench.jobs.train import run
     from posbench.report.pipeline import build_report
@@ -65,7 +66,7 @@ def test_a_task_report_keeps_its_training_budget_lines_through_a_rebuild(compose
     args = ["encoding=alibi", *BASE, "train.steps=16", "train.val_every=4", f"data.path={text_corpus}",
             f"runs_dir={tmp_path / 'runs'}"]
     run(compose(*args, "task=passkey", "task.eval_examples=4", "task.eval_depths=[0]"))
-    for folder in ("tasks_only", "with_lm"):  # the second beside a language model: the budget section keeps the file
+    for folder in ("tasks_only", "with_lm"):  # the second beside a language model: the file holds both kinds
         if folder == "with_lm":
             run(compose(*args, "eval.protocols=[nonoverlapping]"))
         md = build_report(tmp_path / "runs", tmp_path / folder).read_text()

@@ -41,17 +41,12 @@ BRANCHES = ("How far each run got in learning, at each configuration's largest b
 @SECTIONS.register("budget")
 class Budget(Section):
     order = 40
-    files = (Output("convergence.csv", "every run's budget and the fall of its 1x validation loss over the last doubling"),)
 
     def applies(self, ctx) -> bool:
         return ctx.has_lm
 
     def build(self, ctx, out) -> list:
         conv, improving, spread = ctx.convergence, ctx.options.improving, ctx.options.spread
-        # the task runs' budgets too (the task section's "Training budget" lines read them), so that a rebuild
-        # from the committed folder says what the runs said; this section's table reads the language models only
-        kept = conv if ctx.task_runs.empty else pd.concat([conv, ctx.convergence_of(ctx.task_runs)], ignore_index=True)
-        out.csv("convergence.csv", kept)
         blocks = [Heading("Training budget"),
                   Para(BRANCHES.format(improving=improving) if ctx.has_budgets else SINGLE.format(improving=improving)),
                   Table(convergence.convergence_table(convergence.at_largest_budget(conv)))]

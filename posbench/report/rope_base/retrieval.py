@@ -10,7 +10,10 @@ Per (RoPE base, train_len) and cell: the distance, within or beyond the bound, a
 over seeds with its 95% interval over examples and seeds (task_frames.task_interval). The bound is a claim
 about every model of that base, so the unit of evidence is one model: a seed *retrieves* a cell where its
 own interval over the cell's examples lies above the floor (halfway from chance to 100%, the bar below
-which the report calls a run not learned), *fails* it where the interval lies below. Men et al.'s bound is a necessary condition: a
+which the report calls a run not learned), *fails* it where the interval lies below. A row's word rests on
+whichever of its per-seed tests comes out (any of them can), so each seed's interval is Bonferroni-corrected
+over the row's tests (its cells x seeds): 1 - 0.05 / m in place of 95%, so that the row's word is wrong with
+probability at most 5% however many cells it has. Men et al.'s bound is a necessary condition: a
 cell beyond it that a seed retrieves contradicts it; a cell within it that fails says nothing (a model
 broken past train_len fails there for another reason). Per row one word: **contradicted** (some seed
 retrieves a cell beyond the bound); **consistent** (none does, and a seed that retrieves a cell within the
@@ -27,7 +30,8 @@ from typing import Mapping
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from posbench.report.analysis.task_frames import learned_floor, task_interval
+from posbench.report.analysis.stats import ALPHA
+from posbench.report.analysis.task_frames import learned_floor, own_rows, task_interval
 from posbench.report.records.load import base_of
 from posbench.report.rope_base.theory import head_dim_of, men_supported_length
 from posbench.spec import TaskSpec
@@ -37,31 +41,37 @@ CONTRADICTED, CONSISTENT, UNTOLD = "contradicted", "consistent", "cannot be told
 
 
 def passkey_cells(records: pd.DataFrame, configs: Mapping[str, DictConfig], runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per passkey cell of the runs trained at a named RoPE base (their model's own row): model,
-    rope_base, train_len, multiple, length, depth, distance, bound (Men et al.'s L_theta in tokens, searched
-    up to 64 x train_len: ``bound_capped`` where none was found below that), beyond,
-    accuracy (mean over seeds), lo, hi (over examples and seeds), seeds, floor, retrieved_by and failed_by
-    (the seeds whose own interval lies above or below the floor). Empty without such runs."""
+    """One row per passkey cell of the runs trained at a named RoPE base (each run's own row,
+    task_frames.own_rows): model, rope_base, train_len, multiple, length, depth, distance, bound (Men et
+    al.'s L_theta in tokens, searched up to 64 x train_len: ``bound_capped`` where none was found below
+    that), beyond, accuracy (mean over seeds), lo, hi (95% over examples and seeds), seeds, floor,
+    retrieved_by and failed_by (the seeds whose own interval, Bonferroni-corrected over the row's cells x
+    seeds, lies above or below the floor), tests (that m). Empty without such runs."""
     if records.empty or "task" not in records:
         return pd.DataFrame()
-    own = records[(records["task"] == TASK) & (records["variant"] == records["encoding"]) & (records["encoding"] == "rope")]
+    own = own_rows(records[records["task"] == TASK])
+    own = own[own["encoding"] == "rope"]
     own = own[own["model"].map(lambda m: base_of(m)[1] is not None) & own["accuracy"].notna()]
     if own.empty:
         return pd.DataFrame()
     tasks, d_head = _tasks_and_heads(own, configs, runs)
+    # the per-seed tests of a row (model label, train_len): one per cell and seed
+    tests = own.groupby(["model", "train_len"])[["multiple", "length", "condition", "seed"]].apply(
+        lambda g: len(g.drop_duplicates()))
     rows = []
     for (label, train_len, multiple, length, depth), g in own.groupby(["model", "train_len", "multiple", "length", "condition"]):
         base, task = base_of(label)[1], tasks[label]
         floor = learned_floor(task.chance(depth))
         cell = g[["seed", "condition", "accuracy", "examples"]]
         lo, hi = task_interval(cell)
-        by_seed = {seed: task_interval(one) for seed, one in cell.groupby("seed")}
+        m = int(tests[(label, train_len)])
+        by_seed = {seed: task_interval(one, ALPHA / m) for seed, one in cell.groupby("seed")}
         rows.append({"model": base_of(label)[0], "rope_base": base, "train_len": int(train_len), "multiple": float(multiple),
                      "length": int(length), "depth": float(depth), "distance": task.answer_distance(int(length), float(depth)),
                      "bound": men_supported_length(d_head[label], base, max_len=64 * int(train_len)),
                      "cap": 64 * int(train_len),  # no violation found up to it: the true bound may be larger
                      "accuracy": g.groupby("seed")["accuracy"].mean().mean(), "lo": lo, "hi": hi,
-                     "seeds": g["seed"].nunique(), "floor": floor,
+                     "seeds": g["seed"].nunique(), "floor": floor, "tests": m,
                      "retrieved_by": sorted(int(s) for s, (s_lo, _) in by_seed.items() if s_lo > floor),
                      "failed_by": sorted(int(s) for s, (_, s_hi) in by_seed.items() if s_hi < floor)})
     cells = pd.DataFrame(rows)
@@ -83,7 +93,7 @@ def verdicts(cells: pd.DataFrame) -> pd.DataFrame:
         word = CONTRADICTED if not found.empty else CONSISTENT if superficial else UNTOLD
         rows.append({"model": model, "rope_base": base, "train_len": int(train_len), "bound": int(g["bound"].iloc[0]),
                      "bound_capped": bool(g["bound_capped"].iloc[0]),
-                     "seeds": int(g["seeds"].max()), "cells_beyond": len(beyond), "cells_beyond_at_1x": int(at_1x["beyond"].sum()),
+                     "seeds": int(g["seeds"].max()), "tests": int(g["tests"].iloc[0]), "cells_beyond": len(beyond), "cells_beyond_at_1x": int(at_1x["beyond"].sum()),
                      "beyond_retrieved": len(found),
                      "farthest_retrieved": int(found["distance"].max()) if not found.empty else math.nan,
                      "seeds_learned_at_1x": len(learned), "seeds_superficial": len(superficial), "word": word})

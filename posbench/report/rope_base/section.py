@@ -216,7 +216,7 @@ def _retrieval_blocks(cells: pd.DataFrame, out) -> list:
     said = []
     for _, r in words.iterrows():
         bound = f"no bound up to {r['bound']} tokens" if r["bound_capped"] else f"bound {r['bound']} tokens"
-        text = f"base {base_text(r['rope_base'])} at train_len {r['train_len']} ({bound}): **{r['word']}**"
+        text = f"base {base_text(r['rope_base'])} at train_len {r['train_len']} ({bound}, m = {r['tests']}): **{r['word']}**"
         if r["word"] == retrieval.CONTRADICTED:
             text += (f" ({r['beyond_retrieved']} of {r['cells_beyond']} cells beyond the bound retrieved by some seed, "
                      f"the farthest {int(r['farthest_retrieved'])} tokens back)")
@@ -230,8 +230,10 @@ def _retrieval_blocks(cells: pd.DataFrame, out) -> list:
     return [Para("**Men et al.'s bound against retrieval** (passkey runs trained at these bases; "
                  "posbench/report/rope_base/retrieval.py): each cell of the passkey grid has a distance from the question "
                  "back to the needle, in tokens; Men et al. say no model of a base retrieves past the base's bound. One "
-                 "model is the unit of evidence: a seed retrieves a cell where its 95% interval over the cell's examples "
-                 "lies above halfway from chance to 100%. A cell beyond the bound that some seed retrieves contradicts "
+                 "model is the unit of evidence: a seed retrieves a cell where its interval over the cell's examples "
+                 "lies above halfway from chance to 100% (and fails it where the interval lies below); each such interval is "
+                 "Bonferroni-corrected over its row's tests, one per cell and seed (m of them: level 1 - 0.05/m), so a row's word "
+                 "is wrong with probability at most 5% however many cells it has. A cell beyond the bound that some seed retrieves contradicts "
                  "the bound; a seed that retrieves within it at train_len and fails beyond it there is Men et al.'s "
                  "\"superficial\" case; a failure within the bound says nothing about it. " + "; ".join(said) + "."),
             Table(shown)]

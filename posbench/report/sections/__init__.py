@@ -12,7 +12,8 @@ section that is a topic of its own) and the ``section.py`` of each topic package
     comparison (25)       comparison/: only with --compare / --baseline: the rows asked for as paired differences (comparison.png/.csv)
     tokenizers (25)       runs of several tokenizers: whether a verdict carries over from bytes, bits per byte
     glance (30)           the ratio heatmap
-    budget (40)           budget/: how far each run got in learning (convergence.csv), the spread warnings
+    convergence (39)      convergence.csv: every run's budget and last-doubling fall (language models and task runs); no text
+    budget (40)           budget/: how far each run got in learning (read from convergence.csv's frame), the spread warnings
     during_training (41)  1x perplexity and ratio against training tokens (eval.during_training)
     budget_axis (42)      budget/: verdicts at every training budget, their trends, the 1x loss's floor (budgets.csv)
     map (43)              map/: verdicts across training length, size, corpus, tokenizer, RoPE base: per axis holds / changes / cannot be told

@@ -34,10 +34,7 @@ class Tasks(Section):
              Output("task_accuracy.png", "task accuracy against evaluation length"),
              Output("effective_length.csv", "claimed vs effective length per task and variant (RULER, NoLiMa)"),
              Output("task_learned.csv", "per task: the rows that learned it at train_len and whether it counts"),
-             Output(HEATMAP.format("<task>"), "one task's accuracy by evaluation length and condition"),
-             # the budget section keeps it (with the task runs' rows) where language-model runs are scored; a report
-             # of task runs only keeps it here, so that its "Training budget" lines survive a rebuild
-             Output("convergence.csv", "every run's budget and the fall of its validation loss over the last doubling"))
+             Output(HEATMAP.format("<task>"), "one task's accuracy by evaluation length and condition"))
 
     def applies(self, ctx) -> bool:
         return not ctx.task_records.empty
@@ -52,8 +49,6 @@ class Tasks(Section):
         out.figure("task_accuracy.png", plot_task_accuracy, table)
         effective = effective_length.effective_table(table, records)
         out.csv("effective_length.csv", effective)
-        if not ctx.has_lm:
-            out.csv("convergence.csv", ctx.convergence)
         scored = ctx.all_completed[ctx.all_completed["run_id"].isin(set(records["run_id"]))]
         blocks = [Heading("Do the models use far context? Synthetic tasks"),
                   # the legend one item per column (as one paragraph it ran to 1,700 characters)

@@ -22,9 +22,13 @@ def test_report_shows_the_budget(sweep_report):
     assert set(curves["step"]) == {10, 20} and (curves["seeds"] == 2).all()
 
 
-def test_the_budget_section_writes_each_run_s_convergence(sweep_context, tmp_path):
+def test_the_budget_section_shows_each_run_s_convergence_and_the_convergence_section_keeps_it(sweep_context, tmp_path):
+    from posbench.report.sections.convergence import Convergence
+
     md, written = run_section(Budget, sweep_context, tmp_path)
-    assert list(written) == ["convergence.csv"] and md.startswith("## Training budget")
+    assert written == {} and md.startswith("## Training budget")
+    md, written = run_section(Convergence, sweep_context, tmp_path)
+    assert list(written) == ["convergence.csv"] and not md.strip()
     assert len(pd.read_csv(tmp_path / "convergence.csv")) == 10  # every run of the sweep
 
 

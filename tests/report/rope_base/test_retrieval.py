@@ -52,6 +52,28 @@ def test_one_seed_that_retrieves_beyond_the_bound_contradicts_it():
     assert words.loc[10000.0, "cells_beyond"] == 0 and words.loc[10000.0, "word"] == UNTOLD
 
 
+def test_a_seed_barely_above_the_floor_in_one_of_many_cells_is_not_a_counterexample():
+    """Any of a row's cells x seeds tests can give its word, so each seed's interval is Bonferroni-corrected
+    over them (12 here). 66% right of 64 examples in one cell beyond the bound, by one seed: its plain 95%
+    interval clears the floor of 50%, its corrected one does not, and the row cannot be told; 90% right clears both."""
+    from posbench.report.analysis.task_frames import task_interval
+
+    bound = men_supported_length(32, 100.0, max_len=64 * 64)
+
+    def acc(right):
+        def f(base, length, depth, seed):
+            return right if (base, length, depth, seed) == (100.0, 64, 0.0, 1) else 0.0
+        return f
+    cells = passkey_cells(*records(acc(0.66)))
+    one = cells[(cells["rope_base"] == 100.0) & (cells["length"] == 64) & (cells["depth"] == 0.0)].iloc[0]
+    assert one["distance"] > bound and one["tests"] == 12 and one["retrieved_by"] == []
+    plain = pd.DataFrame([{"seed": 1, "condition": 0.0, "accuracy": 0.66, "examples": 64}])
+    assert task_interval(plain)[0] > one["floor"]  # what an uncorrected test would have called retrieved
+    assert verdicts(cells).set_index("rope_base").loc[100.0, "word"] == UNTOLD
+    clear = verdicts(passkey_cells(*records(acc(0.9)))).set_index("rope_base")
+    assert clear.loc[100.0, "word"] == CONTRADICTED and clear.loc[100.0, "tests"] == 12
+
+
 def test_retrieving_only_within_the_bound_is_the_superficial_case_and_failures_within_it_say_nothing():
     """A model that retrieves only within its base's bound at train_len (what Men et al. predict) reads
     consistent; a model that never learned the task is no evidence either way; the 10^4 model failing
@@ -91,5 +113,5 @@ def test_a_bound_not_found_up_to_64x_is_shown_as_such_and_a_report_with_lm_runs_
     section = RopeBase()
     assert section.applies(ctx)
     text = " ".join(getattr(b, "text", "") for b in section.build(ctx, out))
-    assert "base 10000000 at train_len 64 (no bound up to 4096 tokens)" in text and "**contradicted**" in text
+    assert "base 10000000 at train_len 64 (no bound up to 4096 tokens, m = 12)" in text and "**contradicted**" in text
     assert set(written) == {"rope_base_passkey.csv", "rope_base_passkey_words.csv"}
