@@ -48,15 +48,18 @@ def test_the_newer_rows_train_in_bf16_on_a_gpu(encoding, mixer):
     model = build_model(replace(SMALL, mixers=[mixer]), encoding, {}, 64, 64).to(device)
     tokens = np.frombuffer(b"the quick brown fox jumps over the lazy dog. " * 2000, dtype=np.uint8)
     tc = TrainConfig(steps=60, batch_size=16, warmup_steps=5, log_every=10, val_every=60, val_batches=2)
-    # the projections inside each mixer run in bf16 during training (autocast reached them), whatever the
-    # recurrence keeps in fp32 for its state: a finite loss alone would pass a model trained in fp32
+    # the projections inside each token mixer (the attention or the recurrence; not the MLP, which autocast
+    # reaches anyway) run in bf16 during training, whatever the recurrence keeps in fp32 for its state: a
+    # finite loss alone would pass a mixer that casts its input up to fp32 and runs its projections there
     seen = set()
+    mixers = [getattr(block, "mixer", None) or block.attn for block in model.blocks]
     hooks = [m.register_forward_hook(lambda _m, _i, out: seen.add(out.dtype))
-             for block in model.blocks for m in block.modules() if isinstance(m, torch.nn.Linear)]
+             for mixer in mixers for m in mixer.modules() if isinstance(m, torch.nn.Linear)]
+    assert hooks
     result = train_model(model, TrainingData(tokens, tokens[:5000], 64, 0), tc, device)
     for h in hooks:
         h.remove()
-    assert torch.bfloat16 in seen, seen
+    assert seen == {torch.bfloat16}, seen
     assert result["status"] == "completed"
     assert result["final_val_loss"] < 2.0
     with torch.no_grad(), autocast(device):

@@ -227,10 +227,10 @@ def estimate(y: np.ndarray, reps: np.ndarray | None, n_docs: int = 0, docs: Docu
     return seeds_and_text(y, float(m.var(ddof=1)), text_df(docs, n_docs))
 
 
-def seeds_and_text(y: np.ndarray, text_var: float | None, text_df: float, alpha: float = ALPHA) -> Estimate:
-    """Student's t interval of mean(y) at level 1 - ``alpha`` with SE^2 = var(y) / n + ``text_var`` (the
-    variance of the mean that the seeds share through their common text; None: not known, seeds alone) and
-    the Welch-Satterthwaite degrees of freedom, ``text_df`` those of the text term."""
+def seeds_and_text(y: np.ndarray, text_var: float | None, text_df: float) -> Estimate:
+    """Student's t interval of mean(y) with SE^2 = var(y) / n + ``text_var`` (the variance of the mean
+    that the seeds share through their common text; None: not known, seeds alone) and the
+    Welch-Satterthwaite degrees of freedom, ``text_df`` those of the text term."""
     n = len(y)
     mean = float(np.mean(y))
     seed_var = float(np.var(y, ddof=1)) / n if n > 1 else 0.0
@@ -246,7 +246,7 @@ def seeds_and_text(y: np.ndarray, text_var: float | None, text_df: float, alpha:
     seed_df = seed_var * (n - 1) / stats.chi2.ppf(DF_QUANTILE, n - 1) if n > 1 else 0.0
     parts = (seed_df ** 2 / (n - 1) if n > 1 else 0.0) + (text_var ** 2 / text_df if text_df > 0 else 0.0)
     df = (seed_df + text_var) ** 2 / parts if parts > 0 else math.inf
-    half = float(stats.t.ppf(1 - alpha / 2, df)) * math.sqrt(se2)
+    half = float(stats.t.ppf(1 - ALPHA / 2, df)) * math.sqrt(se2)
     return Estimate(mean, mean - half, mean + half, math.sqrt(se2), df)
 
 

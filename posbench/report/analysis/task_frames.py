@@ -31,7 +31,6 @@ from posbench.core.errors import PosbenchError
 from posbench.evaluation.diagnostics import uniform_entropy
 from posbench.evaluation.variants import RANDPOS_SUFFIX
 from posbench.report.analysis.bootstrap import seeds_and_text
-from posbench.report.analysis.stats import ALPHA
 from posbench.report.records.rows import remember_row
 from posbench.spec import RunSpec, TaskSpec
 from posbench.store.rundir import RUN_KEY
@@ -41,8 +40,8 @@ DEFAULT_THRESHOLD = 0.8
 KEYS = ["task", "variant", "model", "train_len"]
 
 
-def task_interval(g: pd.DataFrame, alpha: float = ALPHA) -> tuple[float, float]:
-    """95% interval (1 - ``alpha``) of one cell's accuracy (``g``: its records at one length: seed, condition,
+def task_interval(g: pd.DataFrame) -> tuple[float, float]:
+    """95% interval of one cell's accuracy (``g``: its records at one length: seed, condition,
     accuracy, examples) over examples and seeds, as the perplexity tables' intervals are over text
     and seeds (posbench/report/analysis/bootstrap.py): Student's t on the per-seed accuracies (each the mean
     over conditions) with the examples' binomial variance added and Welch-Satterthwaite degrees of
@@ -68,7 +67,7 @@ def task_interval(g: pd.DataFrame, alpha: float = ALPHA) -> tuple[float, float]:
     # every seed is scored on the same examples (tasks/score.py draws them from a fixed seed), so their
     # example noise may be shared: the bound for fully shared noise, not the 1/S of independent draws
     text_var = float(per_seed_var.mean())
-    e = seeds_and_text(p.mean(1), text_var, float(n.sum(1).min()) - 1, alpha)
+    e = seeds_and_text(p.mean(1), text_var, float(n.sum(1).min()) - 1)
     return max(0.0, e.lo), min(1.0, e.hi)
 
 

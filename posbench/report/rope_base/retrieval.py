@@ -11,9 +11,12 @@ over seeds with its 95% interval over examples and seeds (task_frames.task_inter
 about every model of that base, so the unit of evidence is one model: a seed *retrieves* a cell where its
 own interval over the cell's examples lies above the floor (halfway from chance to 100%, the bar below
 which the report calls a run not learned), *fails* it where the interval lies below. A row's word rests on
-whichever of its per-seed tests comes out (any of them can), so each seed's interval is Bonferroni-corrected
-over the row's tests (its cells x seeds): 1 - 0.05 / m in place of 95%, so that the row's word is wrong with
-probability at most 5% however many cells it has. Men et al.'s bound is a necessary condition: a
+whichever of its per-seed tests comes out (any of them can), so each seed's interval, Clopper-Pearson's
+exact one for its binomial count, is Bonferroni-corrected over the row's tests (its cells x seeds): level
+1 - 0.05 / m in place of 95%, so that the retrieves and fails a row's word rests on are all right with
+probability at least 95% however many cells it has. The price is power: the more cells, the more a seed
+must retrieve to count, so a retrieval beyond the bound can be missed and the word read consistent or
+cannot be told where a test of one cell would have said contradicted. Men et al.'s bound is a necessary condition: a
 cell beyond it that a seed retrieves contradicts it; a cell within it that fails says nothing (a model
 broken past train_len fails there for another reason). Per row one word: **contradicted** (some seed
 retrieves a cell beyond the bound); **consistent** (none does, and a seed that retrieves a cell within the
@@ -25,10 +28,12 @@ seed that learned the task there).
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Mapping
 
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
+from scipy import stats
 
 from posbench.report.analysis.stats import ALPHA
 from posbench.report.analysis.task_frames import learned_floor, own_rows, task_interval
@@ -45,8 +50,8 @@ def passkey_cells(records: pd.DataFrame, configs: Mapping[str, DictConfig], runs
     task_frames.own_rows): model, rope_base, train_len, multiple, length, depth, distance, bound (Men et
     al.'s L_theta in tokens, searched up to 64 x train_len: ``bound_capped`` where none was found below
     that), beyond, accuracy (mean over seeds), lo, hi (95% over examples and seeds), seeds, floor,
-    retrieved_by and failed_by (the seeds whose own interval, Bonferroni-corrected over the row's cells x
-    seeds, lies above or below the floor), tests (that m). Empty without such runs."""
+    retrieved_by and failed_by (the seeds whose own exact interval, Bonferroni-corrected over the row's
+    cells x seeds, lies above or below the floor), tests (that m). Empty without such runs."""
     if records.empty or "task" not in records:
         return pd.DataFrame()
     own = own_rows(records[records["task"] == TASK])
@@ -55,17 +60,18 @@ def passkey_cells(records: pd.DataFrame, configs: Mapping[str, DictConfig], runs
     if own.empty:
         return pd.DataFrame()
     tasks, d_head = _tasks_and_heads(own, configs, runs)
-    # the per-seed tests of a row (model label, train_len): one per cell and seed
-    tests = own.groupby(["model", "train_len"])[["multiple", "length", "condition", "seed"]].apply(
-        lambda g: len(g.drop_duplicates()))
+    cells = list(own.groupby(["model", "train_len", "multiple", "length", "condition"]))
+    tests = Counter()  # the per-seed tests of a row (model label, train_len): one per cell and seed
+    for (label, train_len, *_), g in cells:
+        tests[(label, train_len)] += g["seed"].nunique()
     rows = []
-    for (label, train_len, multiple, length, depth), g in own.groupby(["model", "train_len", "multiple", "length", "condition"]):
+    for (label, train_len, multiple, length, depth), g in cells:
         base, task = base_of(label)[1], tasks[label]
         floor = learned_floor(task.chance(depth))
         cell = g[["seed", "condition", "accuracy", "examples"]]
         lo, hi = task_interval(cell)
-        m = int(tests[(label, train_len)])
-        by_seed = {seed: task_interval(one, ALPHA / m) for seed, one in cell.groupby("seed")}
+        m = tests[(label, train_len)]
+        by_seed = {seed: exact_interval(one, ALPHA / m) for seed, one in cell.groupby("seed")}
         rows.append({"model": base_of(label)[0], "rope_base": base, "train_len": int(train_len), "multiple": float(multiple),
                      "length": int(length), "depth": float(depth), "distance": task.answer_distance(int(length), float(depth)),
                      "bound": men_supported_length(d_head[label], base, max_len=64 * int(train_len)),
@@ -78,6 +84,16 @@ def passkey_cells(records: pd.DataFrame, configs: Mapping[str, DictConfig], runs
     cells["beyond"] = cells["distance"] > cells["bound"]  # a capped bound exceeds every distance scored (16x < 64x)
     cells["bound_capped"] = cells["bound"] >= cells.pop("cap")
     return cells.sort_values(["train_len", "rope_base", "multiple", "depth"], kind="stable").reset_index(drop=True)
+
+
+def exact_interval(records: pd.DataFrame, alpha: float) -> tuple[float, float]:
+    """Clopper-Pearson's exact interval at level 1 - ``alpha`` of one seed's exact match in one cell
+    (``records``: its accuracy and examples; the right answers summed where it has several): the test of
+    one model on one cell's examples is a binomial count, so its error rate holds at any alpha, where a
+    normal approximation's tail is off at the small alphas of a correction (scipy.stats.binomtest)."""
+    right = int(round(float((records["accuracy"] * records["examples"]).sum())))
+    ci = stats.binomtest(right, int(records["examples"].sum())).proportion_ci(1 - alpha, method="exact")
+    return float(ci.low), float(ci.high)
 
 
 def verdicts(cells: pd.DataFrame) -> pd.DataFrame:

@@ -230,10 +230,13 @@ def _retrieval_blocks(cells: pd.DataFrame, out) -> list:
     return [Para("**Men et al.'s bound against retrieval** (passkey runs trained at these bases; "
                  "posbench/report/rope_base/retrieval.py): each cell of the passkey grid has a distance from the question "
                  "back to the needle, in tokens; Men et al. say no model of a base retrieves past the base's bound. One "
-                 "model is the unit of evidence: a seed retrieves a cell where its interval over the cell's examples "
-                 "lies above halfway from chance to 100% (and fails it where the interval lies below); each such interval is "
-                 "Bonferroni-corrected over its row's tests, one per cell and seed (m of them: level 1 - 0.05/m), so a row's word "
-                 "is wrong with probability at most 5% however many cells it has. A cell beyond the bound that some seed retrieves contradicts "
+                 "model is the unit of evidence: a seed retrieves a cell where its exact (Clopper-Pearson) interval over the "
+                 "cell's examples lies above halfway from chance to 100%, and fails it where the interval lies below; each "
+                 "such interval is Bonferroni-corrected over its row's tests, one per cell and seed (m of them: level "
+                 "1 - 0.05/m), so that the retrieves and fails a row's word rests on are all right with probability at "
+                 "least 95% (at the price of missing a weak retrieval). The table's `exact match [95%]` is the cell's mean "
+                 "over seeds with its uncorrected interval over examples and seeds; `seeds retrieving` counts the corrected "
+                 "tests. A cell beyond the bound that some seed retrieves contradicts "
                  "the bound; a seed that retrieves within it at train_len and fails beyond it there is Men et al.'s "
                  "\"superficial\" case; a failure within the bound says nothing about it. " + "; ".join(said) + "."),
             Table(shown)]

@@ -36,10 +36,11 @@ What the correlation's interval covers, checked by simulation (tests/report/sect
 the correlation that the rows' means over this many seeds have on average, what another set of as many
 seeds would give, in about 95% of studies at 3 seeds; not the correlation of the rows' noise-free
 measures, which the seeds' noise moves (mostly towards 0: with seed noise twice the rows' spacing the
-interval held a true 0.99 in 1% of studies, the 0.90 that 3 seeds give on average in 96%). The word
+interval held a true 0.99 in 1% of studies, the 0.90 that 3 seeds give on average in about 95%). The word
 reads the interval's sign, so it errs at most as often as that: where the rows' true measures are
-uncorrelated, agree or disagree came out in about 3% of simulated studies. Each row's own measures
-have Student's t intervals over its seeds (``row_interval``), not percentiles of the same replicates.
+uncorrelated, agree or disagree came out in about 3% of simulated studies. Each row's ratio and key-token
+excess have Student's t intervals over its seeds (``row_interval``), not percentiles of the same
+replicates; its effective length a range, the rule applied at the ends of each cell's t interval.
 """
 
 from __future__ import annotations
@@ -156,11 +157,12 @@ def compare_rows(rows: list[RowSeeds], threshold: float, replicates: int = REPLI
 
 
 def row_interval(r: RowSeeds, name: str, threshold: float) -> tuple[float, float, float]:
-    """One row's measure with its 95% interval over seeds: Student's t over the per-seed log ratios (back
-    to the ratio) and key-token excesses (bootstrap.seeds_and_text with seeds alone); the effective length
-    by its rule applied to the mean accuracy of each cell and to the ends of each cell's t interval over
-    the task seeds (as the claimed vs effective length table applies RULER's rule to its interval's ends).
-    NaN ends with one seed. Not the percentile bootstrap of the correlations: with 3 seeds its 2.5th and
+    """One row's measure with its interval over seeds: Student's 95% t interval over the per-seed log ratios
+    (back to the ratio) and key-token excesses (bootstrap.seeds_and_text with seeds alone); the effective
+    length by its rule applied to the mean accuracy of each cell and to the ends of each cell's 95% t
+    interval over the task seeds. That last is a range, not a 95% interval: the cells' intervals are not
+    simultaneous, and they leave out the examples' binomial variance (RowSeeds keeps none), so seeds that
+    agree in every cell give a single point. NaN ends with one seed. Not the percentile bootstrap of the correlations: with 3 seeds its 2.5th and
     97.5th percentiles of a mean are the lowest and highest seed (each drawn three times with chance 1/27),
     a range that covers the mean in 75% of normal samples, not 95%."""
     if name == "ratio":
@@ -321,8 +323,10 @@ class Measures(Section):
                        "the correlation the rows' means over this many seeds have on average (about 95% of simulated "
                        "studies at 3 seeds), which the seeds' noise pulls towards 0 from the rows' noise-free "
                        "correlation: a weak correlation here can hide a stronger one among the rows' true measures. "
-                       "Each row's measures have Student's t intervals over seeds alone (the effective length's: its "
-                       "rule applied to the ends of each cell's interval); the main table's also cover the text.")]
+                       "Each row's ratio and key-token excess have 95% Student's t intervals over seeds alone (the main "
+                       "table's also cover the text); its effective length a range: the rule applied at the ends of "
+                       "each cell's t interval over the task seeds, not simultaneous and without the examples' "
+                       "variance, so seeds that agree give one point.")]
         for study, (r, p) in frames.items():
             protocol, model, train_len, task = study
             blocks.append(Para(f"**{task}**, {protocol}, {model}, train_len {train_len}: " + _verdict_words(p, r) + " "

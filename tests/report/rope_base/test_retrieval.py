@@ -53,10 +53,10 @@ def test_one_seed_that_retrieves_beyond_the_bound_contradicts_it():
 
 
 def test_a_seed_barely_above_the_floor_in_one_of_many_cells_is_not_a_counterexample():
-    """Any of a row's cells x seeds tests can give its word, so each seed's interval is Bonferroni-corrected
-    over them (12 here). 66% right of 64 examples in one cell beyond the bound, by one seed: its plain 95%
+    """Any of a row's cells x seeds tests can give its word, so each seed's exact interval is Bonferroni-corrected
+    over them (12 here). 42 of 64 examples right in one cell beyond the bound, by one seed: its plain 95%
     interval clears the floor of 50%, its corrected one does not, and the row cannot be told; 90% right clears both."""
-    from posbench.report.analysis.task_frames import task_interval
+    from posbench.report.rope_base.retrieval import exact_interval
 
     bound = men_supported_length(32, 100.0, max_len=64 * 64)
 
@@ -64,11 +64,11 @@ def test_a_seed_barely_above_the_floor_in_one_of_many_cells_is_not_a_counterexam
         def f(base, length, depth, seed):
             return right if (base, length, depth, seed) == (100.0, 64, 0.0, 1) else 0.0
         return f
-    cells = passkey_cells(*records(acc(0.66)))
+    cells = passkey_cells(*records(acc(42 / 64)))
     one = cells[(cells["rope_base"] == 100.0) & (cells["length"] == 64) & (cells["depth"] == 0.0)].iloc[0]
     assert one["distance"] > bound and one["tests"] == 12 and one["retrieved_by"] == []
-    plain = pd.DataFrame([{"seed": 1, "condition": 0.0, "accuracy": 0.66, "examples": 64}])
-    assert task_interval(plain)[0] > one["floor"]  # what an uncorrected test would have called retrieved
+    plain = pd.DataFrame([{"seed": 1, "condition": 0.0, "accuracy": 42 / 64, "examples": 64}])
+    assert exact_interval(plain, 0.05)[0] > one["floor"] > exact_interval(plain, 0.05 / 12)[0]  # retrieved uncorrected
     assert verdicts(cells).set_index("rope_base").loc[100.0, "word"] == UNTOLD
     clear = verdicts(passkey_cells(*records(acc(0.9)))).set_index("rope_base")
     assert clear.loc[100.0, "word"] == CONTRADICTED and clear.loc[100.0, "tests"] == 12

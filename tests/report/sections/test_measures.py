@@ -210,9 +210,9 @@ def test_uncorrelated_measures_rarely_get_a_word():
 
 
 def test_each_row_s_interval_covers_its_mean_at_three_seeds():
-    """A row's measures have Student's t intervals over its seeds: at 3 seeds they cover the true ratio and
-    key-token excess in about 95% of rows, where the lowest-to-highest seed range (what the bootstrap's
-    percentiles of a 3-seed mean are) covers 75%; the effective length reads its rule at the interval's ends."""
+    """A row's ratio and key-token excess have Student's t intervals over its seeds: at 3 seeds they cover the
+    true values in about 95% of rows, where the lowest-to-highest seed range (what the bootstrap's percentiles
+    of a 3-seed mean are) covers 75%; the effective length's range reads its rule at each cell's interval's ends."""
     rng = np.random.default_rng(11)
     trials, ratio_in, excess_in, ranged = 600, 0, 0, 0
     for _ in range(trials):
