@@ -7,7 +7,8 @@
 #                                                      # RoPE runs at base 10^4 and train_len 256 are tuned
 #
 #   ROOT/frontier2          the 14 rows x 3 seeds (WSD branches of 600 and 1200 steps), then the sink + window
-#                           rows (+swaL+sink4) of sink, gated, ssmax, rope and alibi and nope's +headscale
+#                           rows (+swaL+sink4) of sink, gated, ssmax, rope and alibi, StreamingLLM's own
+#                           (+streaming) of rope and gated, and nope's +headscale
 #   ROOT/frontier2_tasks    flip_flop on every row, parity_check on the recurrent rows with rope and nope
 #   ROOT/frontier2_randpos  RoPE on integer random positions, ROOT/frontier2_randpos_float on real ones (both
 #                           rows are named +randpos: in one folder a report would pool them as seeds of one row)
@@ -69,6 +70,12 @@ keep
 say "2. the sink + window rows and nope's +headscale"
 sinks=$(runs_of "$ROOT/frontier2" sink gated ssmax rope alibi | as_sweep) || true
 [ -n "$sinks" ] && "$BIN/posbench-eval" -m "$sinks" 'eval.variants=[local,{name: local, sinks: 4}]'
+# +swaL+sink4 reads each sink at its true distance (posbench/evaluation/variants/local.py), up to 16 x train_len
+# for a rotary row; StreamingLLM itself moves the sinks into the cache (distance below train_len): its rows
+# +streaming, beside, where posbench has them (RoPE rows with a plain softmax: rope and gated). Added after the
+# study's commit and run apart with this line (results/frontier2/COMMAND.md)
+rotary=$(runs_of "$ROOT/frontier2" rope gated | as_sweep) || true
+[ -n "$rotary" ] && "$BIN/posbench-eval" -m "$rotary" 'eval.variants=[streaming]'
 nope=$(runs_of "$ROOT/frontier2" nope | as_sweep) || true
 [ -n "$nope" ] && "$BIN/posbench-eval" -m "$nope" 'eval.variants=[local,headscale]'
 keep

@@ -10,6 +10,7 @@ Summary metrics of one run (per variant and protocol):
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -554,6 +555,11 @@ def row_caveats(variants) -> list[str]:
     if any(v.startswith("cope+") and ("+logn" in v or "+floorlog" in v) for v in names):
         notes.append("On `cope` the row temperatures (`+logn`, `+floorlog`) scale the queries that CoPE's gates "
                      "and counted positions also read: they change those as well as the softmax.")
+    if any(re.search(r"\+sink\d+$", v) for v in names):
+        notes.append("`+swa…+sink<k>` reads each of the first k tokens at its true distance (up to the longest length "
+                     "scored), where StreamingLLM moves them into the cache, within train_len of every query: a rotary "
+                     "row meets distances it never saw there, so its loss is not StreamingLLM's; `+streaming` is "
+                     "StreamingLLM's own protocol (RoPE rows with a plain softmax).")
     if any("longrope" in v for v in names):
         notes.append("LongRoPE's factors were searched on the model they are evaluated on (its training text, "
                      "posbench/attention/longrope.py), an advantage no other zero-shot row has.")

@@ -16,6 +16,7 @@ from posbench.report.analysis.tables import (
     display_table,
     extrapolation_length,
     main_table,
+    row_caveats,
     tex_text,
 )
 from posbench.store.rundir import RunDir
@@ -242,3 +243,11 @@ def test_latex_cells_escape_underscores_and_bars():
     # "|" in the default LaTeX font encoding prints as a dash: a model label small|base=500 would read "small—base=500"
     assert tex_text("small|base=500") == "small\\textbar{}base=500"
     assert tex_text("rope_scaling") == "rope\\_scaling"
+
+
+def test_rows_that_need_a_caveat_get_it_and_only_they():
+    """A sink + window row reads its sinks at their true distance, unlike StreamingLLM: its legend says so,
+    and points to `+streaming`; a table without such rows has no such sentence."""
+    notes = row_caveats(["rope", "rope+swaL", "rope+swaL+sink4", "gated+streaming"])
+    assert len(notes) == 1 and "true distance" in notes[0] and "`+streaming`" in notes[0]
+    assert row_caveats(["rope", "rope+swaL", "rope+streaming", "sink"]) == []
