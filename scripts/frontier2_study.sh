@@ -8,7 +8,7 @@
 #
 #   ROOT/frontier2          the 14 rows x 3 seeds (WSD branches of 600 and 1200 steps), then the sink + window
 #                           rows (+swaL+sink4) of sink, gated, ssmax, rope and alibi, StreamingLLM's own
-#                           (+streaming) of rope and gated, and nope's +headscale
+#                           (+streaming) of the four RoPE rows, and nope's +headscale
 #   ROOT/frontier2_tasks    flip_flop on every row, parity_check on the recurrent rows with rope and nope
 #   ROOT/frontier2_randpos  RoPE on integer random positions, ROOT/frontier2_randpos_float on real ones (both
 #                           rows are named +randpos: in one folder a report would pool them as seeds of one row)
@@ -72,9 +72,9 @@ sinks=$(runs_of "$ROOT/frontier2" sink gated ssmax rope alibi | as_sweep) || tru
 [ -n "$sinks" ] && "$BIN/posbench-eval" -m "$sinks" 'eval.variants=[local,{name: local, sinks: 4}]'
 # +swaL+sink4 reads each sink at its true distance (posbench/evaluation/variants/local.py), up to 16 x train_len
 # for a rotary row; StreamingLLM itself moves the sinks into the cache (distance below train_len): its rows
-# +streaming, beside, where posbench has them (RoPE rows with a plain softmax: rope and gated). Added after the
+# +streaming beside, for the RoPE rows (rope, gated, sink, ssmax; alibi has no such row). Added after the
 # study's commit and run apart with this line (results/frontier2/COMMAND.md)
-rotary=$(runs_of "$ROOT/frontier2" rope gated | as_sweep) || true
+rotary=$(runs_of "$ROOT/frontier2" rope gated sink ssmax | as_sweep) || true
 [ -n "$rotary" ] && "$BIN/posbench-eval" -m "$rotary" 'eval.variants=[streaming]'
 nope=$(runs_of "$ROOT/frontier2" nope | as_sweep) || true
 [ -n "$nope" ] && "$BIN/posbench-eval" -m "$nope" 'eval.variants=[local,headscale]'

@@ -236,6 +236,7 @@ def piecewise_rotary_attention(
     scale: float,
     max_elements: int = MAX_SCORE_ELEMENTS,
     hidden: WhereFn | None = None,
+    sink: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Causal attention whose rotary logit for a pair (i, j) comes from one of several position maps:
 
@@ -243,6 +244,8 @@ def piecewise_rotary_attention(
 
     with p the last piece whose ``where(i, j)`` holds (the first piece's where is None: every pair);
     pairs where ``hidden(i, j)`` holds are masked as the future is (StreamingLLM's evicted keys).
+    ``sink``: [H] logits of one more key that every query sees and that carries no value (gpt-oss's sink,
+    as ``masked_attention`` takes it; None: none).
     ReRoPE, SelfExtend, DCA and StreamingLLM are such maps (posbench/evaluation/variants/). q, k: [B, H, L, Dh] not yet
     rotated; each piece: (qpos [L], kpos [L], where). Keys are rotated once per piece ([B, H, L, Dh]
     each); scores are built one block of queries at a time (as ``biased_causal_attention``), so no
@@ -260,8 +263,10 @@ def piecewise_rotary_attention(
             scores = s if scores is None else torch.where(where(i, j), s, scores)
         masked = j > i if hidden is None else (j > i) | hidden(i, j)
         scores = hide(scores * scale, masked, float("-inf"))
+        if sink is not None:  # the sink's logit joins the denominator; its weight is dropped below
+            scores = torch.cat((scores, sink.to(scores.dtype).view(1, H, 1, 1).expand(B, H, end - start, 1)), dim=-1)
         attn = scores.softmax(-1, dtype=torch.promote_types(scores.dtype, torch.float32)).to(v.dtype)
-        out.append(attn @ v[:, :, :end])
+        out.append((attn if sink is None else attn[..., :-1]) @ v[:, :, :end])
     return out[0] if len(out) == 1 else torch.cat(out, dim=2)
 
 

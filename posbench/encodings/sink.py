@@ -30,7 +30,6 @@ class Sink(RoPE):
     family, colour, order = "softmax / gate", "#fd8d3c", 1
     longrope = False  # LongRoPE's committed factors are searched on plain RoPE checkpoints, keyed by size only
     rope_scalable = True  # a RoPE model: the scalings change its frequencies, the sink stays in the softmax
-    plain_softmax = False  # the training-free extenders' kernel has no sink: they are not offered
 
     @dataclass
     class Params(RoPE.Params):

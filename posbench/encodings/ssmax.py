@@ -34,7 +34,6 @@ class SSMax(RoPE):
     family, colour, order = "softmax / gate", "#6baed6", 0
     longrope = False  # LongRoPE's committed factors are searched on plain RoPE checkpoints, keyed by size only
     rope_scalable = True  # a RoPE model: the scalings change its frequencies, its temperature stays
-    plain_softmax = False  # the training-free extenders' kernel has no temperature: they are not offered
 
     @dataclass
     class Params(RoPE.Params):

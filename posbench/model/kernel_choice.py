@@ -11,8 +11,9 @@ Precedence, first match wins (the kernels are in posbench/attention/kernels.py):
 2. ``EXTENDER``   the options carry a training-free extender's attention (ReRoPE, SelfExtend, DCA,
                   StreamingLLM: ``options.attention``), for a rotary encoding; the options refuse it
                   beside a block, a window, a row temperature or a recorder (AttentionOptions), and
-                  this function beside an encoding it cannot serve (no rotation, a bias, a window,
-                  sink or content term of the layer's own): nothing is silently dropped.
+                  this function beside an encoding it cannot serve (no rotation, a bias, a window
+                  or content term of the layer's own, TAPE's carried state; a sink logit and SSMax's
+                  temperature it takes along): nothing is silently dropped.
 3. ``FLEX_SCORES`` a window (the layer's own, else the options'), a sink or a decay term (FoX's
                   c_i - c_j: ``Decay``), no other content term, no block or recorder, a bias only by
                   distance, where flex runs and pays (``flex_pays``): one compiled flex kernel, the
@@ -88,7 +89,7 @@ def choose_kernel(enc: Any, layer: int, options: AttentionOptions, flex: bool, d
         return Kernel.OWN
     window, sink, content = layer_window(enc, layer, options), enc.sink(layer), has_content_term(enc)
     if options.attention is not None:
-        extender_check(enc, layer, window, sink, content)
+        extender_check(enc, layer, window, content)
         return Kernel.EXTENDER
     if window is not None or sink is not None or content:
         if flex and flex_pays(enc, options, device, sink is not None, content):
@@ -129,13 +130,14 @@ def band_runs(enc: Any, options: AttentionOptions, device: torch.device, window:
             and not enc.uses_bias)
 
 
-def extender_check(enc: Any, layer: int, window: Optional[Window], sink: Any, content: bool) -> None:
-    """An extender's kernel (piecewise_rotary_attention) is rotation and a plain softmax only: refuse
-    a layer whose encoding has more, rather than drop it."""
+def extender_check(enc: Any, layer: int, window: Optional[Window], content: bool) -> None:
+    """An extender's kernel (piecewise_rotary_attention) is rotation and a softmax with a sink logit and a
+    query temperature at most: refuse a layer whose encoding has more, rather than drop it."""
     what = ("no rotation" if not enc.uses_rotation else "a score bias" if enc.uses_bias
-            else f"a window ({window.tag})" if window is not None else "a sink logit" if sink is not None
+            else f"a window ({window.tag})" if window is not None
             else "a content-dependent term" if content
             else "a positional state carried from layer to layer (TAPE)" if enc.carries_state else None)
     if what is not None:
         raise PosbenchError(f"a training-free extender (options.attention) cannot serve layer {layer} of {enc.name}, "
-                            f"which has {what}; extenders run rotation and a plain softmax only (RoPE, partial RoPE)")
+                            f"which has {what}; extenders run rotation and a softmax (RoPE, partial RoPE, with a sink "
+                            "logit or SSMax's temperature)")

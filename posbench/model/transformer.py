@@ -135,7 +135,7 @@ class CausalSelfAttention(nn.Module):
         if kernel is Kernel.OWN:  # content-position terms (Shaw, Transformer-XL) or no softmax (stick-breaking)
             y = enc.relative_attention(q, k, v, positions, self.layer, options)
         elif kernel is Kernel.EXTENDER:  # ReRoPE, SelfExtend, DCA (posbench/evaluation/variants/): q, k not yet rotated
-            y = options.attention(q, k, v, enc, positions, options)
+            y = options.attention(q, k, v, enc, positions, options, layer=self.layer)
         else:
             y = self.softmax_attention(kernel, x, q, k, v, enc, positions, pos_state, options)
         mixed = None

@@ -29,6 +29,8 @@ def kernels_of(name, options=AttentionOptions(), flex=False, device=CPU):
     ("shaw", AttentionOptions(block=4, window=Window("sliding", 4)), True, CUDA, [Kernel.OWN] * 2),
     ("stickbreaking", AttentionOptions(), False, CPU, [Kernel.OWN] * 2),
     ("rope", EXTENDER, True, CUDA, [Kernel.EXTENDER] * 2),
+    ("sink", EXTENDER, False, CPU, [Kernel.EXTENDER] * 2),  # the extenders' kernel takes the sink logit
+    ("ssmax", EXTENDER, False, CPU, [Kernel.EXTENDER] * 2),  # ... and SSMax's temperature
     ("rope", AttentionOptions(), True, CUDA, [Kernel.SDPA] * 2),
     ("rope", AttentionOptions(block=4), False, CPU, [Kernel.BLOCKWISE] * 2),
     ("alibi", AttentionOptions(), False, CPU, [Kernel.BIASED] * 2),
@@ -86,12 +88,12 @@ def test_a_layers_own_window_comes_before_the_options_window():
 
 
 @pytest.mark.parametrize("name, what", [
-    ("shaw", "computes its own attention"), ("alibi", "which has no rotation"), ("sink", "which has a sink logit"),
+    ("shaw", "computes its own attention"), ("alibi", "which has no rotation"), ("tape", "a positional state carried"),
     ("rope_swa", "which has a window"), ("stickbreaking", "computes its own attention"),
 ])
 def test_an_extender_on_an_encoding_it_cannot_serve_is_refused(name, what):
-    """The old forward ran the plain path (alibi, a sink) or the encoding's own attention (shaw) and
-    dropped the extender without a word."""
+    """The old forward ran the plain path (alibi) or the encoding's own attention (shaw) and dropped the
+    extender without a word."""
     with pytest.raises(PosbenchError, match=what):
         kernels_of(name, EXTENDER)
 

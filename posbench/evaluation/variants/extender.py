@@ -5,7 +5,8 @@ evaluation variant that replaces a RoPE model's attention with ``piecewise_rotar
 The hook is ``AttentionOptions.attention`` (posbench/attention/options.py): the model calls it with q and k
 not yet rotated; the extender rotates them at the positions its pieces say, through the encoding's own
 ``prepare``/``rotate`` (so a partial RoPE or an extension run's scaled frequencies rotate as they were
-trained), and applies the encoding's softmax scale and the row's temperature.
+trained), and applies the encoding's softmax scale, its own softmax terms (a gpt-oss sink logit, SSMax's
+temperature) and the row's temperature.
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ class RotaryExtender(Variant):
     encoding_decides = True  # applies_to reads the encoding only (report/load.py asks it again)
 
     def applies_to(self, encoding) -> bool:
-        # RoPE and partial RoPE (not xPos: its decay is centred); not the RoPE models whose softmax is
-        # their own (SSMax's temperature, a sink logit): the extenders' kernel computes a plain softmax
-        return getattr(encoding, "rope_scalable", False) and getattr(encoding, "plain_softmax", True)
+        # RoPE and partial RoPE (not xPos: its decay is centred), with their softmax's own terms where they
+        # have them (SSMax's temperature, a sink logit: ``attend`` passes them to the kernel)
+        return getattr(encoding, "rope_scalable", False)
 
     def options(self, opts: AttentionOptions, length: int, train_len: int) -> AttentionOptions:
         return opts.replace(attention=partial(self.attend, train_len=train_len))
@@ -50,7 +51,10 @@ class RotaryExtender(Variant):
         return 1.0
 
     # -- the attention -----------------------------------------------------------------------------------
-    def attend(self, q, k, v, enc, positions, options: AttentionOptions, train_len: int):
+    def attend(self, q, k, v, enc, positions, options: AttentionOptions, train_len: int, layer: int = 0):
+        """The extender's attention of layer ``layer``: q, k [B, H, L, Dh] not yet rotated. The encoding's own
+        softmax terms come along: SSMax's temperature with n the keys each query sees under this extender
+        (its hidden pairs left out) and a sink logit (transformer.py ``temper`` and ``enc.sink`` in the plain path)."""
         plain = options.replace(attention=None)
 
         def rotate(x: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
@@ -61,5 +65,19 @@ class RotaryExtender(Variant):
         scale *= self.logit_factor(len(positions), train_len)
         if (qs := self.query_scale(positions, train_len)) is not None:
             q = q * qs.to(q.dtype)[:, None]
+        hidden = self.hidden(positions, train_len)
+        if (own := enc.query_scale(positions, keys_seen(len(positions), hidden, q.device), layer)) is not None:
+            q = (q * own.to(q.dtype)[..., None]).to(q.dtype)
         return piecewise_rotary_attention(q, k, v, rotate, self.pieces(positions, train_len), scale,
-                                          hidden=self.hidden(positions, train_len))
+                                          hidden=hidden, sink=enc.sink(layer))
+
+
+def keys_seen(length: int, hidden, device=None, rows: int = 1024) -> torch.Tensor:
+    """[length] the keys query i sees: j <= i, less those ``hidden(i, j)`` hides (None: i + 1), counted
+    ``rows`` queries at a time."""
+    i = torch.arange(length, device=device)
+    if hidden is None:
+        return i + 1
+    j = i[None, :]
+    return torch.cat([((j <= i[s:s + rows, None]) & ~hidden(i[s:s + rows, None], j)).sum(-1)
+                      for s in range(0, length, rows)])

@@ -559,7 +559,7 @@ def row_caveats(variants) -> list[str]:
         notes.append("`+swa…+sink<k>` reads each of the first k tokens at its true distance (up to the longest length "
                      "scored), where StreamingLLM moves them into the cache, within train_len of every query: a rotary "
                      "row meets distances it never saw there, so its loss is not StreamingLLM's; `+streaming` is "
-                     "StreamingLLM's own protocol (RoPE rows with a plain softmax).")
+                     "StreamingLLM's own protocol (RoPE rows, with their sink logit or SSMax's temperature).")
     if any("longrope" in v for v in names):
         notes.append("LongRoPE's factors were searched on the model they are evaluated on (its training text, "
                      "posbench/attention/longrope.py), an advantage no other zero-shot row has.")

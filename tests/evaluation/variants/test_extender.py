@@ -3,6 +3,7 @@ selfextend.py, dca.py on extender.py) against literal full-matrix versions of th
 
 import math
 
+import pytest
 import torch
 
 from posbench.attention.options import AttentionOptions
@@ -66,25 +67,31 @@ def test_rerope_selfextend_dca_match_their_reference_formulas():
     torch.testing.assert_close(dca.attend(q, k, v, enc, pos, opts, train_len=T), ref, rtol=1e-4, atol=1e-5)
 
 
-def test_extenders_are_plain_rope_where_they_change_nothing_and_rows_for_rope_only():
+@pytest.mark.parametrize("encoding", ["rope", "sink", "ssmax"])
+def test_extenders_are_plain_rope_where_they_change_nothing_and_rows_for_rope_only(encoding):
+    """Set so that they move nothing, ReRoPE, SelfExtend and DCA give the model's own output, a sink logit's and
+    SSMax's temperature's included (their terms set far from their initial values, so that dropping one shows)."""
     torch.manual_seed(0)
-    model = build_model(TINY, "rope", {}, 16).eval()
+    model = build_model(TINY, encoding, {}, 16).eval()
     x = torch.randint(0, 256, (2, 48))
     with torch.no_grad():
+        for p in model.encoding.parameters():
+            p.copy_(torch.rand_like(p) + 0.5)
         plain = model(x)
         for name, params in [("rerope", {"window": 48, "logn": False}), ("selfextend", {"group": 1}),
                              ("dca", {"chunk_size": 60, "local_window": 0, "mscale": False})]:
             v = make_variant(name, params)
             torch.testing.assert_close(model(x, None, v.options(AttentionOptions(), 48, 16)), plain, rtol=1e-4, atol=1e-5)
     ev = EvalConfig(multiples=[1, 4], variants=["rerope", "selfextend", "dca", {"name": "rerope", "window": 8}])
-    assert [r.name for r in rows(model.encoding, ev)] == ["rope", "rope+rerope", "rope+selfextend", "rope+dca", "rope+reropew8"]
+    assert [r.name for r in rows(model.encoding, ev)] == [encoding + s for s in ("", "+rerope", "+selfextend", "+dca", "+reropew8")]
     alibi = build_encoding("alibi", ModelShape(64, 2, 2, 16))
     assert [r.name for r in rows(alibi, ev)] == ["alibi"]
 
 
-def test_the_extenders_apply_to_rope_models_with_a_plain_softmax_only():
-    """Their kernel rotates and computes a plain softmax: RoPE and p-RoPE, not xPos (its decay is
-    centred), nor SSMax or sinks (their softmax is their own), nor a bias encoding."""
+def test_the_extenders_apply_to_rope_models_only():
+    """Their kernel rotates and computes a softmax with a sink logit and a query temperature at most: RoPE,
+    p-RoPE, SSMax and sinks (tests/evaluation/variants/test_streaming.py checks their terms), not xPos (its
+    decay is centred), nor a bias encoding."""
     from posbench.evaluation.variants.extender import RotaryExtender
 
     shape = ModelShape(32, 4, 2, 16)
@@ -92,4 +99,4 @@ def test_the_extenders_apply_to_rope_models_with_a_plain_softmax_only():
         v = make_variant(name)
         assert isinstance(v, RotaryExtender)
         assert {e for e in ("rope", "p_rope", "xpos", "ssmax", "sink", "alibi", "nope")
-                if v.applies_to(build_encoding(e, shape))} == {"rope", "p_rope"}, name
+                if v.applies_to(build_encoding(e, shape))} == {"rope", "p_rope", "ssmax", "sink"}, name

@@ -3,6 +3,8 @@ with a start + recent KV cache and positions shifted into the cache (mit-han-lab
 kv_cache.py, pos_shift/modify_llama.py); nothing changes before the first eviction; its rows are
 windowed controls and exist for RoPE models only."""
 
+import math
+
 import pytest
 import torch
 
@@ -22,10 +24,12 @@ def rotate(x, pos, inv):
     return apply_rotation(x, cos, sin)
 
 
-def cache_loop(q, k, v, inv, start_size, recent_size, scale):
+def cache_loop(q, k, v, inv, start_size, recent_size, scale, sink=None, ssmax=None):
     """The reference, literally: decode token by token; before token i the cache holds the keys it
     kept (StartRecentKVCache trims it to start_size + recent_size after every step), stored unrotated;
-    keys are rotated at their index in the cache, the query at the cache's next index."""
+    keys are rotated at their index in the cache, the query at the cache's next index. ``sink`` [H]: a
+    gpt-oss sink logit in the denominator; ``ssmax`` [H]: SSMax's s, the query times s ln n with n the
+    keys in the cache."""
     out = []
     kept: list[int] = []
     for i in range(q.shape[-2]):
@@ -33,7 +37,12 @@ def cache_loop(q, k, v, inv, start_size, recent_size, scale):
         cache_pos = torch.arange(len(kept))
         keys = rotate(k[:, :, kept], cache_pos, inv)
         query = rotate(q[:, :, i:i + 1], cache_pos[-1:], inv)
-        p = ((query @ keys.transpose(-1, -2)) * scale).softmax(-1)
+        if ssmax is not None:
+            query = query * (ssmax * math.log(len(kept)))[:, None, None]
+        logits = (query @ keys.transpose(-1, -2)) * scale
+        if sink is not None:
+            logits = torch.cat((logits, sink.view(1, -1, 1, 1).expand(*logits.shape[:3], 1)), dim=-1)
+        p = logits.softmax(-1)[..., :len(kept)]
         out.append(p @ v[:, :, kept])
         if len(kept) > start_size + recent_size:  # evict the middle
             kept = kept[:start_size] + kept[len(kept) - recent_size:]
@@ -54,9 +63,37 @@ def test_one_pass_equals_decoding_with_the_start_recent_cache(params, train_len)
     torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-5)
 
 
-def test_no_eviction_within_the_cache_so_plain_rope_there_and_causal_beyond():
+@pytest.mark.parametrize("encoding", ["sink", "ssmax"])
+def test_a_sink_logit_and_ssmax_s_temperature_ride_along_as_in_the_cache(encoding):
+    """StreamingLLM on a model whose softmax has its own terms: the gpt-oss sink logit joins every query's
+    denominator, SSMax's n is the number of keys in the cache (train_len once it is full, not i + 1)."""
     torch.manual_seed(0)
-    model = build_model(ModelConfig(name="tiny", d_model=64, n_layers=2, n_heads=2), "rope", {}, 16).eval()
+    L, train_len = 70, 16
+    q, k, v = (torch.randn(2, 2, L, 32) for _ in range(3))
+    enc = build_encoding(encoding, ModelShape(64, 2, 2, train_len))
+    with torch.no_grad():
+        if encoding == "sink":
+            enc.sinks.copy_(torch.tensor([[1.5, -0.5], [0.0, 2.0]]))
+        else:
+            enc.s.copy_(torch.tensor([[0.3, 0.6], [0.4, 0.5]]))
+    variant = make_variant("streaming")
+    extra = {"sink": enc.sinks[1]} if encoding == "sink" else {"ssmax": enc.s[1]}
+    ref = cache_loop(q, k, v, plain_frequencies(32, 10000.0), *variant.cache(train_len), 32 ** -0.5, **extra)
+    with torch.no_grad():
+        got = variant.attend(q, k, v, enc, torch.arange(L), AttentionOptions(), train_len=train_len, layer=1)
+        plain = variant.attend(q, k, v, build_encoding("rope", ModelShape(64, 2, 2, train_len)), torch.arange(L),
+                               AttentionOptions(), train_len=train_len)
+    torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-5)
+    assert not torch.allclose(got, plain, atol=1e-3)  # the terms change the attention: they were not dropped
+
+
+@pytest.mark.parametrize("encoding", ["rope", "sink", "ssmax"])
+def test_no_eviction_within_the_cache_so_plain_rope_there_and_causal_beyond(encoding):
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(name="tiny", d_model=64, n_layers=2, n_heads=2), encoding, {}, 16).eval()
+    with torch.no_grad():  # terms far from their initial values, so that dropping one would show
+        for name, p in model.encoding.named_parameters():
+            p.copy_(torch.rand_like(p) + 0.5)
     x = torch.randint(0, 256, (2, 48))
     opts = make_variant("streaming").options(AttentionOptions(), 48, 16)
     with torch.no_grad():
