@@ -25,14 +25,15 @@ class AttentionOptions:
     kernel       bias encodings: ``auto`` | ``flex`` | ``chunked`` (posbench/attention/kernels.py)
     block        blockwise causal attention: a query sees keys from the previous block of ``block``
                  tokens on (Sun et al. 2022); None: full causal attention
-    logit_scale  every attention logit (content and position terms) is multiplied by it
+    logit_scale  every attention logit (content and position terms; a sink logit excepted) is multiplied by it
     rope         (scaling type, factor) for rotary encodings (posbench/attention/rope_scalings.py): the
                  type's registered name, or a ``RopeScaling`` at settings of its own (the ``tuned`` rows);
                  None: the frequencies the model was trained with
     recorder     attention diagnostics (posbench/evaluation/diagnostics.py), evaluation only
     attention    rotary encodings: an evaluation variant's own attention, called instead of
-                 rotate-then-attend as ``attention(q, k, v, encoding, positions, options)`` with q, k not
-                 yet rotated (training-free extenders: ReRoPE, SelfExtend, DCA in posbench/evaluation/variants/);
+                 rotate-then-attend as ``attention(q, k, v, encoding, positions, options, layer=l)`` with q, k
+                 not yet rotated (training-free extenders: ReRoPE, SelfExtend, DCA, StreamingLLM in
+                 posbench/evaluation/variants/; the layer for its sink logit or temperature);
                  None: the usual path
     window       a local window (posbench.attention.kernels.Window) for every layer that has none of its own;
                  with ``block``, a query sees the keys both leave it

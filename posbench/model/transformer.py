@@ -134,7 +134,7 @@ class CausalSelfAttention(nn.Module):
             v = torch.cat((v, carried.to(v.dtype).expand(B, -1, -1, -1)), dim=-1)
         if kernel is Kernel.OWN:  # content-position terms (Shaw, Transformer-XL) or no softmax (stick-breaking)
             y = enc.relative_attention(q, k, v, positions, self.layer, options)
-        elif kernel is Kernel.EXTENDER:  # ReRoPE, SelfExtend, DCA (posbench/evaluation/variants/): q, k not yet rotated
+        elif kernel is Kernel.EXTENDER:  # ReRoPE, SelfExtend, DCA, StreamingLLM (evaluation/variants/): q, k not yet rotated
             y = options.attention(q, k, v, enc, positions, options, layer=self.layer)
         else:
             y = self.softmax_attention(kernel, x, q, k, v, enc, positions, pos_state, options)

@@ -37,7 +37,8 @@ CASES = {
 
 
 def legacy_forward(self, x, enc, positions, pos_state, options, flex=False):
-    """CausalSelfAttention.forward as it was before posbench/model/kernel_choice.py (verbatim)."""
+    """CausalSelfAttention.forward as it was before posbench/model/kernel_choice.py (verbatim, but for the layer
+    an extender is now told: it takes a sink logit and SSMax's temperature along, which are per layer)."""
     B, L, D = x.shape
     qkv = self.qkv(x) if self.canon_b is None else self.canon_b(self.qkv(x))
     q, k, v = qkv.view(B, L, 3, self.n_heads, D // self.n_heads).permute(2, 0, 3, 1, 4)
@@ -45,7 +46,7 @@ def legacy_forward(self, x, enc, positions, pos_state, options, flex=False):
     if enc.uses_relative:
         y = enc.relative_attention(q, k, v, positions, self.layer, options)
     elif options.attention is not None and enc.uses_rotation:
-        y = options.attention(q, k, v, enc, positions, options)
+        y = options.attention(q, k, v, enc, positions, options, layer=self.layer)
     else:
         if enc.uses_rotation:
             q, k = enc.rotate(q, k, pos_state)

@@ -54,7 +54,9 @@ class RotaryExtender(Variant):
     def attend(self, q, k, v, enc, positions, options: AttentionOptions, train_len: int, layer: int = 0):
         """The extender's attention of layer ``layer``: q, k [B, H, L, Dh] not yet rotated. The encoding's own
         softmax terms come along: SSMax's temperature with n the keys each query sees under this extender
-        (its hidden pairs left out) and a sink logit (transformer.py ``temper`` and ``enc.sink`` in the plain path)."""
+        (its hidden pairs left out: under StreamingLLM at most train_len, the cache's size) and a sink logit
+        (transformer.py ``temper`` and ``enc.sink`` in the plain path). A layer with a temperature of its own
+        takes no temperature of the extender's (ReRoPE's log-n, DCA's mscale)."""
         plain = options.replace(attention=None)
 
         def rotate(x: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
@@ -62,12 +64,15 @@ class RotaryExtender(Variant):
 
         scale = enc.softmax_scale(enc.prepare(positions[:1], plain))
         scale = (q.shape[-1] ** -0.5 if scale is None else scale) * options.logit_scale
-        scale *= self.logit_factor(len(positions), train_len)
-        if (qs := self.query_scale(positions, train_len)) is not None:
-            q = q * qs.to(q.dtype)[:, None]
         hidden = self.hidden(positions, train_len)
-        if (own := enc.query_scale(positions, keys_seen(len(positions), hidden, q.device), layer)) is not None:
+        own = enc.query_scale(positions, keys_seen(len(positions), hidden, q.device), layer)
+        if own is not None:  # the layer's own temperature (SSMax) ...
             q = (q * own.to(q.dtype)[..., None]).to(q.dtype)
+        else:  # ... or the extender's (ReRoPE's log-n, DCA's mscale), never both: as in the plain path, where a
+            # row temperature scales only the layers without one of their own (transformer.py temper)
+            scale *= self.logit_factor(len(positions), train_len)
+            if (qs := self.query_scale(positions, train_len)) is not None:
+                q = q * qs.to(q.dtype)[:, None]
         return piecewise_rotary_attention(q, k, v, rotate, self.pieces(positions, train_len), scale,
                                           hidden=hidden, sink=enc.sink(layer))
 

@@ -100,3 +100,16 @@ def test_the_extenders_apply_to_rope_models_only():
         assert isinstance(v, RotaryExtender)
         assert {e for e in ("rope", "p_rope", "xpos", "ssmax", "sink", "alibi", "nope")
                 if v.applies_to(build_encoding(e, shape))} == {"rope", "p_rope", "ssmax", "sink"}, name
+
+
+def test_a_layer_with_its_own_temperature_takes_none_of_the_extender_s():
+    """SSMax's temperature and ReRoPE's log-n (or DCA's mscale) would stack: as a row temperature in the plain path,
+    the extender's gives way to the layer's own, so the log-n setting changes nothing on SSMax and does on RoPE."""
+    torch.manual_seed(0)
+    x = torch.randint(0, 256, (2, 48))
+    for encoding, same in (("ssmax", True), ("rope", False)):
+        model = build_model(TINY, encoding, {}, 16).eval()
+        with torch.no_grad():
+            on, off = (model(x, None, make_variant(name, params).options(AttentionOptions(), 48, 16))
+                       for name, params in (("rerope", {"logn": True}), ("rerope", {"logn": False})))
+        assert torch.allclose(on, off, atol=1e-6) is same, encoding
