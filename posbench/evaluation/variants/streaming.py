@@ -21,9 +21,10 @@ by default, so a query sees train_len keys (the sinks, R recent keys and itself)
 stays below train_len: the reference README's rule that the cache is at most the pre-training window. The
 ``+swaL`` row (the ``local`` variant) is the paper's window-attention baseline at the same key count
 with no sinks kept. A window by construction (the middle is never seen), so its rows are reported
-apart with the windowed controls. A RoPE model whose softmax has its own terms keeps them (RotaryExtender.attend):
-a gpt-oss sink logit in every denominator, SSMax's temperature with n the keys in the cache. Deviations: RoPE
-models only (the reference's MPT/ALiBi path, which builds ALiBi's bias from positions in the cache, is not built); the query's position within the cache is read by
+apart with the windowed controls. A RoPE model whose softmax has its own terms keeps them
+(RotaryExtender.attend): a gpt-oss sink logit in every denominator, SSMax's temperature with n the keys in
+the cache. Deviations: RoPE models only (the reference's MPT/ALiBi path, which builds ALiBi's bias from
+positions in the cache, is not built); the query's position within the cache is read by
 index, as posbench's windows are (positions 0..L-1 in every evaluation window).
 """
 

@@ -162,9 +162,9 @@ def row_interval(r: RowSeeds, name: str, threshold: float) -> tuple[float, float
     length by its rule applied to the mean accuracy of each cell and to the ends of each cell's 95% t
     interval over the task seeds. That last is a range, not a 95% interval: the cells' intervals are not
     simultaneous, and they leave out the examples' binomial variance (RowSeeds keeps none), so seeds that
-    agree in every cell give a single point. NaN ends with one seed. Not the percentile bootstrap of the correlations: with 3 seeds its 2.5th and
-    97.5th percentiles of a mean are the lowest and highest seed (each drawn three times with chance 1/27),
-    a range that covers the mean in 75% of normal samples, not 95%."""
+    agree in every cell give a single point. NaN ends with one seed. Not the percentile bootstrap of the
+    correlations: with 3 seeds its 2.5th and 97.5th percentiles of a mean are the lowest and highest seed
+    (each drawn three times with chance 1/27), a range that covers the mean in 75% of normal samples, not 95%."""
     if name == "ratio":
         e = bootstrap.seeds_and_text(r.log_ratio, None, 0)
         return float(np.exp(e.mean)), float(np.exp(e.lo)), float(np.exp(e.hi))
