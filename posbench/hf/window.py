@@ -11,7 +11,9 @@ implementation without a registered mask function, so the function builds its ow
 window; posbench's windows hold no padding). A layer with a sliding window of its own (Mistral's, Gemma's)
 keeps the narrower of the two, as posbench's variant leaves a layer's own window alone. A family whose
 attention does not call the registry is refused in one line after its first forward; so is one with
-logit soft-capping or attention sinks, which this function does not compute.
+logit soft-capping, which this function does not compute. A learned sink logit per head (gpt-oss's
+``sinks``) joins every denominator, as the model's own attention adds it (posbench's ``masked_attention``,
+the kernel of posbench's ``sink`` encoding).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from contextlib import contextmanager
 import torch
 import torch.nn.functional as F
 
+from posbench.attention.kernels import Window, masked_attention
 from posbench.core.errors import PosbenchError
 from posbench.hf.attention import one_head_per_query, registered_attention
 
@@ -32,8 +35,8 @@ _state = {"size": None, "calls": 0}
 
 def window_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
     """transformers' attention-function signature: q [B, H, Lq, D], k/v [B, Hkv, Lk, D] -> ([B, Lq, H, D], None)."""
-    if kwargs.get("softcap") is not None or getattr(module, "sinks", None) is not None:
-        raise PosbenchError(f"{type(module).__name__}: +swaL does not compute logit soft-capping or attention sinks")
+    if kwargs.get("softcap") is not None:
+        raise PosbenchError(f"{type(module).__name__}: +swaL does not compute logit soft-capping")
     _state["calls"] += 1
     size = _state["size"]
     own = kwargs.get("sliding_window") or getattr(module, "sliding_window", None)
@@ -41,6 +44,13 @@ def window_attention(module, query, key, value, attention_mask, scaling=None, dr
         size = min(size, own)
     key, value = one_head_per_query(query, key, value)
     lq, lk = query.shape[2], key.shape[2]
+    sinks = getattr(module, "sinks", None)
+    if sinks is not None:  # gpt-oss: a learned sink logit per head in every denominator (posbench's ``sink``)
+        if lq != lk:
+            raise PosbenchError(f"{type(module).__name__}: +swaL with attention sinks is scored in one forward per "
+                                f"window, not with a cache ({lq} queries, {lk} keys)")
+        out = masked_attention(query, key, value, scaling, window=Window("sliding", size), sink=sinks)
+        return out.transpose(1, 2).contiguous(), None
     q = torch.arange(lk - lq, lk, device=query.device)[:, None]
     k = torch.arange(lk, device=query.device)[None, :]
     visible = (k <= q) & (k > q - size)

@@ -222,6 +222,37 @@ def test_the_window_control_is_transformers_own_sliding_window(tmp_path):
     assert torch.equal(before, after)
 
 
+def test_the_window_control_keeps_gpt_oss_s_attention_sinks():
+    """gpt-oss adds a learned sink logit per head to every softmax: +swaL on a model whose layers are all full
+    equals the same weights with every layer natively sliding (transformers' own eager attention with its sinks)."""
+    import transformers
+
+    from posbench.hf.window import check_windowed, windowed_model
+
+    W, L = 4, 12
+    settings = dict(vocab_size=300, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                    head_dim=8, intermediate_size=64, num_local_experts=4, num_experts_per_tok=2, sliding_window=W,
+                    max_position_embeddings=4 * L, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+    torch.manual_seed(0)
+    full = transformers.GptOssForCausalLM(transformers.GptOssConfig(
+        layer_types=["full_attention"] * 2, **settings)).eval()  # float32: its experts' grouped GEMM takes no float64
+    with torch.no_grad():
+        for layer in full.model.layers:
+            layer.self_attn.sinks.copy_(torch.tensor([2.0, -1.0, 0.5, 1.5]))  # far from 0: dropping them would show
+    native = transformers.GptOssForCausalLM(transformers.GptOssConfig(
+        layer_types=["sliding_attention"] * 2, **settings)).eval()
+    native.load_state_dict(full.state_dict())
+    x = torch.randint(3, 250, (2, L))
+    with torch.no_grad():
+        before = full(input_ids=x).logits
+        with windowed_model(full, W):
+            ours = full(input_ids=x).logits
+            check_windowed()
+        reference = native(input_ids=x).logits
+    assert torch.allclose(ours, reference, atol=1e-5)
+    assert not torch.allclose(ours, before, atol=1e-3)  # the window hid something
+
+
 def test_the_window_control_gives_the_report_its_key_tokens(tiny_checkpoints, small_corpus, tmp_path, cache_dir):
     from tests.conftest import cli
 
