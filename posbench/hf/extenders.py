@@ -35,8 +35,9 @@ the HF path's extender rows equal posbench's native ones to float64 rounding (te
 Which checkpoints. The families whose rotary layout (rotate half, the rotary channels first) and
 attention call (``ALL_ATTENTION_FUNCTIONS``) are checked here: ``EXTENDABLE``. A checkpoint without
 rotary positions (GPT-2, OPT), with no rotary channel (an exported NoPE), another family, RoPE
-parameters per layer type, logit soft-capping or attention sinks is refused in one line naming what
-applies. A layer's own sliding window (Mistral's ``sliding_window``) is kept: its keys further back are
+parameters per layer type or logit soft-capping is refused in one line naming what applies. gpt-oss's
+learned sink logit per head joins every softmax (the kernel's ``sink``), and its half-width cos/sin tables
+(one column per frequency, the same rotation) are read as the rotate-half layout. A layer's own sliding window (Mistral's ``sliding_window``) is kept: its keys further back are
 hidden as the evicted middle of StreamingLLM is. Padding masks are not read (posbench's windows hold
 none), and cached decoding (queries fewer than keys) is refused.
 
@@ -62,7 +63,7 @@ from posbench.hf.scalings import rotary_modules
 NAME = "posbench_extender"
 EXTENDERS = ("rerope", "selfextend", "streaming")  # posbench's variant names (evaluation/variants/)
 # families whose rotary layout (rotate half on the first rotary_dim channels) and attention call are checked here
-EXTENDABLE = ("llama", "mistral", "qwen2", "qwen3", "gpt_neox")
+EXTENDABLE = ("llama", "mistral", "qwen2", "qwen3", "gpt_neox", "gpt_oss")
 
 _state: dict = {"variant": None, "train_len": None, "tables": None, "calls": 0, "rotary_calls": 0}
 
@@ -114,10 +115,12 @@ class Unrotated(torch.nn.Module):
     def forward(self, x, position_ids, *args, **kwargs):
         cos, sin = self.rotary(x, position_ids, *args, **kwargs)
         inv_freq, scaling = frequencies(self.rotary, self.config)
-        if 2 * inv_freq.numel() != cos.shape[-1]:
+        # cos/sin of 2 x frequencies channels (rotate-half, each angle twice) or of one per frequency (gpt-oss's
+        # halves, x1 cos - x2 sin and x2 cos + x1 sin: the same rotation): the rotary channels are 2 x frequencies
+        if cos.shape[-1] not in (inv_freq.numel(), 2 * inv_freq.numel()):
             raise PosbenchError(f"{type(self.rotary).__name__}: cos/sin of {cos.shape[-1]} channels from "
                                 f"{inv_freq.numel()} frequencies: not the rotate-half layout the extenders assume")
-        _state["tables"] = (inv_freq, scaling, cos.shape[-1])
+        _state["tables"] = (inv_freq, scaling, 2 * inv_freq.numel())
         _state["rotary_calls"] += 1
         return torch.ones_like(cos), torch.zeros_like(sin)
 
@@ -126,9 +129,8 @@ def extender_attention(module, query, key, value, attention_mask, scaling=None, 
     """transformers' attention-function signature: q [B, H, L, D], k/v [B, Hkv, L, D], unrotated
     (``Unrotated``) -> ([B, L, H, D], None), the native variant's attention over positions 0..L-1."""
     variant, train_len = _state["variant"], _state["train_len"]
-    if kwargs.get("softcap") is not None or getattr(module, "sinks", None) is not None:
-        raise PosbenchError(f"{type(module).__name__}: {variant.suffix()[1:]} does not compute logit soft-capping "
-                            "or attention sinks")
+    if kwargs.get("softcap") is not None:
+        raise PosbenchError(f"{type(module).__name__}: {variant.suffix()[1:]} does not compute logit soft-capping")
     if _state["tables"] is None:
         raise PosbenchError(f"{type(module).__name__}: its q and k were not left unrotated (the model's rotary_emb "
                             f"was not called): {variant.suffix()[1:]} cannot be applied to it")
@@ -157,7 +159,7 @@ def extender_attention(module, query, key, value, attention_mask, scaling=None, 
         evicted = hidden
         hidden = (lambda i, j: j <= i - own) if evicted is None else (lambda i, j: evicted(i, j) | (j <= i - own))
     out = piecewise_rotary_attention(query, key, value, rotate, variant.pieces(positions, train_len), scale,
-                                     hidden=hidden)
+                                     hidden=hidden, sink=getattr(module, "sinks", None))  # gpt-oss's sink logits
     return out.transpose(1, 2).contiguous(), None
 
 

@@ -101,6 +101,29 @@ def test_an_extender_that_keeps_every_distance_is_the_checkpoints_own_forward(fa
     assert (clipped - own).abs().max() > 1e-4  # a narrower window changes the logits: the rows are not all plain
 
 
+def test_gpt_oss_keeps_its_sinks_its_windows_and_its_half_width_tables():
+    """gpt-oss: a learned sink logit per head in every softmax, sliding and full layers alternating, cos/sin of
+    one column per frequency. ReRoPE keeping every distance is the model's own forward (float32: its experts'
+    grouped GEMM takes no float64), and StreamingLLM changes it past the cache."""
+    settings = dict(vocab_size=300, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                    head_dim=8, intermediate_size=64, num_local_experts=4, num_experts_per_tok=2, sliding_window=5,
+                    max_position_embeddings=CONTEXT, layer_types=["sliding_attention", "full_attention"],
+                    rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+    torch.manual_seed(0)
+    hf = transformers.GptOssForCausalLM(transformers.GptOssConfig(**settings)).eval()
+    with torch.no_grad():
+        for layer in hf.model.layers:
+            layer.self_attn.sinks.copy_(torch.tensor([2.0, -1.0, 0.5, 1.5]))  # far from 0: dropping them would show
+    x = torch.randint(3, 250, (2, 4 * CONTEXT))
+    with torch.no_grad():
+        own = hf(input_ids=x).logits
+    keep_all = hf_forward(hf, make_variant("rerope", {"window": 10**6, "logn": False}), x, CONTEXT)
+    assert (keep_all - own).abs().max() <= 1e-4
+    streamed = hf_forward(hf, make_variant("streaming"), x, CONTEXT)
+    assert (streamed[:, :CONTEXT] - own[:, :CONTEXT]).abs().max() <= 1e-4  # nothing evicted within the cache
+    assert (streamed - own).abs().max() > 1e-3
+
+
 @pytest.mark.parametrize("name", EXTENDERS)
 def test_the_rows_stay_causal(family_models, name):
     """A token changed at t moves no logit before t, and some after it, on every family."""
@@ -157,7 +180,7 @@ def test_refusals(tiny_checkpoints, tmp_path, compose):
     llama = checkpoints.inspect(tiny_checkpoints["llama"], device="cpu").config
     refused(["rerope", "dca"], llama, "llama", "--extender dca: unknown; valid: rerope, selfextend, streaming")
     refused(["selfextend"], SimpleNamespace(rope_parameters={"rope_theta": 1e4}), "phi3",
-            "not built for phi3 checkpoints .*built for: llama, mistral, qwen2, qwen3, gpt_neox")
+            "not built for phi3 checkpoints .*built for: llama, mistral, qwen2, qwen3, gpt_neox, gpt_oss")
     refused(["streaming"], SimpleNamespace(rope_parameters={"full_attention": {}, "sliding_attention": {}}), "llama",
             "RoPE parameters per layer type")
     refused(["rerope"], SimpleNamespace(rope_parameters={"rope_theta": 1e4, "partial_rotary_factor": 0.0}), "gpt_neox",
