@@ -59,6 +59,25 @@ def save_tiny(family: str, folder: Path, seed: int = 0, **extra) -> Path:
     return folder
 
 
+def tiny_gpt_oss(layer_types: list[str], sliding_window: int, context: int):
+    """A random-weight gpt-oss (hidden 32, 4 heads of 8, 4 experts, plain RoPE) in float32 (its experts' grouped
+    GEMM takes no float64), its sink logits set far from 0 so that a path dropping them would show."""
+    import torch
+    import transformers
+
+    config = transformers.GptOssConfig(
+        vocab_size=VOCAB, hidden_size=32, num_hidden_layers=len(layer_types), num_attention_heads=4,
+        num_key_value_heads=2, head_dim=8, intermediate_size=64, num_local_experts=4, num_experts_per_tok=2,
+        sliding_window=sliding_window, max_position_embeddings=context, layer_types=layer_types,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+    torch.manual_seed(0)
+    model = transformers.GptOssForCausalLM(config).eval()
+    with torch.no_grad():
+        for layer in model.model.layers:
+            layer.self_attn.sinks.copy_(torch.tensor([2.0, -1.0, 0.5, 1.5]))
+    return model
+
+
 @pytest.fixture(scope="session")
 def tiny_checkpoints(tmp_path_factory):
     root = tmp_path_factory.mktemp("checkpoints")

@@ -11,7 +11,7 @@ import torch
 
 from posbench.core.errors import PosbenchError
 from posbench.store.rundir import RunDir
-from tests.hf.conftest import CONTEXT, FAMILIES, save_tiny
+from tests.hf.conftest import CONTEXT, FAMILIES, save_tiny, tiny_gpt_oss
 
 EVAL = ["eval.multiples=[1,2,4]", "eval.batch_tokens=512"]
 
@@ -197,26 +197,31 @@ def test_the_command_refuses_in_one_line_and_writes_nothing(tiny_checkpoints, tm
     assert not (tmp_path / "runs").exists()
 
 
-def test_the_window_control_is_transformers_own_sliding_window(tmp_path):
-    """+swaL through the AttentionInterface equals Mistral's native sliding window on the same weights, and
-    leaves the model as it was afterwards."""
-    import transformers
-
+def windowed_and_native(plain, native, W: int, L: int):
+    """(plain's logits before, under +swaL of W keys, after; native's) on the same random tokens: the window
+    control through the AttentionInterface against a model whose own layers slide."""
     from posbench.hf.window import check_windowed, windowed_model
 
-    W, L = 4, 12
-    path = save_tiny("mistral", tmp_path / "m")
-    plain = transformers.AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=torch.float64).eval()
-    native = transformers.AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=torch.float64,
-                                                               sliding_window=W).eval()
     x = torch.randint(3, 250, (2, L))
     with torch.no_grad():
         before = plain(input_ids=x).logits
         with windowed_model(plain, W):
             ours = plain(input_ids=x).logits
             check_windowed()
-        after = plain(input_ids=x).logits
-        reference = native(input_ids=x).logits
+        return before, ours, plain(input_ids=x).logits, native(input_ids=x).logits
+
+
+def test_the_window_control_is_transformers_own_sliding_window(tmp_path):
+    """+swaL through the AttentionInterface equals Mistral's native sliding window on the same weights, and
+    leaves the model as it was afterwards."""
+    import transformers
+
+    W, L = 4, 12
+    path = save_tiny("mistral", tmp_path / "m")
+    plain = transformers.AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=torch.float64).eval()
+    native = transformers.AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=torch.float64,
+                                                               sliding_window=W).eval()
+    before, ours, after, reference = windowed_and_native(plain, native, W, L)
     assert torch.allclose(ours, reference, atol=1e-10)
     assert not torch.allclose(ours, before, atol=1e-4)  # the window hid something
     assert torch.equal(before, after)
@@ -225,30 +230,11 @@ def test_the_window_control_is_transformers_own_sliding_window(tmp_path):
 def test_the_window_control_keeps_gpt_oss_s_attention_sinks():
     """gpt-oss adds a learned sink logit per head to every softmax: +swaL on a model whose layers are all full
     equals the same weights with every layer natively sliding (transformers' own eager attention with its sinks)."""
-    import transformers
-
-    from posbench.hf.window import check_windowed, windowed_model
-
     W, L = 4, 12
-    settings = dict(vocab_size=300, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                    head_dim=8, intermediate_size=64, num_local_experts=4, num_experts_per_tok=2, sliding_window=W,
-                    max_position_embeddings=4 * L, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
-    torch.manual_seed(0)
-    full = transformers.GptOssForCausalLM(transformers.GptOssConfig(
-        layer_types=["full_attention"] * 2, **settings)).eval()  # float32: its experts' grouped GEMM takes no float64
-    with torch.no_grad():
-        for layer in full.model.layers:
-            layer.self_attn.sinks.copy_(torch.tensor([2.0, -1.0, 0.5, 1.5]))  # far from 0: dropping them would show
-    native = transformers.GptOssForCausalLM(transformers.GptOssConfig(
-        layer_types=["sliding_attention"] * 2, **settings)).eval()
+    full = tiny_gpt_oss(["full_attention"] * 2, W, 4 * L)
+    native = tiny_gpt_oss(["sliding_attention"] * 2, W, 4 * L)
     native.load_state_dict(full.state_dict())
-    x = torch.randint(3, 250, (2, L))
-    with torch.no_grad():
-        before = full(input_ids=x).logits
-        with windowed_model(full, W):
-            ours = full(input_ids=x).logits
-            check_windowed()
-        reference = native(input_ids=x).logits
+    before, ours, _, reference = windowed_and_native(full, native, W, L)
     assert torch.allclose(ours, reference, atol=1e-5)
     assert not torch.allclose(ours, before, atol=1e-3)  # the window hid something
 

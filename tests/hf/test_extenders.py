@@ -17,7 +17,7 @@ from posbench.evaluation.variants import make_variant
 
 transformers = pytest.importorskip("transformers")
 
-from tests.hf.conftest import CONTEXT, save_tiny  # noqa: E402
+from tests.hf.conftest import CONTEXT, save_tiny, tiny_gpt_oss  # noqa: E402
 from tests.hf.test_eval_hf import metrics_of, score  # noqa: E402
 from tests.hf.test_export import TRAIN_LEN, exported  # noqa: E402
 
@@ -105,15 +105,7 @@ def test_gpt_oss_keeps_its_sinks_its_windows_and_its_half_width_tables():
     """gpt-oss: a learned sink logit per head in every softmax, sliding and full layers alternating, cos/sin of
     one column per frequency. ReRoPE keeping every distance is the model's own forward (float32: its experts'
     grouped GEMM takes no float64), and StreamingLLM changes it past the cache."""
-    settings = dict(vocab_size=300, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                    head_dim=8, intermediate_size=64, num_local_experts=4, num_experts_per_tok=2, sliding_window=5,
-                    max_position_embeddings=CONTEXT, layer_types=["sliding_attention", "full_attention"],
-                    rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
-    torch.manual_seed(0)
-    hf = transformers.GptOssForCausalLM(transformers.GptOssConfig(**settings)).eval()
-    with torch.no_grad():
-        for layer in hf.model.layers:
-            layer.self_attn.sinks.copy_(torch.tensor([2.0, -1.0, 0.5, 1.5]))  # far from 0: dropping them would show
+    hf = tiny_gpt_oss(["sliding_attention", "full_attention"], 5, CONTEXT)
     x = torch.randint(3, 250, (2, 4 * CONTEXT))
     with torch.no_grad():
         own = hf(input_ids=x).logits
